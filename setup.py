@@ -1,0 +1,35 @@
+"""Build definition for the C engine (heatline._native).
+
+Everything else about the package lives in pyproject.toml; setuptools needs this file only
+because the extension's sources and flags are computed here.
+"""
+
+import os
+
+from setuptools import Extension, setup
+
+NATIVE = "src/heatline/_native"
+SOURCES = ["module.c", "sampler.c", "frames.c", "stats.c", "linetable.c", "memread.c", "compat.c"]
+
+extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
+extra_link_args = []
+# HEATLINE_SANITIZE=1 builds the engine with AddressSanitizer + UndefinedBehaviorSanitizer
+# (see `make sanitize`).
+if os.environ.get("HEATLINE_SANITIZE"):
+    san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+    extra_compile_args += san
+    extra_link_args += ["-fsanitize=address,undefined"]
+if os.environ.get("HEATLINE_WERROR"):
+    extra_compile_args.append("-Werror")
+
+setup(
+    ext_modules=[
+        Extension(
+            "heatline._native",
+            sources=[f"{NATIVE}/{name}" for name in SOURCES],
+            depends=[os.path.join(NATIVE, n) for n in os.listdir(NATIVE) if n.endswith(".h")],
+            extra_compile_args=extra_compile_args,
+            extra_link_args=extra_link_args,
+        )
+    ]
+)

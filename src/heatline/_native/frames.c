@@ -1,0 +1,312 @@
+/* frames.c: see frames.h. */
+#include <Python.h>
+
+#include "frames.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "linetable.h"
+#include "memread.h"
+
+#define MAX_STRING 4096          /* longest file or function name copied, in bytes */
+#define MAX_TABLE (1u << 20)     /* largest line table copied */
+#define HEADER_BUFFER 512        /* >= every layout's code_read_size */
+#define FRAME_BUFFER 128         /* >= every layout's frame_read_size */
+#define MAX_FRAMES_VISITED 4096  /* guards against a cycle in a torn chain */
+
+/* ---- scope ------------------------------------------------------------------------- */
+
+int hl_scope_is_user(const hl_scope *scope, const char *path) {
+    if (path[0] == '<' || path[0] == '\0') return 0; /* <string>, <frozen ...>, <stdin> */
+    for (size_t i = 0; i < scope->nexclude; i++)
+        if (strstr(path, scope->exclude[i])) return 0;
+    if (scope->nonly) {
+        int matched = 0;
+        for (size_t i = 0; i < scope->nonly && !matched; i++) matched = strstr(path, scope->only[i]) != NULL;
+        if (!matched) return 0;
+    }
+    if (!scope->profile_all) {
+        for (size_t i = 0; i < scope->nexclude_prefixes; i++) {
+            const char *prefix = scope->exclude_prefixes[i];
+            if (strncmp(path, prefix, strlen(prefix)) == 0) return 0;
+        }
+    }
+    return 1;
+}
+
+static void free_strings(char **strings, size_t n) {
+    for (size_t i = 0; i < n; i++) free(strings[i]);
+    free(strings);
+}
+
+void hl_scope_clear(hl_scope *scope) {
+    free_strings(scope->exclude_prefixes, scope->nexclude_prefixes);
+    free_strings(scope->only, scope->nonly);
+    free_strings(scope->exclude, scope->nexclude);
+    memset(scope, 0, sizeof(*scope));
+}
+
+/* ---- reading objects ----------------------------------------------------------------- */
+
+static uintptr_t word_at(const uint8_t *buffer, size_t offset) {
+    uintptr_t value;
+    memcpy(&value, buffer + offset, sizeof(value));
+    return value;
+}
+
+static int int_at(const uint8_t *buffer, size_t offset) {
+    int value;
+    memcpy(&value, buffer + offset, sizeof(value));
+    return value;
+}
+
+/* Appends code point cp as UTF-8 to out (capacity checked by the caller: 4 bytes free). */
+static size_t put_utf8(char *out, uint32_t cp) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Copies the str object at address into out as NUL-terminated UTF-8 (truncated to fit).
+ * Only compact strings are read; every name CPython stores in a code object is compact.
+ * Returns the length, or -1 if the object is not a readable str. */
+static int read_str(uintptr_t address, char *out, size_t capacity) {
+    PyASCIIObject header;
+    if (hl_memread(&header, address, sizeof(header)) != 0) return -1;
+    if ((uintptr_t)Py_TYPE((PyObject *)&header) != (uintptr_t)&PyUnicode_Type) return -1;
+    if (!header.state.compact) return -1;
+    Py_ssize_t length = header.length;
+    if (length < 0) return -1;
+    unsigned kind = header.state.kind;
+    uintptr_t data = address + (header.state.ascii ? sizeof(PyASCIIObject)
+                                                   : sizeof(PyCompactUnicodeObject));
+    if (kind != 1 && kind != 2 && kind != 4) return -1;
+    size_t count = (size_t)length;
+    if (count > MAX_STRING / 4) count = MAX_STRING / 4;
+    uint8_t raw[MAX_STRING];
+    if (count && hl_memread(raw, data, count * kind) != 0) return -1;
+    size_t used = 0;
+    for (size_t i = 0; i < count && used + 5 < capacity; i++) {
+        uint32_t cp;
+        if (kind == 1) cp = raw[i];
+        else if (kind == 2) cp = ((uint16_t *)(void *)raw)[i];
+        else cp = ((uint32_t *)(void *)raw)[i];
+        used += put_utf8(out + used, cp);
+    }
+    out[used] = '\0';
+    return (int)used;
+}
+
+/* Reads a bytes object: its length and data address. Returns 0 or -1. */
+static int read_bytes_header(const hl_layout *l, uintptr_t address, size_t *length, uintptr_t *data) {
+    uint8_t header[64];
+    size_t need = l->bytes_data;
+    if (need > sizeof(header) || hl_memread(header, address, need) != 0) return -1;
+    if (word_at(header, l->object_type) != (uintptr_t)&PyBytes_Type) return -1;
+    intptr_t size = (intptr_t)word_at(header, l->bytes_size);
+    if (size < 0) return -1;
+    *length = (size_t)size;
+    *data = address + l->bytes_data;
+    return 0;
+}
+
+/* ---- the code cache ------------------------------------------------------------------ */
+
+/* Fills *c from the code object at address whose header was just read into header.
+ * Returns 0 or -1 (unreadable, or out of memory). */
+static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header, hl_code *c) {
+    const hl_layout *l = &w->layout;
+    char path[MAX_STRING], name[MAX_STRING], qualname[MAX_STRING];
+    memset(c, 0, sizeof(*c));
+    c->address = address;
+    c->filename = word_at(header, l->code_filename);
+    c->name = word_at(header, l->code_name);
+    c->qualname = word_at(header, l->code_qualname);
+    c->linetable = word_at(header, l->code_linetable);
+    c->first_line = int_at(header, l->code_firstlineno);
+    if (l->frame_model == HL_FRAMES_OBJECTS) {
+        c->bytecode = word_at(header, l->code_code);
+        if (read_bytes_header(l, c->bytecode, &c->code_bytes, &c->code_start) != 0) return -1;
+    } else {
+        c->size = (intptr_t)word_at(header, l->code_size);
+        if (c->size < 0) return -1;
+        c->code_start = address + l->code_adaptive;
+        c->code_bytes = (size_t)c->size * 2;
+    }
+
+    int path_length = read_str(c->filename, path, sizeof(path));
+    if (path_length < 0 || read_str(c->name, name, sizeof(name)) < 0 ||
+        read_str(c->qualname, qualname, sizeof(qualname)) < 0)
+        return -1;
+
+    uintptr_t table_data;
+    if (read_bytes_header(l, c->linetable, &c->table_length, &table_data) != 0) return -1;
+    if (c->table_length > MAX_TABLE) return -1;
+    c->table = malloc(c->table_length ? c->table_length : 1);
+    if (c->table == NULL) return -1;
+    if (c->table_length && hl_memread(c->table, table_data, c->table_length) != 0) goto fail_table;
+
+    /* The scope is decided when a file is first interned; later calls return the same id. */
+    int64_t file = hl_stats_file(w->stats, path, (size_t)path_length, hl_scope_is_user(&w->scope, path));
+    if (file < 0) goto fail_table;
+    int64_t function = hl_stats_function(w->stats, (uint32_t)file, name, qualname, c->first_line);
+    if (function < 0) goto fail_table;
+    c->file = (uint32_t)file;
+    c->function = (uint32_t)function;
+    c->user = w->stats->files[file].user;
+    return 0;
+fail_table:
+    free(c->table);
+    c->table = NULL;
+    return -1;
+}
+
+static int same_identity(const hl_walker *w, const hl_code *c, const uint8_t *header) {
+    const hl_layout *l = &w->layout;
+    if (c->filename != word_at(header, l->code_filename)) return 0;
+    if (c->name != word_at(header, l->code_name)) return 0;
+    if (c->qualname != word_at(header, l->code_qualname)) return 0;
+    if (c->linetable != word_at(header, l->code_linetable)) return 0;
+    if (c->first_line != int_at(header, l->code_firstlineno)) return 0;
+    if (l->frame_model == HL_FRAMES_OBJECTS) return c->bytecode == word_at(header, l->code_code);
+    return c->size == (intptr_t)word_at(header, l->code_size);
+}
+
+/* The cache entry for the code object at address, or NULL if it is not a readable code
+ * object. The pointer stays valid until the next call. */
+static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
+    const hl_layout *l = &w->layout;
+    uint8_t header[HEADER_BUFFER];
+    if (address == 0 || hl_memread(header, address, l->code_read_size) != 0) return NULL;
+    if (word_at(header, l->object_type) != l->code_type) return NULL;
+
+    uint32_t index;
+    int cached = hl_map_get(&w->code_index, address, &index);
+    if (cached && same_identity(w, &w->codes[index], header)) return &w->codes[index];
+
+    hl_code fresh;
+    if (describe_code(w, address, header, &fresh) != 0) return NULL;
+    if (cached) { /* the address was reused by another code object */
+        free(w->codes[index].table);
+        w->codes[index] = fresh;
+        return &w->codes[index];
+    }
+    if (w->ncodes == w->codes_capacity) {
+        size_t grown = w->codes_capacity ? w->codes_capacity * 2 : 256;
+        hl_code *codes = realloc(w->codes, grown * sizeof(*codes));
+        if (codes == NULL) goto fail_fresh;
+        w->codes = codes;
+        w->codes_capacity = grown;
+    }
+    if (hl_map_put(&w->code_index, address, (uint32_t)w->ncodes) != 0) goto fail_fresh;
+    w->codes[w->ncodes] = fresh;
+    return &w->codes[w->ncodes++];
+fail_fresh:
+    free(fresh.table);
+    return NULL;
+}
+
+static int line_of(const hl_walker *w, const hl_code *c, int offset_bytes) {
+    if (offset_bytes < 0 || (size_t)offset_bytes >= c->code_bytes) return c->first_line;
+    int line = hl_line_for_offset(w->layout.linetable_format, c->table, c->table_length,
+                                  c->first_line, offset_bytes);
+    return line > 0 ? line : c->first_line;
+}
+
+int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {
+    hl_code *c = lookup_code(w, code);
+    *ok = c != NULL;
+    if (c == NULL) return -1;
+    if (offset_bytes < 0 || (size_t)offset_bytes >= c->code_bytes) return -1;
+    return hl_line_for_offset(w->layout.linetable_format, c->table, c->table_length,
+                              c->first_line, offset_bytes);
+}
+
+/* ---- walking ------------------------------------------------------------------------- */
+
+static uintptr_t innermost_frame(const hl_walker *w, uintptr_t tstate, int *ok) {
+    const hl_layout *l = &w->layout;
+    uintptr_t frame = 0;
+    *ok = hl_memread_ptr(&frame, tstate + l->tstate_frame) == 0;
+    if (*ok && l->frame_model == HL_FRAMES_CFRAME && frame != 0) /* frame is the _PyCFrame */
+        *ok = hl_memread_ptr(&frame, frame + l->cframe_current_frame) == 0;
+    return *ok ? frame : 0;
+}
+
+int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_in_call) {
+    const hl_layout *l = &w->layout;
+    int ok;
+    uintptr_t frame = innermost_frame(w, tstate, &ok);
+    int depth = 0;
+    *leaf_in_call = 0;
+    if (!ok) return -1;
+
+    for (int visited = 0; frame != 0 && depth < max_depth; visited++) {
+        uint8_t buffer[FRAME_BUFFER];
+        if (visited >= MAX_FRAMES_VISITED) return -1;
+        if (hl_memread(buffer, frame, l->frame_read_size) != 0) return -1;
+        uintptr_t code_address = word_at(buffer, l->frame_code);
+        uintptr_t previous = word_at(buffer, l->frame_previous);
+        if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&
+            (int)(signed char)buffer[l->frame_owner] == l->owner_cstack) {
+            frame = previous; /* a shim frame marking a C-stack entry: not Python code */
+            continue;
+        }
+        hl_code *c = lookup_code(w, code_address);
+        if (c == NULL) {
+            /* 3.13 shim frames hold None; anything else unreadable means a torn read. */
+            if (l->frame_model == HL_FRAMES_CURRENT && code_address != 0) {
+                frame = previous;
+                continue;
+            }
+            return -1;
+        }
+
+        int offset_bytes;
+        uintptr_t instruction;
+        if (l->frame_model == HL_FRAMES_OBJECTS) {
+            int lasti = int_at(buffer, l->frame_instr);
+            offset_bytes = lasti < 0 ? -1 : (l->linetable_format == HL_LNOTAB_39 ? lasti : lasti * 2);
+            instruction = offset_bytes < 0 ? 0 : c->code_start + (uintptr_t)offset_bytes;
+        } else {
+            instruction = word_at(buffer, l->frame_instr);
+            offset_bytes = instruction >= c->code_start && instruction < c->code_start + c->code_bytes
+                               ? (int)(instruction - c->code_start)
+                               : -1;
+        }
+        if (depth == 0 && offset_bytes >= 0 && (size_t)offset_bytes < c->code_bytes) {
+            uint8_t opcode; /* the first byte of a code unit is its opcode (little-endian) */
+            if (hl_memread(&opcode, instruction, 1) == 0) *leaf_in_call = w->call_opcodes[opcode] != 0;
+        }
+        frames[depth++] = (hl_frame){c->file, c->function, line_of(w, c, offset_bytes), c->user};
+        frame = previous;
+    }
+    return depth;
+}
+
+void hl_walker_clear(hl_walker *w) {
+    for (size_t i = 0; i < w->ncodes; i++) free(w->codes[i].table);
+    free(w->codes);
+    hl_map_free(&w->code_index);
+    hl_scope_clear(&w->scope);
+    w->codes = NULL;
+    w->ncodes = w->codes_capacity = 0;
+}

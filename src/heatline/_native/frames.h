@@ -1,0 +1,77 @@
+/* frames.h: reading a thread's Python stack without its cooperation and without the GIL.
+ *
+ * The walker follows the frame chain of a PyThreadState with hl_memread (never a plain load),
+ * so a frame popped or freed under it yields a failed walk, not a crash. Each code object met
+ * is described once in a cache keyed by its address: file, function, whether it is user code,
+ * and a private copy of its line table, so a frame costs two small reads once warm. Because a
+ * freed code object's address can be reused, every lookup re-reads the code object's header
+ * and compares it with the cached one before trusting the entry.
+ *
+ * Only the sampler thread calls hl_walk; hl_walker_clear runs after it has stopped.
+ */
+#ifndef HEATLINE_FRAMES_H
+#define HEATLINE_FRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compat.h"
+#include "stats.h"
+
+/* Which files count as the user's code. See docs/engine-api.md for the rules. */
+typedef struct hl_scope {
+    char **exclude_prefixes;
+    size_t nexclude_prefixes;
+    char **only;
+    size_t nonly;
+    char **exclude;
+    size_t nexclude;
+    int profile_all;
+} hl_scope;
+
+int hl_scope_is_user(const hl_scope *scope, const char *path);
+void hl_scope_clear(hl_scope *scope);
+
+typedef struct hl_code {
+    /* identity, re-checked on every lookup */
+    uintptr_t address, filename, name, qualname, linetable, bytecode;
+    int first_line;
+    intptr_t size;
+    /* what it resolved to */
+    uint32_t file, function;
+    int user;
+    uint8_t *table; /* owned copy of the line table */
+    size_t table_length;
+    uintptr_t code_start; /* address of the first bytecode byte */
+    size_t code_bytes;
+} hl_code;
+
+typedef struct hl_frame {
+    uint32_t file, function;
+    int line;
+    int user;
+} hl_frame;
+
+typedef struct hl_walker {
+    hl_layout layout;
+    hl_scope scope;
+    uint8_t call_opcodes[256]; /* non-zero: the opcode calls into other code */
+    hl_stats *stats;           /* where files and functions are interned */
+    hl_code *codes;
+    size_t ncodes, codes_capacity;
+    hl_map code_index;
+} hl_walker;
+
+/* Reads the stack of the thread whose PyThreadState is at tstate into frames (innermost
+ * first). Sets *leaf_in_call to 1 when the innermost frame is executing a call instruction
+ * (so the thread is inside code that frame called, e.g. a C function), else 0. Returns the
+ * depth (0: no Python frame), or -1 if the stack could not be read consistently. */
+int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_in_call);
+
+/* The line of a byte offset in a code object, read through the same cache (a test hook).
+ * Returns the line, or -1 with *ok = 0 if the object cannot be read as code. */
+int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok);
+
+void hl_walker_clear(hl_walker *w);
+
+#endif

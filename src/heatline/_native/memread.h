@@ -1,0 +1,30 @@
+/* memread.h: fault-tolerant reads of this process's own memory.
+ *
+ * The sampler thread inspects interpreter structures that other threads are changing at the
+ * same moment: a frame can be popped and its memory unmapped between two reads. A plain load
+ * could then crash the profiled program. hl_memread() copies through the kernel
+ * (process_vm_readv on our own pid), which reports a bad address as an error instead of a
+ * fault. Where that system call is refused (some seccomp profiles), it falls back to writing
+ * the bytes into a pipe, which fails just as gracefully with EFAULT.
+ *
+ * A successful read is a snapshot, not a consistent view: callers validate what they read.
+ */
+#ifndef HEATLINE_MEMREAD_H
+#define HEATLINE_MEMREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Prepares the read path (opens the fallback pipe if needed). Returns 0 or -errno. */
+int hl_memread_init(void);
+void hl_memread_fini(void);
+
+/* Copies n bytes from address src into dst. Returns 0, or -1 if any byte is unreadable. */
+int hl_memread(void *dst, uintptr_t src, size_t n);
+
+/* Reads one pointer-sized word. Returns 0 or -1. */
+static inline int hl_memread_ptr(uintptr_t *dst, uintptr_t src) {
+    return hl_memread(dst, src, sizeof(*dst));
+}
+
+#endif

@@ -1,0 +1,330 @@
+/* module.c: heatline._native, the only binding between Python objects and the engine.
+ *
+ * It parses arguments, calls the engine and converts results; it holds no logic of its own.
+ * The contract is documented in docs/engine-api.md.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "frames.h"
+#include "sampler.h"
+
+/* Copies a sequence of str into a malloc'ed array of UTF-8 strings. Returns 0, or -1 with a
+ * Python exception set. */
+static int strings_from_sequence(PyObject *sequence, char ***out, size_t *count) {
+    *out = NULL;
+    *count = 0;
+    if (sequence == NULL || sequence == Py_None) return 0;
+    PyObject *items = PySequence_Fast(sequence, "expected a sequence of str");
+    if (items == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    char **strings = calloc((size_t)n + 1, sizeof(char *));
+    if (strings == NULL) goto fail_memory;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *utf8 = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(items, i));
+        if (utf8 == NULL) goto fail_strings;
+        strings[i] = strdup(utf8);
+        if (strings[i] == NULL) goto fail_memory;
+    }
+    Py_DECREF(items);
+    *out = strings;
+    *count = (size_t)n;
+    return 0;
+fail_memory:
+    PyErr_NoMemory();
+fail_strings:
+    if (strings != NULL)
+        for (Py_ssize_t i = 0; i < n; i++) free(strings[i]);
+    free(strings);
+    Py_DECREF(items);
+    return -1;
+}
+
+PyDoc_STRVAR(start_doc,
+"start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
+"      profile_all=False, call_opcodes=b'', paused=False, main_native_id=0)\n"
+"--\n\n"
+"Start the sampler thread. See docs/engine-api.md.");
+
+static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"interval_s", "exclude_prefixes", "only", "exclude", "profile_all",
+                               "call_opcodes", "paused", "main_native_id", NULL};
+    double interval_s;
+    PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
+    int profile_all = 0, paused = 0;
+    Py_buffer opcodes = {0};
+    long main_native_id = 0;
+    hl_config config;
+    (void)module;
+
+    memset(&config, 0, sizeof(config));
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*pl:start", keywords, &interval_s,
+                                     &exclude_prefixes, &only, &exclude, &profile_all, &opcodes,
+                                     &paused, &main_native_id))
+        return NULL;
+    if (!(interval_s > 0.0) || interval_s > 10.0) {
+        PyErr_SetString(PyExc_ValueError, "interval_s must be in (0, 10]");
+        goto fail;
+    }
+    if (opcodes.buf != NULL && opcodes.len != 0 && opcodes.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "call_opcodes must be 256 bytes");
+        goto fail;
+    }
+    if (opcodes.buf != NULL && opcodes.len == 256) memcpy(config.call_opcodes, opcodes.buf, 256);
+    if (strings_from_sequence(exclude_prefixes, &config.scope.exclude_prefixes,
+                              &config.scope.nexclude_prefixes) != 0 ||
+        strings_from_sequence(only, &config.scope.only, &config.scope.nonly) != 0 ||
+        strings_from_sequence(exclude, &config.scope.exclude, &config.scope.nexclude) != 0)
+        goto fail;
+    config.scope.profile_all = profile_all;
+    config.interval_ns = (uint64_t)(interval_s * 1e9);
+    config.main_native_id = main_native_id ? main_native_id : (long)PyThread_get_thread_native_id();
+    config.paused = paused;
+    PyBuffer_Release(&opcodes);
+
+    int err = hl_engine_start(&config); /* takes the scope */
+    if (err == -EBUSY) {
+        PyErr_SetString(PyExc_RuntimeError, "heatline is already profiling this process");
+        return NULL;
+    }
+    if (err != 0) {
+        errno = -err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+fail:
+    hl_scope_clear(&config.scope);
+    PyBuffer_Release(&opcodes);
+    return NULL;
+}
+
+PyDoc_STRVAR(stop_doc, "stop($module, /)\n--\n\nStop and join the sampler thread (idempotent).");
+
+static PyObject *native_stop(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    hl_engine_stop();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(pause_doc, "pause($module, /)\n--\n\nStop charging time until resume().");
+static PyObject *native_pause(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_engine_set_paused(1);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(resume_doc, "resume($module, /)\n--\n\nCharge time again after pause().");
+static PyObject *native_resume(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_engine_set_paused(0);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(is_running_doc, "is_running($module, /)\n--\n\nWhether the sampler thread runs.");
+static PyObject *native_is_running(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_engine_lock();
+    int running = hl_the_engine.running;
+    hl_engine_unlock();
+    return PyBool_FromLong(running);
+}
+
+/* ---- snapshot ---------------------------------------------------------------------------- */
+
+static PyObject *files_list(const hl_stats *s) {
+    PyObject *list = PyList_New((Py_ssize_t)s->nfiles);
+    for (size_t i = 0; list != NULL && i < s->nfiles; i++) {
+        PyObject *item = Py_BuildValue("{s:s,s:O}", "path", s->files[i].path, "user",
+                                       s->files[i].user ? Py_True : Py_False);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *functions_list(const hl_stats *s) {
+    PyObject *list = PyList_New((Py_ssize_t)s->nfunctions);
+    for (size_t i = 0; list != NULL && i < s->nfunctions; i++) {
+        const hl_function *f = &s->functions[i];
+        PyObject *item = Py_BuildValue("{s:I,s:s,s:s,s:i}", "file", f->file, "name", f->name,
+                                       "qualname", f->qualname, "first_line", f->first_line);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *lines_list(const hl_stats *s) {
+    PyObject *list = PyList_New((Py_ssize_t)s->nlines);
+    for (size_t i = 0; list != NULL && i < s->nlines; i++) {
+        const hl_line_stat *l = &s->lines[i];
+        PyObject *item = Py_BuildValue("(IiIKKK)", l->file, l->line, l->function,
+                                       (unsigned long long)l->ns[HL_PYTHON],
+                                       (unsigned long long)l->ns[HL_NATIVE],
+                                       (unsigned long long)l->ns[HL_SYSTEM]);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *threads_list(const hl_engine *e) {
+    PyObject *list = PyList_New((Py_ssize_t)e->nthreads);
+    for (size_t i = 0; list != NULL && i < e->nthreads; i++) {
+        const hl_thread *t = &e->threads[i];
+        PyObject *item = Py_BuildValue(
+            "{s:l,s:O,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
+            t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
+            "native_ns", (unsigned long long)t->ns[HL_NATIVE], "system_ns",
+            (unsigned long long)t->ns[HL_SYSTEM], "unattributed_ns",
+            (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *stacks_list(const hl_stats *s) {
+    PyObject *list = PyList_New((Py_ssize_t)s->nstacks);
+    for (size_t i = 0; list != NULL && i < s->nstacks; i++) {
+        const hl_stack_stat *st = &s->stacks[i];
+        PyObject *frames = PyTuple_New((Py_ssize_t)st->depth);
+        for (uint32_t d = 0; frames != NULL && d < st->depth; d++) {
+            uint64_t key = s->frame_pool[st->frames_at + d];
+            PyObject *frame = Py_BuildValue("(Ii)", (unsigned)(key >> 32), (int)(uint32_t)key);
+            if (frame == NULL) Py_CLEAR(frames);
+            else PyTuple_SET_ITEM(frames, (Py_ssize_t)d, frame);
+        }
+        PyObject *item = frames == NULL ? NULL
+                                        : Py_BuildValue("(NIKKK)", frames, st->thread,
+                                                        (unsigned long long)st->ns[HL_PYTHON],
+                                                        (unsigned long long)st->ns[HL_NATIVE],
+                                                        (unsigned long long)st->ns[HL_SYSTEM]);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+PyDoc_STRVAR(snapshot_doc,
+"snapshot($module, /)\n--\n\nThe data aggregated so far, as documented in docs/engine-api.md.");
+
+static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    const hl_engine *e = &hl_the_engine;
+    hl_engine_lock();
+    PyObject *result = Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K}", "samples", (unsigned long long)e->samples,
+        "sampled_ns", (unsigned long long)e->sampled_ns, "interval_ns",
+        (unsigned long long)e->interval_ns, "lost_ns", (unsigned long long)e->lost_ns, "files",
+        files_list(&e->stats), "functions", functions_list(&e->stats), "lines",
+        lines_list(&e->stats), "threads", threads_list(e), "stacks", stacks_list(&e->stats),
+        "stacks_dropped_ns", (unsigned long long)e->stats.stacks_dropped_ns);
+    hl_engine_unlock();
+    return result;
+}
+
+/* ---- test hooks -------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(line_of_doc,
+"_line_of($module, code, offset, /)\n--\n\n"
+"Test hook: the line of a byte offset in a code object, decoded the way the sampler does.");
+
+static PyObject *native_line_of(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || !PyCode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_line_of(code, offset)");
+        return NULL;
+    }
+    int offset = (int)PyLong_AsLong(args[1]);
+    if (offset == -1 && PyErr_Occurred()) return NULL;
+    hl_engine_prepare_walker();
+    hl_engine_lock();
+    if (hl_the_engine.running) {
+        hl_engine_unlock();
+        PyErr_SetString(PyExc_RuntimeError, "_line_of cannot run while profiling");
+        return NULL;
+    }
+    int ok;
+    int line = hl_walker_line_of(&hl_the_engine.walker, (uintptr_t)args[0], offset, &ok);
+    hl_engine_unlock();
+    if (!ok) {
+        PyErr_SetString(PyExc_RuntimeError, "the code object could not be read");
+        return NULL;
+    }
+    return PyLong_FromLong(line);
+}
+
+PyDoc_STRVAR(current_stack_doc,
+"_current_stack($module, /)\n--\n\n"
+"Test hook: this thread's stack as the sampler reads it, innermost first, as\n"
+"(filename, qualname, line, user) tuples.");
+
+static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_frame frames[HL_MAX_DEPTH];
+    int in_call;
+    hl_engine_prepare_walker();
+    hl_engine_lock();
+    if (hl_the_engine.running) {
+        hl_engine_unlock();
+        PyErr_SetString(PyExc_RuntimeError, "_current_stack cannot run while profiling");
+        return NULL;
+    }
+    int depth = hl_walk(&hl_the_engine.walker, (uintptr_t)PyThreadState_Get(), frames,
+                        HL_MAX_DEPTH, &in_call);
+    PyObject *list = depth < 0 ? NULL : PyList_New(depth);
+    for (int i = 0; list != NULL && i < depth; i++) {
+        const hl_stats *s = &hl_the_engine.stats;
+        const hl_function *f = &s->functions[frames[i].function];
+        PyObject *item = Py_BuildValue("(ssiO)", s->files[frames[i].file].path, f->qualname,
+                                       frames[i].line, frames[i].user ? Py_True : Py_False);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, item);
+    }
+    hl_engine_unlock();
+    if (depth < 0) PyErr_SetString(PyExc_RuntimeError, "the stack could not be read");
+    return list;
+}
+
+static PyMethodDef native_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))native_start, METH_VARARGS | METH_KEYWORDS, start_doc},
+    {"stop", native_stop, METH_NOARGS, stop_doc},
+    {"pause", native_pause, METH_NOARGS, pause_doc},
+    {"resume", native_resume, METH_NOARGS, resume_doc},
+    {"is_running", native_is_running, METH_NOARGS, is_running_doc},
+    {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
+    {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
+    {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot native_slots[] = {
+#if PY_VERSION_HEX >= 0x030C0000
+    /* One engine per process: the sampler reads the main interpreter only. */
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "heatline._native",
+    .m_doc = "heatline's sampling engine (C). See docs/engine-api.md.",
+    .m_size = 0,
+    .m_methods = native_methods,
+    .m_slots = native_slots,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&native_module); }

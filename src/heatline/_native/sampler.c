@@ -1,0 +1,359 @@
+/* sampler.c: the sampling thread.
+ *
+ * Why a thread and no signals: a timer signal must be delivered to some thread, interrupts its
+ * system calls (EINTR), competes with the program's own SIGALRM/SIGPROF handlers and timers,
+ * and in CPython only reaches Python code on the main thread. The engine instead runs one
+ * plain pthread (no Python thread state, all signals blocked) that wakes at randomised
+ * intervals and looks at every Python thread from outside, like an out-of-process sampler
+ * would, but with in-process reads. The profiled threads are never interrupted, never wait
+ * for the profiler, and the GIL is never taken, so a single-threaded program sees no GIL
+ * traffic at all.
+ *
+ * Each tick, for each thread T, with dt the wall time since the previous tick:
+ *   1. c1 = T's CPU clock (clock_gettime on its per-thread clock).
+ *   2. Walk T's Python stack (frames.c) and note whether its innermost frame is executing a
+ *      call instruction ("in a call": the thread is inside code that frame called).
+ *   3. Read which thread holds the GIL (compat.c).
+ *   4. c2 = T's CPU clock again. Steps 2-3 take several microseconds, so a thread that is on
+ *      a CPU right now shows c2 > c1; a blocked one shows c2 == c1.
+ *   Then T's dt is charged, at the innermost frame that is user code, to:
+ *      system  if T is not running and not runnable (blocked: sleep, I/O wait, lock wait,
+ *              join, waiting for the GIL). A thread that is ready but waiting for a CPU
+ *              (oversubscribed machine) counts as running;
+ *      python  if T is running, holds the GIL and is not in a call (executing bytecode);
+ *      native  otherwise: running inside a call (C extension, builtin, BLAS, with or without
+ *              the GIL), or running without the GIL (only C code can).
+ * The category is a point sample of T's state at a random instant, so over many ticks each
+ * line's python/native/system times estimate the time T spent there in each state, without
+ * the bias of charging a whole interval's CPU time to wherever the thread stopped.
+ *
+ * The intervals are drawn uniformly from [0.5, 1.5) x the mean so ticks cannot lock onto a
+ * periodic pattern in the program.
+ */
+#define _GNU_SOURCE
+#include "sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memread.h"
+
+hl_engine hl_the_engine = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+#define MAX_THREADS_SCANNED 4096
+#define RESCAN_EVERY_TICKS 16
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Linux encodes a thread's CPU clock id from its kernel id (as glibc's pthread_getcpuclockid
+ * does); deriving it from the id avoids touching a pthread_t we cannot validate. */
+static clockid_t thread_clock(long native_id) {
+    return (clockid_t)((~(unsigned)native_id << 3) | 6u);
+}
+
+static int cpu_now(const hl_thread *t, uint64_t *ns) {
+    struct timespec ts;
+    if (clock_gettime(t->clock, &ts) != 0) return -1;
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0;
+}
+
+/* Whether a thread whose CPU clock did not move is nevertheless runnable: ready to run but
+ * waiting for a CPU (state R in /proc). Such a thread is busy, not blocked, so it must not be
+ * charged system time just because the machine is oversubscribed. Only asked when the clock
+ * stood still, so a running program pays nothing for it. */
+static int runnable(hl_thread *t) {
+    char buffer[512];
+    if (t->stat_fd < 0) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
+        t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (t->stat_fd < 0) return 0;
+    }
+    ssize_t n = pread(t->stat_fd, buffer, sizeof(buffer) - 1, 0);
+    if (n <= 0) return 0;
+    buffer[n] = '\0';
+    const char *end_of_name = strrchr(buffer, ')'); /* the name may itself hold ')' */
+    return end_of_name != NULL && end_of_name[1] == ' ' && end_of_name[2] == 'R';
+}
+
+static void forget_thread(hl_thread *t) {
+    t->alive = 0;
+    if (t->stat_fd >= 0) close(t->stat_fd);
+    t->stat_fd = -1;
+}
+
+/* xorshift64*: cheap, good enough to decorrelate tick times from the program. */
+static uint64_t next_random(hl_engine *e) {
+    e->rng ^= e->rng >> 12;
+    e->rng ^= e->rng << 25;
+    e->rng ^= e->rng >> 27;
+    return e->rng * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t next_interval(hl_engine *e) {
+    double u = (double)(next_random(e) >> 11) / 9007199254740992.0; /* [0, 1) */
+    uint64_t wait = (uint64_t)((0.5 + u) * (double)e->interval_ns);
+    return wait ? wait : 1;
+}
+
+/* ---- the thread registry ------------------------------------------------------------- */
+
+static hl_thread *find_thread(hl_engine *e, uintptr_t tstate, long native_id) {
+    for (size_t i = 0; i < e->nthreads; i++)
+        if (e->threads[i].tstate == tstate && e->threads[i].native_id == native_id)
+            return &e->threads[i];
+    return NULL;
+}
+
+static int add_thread(hl_engine *e, uintptr_t tstate, long native_id) {
+    if (e->nthreads == e->threads_capacity) {
+        size_t grown = e->threads_capacity ? e->threads_capacity * 2 : 16;
+        hl_thread *threads = realloc(e->threads, grown * sizeof(*threads));
+        if (threads == NULL) return -1;
+        e->threads = threads;
+        e->threads_capacity = grown;
+    }
+    hl_thread *t = &e->threads[e->nthreads++];
+    memset(t, 0, sizeof(*t));
+    t->tstate = tstate;
+    t->native_id = native_id;
+    t->clock = thread_clock(native_id);
+    t->stat_fd = -1;
+    t->main = native_id == e->main_native_id;
+    t->alive = 1;
+    return 0;
+}
+
+/* Re-reads the interpreter's thread list when its head changed (a thread started or the
+ * newest one ended) and every RESCAN_EVERY_TICKS ticks (an older one ended). */
+static void refresh_threads(hl_engine *e) {
+    const hl_layout *l = &e->walker.layout;
+    uintptr_t head;
+    if (hl_memread_ptr(&head, l->interp + l->interp_threads_head) != 0) return;
+    if (head == e->last_head && ++e->ticks_since_scan < RESCAN_EVERY_TICKS) return;
+    e->ticks_since_scan = 0;
+
+    size_t seen_capacity = e->nthreads + MAX_THREADS_SCANNED;
+    char *seen = calloc(seen_capacity, 1);
+    if (seen == NULL) return;
+    size_t scanned = 0;
+    for (uintptr_t tstate = head; tstate != 0 && scanned < MAX_THREADS_SCANNED; scanned++) {
+        unsigned long native_id = 0;
+        uintptr_t next = 0;
+        if (hl_memread(&native_id, tstate + l->tstate_native_thread_id, sizeof(native_id)) != 0 ||
+            hl_memread_ptr(&next, tstate + l->tstate_next) != 0)
+            goto abandon; /* the list changed under us; try again next tick */
+        if (native_id != 0) { /* 0: created but not started yet */
+            hl_thread *t = find_thread(e, tstate, (long)native_id);
+            if (t == NULL && add_thread(e, tstate, (long)native_id) == 0) t = &e->threads[e->nthreads - 1];
+            if (t != NULL && (size_t)(t - e->threads) < seen_capacity) seen[t - e->threads] = 1;
+        }
+        tstate = next;
+    }
+    for (size_t i = 0; i < e->nthreads && i < seen_capacity; i++)
+        if (e->threads[i].alive && !seen[i]) forget_thread(&e->threads[i]);
+    e->last_head = head;
+abandon:
+    free(seen);
+}
+
+/* ---- one tick -------------------------------------------------------------------------- */
+
+static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
+    hl_frame frames[HL_MAX_DEPTH];
+    uint64_t keys[HL_MAX_DEPTH];
+    uint64_t c1, c2;
+    int in_call;
+
+    if (cpu_now(t, &c1) != 0) { /* the thread has exited */
+        forget_thread(t);
+        return;
+    }
+    if (t->has_last_cpu && c1 >= t->last_cpu_ns) t->cpu_ns += c1 - t->last_cpu_ns;
+    t->last_cpu_ns = c1;
+    t->has_last_cpu = 1;
+
+    int depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &in_call);
+    uintptr_t gil_holder = hl_compat_gil_holder();
+    if (cpu_now(t, &c2) != 0) {
+        forget_thread(t);
+        return;
+    }
+    if (depth < 0) {
+        e->lost_ns += dt;
+        return;
+    }
+
+    int category;
+    if (c2 == c1 && !runnable(t)) category = HL_SYSTEM;
+    else if (gil_holder == t->tstate && !in_call) category = HL_PYTHON;
+    else category = HL_NATIVE;
+
+    int user = -1;
+    for (int i = 0; i < depth && user < 0; i++)
+        if (frames[i].user) user = i;
+    if (user < 0) {
+        t->unattributed_ns += dt;
+    } else if (hl_stats_charge_line(&e->stats, frames[user].file, frames[user].line,
+                                    frames[user].function, category, dt) == 0) {
+        t->ns[category] += dt;
+    } else {
+        e->lost_ns += dt;
+    }
+
+    for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
+        keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
+    if (depth > 0) (void)hl_stats_charge_stack(&e->stats, thread_index, keys, (uint32_t)depth, category, dt);
+}
+
+static void tick(hl_engine *e, uint64_t dt) {
+    refresh_threads(e);
+    for (size_t i = 0; i < e->nthreads; i++)
+        if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
+    e->samples++;
+    e->sampled_ns += dt;
+}
+
+static void *sampler_main(void *arg) {
+    hl_engine *e = arg;
+    pthread_mutex_lock(&e->lock);
+    uint64_t last = now_ns();
+    uint64_t deadline = last + next_interval(e);
+    while (!e->stop_requested) {
+        struct timespec until = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+        int rc = pthread_cond_timedwait(&e->wake, &e->lock, &until);
+        if (e->stop_requested) break;
+        uint64_t now = now_ns();
+        if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
+        if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) tick(e, now - last);
+        last = now;
+        deadline = now_ns() + next_interval(e);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------ */
+
+/* fork(): the child has no sampler thread. Holding the lock across fork() gives the child
+ * consistent tables; the child then marks the engine stopped so stop() is a no-op there. */
+static void before_fork(void) { pthread_mutex_lock(&hl_the_engine.lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&hl_the_engine.lock); }
+static void after_fork_child(void) {
+    pthread_mutex_init(&hl_the_engine.lock, NULL);
+    hl_the_engine.running = 0;
+    hl_the_engine.stop_requested = 0;
+}
+
+static void reset_results(hl_engine *e) {
+    for (size_t i = 0; i < e->nthreads; i++) forget_thread(&e->threads[i]);
+    hl_walker_clear(&e->walker); /* code entries point into the tables cleared next */
+    hl_stats_clear(&e->stats);
+    free(e->threads);
+    e->threads = NULL;
+    e->nthreads = e->threads_capacity = 0;
+    e->last_head = 0;
+    e->ticks_since_scan = 0;
+    e->samples = e->sampled_ns = e->lost_ns = 0;
+}
+
+void hl_engine_prepare_walker(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (!e->running) {
+        hl_compat_init(&e->walker.layout);
+        e->walker.stats = &e->stats;
+        (void)hl_memread_init();
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+int hl_engine_start(hl_config *config) {
+    static int atfork_registered = 0;
+    hl_engine *e = &hl_the_engine;
+    int err = 0;
+
+    pthread_mutex_lock(&e->lock);
+    if (e->running) {
+        err = -EBUSY;
+        goto fail_locked;
+    }
+    err = hl_memread_init();
+    if (err != 0) goto fail_locked;
+    reset_results(e);
+    hl_compat_init(&e->walker.layout);
+    e->walker.scope = config->scope;
+    memset(&config->scope, 0, sizeof(config->scope));
+    memcpy(e->walker.call_opcodes, config->call_opcodes, sizeof(e->walker.call_opcodes));
+    e->walker.stats = &e->stats;
+    e->interval_ns = config->interval_ns ? config->interval_ns : 10000000u;
+    e->main_native_id = config->main_native_id;
+    e->paused = config->paused;
+    e->stop_requested = 0;
+    e->rng = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
+    if (e->rng == 0) e->rng = 1;
+
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->wake, &attr);
+    pthread_condattr_destroy(&attr);
+
+    /* The sampler must never receive the program's signals: block them all in it. */
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    err = -pthread_create(&e->thread, NULL, sampler_main, e);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    if (err != 0) goto fail_cond;
+    e->running = 1;
+    if (!atfork_registered) {
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        atfork_registered = 1;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+
+fail_cond:
+    pthread_cond_destroy(&e->wake);
+fail_locked:
+    pthread_mutex_unlock(&e->lock);
+    hl_scope_clear(&config->scope);
+    return err;
+}
+
+void hl_engine_stop(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (!e->running) {
+        pthread_mutex_unlock(&e->lock);
+        return;
+    }
+    e->stop_requested = 1;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+    pthread_join(e->thread, NULL);
+    pthread_mutex_lock(&e->lock);
+    e->running = 0;
+    pthread_cond_destroy(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void hl_engine_set_paused(int paused) {
+    __atomic_store_n(&hl_the_engine.paused, paused ? 1 : 0, __ATOMIC_RELAXED);
+}
+
+void hl_engine_lock(void) { pthread_mutex_lock(&hl_the_engine.lock); }
+void hl_engine_unlock(void) { pthread_mutex_unlock(&hl_the_engine.lock); }

@@ -1,0 +1,85 @@
+/* sampler.h: the sampling engine: one background thread that periodically charges every
+ * Python thread's time to the line it is executing, as Python, native or system time.
+ *
+ * See the block comment at the top of sampler.c for how each sample is classified, and
+ * docs/design.md for why the engine samples from its own thread instead of using signals.
+ */
+#ifndef HEATLINE_SAMPLER_H
+#define HEATLINE_SAMPLER_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "frames.h"
+#include "stats.h"
+
+typedef struct hl_thread {
+    uintptr_t tstate;   /* its PyThreadState (only compared and read via hl_memread) */
+    long native_id;     /* the kernel's thread id */
+    clockid_t clock;    /* its CPU-time clock */
+    int stat_fd;        /* /proc/self/task/<id>/stat, opened on first need, or -1 */
+    int main;
+    int alive;          /* present in the interpreter's thread list at the latest scan */
+    uint64_t last_cpu_ns;
+    int has_last_cpu;
+    uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
+    uint64_t unattributed_ns;    /* sampled while no user frame was on its stack */
+    uint64_t cpu_ns;             /* CPU time measured between its samples */
+} hl_thread;
+
+typedef struct hl_config {
+    uint64_t interval_ns;
+    long main_native_id;
+    int paused;
+    hl_scope scope;            /* ownership moves to the engine */
+    uint8_t call_opcodes[256];
+} hl_config;
+
+/* The engine's state. Fields below `lock` are protected by it: the sampler holds it while it
+ * samples, readers (hl_engine_lock) while they copy results out. */
+typedef struct hl_engine {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    int running;        /* the sampler thread exists (changed only by start/stop/fork child) */
+    int stop_requested;
+    int paused;         /* read by the sampler at each tick; written atomically */
+
+    uint64_t interval_ns;
+    long main_native_id;
+    uint64_t rng;
+    hl_walker walker;
+    hl_stats stats;
+    hl_thread *threads;
+    size_t nthreads, threads_capacity;
+    uintptr_t last_head;
+    unsigned ticks_since_scan;
+
+    uint64_t samples;    /* ticks that charged time */
+    uint64_t sampled_ns; /* wall time those ticks covered */
+    uint64_t lost_ns;    /* thread time whose stack could not be read */
+} hl_engine;
+
+/* The one engine of this process. */
+extern hl_engine hl_the_engine;
+
+/* Starts sampling. The caller holds the GIL (the layout is read from the interpreter).
+ * Takes ownership of config->scope in every case. Returns 0, -EBUSY if already running, or
+ * another -errno if the thread could not be started. */
+int hl_engine_start(hl_config *config);
+
+/* Stops and joins the sampler thread; results stay readable. Call without holding the GIL is
+ * not required (the sampler never takes the GIL). Idempotent. */
+void hl_engine_stop(void);
+
+void hl_engine_set_paused(int paused);
+
+/* Serialise with the sampler to read results. */
+void hl_engine_lock(void);
+void hl_engine_unlock(void);
+
+/* Prepares the walker's layout for the test hooks without starting the thread. */
+void hl_engine_prepare_walker(void);
+
+#endif

@@ -1,0 +1,190 @@
+/* stats.c: see stats.h. */
+#include "stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t hl_hash(const void *data, size_t len, uint64_t seed) {
+    const unsigned char *p = data;
+    uint64_t h = seed ^ 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h ? h : 1;
+}
+
+/* Keys are spread with a multiplicative mix so that sequential ids do not cluster. */
+static size_t slot_of(uint64_t key, size_t capacity) {
+    uint64_t x = key * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(x ^ (x >> 29)) & (capacity - 1);
+}
+
+int hl_map_get(const hl_map *map, uint64_t key, uint32_t *value) {
+    if (map->capacity == 0 || key == 0) return 0;
+    for (size_t i = slot_of(key, map->capacity);; i = (i + 1) & (map->capacity - 1)) {
+        if (map->keys[i] == 0) return 0;
+        if (map->keys[i] == key) {
+            *value = map->values[i];
+            return 1;
+        }
+    }
+}
+
+static int map_grow(hl_map *map) {
+    size_t capacity = map->capacity ? map->capacity * 2 : 64;
+    uint64_t *keys = calloc(capacity, sizeof(*keys));
+    uint32_t *values = calloc(capacity, sizeof(*values));
+    if (keys == NULL || values == NULL) goto fail_alloc;
+    for (size_t i = 0; i < map->capacity; i++) {
+        if (map->keys[i] == 0) continue;
+        size_t j = slot_of(map->keys[i], capacity);
+        while (keys[j] != 0) j = (j + 1) & (capacity - 1);
+        keys[j] = map->keys[i];
+        values[j] = map->values[i];
+    }
+    free(map->keys);
+    free(map->values);
+    map->keys = keys;
+    map->values = values;
+    map->capacity = capacity;
+    return 0;
+fail_alloc:
+    free(keys);
+    free(values);
+    return -1;
+}
+
+int hl_map_put(hl_map *map, uint64_t key, uint32_t value) {
+    if (key == 0) return -1;
+    if ((map->count + 1) * 4 > map->capacity * 3 && map_grow(map) != 0) return -1;
+    size_t i = slot_of(key, map->capacity);
+    while (map->keys[i] != 0 && map->keys[i] != key) i = (i + 1) & (map->capacity - 1);
+    if (map->keys[i] == 0) map->count++;
+    map->keys[i] = key;
+    map->values[i] = value;
+    return 0;
+}
+
+void hl_map_free(hl_map *map) {
+    free(map->keys);
+    free(map->values);
+    memset(map, 0, sizeof(*map));
+}
+
+/* Makes room for one more element in a growable array. Returns 0 or -1. */
+static int reserve(void **items, size_t *capacity, size_t count, size_t item_size) {
+    if (count < *capacity) return 0;
+    size_t grown = *capacity ? *capacity * 2 : 64;
+    void *p = realloc(*items, grown * item_size);
+    if (p == NULL) return -1;
+    *items = p;
+    *capacity = grown;
+    return 0;
+}
+
+static char *copy_string(const char *s, size_t len) {
+    char *copy = malloc(len + 1);
+    if (copy == NULL) return NULL;
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    return copy;
+}
+
+int64_t hl_stats_file(hl_stats *s, const char *path, size_t len, int user) {
+    uint64_t key = hl_hash(path, len, 0);
+    uint32_t id;
+    if (hl_map_get(&s->file_index, key, &id)) return id;
+    if (reserve((void **)&s->files, &s->files_capacity, s->nfiles, sizeof(hl_file)) != 0)
+        return -1;
+    char *copy = copy_string(path, len);
+    if (copy == NULL) return -1;
+    if (hl_map_put(&s->file_index, key, (uint32_t)s->nfiles) != 0) {
+        free(copy);
+        return -1;
+    }
+    s->files[s->nfiles] = (hl_file){copy, user};
+    return (int64_t)s->nfiles++;
+}
+
+int64_t hl_stats_function(hl_stats *s, uint32_t file, const char *name, const char *qualname,
+                          int first_line) {
+    uint64_t key = hl_hash(qualname, strlen(qualname), ((uint64_t)file << 32) ^ (uint32_t)first_line);
+    uint32_t id;
+    if (hl_map_get(&s->function_index, key, &id)) return id;
+    if (reserve((void **)&s->functions, &s->functions_capacity, s->nfunctions,
+                sizeof(hl_function)) != 0)
+        return -1;
+    char *name_copy = copy_string(name, strlen(name));
+    char *qualname_copy = copy_string(qualname, strlen(qualname));
+    if (name_copy == NULL || qualname_copy == NULL) goto fail_copy;
+    if (hl_map_put(&s->function_index, key, (uint32_t)s->nfunctions) != 0) goto fail_copy;
+    s->functions[s->nfunctions] = (hl_function){file, name_copy, qualname_copy, first_line};
+    return (int64_t)s->nfunctions++;
+fail_copy:
+    free(name_copy);
+    free(qualname_copy);
+    return -1;
+}
+
+int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
+                         uint64_t ns) {
+    /* +1 keeps the key non-zero for file 0, line 0. */
+    uint64_t key = (((uint64_t)file << 32) | (uint32_t)line) + 1;
+    uint32_t id;
+    if (!hl_map_get(&s->line_index, key, &id)) {
+        if (reserve((void **)&s->lines, &s->lines_capacity, s->nlines, sizeof(hl_line_stat)) != 0)
+            return -1;
+        if (hl_map_put(&s->line_index, key, (uint32_t)s->nlines) != 0) return -1;
+        id = (uint32_t)s->nlines++;
+        s->lines[id] = (hl_line_stat){file, line, function, {0, 0, 0}};
+    }
+    s->lines[id].ns[category] += ns;
+    return 0;
+}
+
+int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, uint32_t depth,
+                          int category, uint64_t ns) {
+    uint64_t key = hl_hash(frames, depth * sizeof(*frames), thread);
+    uint32_t id;
+    if (!hl_map_get(&s->stack_index, key, &id)) {
+        if (s->nstacks >= HL_MAX_STACKS) {
+            s->stacks_dropped_ns += ns;
+            return 0;
+        }
+        while (s->pool_length + depth > s->pool_capacity) {
+            size_t grown = s->pool_capacity ? s->pool_capacity * 2 : 4096;
+            uint64_t *pool = realloc(s->frame_pool, grown * sizeof(*pool));
+            if (pool == NULL) return -1;
+            s->frame_pool = pool;
+            s->pool_capacity = grown;
+        }
+        if (reserve((void **)&s->stacks, &s->stacks_capacity, s->nstacks, sizeof(hl_stack_stat)) != 0)
+            return -1;
+        if (hl_map_put(&s->stack_index, key, (uint32_t)s->nstacks) != 0) return -1;
+        if (depth) memcpy(s->frame_pool + s->pool_length, frames, depth * sizeof(*frames));
+        id = (uint32_t)s->nstacks++;
+        s->stacks[id] = (hl_stack_stat){thread, depth, s->pool_length, {0, 0, 0}};
+        s->pool_length += depth;
+    }
+    s->stacks[id].ns[category] += ns;
+    return 0;
+}
+
+void hl_stats_clear(hl_stats *s) {
+    for (size_t i = 0; i < s->nfiles; i++) free(s->files[i].path);
+    for (size_t i = 0; i < s->nfunctions; i++) {
+        free(s->functions[i].name);
+        free(s->functions[i].qualname);
+    }
+    free(s->files);
+    free(s->functions);
+    free(s->lines);
+    free(s->stacks);
+    free(s->frame_pool);
+    hl_map_free(&s->file_index);
+    hl_map_free(&s->function_index);
+    hl_map_free(&s->line_index);
+    hl_map_free(&s->stack_index);
+    memset(s, 0, sizeof(*s));
+}
