@@ -26,7 +26,11 @@ void hl_compat_init(hl_layout *l) {
     memset(l, 0, sizeof(*l));
     l->interp = (uintptr_t)PyInterpreterState_Main();
     l->tstate_next = offsetof(PyThreadState, next);
+    l->tstate_thread_id = offsetof(PyThreadState, thread_id);
+#if PY_VERSION_HEX >= 0x030B0000
     l->tstate_native_thread_id = offsetof(PyThreadState, native_thread_id);
+    l->has_native_thread_id = 1;
+#endif
     l->object_type = offsetof(PyObject, ob_type);
     l->code_type = (uintptr_t)&PyCode_Type;
     l->code_filename = offsetof(PyCodeObject, co_filename);

@@ -32,7 +32,9 @@ typedef struct hl_layout {
     uintptr_t interp;               /* the main interpreter */
     size_t interp_threads_head;     /* offset of the newest PyThreadState* */
     size_t tstate_next;
-    size_t tstate_native_thread_id;
+    size_t tstate_thread_id;        /* the pthread_t (as unsigned long) */
+    size_t tstate_native_thread_id; /* the kernel thread id, 3.11+ */
+    int has_native_thread_id;       /* 0 on 3.9/3.10: see pthread_tid_offset in sampler.c */
     size_t tstate_frame;            /* OBJECTS: frame; CFRAME: cframe; CURRENT: current_frame */
     size_t cframe_current_frame;    /* CFRAME only */
 

@@ -136,6 +136,40 @@ static int add_thread(hl_engine *e, uintptr_t tstate, long native_id) {
     return 0;
 }
 
+/* 3.9 and 3.10 record a thread's pthread_t in its PyThreadState but not its kernel id, which
+ * the CPU clock needs. glibc keeps the kernel id inside the structure a pthread_t points to,
+ * at an offset private to glibc. It is found by looking for the calling thread's own id in
+ * its own structure; done in two threads (the one starting the engine and the sampler), the
+ * offsets that match in both leave no coincidences in practice. */
+#define TID_SCAN_BYTES 2048
+static void tid_offsets(unsigned char *matches) {
+    uintptr_t self = (uintptr_t)pthread_self();
+    int id = (int)gettid();
+    for (size_t offset = 0; offset < TID_SCAN_BYTES; offset += sizeof(int)) {
+        int value;
+        if (hl_memread(&value, self + offset, sizeof(value)) != 0 || value != id)
+            matches[offset / sizeof(int)] = 0;
+    }
+}
+
+static long native_id_of(hl_engine *e, uintptr_t tstate) {
+    const hl_layout *l = &e->walker.layout;
+    if (l->has_native_thread_id) {
+        unsigned long native_id = 0;
+        if (hl_memread(&native_id, tstate + l->tstate_native_thread_id, sizeof(native_id)) != 0)
+            return -1;
+        return (long)native_id;
+    }
+    uintptr_t pthread = 0;
+    int native_id = 0;
+    if (e->pthread_tid_offset < 0) return 0;
+    if (hl_memread_ptr(&pthread, tstate + l->tstate_thread_id) != 0) return -1;
+    if (pthread == 0) return 0;
+    if (hl_memread(&native_id, pthread + (uintptr_t)e->pthread_tid_offset, sizeof(native_id)) != 0)
+        return -1;
+    return native_id;
+}
+
 /* Re-reads the interpreter's thread list when its head changed (a thread started or the
  * newest one ended) and every RESCAN_EVERY_TICKS ticks (an older one ended). */
 static void refresh_threads(hl_engine *e) {
@@ -150,14 +184,13 @@ static void refresh_threads(hl_engine *e) {
     if (seen == NULL) return;
     size_t scanned = 0;
     for (uintptr_t tstate = head; tstate != 0 && scanned < MAX_THREADS_SCANNED; scanned++) {
-        unsigned long native_id = 0;
+        long native_id = native_id_of(e, tstate);
         uintptr_t next = 0;
-        if (hl_memread(&native_id, tstate + l->tstate_native_thread_id, sizeof(native_id)) != 0 ||
-            hl_memread_ptr(&next, tstate + l->tstate_next) != 0)
+        if (native_id < 0 || hl_memread_ptr(&next, tstate + l->tstate_next) != 0)
             goto abandon; /* the list changed under us; try again next tick */
         if (native_id != 0) { /* 0: created but not started yet */
-            hl_thread *t = find_thread(e, tstate, (long)native_id);
-            if (t == NULL && add_thread(e, tstate, (long)native_id) == 0) t = &e->threads[e->nthreads - 1];
+            hl_thread *t = find_thread(e, tstate, native_id);
+            if (t == NULL && add_thread(e, tstate, native_id) == 0) t = &e->threads[e->nthreads - 1];
             if (t != NULL && (size_t)(t - e->threads) < seen_capacity) seen[t - e->threads] = 1;
         }
         tstate = next;
@@ -226,9 +259,17 @@ static void tick(hl_engine *e, uint64_t dt) {
     e->sampled_ns += dt;
 }
 
+static unsigned char tid_matches[TID_SCAN_BYTES / sizeof(int)];
+
 static void *sampler_main(void *arg) {
     hl_engine *e = arg;
     pthread_mutex_lock(&e->lock);
+    if (!e->walker.layout.has_native_thread_id) {
+        tid_offsets(tid_matches); /* the starting thread scanned first */
+        e->pthread_tid_offset = -1;
+        for (size_t i = 0; i < sizeof(tid_matches) && e->pthread_tid_offset < 0; i++)
+            if (tid_matches[i]) e->pthread_tid_offset = (long)(i * sizeof(int));
+    }
     uint64_t last = now_ns();
     uint64_t deadline = last + next_interval(e);
     while (!e->stop_requested) {
@@ -310,6 +351,11 @@ int hl_engine_start(hl_config *config) {
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&e->wake, &attr);
     pthread_condattr_destroy(&attr);
+
+    if (!e->walker.layout.has_native_thread_id) {
+        memset(tid_matches, 1, sizeof(tid_matches));
+        tid_offsets(tid_matches);
+    }
 
     /* The sampler must never receive the program's signals: block them all in it. */
     sigset_t all, previous;

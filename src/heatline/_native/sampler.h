@@ -54,6 +54,7 @@ typedef struct hl_engine {
     hl_thread *threads;
     size_t nthreads, threads_capacity;
     uintptr_t last_head;
+    long pthread_tid_offset; /* 3.9/3.10: where glibc keeps the kernel id, or -1 */
     unsigned ticks_since_scan;
 
     uint64_t samples;    /* ticks that charged time */

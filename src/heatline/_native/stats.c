@@ -6,7 +6,13 @@
 
 uint64_t hl_hash(const void *data, size_t len, uint64_t seed) {
     const unsigned char *p = data;
-    uint64_t h = seed ^ 0xcbf29ce484222325ULL;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    /* The seed is hashed as data, not mixed into the basis: XOR-ing it in would let a seed
+     * difference cancel a one-byte data difference. */
+    for (int i = 0; i < 8; i++) {
+        h ^= (seed >> (8 * i)) & 0xFF;
+        h *= 0x100000001b3ULL;
+    }
     for (size_t i = 0; i < len; i++) {
         h ^= p[i];
         h *= 0x100000001b3ULL;
@@ -91,10 +97,13 @@ static char *copy_string(const char *s, size_t len) {
     return copy;
 }
 
+/* Ids are found by hash; on the (unlikely) event that two different names share a hash, the
+ * next key is tried, so equal names always get one id and different names never share it. */
 int64_t hl_stats_file(hl_stats *s, const char *path, size_t len, int user) {
     uint64_t key = hl_hash(path, len, 0);
     uint32_t id;
-    if (hl_map_get(&s->file_index, key, &id)) return id;
+    for (; hl_map_get(&s->file_index, key, &id); key = key + 1 ? key + 1 : 1)
+        if (strlen(s->files[id].path) == len && memcmp(s->files[id].path, path, len) == 0) return id;
     if (reserve((void **)&s->files, &s->files_capacity, s->nfiles, sizeof(hl_file)) != 0)
         return -1;
     char *copy = copy_string(path, len);
@@ -111,7 +120,11 @@ int64_t hl_stats_function(hl_stats *s, uint32_t file, const char *name, const ch
                           int first_line) {
     uint64_t key = hl_hash(qualname, strlen(qualname), ((uint64_t)file << 32) ^ (uint32_t)first_line);
     uint32_t id;
-    if (hl_map_get(&s->function_index, key, &id)) return id;
+    for (; hl_map_get(&s->function_index, key, &id); key = key + 1 ? key + 1 : 1) {
+        const hl_function *f = &s->functions[id];
+        if (f->file == file && f->first_line == first_line && strcmp(f->qualname, qualname) == 0)
+            return id;
+    }
     if (reserve((void **)&s->functions, &s->functions_capacity, s->nfunctions,
                 sizeof(hl_function)) != 0)
         return -1;
@@ -147,7 +160,15 @@ int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, 
                           int category, uint64_t ns) {
     uint64_t key = hl_hash(frames, depth * sizeof(*frames), thread);
     uint32_t id;
-    if (!hl_map_get(&s->stack_index, key, &id)) {
+    int found;
+    while ((found = hl_map_get(&s->stack_index, key, &id))) {
+        const hl_stack_stat *st = &s->stacks[id];
+        if (st->thread == thread && st->depth == depth &&
+            memcmp(s->frame_pool + st->frames_at, frames, depth * sizeof(*frames)) == 0)
+            break;
+        key = key + 1 ? key + 1 : 1; /* a hash collision: try the next key */
+    }
+    if (!found) {
         if (s->nstacks >= HL_MAX_STACKS) {
             s->stacks_dropped_ns += ns;
             return 0;
