@@ -110,10 +110,11 @@ static uint64_t next_interval(hl_engine *e) {
 
 /* ---- the thread registry ------------------------------------------------------------- */
 
-static hl_thread *find_thread(hl_engine *e, uintptr_t tstate, long native_id) {
+/* A live OS thread is sampled once, whatever the number of thread states it owns: the
+ * newest (met first in the list, which runs newest to oldest) is the one it is executing. */
+static hl_thread *find_thread(hl_engine *e, long native_id) {
     for (size_t i = 0; i < e->nthreads; i++)
-        if (e->threads[i].tstate == tstate && e->threads[i].native_id == native_id)
-            return &e->threads[i];
+        if (e->threads[i].alive && e->threads[i].native_id == native_id) return &e->threads[i];
     return NULL;
 }
 
@@ -189,9 +190,11 @@ static void refresh_threads(hl_engine *e) {
         if (native_id < 0 || hl_memread_ptr(&next, tstate + l->tstate_next) != 0)
             goto abandon; /* the list changed under us; try again next tick */
         if (native_id != 0) { /* 0: created but not started yet */
-            hl_thread *t = find_thread(e, tstate, native_id);
-            if (t == NULL && add_thread(e, tstate, native_id) == 0) t = &e->threads[e->nthreads - 1];
-            if (t != NULL && (size_t)(t - e->threads) < seen_capacity) seen[t - e->threads] = 1;
+            hl_thread *t = find_thread(e, native_id);
+            if (t != NULL && seen[t - e->threads]) t = NULL; /* an older state of a seen thread */
+            else if (t != NULL) t->tstate = tstate;
+            else if (add_thread(e, tstate, native_id) == 0) t = &e->threads[e->nthreads - 1];
+            if (t != NULL) seen[t - e->threads] = 1;
         }
         tstate = next;
     }

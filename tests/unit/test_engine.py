@@ -1,0 +1,144 @@
+"""The engine's building blocks, checked against CPython's own answers."""
+
+import glob
+import os
+import sys
+import threading
+import time
+import traceback
+import types
+
+import pytest
+
+from heatline import _native
+
+
+def _code_objects(code):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _true_lines(code):
+    """(start, end, line) ranges as CPython reports them."""
+    if hasattr(code, "co_lines"):
+        return list(code.co_lines())
+    import dis
+
+    starts = list(dis.findlinestarts(code))
+    return [
+        (offset, starts[i + 1][0] if i + 1 < len(starts) else len(code.co_code), line)
+        for i, (offset, line) in enumerate(starts)
+    ]
+
+
+def test_line_table_decoder_agrees_with_cpython_on_stdlib_code():
+    checked = 0
+    stdlib = os.path.dirname(os.__file__)
+    for path in sorted(glob.glob(os.path.join(stdlib, "*.py")))[:60]:
+        with open(path, encoding="utf-8") as f:
+            try:
+                module = compile(f.read(), path, "exec")
+            except SyntaxError:
+                continue
+        for code in _code_objects(module):
+            for start, end, line in _true_lines(code):
+                for offset in range(start, end, 2):
+                    expected = -1 if line is None else line
+                    assert _native._line_of(code, offset) == expected, (code, offset)
+                    checked += 1
+    assert checked > 10_000
+
+
+def test_stack_walk_matches_the_interpreters_own_stack():
+    def inner():
+        # Both stacks are taken while this frame is on the same line.
+        return _native._current_stack(), traceback.extract_stack()
+
+    def outer():
+        return inner()
+
+    stack, summary = outer()
+    expected = [(f.filename, f.name, f.lineno) for f in reversed(summary)]
+    got = [(path, qualname.rsplit(".", 1)[-1], line) for path, qualname, line, _ in stack]
+    assert got == expected
+
+
+def test_this_test_file_is_user_code_and_pytest_is_not():
+    stack = _native._current_stack()
+    by_file = {path: user for path, _, _, user in stack}
+    assert by_file[os.path.abspath(__file__)] is True
+
+
+def _by_qualname(snapshot):
+    totals = {}
+    for _, _, function, python_ns, native_ns, system_ns in snapshot["lines"]:
+        name = snapshot["functions"][function]["qualname"]
+        entry = totals.setdefault(name, [0, 0, 0])
+        entry[0] += python_ns
+        entry[1] += native_ns
+        entry[2] += system_ns
+    return totals
+
+
+def _profile(function, *args):
+    _native.start(0.002, exclude_prefixes=[])
+    try:
+        function(*args)
+    finally:
+        _native.stop()
+    return _native.snapshot()
+
+
+def sleeping_function():
+    time.sleep(0.3)
+
+
+def test_sleep_is_charged_as_system_time_to_the_sleeping_line():
+    snapshot = _profile(sleeping_function)
+    python_ns, native_ns, system_ns = _by_qualname(snapshot)["sleeping_function"]
+    assert system_ns == pytest.approx(0.3e9, rel=0.15)
+    assert python_ns + native_ns < 0.05 * system_ns
+
+
+def spinning_function():
+    deadline = time.perf_counter() + 0.3
+    n = 0
+    while time.perf_counter() < deadline:
+        n += 1
+
+
+def test_every_live_thread_is_sampled_with_its_cpu_time():
+    worker = threading.Thread(target=spinning_function)
+
+    def run():
+        worker.start()
+        worker.join()
+
+    snapshot = _profile(run)
+    threads = {t["native_id"]: t for t in snapshot["threads"]}
+    sampled = threads[worker.native_id]
+    assert sampled["main"] is False
+    assert sampled["cpu_ns"] == pytest.approx(0.3e9, rel=0.25)
+    main = [t for t in snapshot["threads"] if t["main"]]
+    assert len(main) == 1 and main[0]["system_ns"] > 0.2e9  # waiting in join()
+
+
+def test_start_twice_is_an_error_and_stop_is_idempotent():
+    _native.start(0.01, exclude_prefixes=[])
+    try:
+        with pytest.raises(RuntimeError):
+            _native.start(0.01, exclude_prefixes=[])
+        assert _native.is_running()
+    finally:
+        _native.stop()
+    _native.stop()
+    assert not _native.is_running()
+
+
+def test_paused_engine_charges_nothing():
+    _native.start(0.002, exclude_prefixes=[], paused=True)
+    time.sleep(0.1)
+    _native.stop()
+    assert _native.snapshot()["samples"] == 0
