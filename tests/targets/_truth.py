@@ -4,10 +4,15 @@ A phase is a function decorated with @phase(kind). While it runs, the thread run
 measures its own wall time (time.perf_counter) and CPU time (time.thread_time). Its true
 profile then follows from what the phase does by construction:
 
-  kind "python": executing bytecode while on a CPU; off-CPU time (descheduled, GIL wait) is
-                 system time.
-  kind "native": inside C code (numpy, BLAS, hashlib); off-CPU time is system time.
+  kind "python": executing bytecode while on a CPU.
+  kind "native": inside C code (numpy, BLAS, hashlib) while on a CPU.
   kind "system": blocked (sleep, I/O, lock, join): all of its wall time is system time.
+
+For python and native phases, the thread's busy time is of that kind and the rest of its wall
+time, when it was blocked (waiting for the GIL or for BLAS's helper threads), is system time.
+Busy time is its CPU time (thread_time) plus the time it spent runnable but waiting for a CPU
+(the second field of /proc/thread-self/schedstat), because a thread the machine keeps off its
+CPU is still busy with its own work, and heatline's definition of system time is "blocked".
 
 At exit the truths are written as JSON to the file named by $HEATLINE_TRUTH (when set):
 {qualname: {"wall_s", "cpu_s", "python_s", "native_s", "system_s"}}.
@@ -24,22 +29,33 @@ _truth = {}
 _lock = threading.Lock()
 
 
+def _runqueue_wait_s():
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def phase(kind):
     assert kind in ("python", "native", "system")
 
     def decorate(function):
         @functools.wraps(function)
         def timed(*args, **kwargs):
-            wall, cpu = time.perf_counter(), time.thread_time()
+            wall, cpu, waited = time.perf_counter(), time.thread_time(), _runqueue_wait_s()
             try:
                 return function(*args, **kwargs)
             finally:
                 wall = time.perf_counter() - wall
-                cpu = min(time.thread_time() - cpu, wall)
-                split = {"python_s": 0.0, "native_s": 0.0, "system_s": wall}
-                if kind != "system":
-                    split = {"python_s": 0.0, "native_s": 0.0, "system_s": wall - cpu}
-                    split[kind + "_s"] = cpu
+                cpu = time.thread_time() - cpu
+                busy = min(cpu + _runqueue_wait_s() - waited, wall)
+                split = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0}
+                if kind == "system":
+                    split["system_s"] = wall
+                else:
+                    split[kind + "_s"] = busy
+                    split["system_s"] = wall - busy
                 with _lock:
                     entry = _truth.setdefault(
                         function.__qualname__,

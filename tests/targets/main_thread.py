@@ -1,5 +1,6 @@
 """Ground truth, main thread only: one phase of each kind of work, each about 0.5 s."""
 
+
 import hashlib
 import os
 import subprocess
@@ -16,7 +17,7 @@ SCALE = float(os.environ.get("HEATLINE_TARGET_SCALE", "1"))
 @phase("python")
 def python_loop():
     total = 0
-    for i in range(int(3_000_000 * SCALE)):
+    for i in range(int(5_000_000 * SCALE)):
         total += i * i % 7
     return total
 
@@ -30,7 +31,7 @@ def numpy_sort(values):
 @phase("native")
 def matrix_multiply(a, b):
     # BLAS, called through an operator: the GIL is released, no CALL instruction involved.
-    for _ in range(3):
+    for _ in range(4):
         a = a @ b
         a /= np.abs(a).max()
     return a
@@ -39,7 +40,10 @@ def matrix_multiply(a, b):
 @phase("native")
 def hash_buffer(buffer):
     # hashlib releases the GIL for large buffers.
-    return hashlib.sha256(buffer).hexdigest()
+    digest = hashlib.sha256()
+    for _ in range(3):
+        digest.update(buffer)
+    return digest.hexdigest()
 
 
 @phase("system")
@@ -61,10 +65,10 @@ def blocking_read():
 
 def main():
     rng = np.random.default_rng(0)
-    values = rng.random(int(4_000_000 * SCALE))
-    n = int(900 * SCALE ** 0.5)
+    values = rng.random(int(16_000_000 * SCALE))
+    n = int(1500 * SCALE ** (1 / 3))
     a, b = rng.random((n, n)), rng.random((n, n))
-    buffer = os.urandom(int(200_000_000 * SCALE))
+    buffer = b"\x01" * int(300_000_000 * SCALE)
     python_loop()
     numpy_sort(values)
     matrix_multiply(a, b)

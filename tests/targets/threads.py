@@ -44,7 +44,7 @@ def hold_lock(lock, ready, seconds):
         time.sleep(seconds)
 
 
-@phase("python")
+@phase("python")  # eight threads take turns holding the GIL
 def many_worker(n):
     total = 0
     for i in range(n):
@@ -53,7 +53,7 @@ def many_worker(n):
 
 
 def main():
-    buffer = os.urandom(int(150_000_000 * SCALE))
+    buffer = b"\x01" * int(150_000_000 * SCALE)
     workers = [
         threading.Thread(target=hash_worker, args=(buffer,)),
         threading.Thread(target=python_worker, args=(int(3_000_000 * SCALE),)),

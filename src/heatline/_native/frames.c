@@ -251,12 +251,12 @@ static uintptr_t innermost_frame(const hl_walker *w, uintptr_t tstate, int *ok) 
     return *ok ? frame : 0;
 }
 
-int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_in_call) {
+int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags) {
     const hl_layout *l = &w->layout;
     int ok;
     uintptr_t frame = innermost_frame(w, tstate, &ok);
     int depth = 0;
-    *leaf_in_call = 0;
+    *leaf_flags = 0;
     if (!ok) return -1;
 
     for (int visited = 0; frame != 0 && depth < max_depth; visited++) {
@@ -294,7 +294,7 @@ int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int
         }
         if (depth == 0 && offset_bytes >= 0 && (size_t)offset_bytes < c->code_bytes) {
             uint8_t opcode; /* the first byte of a code unit is its opcode (little-endian) */
-            if (hl_memread(&opcode, instruction, 1) == 0) *leaf_in_call = w->call_opcodes[opcode] != 0;
+            if (hl_memread(&opcode, instruction, 1) == 0) *leaf_flags = w->opcode_flags[opcode];
         }
         frames[depth++] = (hl_frame){c->file, c->function, line_of(w, c, offset_bytes), c->user};
         frame = previous;

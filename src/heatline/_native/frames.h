@@ -55,18 +55,22 @@ typedef struct hl_frame {
 typedef struct hl_walker {
     hl_layout layout;
     hl_scope scope;
-    uint8_t call_opcodes[256]; /* non-zero: the opcode calls into other code */
+    uint8_t opcode_flags[256]; /* HL_OP_* flags of each opcode number */
     hl_stats *stats;           /* where files and functions are interned */
     hl_code *codes;
     size_t ncodes, codes_capacity;
     hl_map code_index;
 } hl_walker;
 
+/* Opcode flags (the table comes from heatline/_opcodes.py). */
+#define HL_OP_CALL 1   /* calls into other code: the thread is inside what the frame called */
+#define HL_OP_SWITCH 2 /* checks for a GIL drop request: where threads hand the GIL over */
+
 /* Reads the stack of the thread whose PyThreadState is at tstate into frames (innermost
- * first). Sets *leaf_in_call to 1 when the innermost frame is executing a call instruction
- * (so the thread is inside code that frame called, e.g. a C function), else 0. Returns the
- * depth (0: no Python frame), or -1 if the stack could not be read consistently. */
-int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_in_call);
+ * first), and the HL_OP_* flags of the instruction its innermost frame is executing into
+ * *leaf_flags (0 if unknown). Returns the depth (0: no Python frame), or -1 if the stack
+ * could not be read consistently. */
+int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags);
 
 /* The line of a byte offset in a code object, read through the same cache (a test hook).
  * Returns the line, or -1 with *ok = 0 if the object cannot be read as code. */

@@ -45,13 +45,13 @@ fail_strings:
 
 PyDoc_STRVAR(start_doc,
 "start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
-"      profile_all=False, call_opcodes=b'', paused=False, main_native_id=0)\n"
+"      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0)\n"
 "--\n\n"
 "Start the sampler thread. See docs/engine-api.md.");
 
 static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"interval_s", "exclude_prefixes", "only", "exclude", "profile_all",
-                               "call_opcodes", "paused", "main_native_id", NULL};
+                               "opcode_flags", "paused", "main_native_id", NULL};
     double interval_s;
     PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
     int profile_all = 0, paused = 0;
@@ -70,10 +70,10 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
         goto fail;
     }
     if (opcodes.buf != NULL && opcodes.len != 0 && opcodes.len != 256) {
-        PyErr_SetString(PyExc_ValueError, "call_opcodes must be 256 bytes");
+        PyErr_SetString(PyExc_ValueError, "opcode_flags must be 256 bytes");
         goto fail;
     }
-    if (opcodes.buf != NULL && opcodes.len == 256) memcpy(config.call_opcodes, opcodes.buf, 256);
+    if (opcodes.buf != NULL && opcodes.len == 256) memcpy(config.opcode_flags, opcodes.buf, 256);
     if (strings_from_sequence(exclude_prefixes, &config.scope.exclude_prefixes,
                               &config.scope.nexclude_prefixes) != 0 ||
         strings_from_sequence(only, &config.scope.only, &config.scope.nonly) != 0 ||
@@ -274,7 +274,7 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     hl_frame frames[HL_MAX_DEPTH];
-    int in_call;
+    int flags;
     hl_engine_prepare_walker();
     hl_engine_lock();
     if (hl_the_engine.running) {
@@ -283,7 +283,7 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
         return NULL;
     }
     int depth = hl_walk(&hl_the_engine.walker, (uintptr_t)PyThreadState_Get(), frames,
-                        HL_MAX_DEPTH, &in_call);
+                        HL_MAX_DEPTH, &flags);
     PyObject *list = depth < 0 ? NULL : PyList_New(depth);
     for (int i = 0; list != NULL && i < depth; i++) {
         const hl_stats *s = &hl_the_engine.stats;

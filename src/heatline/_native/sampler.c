@@ -17,12 +17,17 @@
  *   4. c2 = T's CPU clock again. Steps 2-3 take several microseconds, so a thread that is on
  *      a CPU right now shows c2 > c1; a blocked one shows c2 == c1.
  *   Then T's dt is charged, at the innermost frame that is user code, to:
- *      system  if T is not running and not runnable (blocked: sleep, I/O wait, lock wait,
- *              join, waiting for the GIL). A thread that is ready but waiting for a CPU
- *              (oversubscribed machine) counts as running;
- *      python  if T is running, holds the GIL and is not in a call (executing bytecode);
- *      native  otherwise: running inside a call (C extension, builtin, BLAS, with or without
- *              the GIL), or running without the GIL (only C code can).
+ *      system  if T is blocked: not running on a CPU and not runnable (sleep, I/O wait,
+ *              lock wait, join, waiting for the GIL). A runnable thread (state R) that is
+ *              waiting for a CPU, possibly pushed off it by the sampler itself on a busy
+ *              machine, is busy with its own work and counts as running;
+ *      native  if T is running inside a call (C extension, builtin, BLAS, with or without
+ *              the GIL: the innermost frame is executing a call instruction);
+ *      python  if T is running and holds the GIL (executing bytecode), or is running without
+ *              it at an instruction where threads hand the GIL over (the interpreter's own
+ *              switching work, which only shows up when threads compete for the GIL);
+ *      native  otherwise: running without the GIL inside an operator, which only C code that
+ *              released the GIL can do (numpy arithmetic, `a @ b`).
  * The category is a point sample of T's state at a random instant, so over many ticks each
  * line's python/native/system times estimate the time T spent there in each state, without
  * the bias of charging a whole interval's CPU time to wherever the thread stopped.
@@ -48,7 +53,6 @@ hl_engine hl_the_engine = {
 };
 
 #define MAX_THREADS_SCANNED 4096
-#define RESCAN_EVERY_TICKS 16
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -69,10 +73,10 @@ static int cpu_now(const hl_thread *t, uint64_t *ns) {
     return 0;
 }
 
-/* Whether a thread whose CPU clock did not move is nevertheless runnable: ready to run but
- * waiting for a CPU (state R in /proc). Such a thread is busy, not blocked, so it must not be
- * charged system time just because the machine is oversubscribed. Only asked when the clock
- * stood still, so a running program pays nothing for it. */
+/* Whether a thread whose CPU clock stood still during the probe is nevertheless runnable:
+ * ready to run but waiting for a CPU (state R in /proc). On a busy machine the sampler itself
+ * can be what pushed the thread off its CPU, so standing still is not proof of blocking.
+ * Only asked when the clock stood still; a descriptor per thread is kept open meanwhile. */
 static int runnable(hl_thread *t) {
     char buffer[512];
     if (t->stat_fd < 0) {
@@ -84,7 +88,7 @@ static int runnable(hl_thread *t) {
     ssize_t n = pread(t->stat_fd, buffer, sizeof(buffer) - 1, 0);
     if (n <= 0) return 0;
     buffer[n] = '\0';
-    const char *end_of_name = strrchr(buffer, ')'); /* the name may itself hold ')' */
+    const char *end_of_name = strrchr(buffer, ')'); /* the name itself may hold ')' */
     return end_of_name != NULL && end_of_name[1] == ' ' && end_of_name[2] == 'R';
 }
 
@@ -110,8 +114,10 @@ static uint64_t next_interval(hl_engine *e) {
 
 /* ---- the thread registry ------------------------------------------------------------- */
 
-/* A live OS thread is sampled once, whatever the number of thread states it owns: the
- * newest (met first in the list, which runs newest to oldest) is the one it is executing. */
+/* A live OS thread is sampled once, whatever the number of thread states carry its id. Its
+ * oldest state is the one it runs: a newer one with the same id is usually a state that
+ * thread preallocated for a thread it is starting, which carries its creator's id until the
+ * new thread binds it. */
 static hl_thread *find_thread(hl_engine *e, long native_id) {
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive && e->threads[i].native_id == native_id) return &e->threads[i];
@@ -171,14 +177,12 @@ static long native_id_of(hl_engine *e, uintptr_t tstate) {
     return native_id;
 }
 
-/* Re-reads the interpreter's thread list when its head changed (a thread started or the
- * newest one ended) and every RESCAN_EVERY_TICKS ticks (an older one ended). */
+/* Re-reads the interpreter's thread list, every tick: a thread state's id changes when the
+ * thread it was made for starts, which leaves no other trace in the list. */
 static void refresh_threads(hl_engine *e) {
     const hl_layout *l = &e->walker.layout;
     uintptr_t head;
     if (hl_memread_ptr(&head, l->interp + l->interp_threads_head) != 0) return;
-    if (head == e->last_head && ++e->ticks_since_scan < RESCAN_EVERY_TICKS) return;
-    e->ticks_since_scan = 0;
 
     size_t seen_capacity = e->nthreads + MAX_THREADS_SCANNED;
     char *seen = calloc(seen_capacity, 1);
@@ -191,8 +195,7 @@ static void refresh_threads(hl_engine *e) {
             goto abandon; /* the list changed under us; try again next tick */
         if (native_id != 0) { /* 0: created but not started yet */
             hl_thread *t = find_thread(e, native_id);
-            if (t != NULL && seen[t - e->threads]) t = NULL; /* an older state of a seen thread */
-            else if (t != NULL) t->tstate = tstate;
+            if (t != NULL) t->tstate = tstate; /* the list runs newest to oldest */
             else if (add_thread(e, tstate, native_id) == 0) t = &e->threads[e->nthreads - 1];
             if (t != NULL) seen[t - e->threads] = 1;
         }
@@ -200,7 +203,6 @@ static void refresh_threads(hl_engine *e) {
     }
     for (size_t i = 0; i < e->nthreads && i < seen_capacity; i++)
         if (e->threads[i].alive && !seen[i]) forget_thread(&e->threads[i]);
-    e->last_head = head;
 abandon:
     free(seen);
 }
@@ -211,7 +213,7 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     hl_frame frames[HL_MAX_DEPTH];
     uint64_t keys[HL_MAX_DEPTH];
     uint64_t c1, c2;
-    int in_call;
+    int flags;
 
     if (cpu_now(t, &c1) != 0) { /* the thread has exited */
         forget_thread(t);
@@ -221,7 +223,7 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     t->last_cpu_ns = c1;
     t->has_last_cpu = 1;
 
-    int depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &in_call);
+    int depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &flags);
     uintptr_t gil_holder = hl_compat_gil_holder();
     if (cpu_now(t, &c2) != 0) {
         forget_thread(t);
@@ -233,9 +235,12 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     }
 
     int category;
+    int holds_gil = gil_holder == t->tstate;
     if (c2 == c1 && !runnable(t)) category = HL_SYSTEM;
-    else if (gil_holder == t->tstate && !in_call) category = HL_PYTHON;
-    else category = HL_NATIVE;
+    else if (flags & HL_OP_CALL) category = HL_NATIVE;
+    else if (holds_gil) category = HL_PYTHON;
+    else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */
+    else category = HL_NATIVE; /* an operator running C code that released the GIL */
 
     int user = -1;
     for (int i = 0; i < depth && user < 0; i++)
@@ -308,8 +313,6 @@ static void reset_results(hl_engine *e) {
     free(e->threads);
     e->threads = NULL;
     e->nthreads = e->threads_capacity = 0;
-    e->last_head = 0;
-    e->ticks_since_scan = 0;
     e->samples = e->sampled_ns = e->lost_ns = 0;
 }
 
@@ -340,7 +343,7 @@ int hl_engine_start(hl_config *config) {
     hl_compat_init(&e->walker.layout);
     e->walker.scope = config->scope;
     memset(&config->scope, 0, sizeof(config->scope));
-    memcpy(e->walker.call_opcodes, config->call_opcodes, sizeof(e->walker.call_opcodes));
+    memcpy(e->walker.opcode_flags, config->opcode_flags, sizeof(e->walker.opcode_flags));
     e->walker.stats = &e->stats;
     e->interval_ns = config->interval_ns ? config->interval_ns : 10000000u;
     e->main_native_id = config->main_native_id;

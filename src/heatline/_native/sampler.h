@@ -33,7 +33,7 @@ typedef struct hl_config {
     long main_native_id;
     int paused;
     hl_scope scope;            /* ownership moves to the engine */
-    uint8_t call_opcodes[256];
+    uint8_t opcode_flags[256]; /* HL_OP_* flags per opcode (frames.h) */
 } hl_config;
 
 /* The engine's state. Fields below `lock` are protected by it: the sampler holds it while it
@@ -53,9 +53,7 @@ typedef struct hl_engine {
     hl_stats stats;
     hl_thread *threads;
     size_t nthreads, threads_capacity;
-    uintptr_t last_head;
     long pthread_tid_offset; /* 3.9/3.10: where glibc keeps the kernel id, or -1 */
-    unsigned ticks_since_scan;
 
     uint64_t samples;    /* ticks that charged time */
     uint64_t sampled_ns; /* wall time those ticks covered */

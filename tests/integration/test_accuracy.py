@@ -1,0 +1,68 @@
+"""Attribution accuracy against ground-truth programs (tests/targets/).
+
+Each target times its own phases (tests/targets/_truth.py). heatline profiles the target and
+every phase function's share of the time, and its Python / native / system split, must be
+within TOLERANCE_PP percentage points of the truth.
+"""
+
+import json
+import os
+
+import pytest
+
+TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+TOLERANCE_PP = 3.0
+INTERVAL = "0.004"
+
+
+def _profile_target(run_heatline, tmp_path, name):
+    truth_path = tmp_path / "truth.json"
+    profile_path = tmp_path / "profile.json"
+    result = run_heatline(
+        "-q", "--cpu-sampling-interval", INTERVAL, "-o", str(profile_path),
+        os.path.join(TARGETS, name), env={"HEATLINE_TRUTH": str(truth_path)}, text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    truth = json.loads(truth_path.read_text())
+    profile = json.loads(profile_path.read_text())
+    measured = {}
+    for entry in profile["files"].values():
+        for function in entry["functions"]:
+            measured[function["qualname"]] = function
+    return truth, measured
+
+
+def _shares(table, names, key):
+    total = sum(table[name][key] for name in names)
+    return {name: 100.0 * table[name][key] / total for name in names}
+
+
+def _check(truth, measured):
+    names = sorted(truth)
+    missing = [name for name in names if name not in measured]
+    assert not missing, f"no samples at all for {missing}"
+    for name in names:
+        measured[name]["total_s"] = sum(measured[name][k] for k in ("python_s", "native_s", "system_s"))
+        truth[name]["total_s"] = truth[name]["wall_s"]
+    got = _shares(measured, names, "total_s")
+    want = _shares(truth, names, "total_s")
+    errors = []
+    for name in names:
+        if abs(got[name] - want[name]) > TOLERANCE_PP:
+            errors.append(f"{name}: share {got[name]:.1f}% vs true {want[name]:.1f}%")
+        for kind in ("python_s", "native_s", "system_s"):
+            got_split = 100.0 * measured[name][kind] / measured[name]["total_s"]
+            want_split = 100.0 * truth[name][kind] / truth[name]["total_s"]
+            if abs(got_split - want_split) > TOLERANCE_PP:
+                errors.append(f"{name}: {kind} {got_split:.1f}% vs true {want_split:.1f}%")
+    assert not errors, "\n".join(errors)
+
+
+def test_main_thread_phases_are_attributed_within_tolerance(run_heatline, tmp_path):
+    pytest.importorskip("numpy")
+    _check(*_profile_target(run_heatline, tmp_path, "main_thread.py"))
+
+
+def test_thread_phases_are_attributed_within_tolerance(run_heatline, tmp_path):
+    _check(*_profile_target(run_heatline, tmp_path, "threads.py"))
