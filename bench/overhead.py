@@ -1,0 +1,89 @@
+"""CPU-profiling overhead: median wall-time ratio of `heatline prog` to `python prog`.
+
+Runs every workload N times (default 7) under each runner, interleaved (plain, heatline,
+[peers...], plain, heatline, ...) so that drifts in machine speed hit all runners alike, and
+prints the median wall time of each and its ratio to plain Python. Peers (py-spy, scalene,
+pyinstrument) are measured too when they are installed. Usage:
+
+    python bench/overhead.py [--runs N] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = ["pure_python", "numpy_heavy"]
+
+
+def runners():
+    py = sys.executable
+    out = tempfile.mkdtemp(prefix="heatline-bench-")
+    found = {
+        "python": lambda w: [py, os.path.join(HERE, "workloads.py"), w],
+        "heatline": lambda w: [py, "-m", "heatline", "-q", "-o", os.path.join(out, "h.json"),
+                               os.path.join(HERE, "workloads.py"), w],
+    }
+    if shutil.which("py-spy"):
+        found["py-spy"] = lambda w: ["py-spy", "record", "-r", "100", "-o", os.path.join(out, "p.txt"),
+                                     "-f", "raw", "--", py, os.path.join(HERE, "workloads.py"), w]
+    try:
+        import scalene  # noqa: F401
+        found["scalene --cpu"] = lambda w: [py, "-m", "scalene", "--cpu", "--cli", "--json",
+                                            "--outfile", os.path.join(out, "s.json"), "--no-browser",
+                                            os.path.join(HERE, "workloads.py"), "---", w]
+    except ImportError:
+        pass
+    try:
+        import pyinstrument  # noqa: F401
+        found["pyinstrument"] = lambda w: [py, "-m", "pyinstrument", "-o", os.path.join(out, "i.txt"),
+                                           os.path.join(HERE, "workloads.py"), w]
+    except ImportError:
+        pass
+    return found
+
+
+def timed(command):
+    start = time.perf_counter()
+    result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - start
+    return elapsed if result.returncode == 0 else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    table = runners()
+    results = {}
+    for workload in WORKLOADS:
+        times = {name: [] for name in table}
+        for _ in range(args.runs):
+            for name, command in table.items():
+                seconds = timed(command(workload))
+                if seconds is not None:
+                    times[name].append(seconds)
+        base = statistics.median(times["python"])
+        results[workload] = {}
+        print(f"\n{workload} ({args.runs} interleaved runs, median wall seconds)")
+        for name, values in times.items():
+            if not values:
+                print(f"  {name:16s} failed")
+                continue
+            median = statistics.median(values)
+            results[workload][name] = {"median_s": median, "ratio": median / base, "runs": values}
+            print(f"  {name:16s} {median:7.3f} s   x{median / base:.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""heatline's demo: a few kinds of work, each in its own function, to show how heatline splits
+time between Python, native code and the system. Run it with ``heatline examples/demo.py``
+(or ``make demo``); it takes about 2-3 seconds."""
+
+import hashlib
+import threading
+import time
+
+import numpy as np
+
+
+def python_loop(n):
+    """Pure Python: the time is charged as Python time on these lines."""
+    total = 0
+    for i in range(n):
+        if i % 3:
+            total += i * i
+        else:
+            total -= i
+    return total
+
+
+def numpy_work(size):
+    """numpy: the time is spent in native code called from these lines."""
+    rng = np.random.default_rng(0)
+    values = rng.random(size)
+    ordered = np.sort(values)
+    matrix = rng.random((600, 600))
+    product = matrix @ matrix
+    return float(ordered[size // 2] + product[0, 0])
+
+
+def sleep_a_bit(seconds):
+    """Waiting: the time is charged as system time."""
+    time.sleep(seconds)
+
+
+def hash_buffer(buffer, rounds):
+    """Runs on a worker thread; hashlib releases the GIL while it hashes."""
+    digest = b""
+    for _ in range(rounds):
+        digest = hashlib.sha256(buffer + digest).digest()
+    return digest
+
+
+def main():
+    buffer = b"heatline" * (1 << 20)  # 8 MiB
+    worker = threading.Thread(target=hash_buffer, args=(buffer, 80))
+    worker.start()
+    print("python_loop:", python_loop(10_000_000))
+    print("numpy_work:", round(numpy_work(8_000_000), 3))
+    sleep_a_bit(0.5)
+    worker.join()
+    print("done")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from heatline.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""The terminal report: one table of lines per profiled file, then the busiest functions, then
+a footer about the run. Written with rich, which adapts to the terminal's width and colours."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+# At most this many rows in the function summary; the rest are counted in one line.
+MAX_FUNCTION_ROWS = 30
+
+_KINDS = ("python", "native", "system")
+_HOT_STYLE = "bold red"  # at or above the threshold
+_WARM_STYLE = "yellow"  # some time, below the threshold
+_IDLE_STYLE = "dim"  # source of lines without time
+_NUMBER_HEADERS = ("Python %", "native %", "system %")
+_GAP = "   "  # between the columns of the line table
+
+
+def render(
+    profile: dict[str, Any],
+    *,
+    file: TextIO | None = None,
+    reduced: bool = False,
+    threshold_pct: float = 1.0,
+) -> None:
+    """Print ``profile`` to ``file`` (sys.stderr by default).
+
+    ``reduced`` shows only lines and functions whose share of the time is at least
+    ``threshold_pct``; in the full view such lines are highlighted.
+    """
+    console = _console(file if file is not None else sys.stderr)
+    console.print(Text.assemble(("heatline", "bold"), f" profile of {profile['program']}"))
+    if not profile["samples"]:
+        console.print(
+            f"heatline: the program ran for {_duration(profile['elapsed_s'])}; no samples were "
+            "taken; try a smaller --cpu-sampling-interval"
+        )
+        _print_warnings(console, profile)
+        return
+    shown_any = False
+    for path, entry in profile["files"].items():
+        lines = [
+            line
+            for line in entry["lines"]
+            if not reduced or _is_hot(_line_pct(line), threshold_pct)
+        ]
+        if not lines:
+            continue
+        shown_any = True
+        console.print()
+        console.print(_file_header(path, entry))
+        table = _line_table(lines, threshold_pct, highlight=console.color_system is not None)
+        console.print(table, no_wrap=True, overflow="ellipsis")
+    if reduced and profile["files"] and not shown_any:
+        console.print(f"\nNo line reached {threshold_pct:g}% of the time.")
+    functions = _functions(profile, reduced, threshold_pct)
+    if functions:
+        console.print()
+        console.print(_function_table(functions, threshold_pct))
+    console.print()
+    console.print(_footer(profile), style="dim")
+    _print_warnings(console, profile)
+
+
+def _console(file: TextIO) -> Console:
+    # NO_COLOR (https://no-color.org) means plain text: rich alone would still emit bold and
+    # dim, so turn styling off entirely. Otherwise rich reads TERM, FORCE_COLOR, COLUMNS etc.
+    no_color = bool(os.environ.get("NO_COLOR"))
+    return Console(file=file, highlight=False, color_system=None if no_color else "auto")
+
+
+def _line_pct(line: dict[str, Any]) -> float:
+    return line["python_pct"] + line["native_pct"] + line["system_pct"]
+
+
+def _is_hot(total_pct: float, threshold_pct: float) -> bool:
+    return total_pct > 0 and total_pct >= threshold_pct
+
+
+def _pct(value: float) -> str:
+    """Blank for zero, so the lines with time stand out."""
+    if not value:
+        return ""
+    return "<0.1" if value < 0.05 else f"{value:.1f}"
+
+
+def _file_header(path: str, entry: dict[str, Any]) -> Text:
+    shares = ", ".join(
+        f"{kind} {entry[kind + '_pct']:.1f}%" for kind in _KINDS if entry[kind + "_pct"]
+    )
+    total = sum(entry[kind + "_pct"] for kind in _KINDS)
+    return Text.assemble((path, "bold cyan"), f"  {total:.1f}% of the time", f" ({shares})")
+
+
+def _new_table(**options: Any) -> Table:
+    return Table(
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", **options
+    )
+
+
+def _add_number_columns(table: Table, *headers: str) -> None:
+    # A minimum width keeps the numbers whole when a narrow terminal squeezes the table;
+    # the text columns give way instead.
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+
+
+def _line_table(lines: list[dict[str, Any]], threshold_pct: float, *, highlight: bool) -> Text:
+    """The lines of one file as a table: one row per line, cut (not wrapped) at the edge.
+
+    Built as plain fixed-width Text rather than a rich Table, which is far too slow for files
+    of thousands of lines; the number columns come first, so a narrow terminal cuts source.
+    """
+    line_width = max(4, len(str(lines[-1]["line"])))
+    header = _GAP.join(["Line".rjust(line_width), *_NUMBER_HEADERS, "Source"])
+    rows = [Text(header, "bold"), Text("─" * len(header))]
+    for line, source in zip(lines, _sources(lines, highlight)):
+        total = _line_pct(line)
+        if _is_hot(total, threshold_pct):
+            style = _HOT_STYLE
+            source.stylize("bold")
+        elif total:
+            style = _WARM_STYLE
+        else:
+            style = ""
+            source.stylize(_IDLE_STYLE)
+        numbers = [str(line["line"]).rjust(line_width)]
+        numbers += [
+            _pct(line[kind + "_pct"]).rjust(len(title))
+            for kind, title in zip(_KINDS, _NUMBER_HEADERS)
+        ]
+        rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, source))
+    return Text("\n").join(rows)
+
+
+def _sources(lines: list[dict[str, Any]], highlight: bool) -> list[Text]:
+    """The lines' source as Text, syntax highlighted in one pass when colours are on."""
+    sources = [line["source"].expandtabs(4) for line in lines]
+    if not highlight:
+        return [Text(source) for source in sources]
+    from rich.syntax import Syntax
+
+    code = "\n".join(sources)
+    highlighted = Syntax(code, "python", theme="ansi_dark", background_color="default")
+    # The lexer ends the code with a newline, hence one more (empty) piece after the split.
+    texts = list(highlighted.highlight(code).split("\n", allow_blank=True))[: len(sources)]
+    if len(texts) != len(sources):  # never expected; fall back to plain text, not a crash
+        return [Text(source) for source in sources]
+    return texts
+
+
+def _functions(profile: dict[str, Any], reduced: bool, threshold_pct: float) -> list[tuple]:
+    rows = []
+    for path, entry in profile["files"].items():
+        for function in entry["functions"]:
+            total = sum(function[kind + "_pct"] for kind in _KINDS)
+            if total and (not reduced or _is_hot(total, threshold_pct)):
+                rows.append((total, path, function))
+    rows.sort(key=lambda row: -row[0])
+    return rows
+
+
+def _function_table(rows: list[tuple], threshold_pct: float) -> Table:
+    table = _new_table(title="Functions", title_justify="left", title_style="bold")
+    table.add_column("Function (file:first line)", overflow="fold")
+    _add_number_columns(table, *_NUMBER_HEADERS, "total %")
+    for total, path, function in rows[:MAX_FUNCTION_ROWS]:
+        style = _HOT_STYLE if _is_hot(total, threshold_pct) else ""
+        # Text, not str: names and paths must not be parsed as rich markup.
+        name = Text.assemble(
+            (function["qualname"], style or "bold"),
+            (f" {_short_path(path)}:{function['first_line']}", "dim"),
+        )
+        numbers = [*(_pct(function[kind + "_pct"]) for kind in _KINDS), _pct(total)]
+        table.add_row(name, *(Text(number, style=style) for number in numbers))
+    if len(rows) > MAX_FUNCTION_ROWS:
+        table.caption = f"... and {len(rows) - MAX_FUNCTION_ROWS} more functions"
+        table.caption_justify = "left"
+    return table
+
+
+def _short_path(path: str) -> str:
+    """Relative to the current directory when inside it, which is shorter and still clear."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def _footer(profile: dict[str, Any]) -> str:
+    parts = [
+        f"elapsed {_duration(profile['elapsed_s'])}",
+        f"CPU {_duration(profile['cpu_s'])}",
+        f"{profile['samples']} samples {profile['sampling_interval_s'] * 1000:g} ms apart",
+        _plural(len(profile["threads"]), "thread"),
+    ]
+    unattributed = profile["totals"]["unattributed_s"]
+    if unattributed:
+        parts.append(f"{_duration(unattributed)} of thread time outside user code")
+    return "; ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    # Short runs need the extra digit: "0.004 s" says more than "0.00 s".
+    return f"{seconds:.3f} s" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _print_warnings(console: Console, profile: dict[str, Any]) -> None:
+    warnings: Iterable[str] = profile.get("warnings", [])
+    for warning in warnings:
+        console.print(f"warning: {warning}", style="yellow", markup=False)

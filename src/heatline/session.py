@@ -1,0 +1,336 @@
+"""One profiling run: drives the engine (the only module that imports heatline._native) and
+turns its raw snapshot into the profile dict described in docs/profile-format.md."""
+
+from __future__ import annotations
+
+import linecache
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from heatline import __version__, scope
+from heatline._opcodes import opcode_flags_table
+from heatline.profile import SCHEMA_VERSION
+
+# Files up to this many lines are listed in full (idle lines included) so a viewer can show
+# them in context; longer files list only the lines that have time, to bound the profile size.
+MAX_LISTED_FILE_LINES = 5000
+# Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
+LOST_WARNING_FRACTION = 0.05
+
+_active: Session | None = None
+
+
+def pause() -> None:
+    """Pause the running session's engine, if any (backs heatline.pause())."""
+    if _active is not None:
+        _active.pause()
+
+
+def resume() -> None:
+    """Resume the running session's engine, if any (backs heatline.resume())."""
+    if _active is not None:
+        _active.resume()
+
+
+class Session:
+    """Start the engine, stop it, and build the profile of what it saw in between."""
+
+    def __init__(
+        self,
+        *,
+        program: str,
+        argv: Sequence[str],
+        interval_s: float = 0.01,
+        profile_all: bool = False,
+        only: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        paused: bool = False,
+    ) -> None:
+        self.program = program
+        self.argv = list(argv)
+        self.interval_s = interval_s
+        self.profile_all = profile_all
+        self.only = list(only)
+        self.exclude = list(exclude)
+        self.paused = paused
+        self._started_at = ""
+        self._wall_start = self._wall_stop = 0.0
+        self._cpu_start = self._cpu_stop = 0.0
+        self._running = False
+
+    def start(self) -> None:
+        """Start sampling. Raises RuntimeError/OSError from the engine if it cannot start."""
+        global _active
+        from heatline import _native
+
+        self._started_at = _utc_now_iso()
+        self._wall_start = time.perf_counter()
+        self._cpu_start = time.process_time()
+        _native.start(
+            self.interval_s,
+            exclude_prefixes=scope.default_exclude_prefixes(),
+            only=self.only,
+            exclude=self.exclude,
+            profile_all=self.profile_all,
+            opcode_flags=opcode_flags_table(),
+            paused=self.paused,
+        )
+        self._running = True
+        _active = self
+
+    def stop(self) -> None:
+        """Stop sampling (idempotent) and fix the end of the measured span."""
+        global _active
+        if not self._running:
+            return
+        from heatline import _native
+
+        _native.stop()
+        self._wall_stop = time.perf_counter()
+        self._cpu_stop = time.process_time()
+        self._running = False
+        if _active is self:
+            _active = None
+
+    def pause(self) -> None:
+        if self._running:
+            from heatline import _native
+
+            _native.pause()
+
+    def resume(self) -> None:
+        if self._running:
+            from heatline import _native
+
+            _native.resume()
+
+    def profile(self) -> dict[str, Any]:
+        """The profile of the run so far (normally called after stop())."""
+        from heatline import _native
+
+        wall_stop = self._wall_stop if not self._running else time.perf_counter()
+        cpu_stop = self._cpu_stop if not self._running else time.process_time()
+        return build_profile(
+            _native.snapshot(),
+            program=self.program,
+            argv=self.argv,
+            started_at=self._started_at,
+            elapsed_s=wall_stop - self._wall_start,
+            cpu_s=cpu_stop - self._cpu_start,
+            interval_s=self.interval_s,
+        )
+
+
+def _utc_now_iso() -> str:
+    now = datetime.now(timezone.utc)
+    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def read_source_lines(path: str) -> list[str]:
+    """The lines of a source file without line endings, [] if it cannot be read.
+
+    linecache decodes with the file's PEP 263 encoding (via tokenize.open) and splits lines the
+    way the compiler numbers them.
+    """
+    try:
+        return [line.rstrip("\r\n") for line in linecache.getlines(path)]
+    except Exception:  # noqa: BLE001 -- an unreadable file must not cost the whole profile
+        return []
+
+
+def _seconds(ns: float) -> float:
+    return round(ns / 1e9, 6)
+
+
+def build_profile(
+    snapshot: dict[str, Any],
+    *,
+    program: str,
+    argv: Sequence[str],
+    started_at: str,
+    elapsed_s: float,
+    cpu_s: float,
+    interval_s: float,
+    read_lines: Callable[[str], list[str]] = read_source_lines,
+) -> dict[str, Any]:
+    """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
+
+    Pure apart from ``read_lines``, so it can be tested with synthetic snapshots.
+    """
+    files = snapshot["files"]
+    functions = snapshot["functions"]
+
+    # Sum the engine's (file, line, function) cells per line and per function. Functions are
+    # keyed by what the user sees, so two code objects of one function merge.
+    line_ns: dict[str, dict[int, list[int]]] = {}  # path -> line -> ns
+    function_ns: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}  # path -> key -> entry
+    for file_id, line, function_id, python_ns, native_ns, system_ns in snapshot["lines"]:
+        path = files[file_id]["path"]
+        times = (python_ns, native_ns, system_ns)
+        _add(line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0]), times)
+        function = functions[function_id]
+        key = (function["qualname"], function["first_line"])
+        entry = function_ns.setdefault(path, {}).setdefault(
+            key, {"name": function["name"], "ns": [0, 0, 0]}
+        )
+        _add(entry["ns"], times)
+
+    attributed_ns = sum(sum(ns) for lines in line_ns.values() for ns in lines.values())
+
+    def pct(ns: float) -> float:
+        return round(ns * 100.0 / attributed_ns, 3) if attributed_ns else 0.0
+
+    def timed(ns: Sequence[int]) -> dict[str, float]:
+        return {
+            "python_s": _seconds(ns[0]),
+            "native_s": _seconds(ns[1]),
+            "system_s": _seconds(ns[2]),
+            "python_pct": pct(ns[0]),
+            "native_pct": pct(ns[1]),
+            "system_pct": pct(ns[2]),
+        }
+
+    file_entries: list[tuple[int, str, dict[str, Any]]] = []
+    for path, lines in line_ns.items():
+        file_total = [sum(ns[i] for ns in lines.values()) for i in range(3)]
+        source = read_lines(path)
+        numbers = set(lines)
+        if len(source) <= MAX_LISTED_FILE_LINES:
+            numbers.update(range(1, len(source) + 1))
+        line_list = []
+        for number in sorted(numbers):
+            text = source[number - 1] if 1 <= number <= len(source) else ""
+            line_list.append(
+                {"line": number, "source": text, **timed(lines.get(number, (0, 0, 0)))}
+            )
+        function_list = [
+            {
+                "name": entry["name"],
+                "qualname": qualname,
+                "first_line": first_line,
+                **timed(entry["ns"]),
+            }
+            for (qualname, first_line), entry in function_ns[path].items()
+        ]
+        function_list.sort(key=lambda f: (-_total(f), f["first_line"], f["qualname"]))
+        entry = {**timed(file_total), "lines": line_list, "functions": function_list}
+        file_entries.append((sum(file_total), path, entry))
+    file_entries.sort(key=lambda item: (-item[0], item[1]))
+
+    threads = [
+        {
+            "native_id": t["native_id"],
+            "main": bool(t["main"]),
+            "python_s": _seconds(t["python_ns"]),
+            "native_s": _seconds(t["native_ns"]),
+            "system_s": _seconds(t["system_ns"]),
+            "unattributed_s": _seconds(t["unattributed_ns"]),
+            "cpu_s": _seconds(t["cpu_ns"]),
+        }
+        for t in snapshot["threads"]
+    ]
+    unattributed_ns = sum(t["unattributed_ns"] for t in snapshot["threads"])
+    totals_ns = [
+        sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
+    ]
+
+    interval_ns = snapshot.get("interval_ns") or interval_s * 1e9
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "heatline_version": __version__,
+        "program": program,
+        "argv": list(argv),
+        "python_version": platform.python_version(),
+        "platform": sys.platform,
+        "started_at": started_at,
+        "elapsed_s": round(elapsed_s, 6),
+        "cpu_s": round(cpu_s, 6),
+        "sampling_interval_s": _seconds(interval_ns),
+        "samples": snapshot["samples"],
+        "sampled_s": _seconds(snapshot["sampled_ns"]),
+        "lost_s": _seconds(snapshot["lost_ns"]),
+        "totals": {
+            "python_s": _seconds(totals_ns[0]),
+            "native_s": _seconds(totals_ns[1]),
+            "system_s": _seconds(totals_ns[2]),
+            "attributed_s": _seconds(attributed_ns),
+            "unattributed_s": _seconds(unattributed_ns),
+        },
+        "threads": threads,
+        "files": {path: entry for _, path, entry in file_entries},
+        "stacks": _stacks(snapshot, files, functions),
+        "warnings": _warnings(snapshot, attributed_ns, unattributed_ns),
+    }
+
+
+def _add(into: list[int], times: Sequence[int]) -> None:
+    for i in range(3):
+        into[i] += times[i]
+
+
+def _total(entry: dict[str, Any]) -> float:
+    return entry["python_s"] + entry["native_s"] + entry["system_s"]
+
+
+def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str, Any]:
+    """Re-index the engine's (function id, line) frames into a shared frame table."""
+    frame_index: dict[tuple[int, int], int] = {}
+    frames: list[dict[str, Any]] = []
+    entries = []
+    for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
+        indices = []
+        for function_id, line in stack:
+            index = frame_index.get((function_id, line))
+            if index is None:
+                function = functions[function_id]
+                index = frame_index[(function_id, line)] = len(frames)
+                frames.append(
+                    {
+                        "file": files[function["file"]]["path"],
+                        "name": function["name"],
+                        "qualname": function["qualname"],
+                        "line": line,
+                    }
+                )
+            indices.append(index)
+        entries.append(
+            {
+                "stack": indices,
+                "thread": thread_index,
+                "python_s": _seconds(python_ns),
+                "native_s": _seconds(native_ns),
+                "system_s": _seconds(system_ns),
+            }
+        )
+    return {
+        "frames": frames,
+        "entries": entries,
+        "dropped_s": _seconds(snapshot.get("stacks_dropped_ns", 0)),
+    }
+
+
+def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int) -> list[str]:
+    warnings = []
+    sampled_ns = snapshot["sampled_ns"]
+    if snapshot["samples"] and not attributed_ns and unattributed_ns:
+        warnings.append(
+            "no time was spent in user code: all samples were in the standard library or "
+            "installed packages (use --profile-all to include them)"
+        )
+    lost_ns = snapshot["lost_ns"]
+    if sampled_ns and lost_ns > LOST_WARNING_FRACTION * sampled_ns:
+        warnings.append(
+            f"{lost_ns / 1e9:.3f} s of thread time ({lost_ns * 100.0 / sampled_ns:.1f}% of the "
+            "sampled time) was lost because the stack could not be read"
+        )
+    dropped_ns = snapshot.get("stacks_dropped_ns", 0)
+    if dropped_ns:
+        warnings.append(
+            f"the stack table was full: {dropped_ns / 1e9:.3f} s of time is missing from 'stacks' "
+            "(line and function times are complete)"
+        )
+    return warnings

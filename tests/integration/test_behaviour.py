@@ -1,0 +1,208 @@
+"""A program runs under heatline exactly as under plain python: output, input, exit status,
+tracebacks, __main__, sys.argv, sys.path[0], signals, threads, Ctrl-C and multiprocessing."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import heatline
+from heatline import profile
+
+HEATLINE_DIR = os.path.dirname(os.path.abspath(heatline.__file__))
+
+
+def test_stdout_is_byte_identical_to_plain_python(run_heatline, run_python, program):
+    plain = run_python(program("output.py"))
+    profiled = run_heatline(program("output.py"))
+    assert profiled.returncode == plain.returncode == 0
+    assert profiled.stdout == plain.stdout
+    assert b"heatline" in profiled.stderr  # the report went to stderr, not stdout
+
+
+def test_stdin_is_passed_through(run_heatline, program):
+    data = b"line one\nline two\n\x00\xff binary tail"
+    result = run_heatline("-q", program("echo_stdin.py"), input=data)
+    assert result.returncode == 0
+    assert result.stdout == data
+
+
+def test_sys_exit_status_is_kept(run_heatline, program):
+    result = run_heatline("-q", program("exits.py"), "3")
+    assert result.returncode == 3
+    assert result.stdout == b"before exit\n"
+
+
+def test_sys_exit_with_message_prints_it_and_exits_1(run_heatline, run_python, program):
+    plain = run_python(program("exits.py"), "bye now")
+    result = run_heatline("-q", program("exits.py"), "bye now")
+    assert result.returncode == plain.returncode == 1
+    assert result.stderr == plain.stderr == b"bye now\n"
+
+
+def test_uncaught_exception_prints_plain_pythons_traceback(run_heatline, run_python, program):
+    plain = run_python(program("exits.py"), "raise")
+    result = run_heatline("-q", program("exits.py"), "raise")
+    assert result.returncode == plain.returncode == 1
+    assert result.stderr == plain.stderr
+    traceback = result.stderr.decode()
+    assert "RuntimeError: while doing the outer thing" in traceback
+    assert HEATLINE_DIR not in traceback and "runpy" not in traceback
+
+
+def test_uncaught_exception_still_writes_profile_and_report(run_heatline, program, profile_path):
+    result = run_heatline("-o", profile_path, program("exits.py"), "raise", text=True)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Traceback (most recent call last):")
+    assert "heatline profile of" in result.stderr.split("RuntimeError")[-1]
+    assert profile.load(profile_path)["argv"] == [program("exits.py"), "raise"]
+
+
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "relative"])
+def test_main_module_argv_and_path0_match_plain_python(run_heatline, run_python, program, relative):
+    script = program("introspect.py")
+    cwd = os.path.dirname(os.path.dirname(script))
+    if relative:
+        script = os.path.relpath(script, cwd)
+    args = [script, "--epochs", "3", "-o", "not-for-heatline"]
+    plain = run_python(*args, cwd=cwd)
+    result = run_heatline("-q", *args, cwd=cwd)
+    assert result.returncode == plain.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout
+    seen = json.loads(result.stdout)
+    assert seen["__name__"] == "__main__"
+    assert seen["main module is this one"]
+    assert seen["argv"] == args
+    assert seen["path0"] == os.path.dirname(program("introspect.py"))
+    assert not os.path.exists(os.path.join(cwd, "not-for-heatline"))
+
+
+def test_dash_m_module_with_args_matches_python_dash_m(run_heatline, run_python, program):
+    cwd = os.path.dirname(program("hlpkg"))
+    plain = run_python("-m", "hlpkg.report", "a", "-q", cwd=cwd)
+    result = run_heatline("-q", "-m", "hlpkg.report", "a", "-q", cwd=cwd)
+    assert result.returncode == plain.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout
+    seen = json.loads(result.stdout)
+    assert seen["__name__"] == "__main__" and seen["__spec__"] == "hlpkg.report"
+    assert seen["argv"] == [program(os.path.join("hlpkg", "report.py")), "a", "-q"]
+    assert seen["path0"] == cwd
+
+
+def test_dash_m_package_runs_its_main_and_keeps_exit_status(run_heatline, run_python, program):
+    cwd = os.path.dirname(program("hlpkg"))
+    plain = run_python("-m", "hlpkg", "4", cwd=cwd)
+    result = run_heatline("-q", "-m", "hlpkg", "4", cwd=cwd)
+    assert result.returncode == plain.returncode == 4
+    assert result.stdout == plain.stdout == b"hlpkg main ['4']\n"
+
+
+def test_directory_with_main_runs_like_python(run_heatline, run_python, program, tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    with open(program("introspect.py")) as source:
+        (app / "__main__.py").write_text(source.read())
+    plain = run_python("app", "x", cwd=str(tmp_path))
+    result = run_heatline("-q", "app", "x", cwd=str(tmp_path))
+    assert result.returncode == plain.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout
+    assert json.loads(result.stdout)["path0"] == str(app)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_programs_own_itimer_real_alarms_keep_firing(run_heatline, program):
+    result = run_heatline("-q", program("alarm.py"), text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == "alarms: 20\n"
+
+
+def test_non_daemon_thread_outliving_main_module_is_waited_for_and_profiled(
+    run_heatline, run_python, program, profile_path
+):
+    plain = run_python(program("lingering_thread.py"), text=True)
+    result = run_heatline(
+        "-q",
+        "-o",
+        profile_path,
+        "--cpu-sampling-interval",
+        "0.002",
+        program("lingering_thread.py"),
+        text=True,
+    )
+    assert result.returncode == plain.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout
+    assert result.stdout.splitlines()[-2:] == ["worker done", "atexit handler ran"]
+    functions = profile.load(profile_path)["files"][program("lingering_thread.py")]["functions"]
+    worker = next(f for f in functions if f["qualname"] == "busy_worker")
+    assert worker["python_s"] + worker["native_s"] > 0.1
+    assert len(profile.load(profile_path)["threads"]) >= 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigint_ends_like_python_and_still_writes_the_profile(program, profile_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "-o", profile_path, program("spin_forever.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout.readline() == b"ready\n"
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == -signal.SIGINT
+    text = stderr.decode()
+    assert "Traceback (most recent call last):" in text and "KeyboardInterrupt" in text
+    assert HEATLINE_DIR not in text
+    assert "heatline profile of" in text  # the report is still shown
+    spin = profile.load(profile_path)["files"][program("spin_forever.py")]
+    assert any(f["qualname"] == "spin" for f in spin["functions"])
+
+
+def test_spawned_process_can_unpickle_main_module_class(run_heatline, program):
+    result = run_heatline("-q", program("spawn_pickle.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[(2, 4), (6, 8)]\n"
+
+
+def test_off_starts_paused_until_program_calls_resume(run_heatline, program, profile_path):
+    result = run_heatline(
+        "-q",
+        "--off",
+        "-o",
+        profile_path,
+        "--cpu-sampling-interval",
+        "0.002",
+        program("resume_midway.py"),
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    functions = profile.load(profile_path)["files"][program("resume_midway.py")]["functions"]
+    names = {f["qualname"] for f in functions}
+    assert "profiled_part" in names
+    assert "unprofiled_part" not in names
+
+
+def test_internal_failure_at_exit_is_one_line_and_keeps_exit_status(
+    run_heatline, program, profile_path
+):
+    result = run_heatline("-o", profile_path, program("broken_at_exit.py"), text=True)
+    assert result.returncode == 5
+    assert result.stderr.startswith("heatline: internal error: ")
+    assert len(result.stderr.splitlines()) == 1
+    profile.load(profile_path)  # written before the report failed
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_exiting_normally_does_not_write_a_report(run_heatline, program):
+    result = run_heatline(program("forks.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split()) == ["child", "parent"]
+    assert result.stderr.count("heatline profile of") == 1

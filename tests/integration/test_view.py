@@ -1,0 +1,143 @@
+"""The profile file written with -o and the terminal report (after a run and `heatline view`)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from heatline import profile
+
+ANSI = re.compile(rb"\x1b\[")
+BUSY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "busy.py")
+HOT_LINE = "total += i % 7"
+IDLE_LINE = 'return "idle"'
+
+
+@pytest.fixture(scope="module")
+def saved_profile(tmp_path_factory):
+    """busy.py profiled once for the whole module (-q: no report)."""
+    path = str(tmp_path_factory.mktemp("view") / "busy.json")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "heatline",
+            "-q",
+            "-o",
+            path,
+            "--cpu-sampling-interval",
+            "0.001",
+            BUSY,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # -q: nothing from heatline
+    return path
+
+
+def test_outfile_holds_a_valid_profile_with_the_documented_keys(saved_profile):
+    data = profile.load(saved_profile)
+    assert set(profile.REQUIRED_KEYS) <= set(data)
+    assert data["program"] == BUSY
+    assert data["argv"] == [BUSY]
+    assert data["samples"] > 0 and data["elapsed_s"] > 0
+    assert set(data["totals"]) == {
+        "python_s",
+        "native_s",
+        "system_s",
+        "attributed_s",
+        "unattributed_s",
+    }
+    assert any(thread["main"] for thread in data["threads"])
+    assert set(data["stacks"]) == {"frames", "entries", "dropped_s"}
+
+
+def test_outfile_lists_every_line_of_the_program_with_percentages(saved_profile):
+    data = profile.load(saved_profile)
+    busy = data["files"][BUSY]
+    with open(BUSY) as source:
+        expected = source.read().splitlines()
+    assert [line["source"] for line in busy["lines"]] == expected
+    assert [line["line"] for line in busy["lines"]] == list(range(1, len(expected) + 1))
+    hot = next(line for line in busy["lines"] if HOT_LINE in line["source"])
+    assert hot["python_pct"] + hot["native_pct"] + hot["system_pct"] > 0
+    all_pct = sum(
+        f[kind + "_pct"] for f in data["files"].values() for kind in ("python", "native", "system")
+    )
+    assert 0 < all_pct <= 100.01
+    assert "hot_loop" in {f["qualname"] for f in busy["functions"]}
+
+
+def view(*args, env=None):
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS")
+    }
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "heatline", "view", *args],
+        check=False,
+        capture_output=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+def test_view_renders_the_profile(saved_profile):
+    result = view("--cpu-percent-threshold", "0", saved_profile)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    assert BUSY in out
+    assert HOT_LINE in out and IDLE_LINE in out
+    assert "hot_loop" in out  # the function summary
+    assert "samples" in out and "elapsed" in out  # the footer
+
+
+def test_reduced_profile_hides_idle_lines(saved_profile):
+    result = view("--reduced-profile", "--cpu-percent-threshold", "0.001", saved_profile)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    assert HOT_LINE in out
+    assert IDLE_LINE not in out
+    assert "def never_called" not in out
+
+
+def test_no_color_means_no_escape_sequences_even_when_forced(saved_profile):
+    result = view(saved_profile, env={"NO_COLOR": "1", "FORCE_COLOR": "1"})
+    assert result.returncode == 0
+    assert not ANSI.search(result.stdout)
+
+
+def test_force_color_gives_colours(saved_profile):
+    result = view(saved_profile, env={"FORCE_COLOR": "1"})
+    assert result.returncode == 0
+    assert ANSI.search(result.stdout)
+
+
+def test_narrow_terminal_fits_the_width(saved_profile):
+    result = view(saved_profile, env={"COLUMNS": "60"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert max(len(line) for line in lines) <= 60
+    assert any(line.lstrip().startswith("Line") for line in lines)
+
+
+def test_report_goes_to_stderr_after_the_run(run_heatline, run_python):
+    plain = run_python(BUSY)
+    result = run_heatline("--cpu-sampling-interval", "0.001", BUSY, text=True)
+    assert result.returncode == 0
+    assert result.stdout == plain.stdout.decode()
+    assert "heatline profile of" in result.stderr and "hot_loop" in result.stderr
+
+
+def test_report_says_so_when_nothing_was_sampled(run_heatline, program):
+    # The first sample comes at least 0.5 s after the start: exits.py is over long before.
+    result = run_heatline("--cpu-sampling-interval", "1", program("exits.py"), "0", text=True)
+    assert result.returncode == 0
+    assert "no samples were taken" in result.stderr
+    assert "--cpu-sampling-interval" in result.stderr

@@ -1,0 +1,50 @@
+"""Command-line splitting and the cheap import of the heatline package."""
+
+import subprocess
+import sys
+
+import pytest
+
+import heatline
+from heatline.cli import split_argv
+
+
+@pytest.mark.parametrize(
+    ("argv", "options", "program"),
+    [
+        (["train.py", "--epochs", "3", "-o", "x"], [], ["train.py", "--epochs", "3", "-o", "x"]),
+        (["-o", "p.json", "-q", "app.py", "-q"], ["-o", "p.json", "-q"], ["app.py", "-q"]),
+        (["--outfile=p.json", "app.py"], ["--outfile=p.json"], ["app.py"]),
+        (["-op.json", "app.py"], ["-op.json"], ["app.py"]),
+        (["-qo", "p.json", "app.py"], ["-qo", "p.json"], ["app.py"]),
+        (
+            ["--cpu-sampling-interval", "0.1", "app.py"],
+            ["--cpu-sampling-interval", "0.1"],
+            ["app.py"],
+        ),
+        (["-q", "-m", "pkg.mod", "-o", "x"], ["-q"], ["-m", "pkg.mod", "-o", "x"]),
+        (["-mpkg", "a"], [], ["-m", "pkg", "a"]),
+        (["-qm", "pkg"], ["-q"], ["-m", "pkg"]),
+        (["--", "-odd-name.py", "a"], [], ["-odd-name.py", "a"]),
+        (["-q"], ["-q"], []),
+        (["-m"], ["-m"], []),  # argparse then reports the missing module name
+    ],
+)
+def test_split_argv_stops_at_the_program(argv, options, program):
+    assert split_argv(argv) == (options, program)
+
+
+def test_importing_heatline_loads_neither_the_engine_nor_rich():
+    code = (
+        "import heatline, sys; print(sorted(m for m in ('heatline._native', 'rich') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_pause_and_resume_do_nothing_without_a_running_profile():
+    heatline.pause()
+    heatline.resume()

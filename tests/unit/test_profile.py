@@ -1,0 +1,284 @@
+"""Profile files (heatline.profile) and the snapshot -> profile conversion
+(heatline.session.build_profile), without the engine."""
+
+import json
+
+import pytest
+
+from heatline import profile, session
+from heatline.profile import ProfileError
+
+MS = 1_000_000  # nanoseconds
+
+SOURCES = {
+    "/src/app.py": ["import work", "", "def main():", "    work.run()", "    print('done')"],
+    "/src/work.py": ["def run():", "    x = sum(range(10**6))", "    return x"],
+}
+
+
+def snapshot(**overrides):
+    """A synthetic engine snapshot: app.py:4 calls work.py:2; main thread and one worker."""
+    snap = {
+        "samples": 10,
+        "sampled_ns": 100 * MS,
+        "interval_ns": 10 * MS,
+        "lost_ns": 0,
+        "files": [{"path": "/src/app.py", "user": True}, {"path": "/src/work.py", "user": True}],
+        "functions": [
+            {"file": 0, "name": "main", "qualname": "main", "first_line": 3},
+            {"file": 1, "name": "run", "qualname": "run", "first_line": 1},
+            {"file": 0, "name": "<module>", "qualname": "<module>", "first_line": 1},
+        ],
+        # (file, line, function, python_ns, native_ns, system_ns)
+        "lines": [
+            (1, 2, 1, 50 * MS, 10 * MS, 0),
+            (0, 4, 0, 0, 0, 20 * MS),
+            (0, 5, 0, 5 * MS, 0, 0),
+            (0, 1, 2, 0, 15 * MS, 0),
+        ],
+        "threads": [
+            {
+                "native_id": 11,
+                "main": True,
+                "python_ns": 55 * MS,
+                "native_ns": 25 * MS,
+                "system_ns": 20 * MS,
+                "unattributed_ns": 7 * MS,
+                "cpu_ns": 80 * MS,
+            },
+            {
+                "native_id": 12,
+                "main": False,
+                "python_ns": 0,
+                "native_ns": 0,
+                "system_ns": 0,
+                "unattributed_ns": 3 * MS,
+                "cpu_ns": 1 * MS,
+            },
+        ],
+        "stacks": [
+            (((2, 9), (0, 4), (1, 2)), 0, 50 * MS, 10 * MS, 0),
+            (((2, 9), (0, 4)), 0, 0, 0, 20 * MS),
+        ],
+        "stacks_dropped_ns": 0,
+    }
+    snap.update(overrides)
+    return snap
+
+
+def build(snap=None, sources=SOURCES):
+    return session.build_profile(
+        snap or snapshot(),
+        program="/src/app.py",
+        argv=["app.py", "-v"],
+        started_at="2024-01-01T00:00:00.000Z",
+        elapsed_s=0.1234567,
+        cpu_s=0.08,
+        interval_s=0.01,
+        read_lines=lambda path: sources.get(path, []),
+    )
+
+
+# --- snapshot -> profile ------------------------------------------------------------------
+
+
+def test_percentages_are_shares_of_all_attributed_time():
+    prof = build()
+    # attributed = 50+10 + 20 + 5 + 15 = 100 ms
+    assert prof["totals"] == {
+        "python_s": 0.055,
+        "native_s": 0.025,
+        "system_s": 0.02,
+        "attributed_s": 0.1,
+        "unattributed_s": 0.01,
+    }
+    work = prof["files"]["/src/work.py"]
+    assert (work["python_pct"], work["native_pct"], work["system_pct"]) == (50.0, 10.0, 0.0)
+    line2 = work["lines"][1]
+    assert line2["line"] == 2 and line2["source"] == "    x = sum(range(10**6))"
+    assert (line2["python_s"], line2["native_s"]) == (0.05, 0.01)
+    assert (line2["python_pct"], line2["native_pct"], line2["system_pct"]) == (50.0, 10.0, 0.0)
+    app = prof["files"]["/src/app.py"]
+    assert (app["python_pct"], app["native_pct"], app["system_pct"]) == (5.0, 15.0, 20.0)
+
+
+def test_file_percentages_sum_to_100():
+    prof = build()
+    total = sum(
+        f[k + "_pct"] for f in prof["files"].values() for k in ("python", "native", "system")
+    )
+    assert total == pytest.approx(100.0)
+
+
+def test_files_are_ordered_by_time_and_list_every_source_line():
+    prof = build()
+    assert list(prof["files"]) == ["/src/work.py", "/src/app.py"]
+    app_lines = prof["files"]["/src/app.py"]["lines"]
+    assert [line["line"] for line in app_lines] == [1, 2, 3, 4, 5]
+    assert [line["source"] for line in app_lines] == SOURCES["/src/app.py"]
+    idle = app_lines[2]
+    assert idle["python_s"] == idle["native_s"] == idle["system_s"] == idle["python_pct"] == 0
+
+
+def test_function_time_is_the_sum_of_its_lines():
+    prof = build()
+    functions = {f["qualname"]: f for f in prof["files"]["/src/app.py"]["functions"]}
+    assert set(functions) == {"main", "<module>"}
+    main = functions["main"]
+    assert (main["python_s"], main["native_s"], main["system_s"]) == (0.005, 0.0, 0.02)
+    assert (main["python_pct"], main["system_pct"], main["first_line"]) == (5.0, 20.0, 3)
+    assert main["name"] == "main"
+    # Sorted by total time: main (25 ms) before <module> (15 ms).
+    assert [f["qualname"] for f in prof["files"]["/src/app.py"]["functions"]] == [
+        "main",
+        "<module>",
+    ]
+
+
+def test_cells_of_one_line_from_several_code_objects_are_merged():
+    snap = snapshot()
+    snap["functions"].append({"file": 0, "name": "main", "qualname": "main", "first_line": 3})
+    snap["lines"].append((0, 5, 3, 5 * MS, 0, 0))  # same line, second code object of main
+    prof = build(snap)
+    app = prof["files"]["/src/app.py"]
+    assert app["lines"][4]["python_s"] == 0.01
+    assert [f["qualname"] for f in app["functions"]].count("main") == 1
+
+
+def test_files_with_no_time_are_left_out():
+    snap = snapshot()
+    snap["files"].append({"path": "/lib/idle.py", "user": False})
+    assert "/lib/idle.py" not in build(snap)["files"]
+
+
+def test_long_files_list_only_lines_with_time():
+    long_source = [f"x{i} = {i}" for i in range(session.MAX_LISTED_FILE_LINES + 1)]
+    prof = build(sources={**SOURCES, "/src/work.py": long_source})
+    lines = prof["files"]["/src/work.py"]["lines"]
+    assert [line["line"] for line in lines] == [2]
+    assert lines[0]["source"] == "x1 = 1"
+
+
+def test_unreadable_source_gives_empty_source_text():
+    prof = build(sources={})
+    assert [line["source"] for line in prof["files"]["/src/app.py"]["lines"]] == ["", "", ""]
+
+
+def test_seconds_are_rounded_to_6_decimals_and_percentages_to_3():
+    snap = snapshot(lines=[(0, 1, 2, 1, 0, 0), (0, 4, 0, 2, 0, 0)])  # 1 ns and 2 ns
+    prof = build(snap)
+    lines = prof["files"]["/src/app.py"]["lines"]
+    assert lines[0]["python_s"] == 0.0  # 1e-9 s rounds away
+    assert lines[0]["python_pct"] == 33.333
+    assert lines[3]["python_pct"] == 66.667
+    assert prof["elapsed_s"] == 0.123457
+
+
+def test_run_metadata_and_threads():
+    prof = build()
+    assert prof["schema_version"] == profile.SCHEMA_VERSION
+    assert prof["program"] == "/src/app.py" and prof["argv"] == ["app.py", "-v"]
+    assert (prof["samples"], prof["sampled_s"], prof["sampling_interval_s"]) == (10, 0.1, 0.01)
+    assert prof["threads"][0] == {
+        "native_id": 11,
+        "main": True,
+        "python_s": 0.055,
+        "native_s": 0.025,
+        "system_s": 0.02,
+        "unattributed_s": 0.007,
+        "cpu_s": 0.08,
+    }
+    assert prof["warnings"] == []
+    profile.validate(prof)
+
+
+def test_stacks_share_one_frame_table():
+    stacks = build()["stacks"]
+    frames = stacks["frames"]
+    assert frames[0] == {
+        "file": "/src/app.py",
+        "name": "<module>",
+        "qualname": "<module>",
+        "line": 9,
+    }
+    assert [frames[i]["qualname"] for i in stacks["entries"][0]["stack"]] == [
+        "<module>",
+        "main",
+        "run",
+    ]
+    assert stacks["entries"][1]["stack"] == stacks["entries"][0]["stack"][:2]
+    assert stacks["entries"][1] == {
+        "stack": [0, 1],
+        "thread": 0,
+        "python_s": 0.0,
+        "native_s": 0.0,
+        "system_s": 0.02,
+    }
+    assert stacks["dropped_s"] == 0.0
+
+
+def test_nothing_attributed_gives_zero_percentages_and_a_warning():
+    snap = snapshot(lines=[], stacks=[])
+    prof = build(snap)
+    assert prof["files"] == {}
+    assert prof["totals"]["attributed_s"] == 0.0
+    assert any("--profile-all" in warning for warning in prof["warnings"])
+
+
+def test_lost_and_dropped_time_are_reported_as_warnings():
+    prof = build(snapshot(lost_ns=50 * MS, stacks_dropped_ns=3 * MS))
+    assert prof["lost_s"] == 0.05
+    assert prof["stacks"]["dropped_s"] == 0.003
+    assert len(prof["warnings"]) == 2
+
+
+# --- load / dump ---------------------------------------------------------------------------
+
+
+def test_dump_then_load_round_trips(tmp_path):
+    path = str(tmp_path / "p.json")
+    prof = build()
+    profile.dump(prof, path)
+    assert profile.load(path) == json.loads(json.dumps(prof))
+
+
+def _load_error(tmp_path, content):
+    path = tmp_path / "p.json"
+    if content is not None:
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
+    with pytest.raises(ProfileError) as info:
+        profile.load(str(path))
+    message = str(info.value)
+    assert "\n" not in message
+    assert str(path) in message
+    return message
+
+
+def test_load_missing_file(tmp_path):
+    assert "no such file" in _load_error(tmp_path, None)
+
+
+def test_load_not_json(tmp_path):
+    assert "invalid JSON" in _load_error(tmp_path, "{ this is not json")
+
+
+@pytest.mark.parametrize("foreign", [[1, 2], {"name": "something else"}, "text", 3])
+def test_load_json_that_is_not_a_profile(tmp_path, foreign):
+    assert "not a heatline profile" in _load_error(tmp_path, foreign)
+
+
+def test_load_unknown_schema_version(tmp_path):
+    prof = dict(build(), schema_version=99)
+    assert "schema version 99" in _load_error(tmp_path, prof)
+
+
+def test_load_missing_required_keys(tmp_path):
+    prof = build()
+    del prof["totals"], prof["files"]
+    assert "missing required keys: totals, files" in _load_error(tmp_path, prof)
+
+
+def test_load_file_entry_missing_keys(tmp_path):
+    prof = build()
+    del prof["files"]["/src/app.py"]["lines"]
+    assert "lines" in _load_error(tmp_path, prof)
