@@ -26,7 +26,7 @@ $(ASAN_VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native
 	$(PYTHON) -m venv $(ASAN_VENV)
 	$(ASAN_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
 	$(ASAN_VENV)/bin/pip install $(PIP_FLAGS) pytest numpy rich
-	HEATLINE_SANITIZE=1 HEATLINE_WERROR=1 $(ASAN_VENV)/bin/pip install $(PIP_FLAGS) --no-deps --no-build-isolation .
+	HEATLINE_SANITIZE=1 HEATLINE_WERROR=1 $(ASAN_VENV)/bin/pip install $(PIP_FLAGS) --no-deps .
 	touch $@
 
 # The interpreter is not instrumented, so the ASan runtime is preloaded. Leak checking is off
