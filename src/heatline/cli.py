@@ -240,7 +240,7 @@ def _run(args: list[str]) -> int:
     options = _run_parser().parse_args(option_args)
     if program[:1] == ["-"]:
         fail("reading the program from stdin is not supported; give a script file")
-    if not program and options.module is None:
+    if not program:  # (-m MODULE never reaches argparse: split_argv put it in program)
         fail(
             "no program to profile: give a script (heatline script.py) or a module "
             "(heatline -m module); see heatline --help"

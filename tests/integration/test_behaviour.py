@@ -101,6 +101,21 @@ def test_dash_m_package_runs_its_main_and_keeps_exit_status(run_heatline, run_py
     assert result.stdout == plain.stdout == b"hlpkg main ['4']\n"
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_symlinked_script_gets_the_real_directory_as_path0(
+    run_heatline, run_python, program, tmp_path
+):
+    link = tmp_path / "link.py"
+    link.symlink_to(program("introspect.py"))
+    plain = run_python(str(link), cwd=str(tmp_path))
+    result = run_heatline("-q", str(link), cwd=str(tmp_path))
+    assert result.returncode == plain.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout
+    seen = json.loads(result.stdout)
+    assert seen["__file__"] == str(link)
+    assert seen["path0"] == os.path.dirname(program("introspect.py"))
+
+
 def test_directory_with_main_runs_like_python(run_heatline, run_python, program, tmp_path):
     app = tmp_path / "app"
     app.mkdir()

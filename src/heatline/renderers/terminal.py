@@ -72,9 +72,15 @@ def render(
 
 def _console(file: TextIO) -> Console:
     # NO_COLOR (https://no-color.org) means plain text: rich alone would still emit bold and
-    # dim, so turn styling off entirely. Otherwise rich reads TERM, FORCE_COLOR, COLUMNS etc.
+    # dim, so turn styling off entirely. FORCE_COLOR is read here too because older rich
+    # versions ignore it. rich itself reads TERM, COLUMNS etc.
     no_color = bool(os.environ.get("NO_COLOR"))
-    return Console(file=file, highlight=False, color_system=None if no_color else "auto")
+    return Console(
+        file=file,
+        highlight=False,
+        color_system=None if no_color else "auto",
+        force_terminal=True if os.environ.get("FORCE_COLOR") else None,
+    )
 
 
 def _line_pct(line: dict[str, Any]) -> float:
