@@ -69,7 +69,7 @@ def main():
     wait_for_lock(lock)
     holder.join()
 
-    many = [threading.Thread(target=many_worker, args=(int(400_000 * SCALE),)) for _ in range(8)]
+    many = [threading.Thread(target=many_worker, args=(int(1_200_000 * SCALE),)) for _ in range(8)]
     for worker in many:
         worker.start()
     wait_for_workers(many)
