@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "frames.h"
+#include "memory.h"
 #include "sampler.h"
 
 /* Copies a sequence of str into a malloc'ed array of UTF-8 strings. Returns 0, or -1 with a
@@ -45,25 +46,28 @@ fail_strings:
 
 PyDoc_STRVAR(start_doc,
 "start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
-"      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0)\n"
+"      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0,\n"
+"      memory_window=0)\n"
 "--\n\n"
 "Start the sampler thread. See docs/engine-api.md.");
 
 static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"interval_s", "exclude_prefixes", "only", "exclude", "profile_all",
-                               "opcode_flags", "paused", "main_native_id", NULL};
+                               "opcode_flags", "paused", "main_native_id", "memory_window",
+                               NULL};
     double interval_s;
     PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
     int profile_all = 0, paused = 0;
     Py_buffer opcodes = {0};
     long main_native_id = 0;
+    unsigned long long memory_window = 0;
     hl_config config;
     (void)module;
 
     memset(&config, 0, sizeof(config));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*pl:start", keywords, &interval_s,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plK:start", keywords, &interval_s,
                                      &exclude_prefixes, &only, &exclude, &profile_all, &opcodes,
-                                     &paused, &main_native_id))
+                                     &paused, &main_native_id, &memory_window))
         return NULL;
     if (!(interval_s > 0.0) || interval_s > 10.0) {
         PyErr_SetString(PyExc_ValueError, "interval_s must be in (0, 10]");
@@ -83,6 +87,7 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
     config.interval_ns = (uint64_t)(interval_s * 1e9);
     config.main_native_id = main_native_id ? main_native_id : (long)PyThread_get_thread_native_id();
     config.paused = paused;
+    config.memory_window = memory_window;
     PyBuffer_Release(&opcodes);
 
     int err = hl_engine_start(&config); /* takes the scope */
@@ -106,6 +111,7 @@ PyDoc_STRVAR(stop_doc, "stop($module, /)\n--\n\nStop and join the sampler thread
 static PyObject *native_stop(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
+    hl_memory_stop(); /* with the GIL: it puts the Python allocators back */
     Py_BEGIN_ALLOW_THREADS
     hl_engine_stop();
     Py_END_ALLOW_THREADS
@@ -215,6 +221,67 @@ static PyObject *stacks_list(const hl_stats *s) {
     return list;
 }
 
+static PyObject *timeline_list(const hl_timeline *tl) {
+    PyObject *list = PyList_New(0);
+    for (uint32_t i = 0; list != NULL && tl->buckets != NULL && i < tl->capacity; i++) {
+        const hl_timeline_bucket *b = &tl->buckets[i];
+        if (!b->used) continue;
+        PyObject *point = Py_BuildValue("(KL)", (unsigned long long)b->max_t_ns, (long long)b->max);
+        if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
+        Py_XDECREF(point);
+        if (list == NULL || b->last_t_ns == b->max_t_ns) continue;
+        point = Py_BuildValue("(KL)", (unsigned long long)b->last_t_ns, (long long)b->last);
+        if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
+        Py_XDECREF(point);
+    }
+    return list;
+}
+
+static PyObject *memory_lines_list(const hl_stats *s) {
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list != NULL && i < s->nlines; i++) {
+        const hl_line_stat *l = &s->lines[i];
+        const hl_line_memory *m = l->memory;
+        if (m == NULL) continue;
+        PyObject *item = Py_BuildValue(
+            "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:K,s:K,s:N}", "file", l->file, "line",
+            l->line, "function", l->function, "alloc_python", (unsigned long long)m->alloc[HL_ALLOC_PYTHON],
+            "alloc_native", (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed",
+            (unsigned long long)m->freed, "live", (long long)m->live, "peak", (long long)m->peak,
+            "copied", (unsigned long long)m->copied, "alloc_samples",
+            (unsigned long long)m->alloc_samples, "freed_samples", (unsigned long long)m->freed_samples,
+            "first_alloc_ns", (unsigned long long)m->first_alloc_ns, "last_alloc_ns",
+            (unsigned long long)m->last_alloc_ns, "timeline", timeline_list(&m->timeline));
+        if (item == NULL || PyList_Append(list, item) != 0) Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    return list;
+}
+
+static PyObject *memory_dict(const hl_stats *s) {
+    const hl_memory_totals *m = hl_memory_totals_get();
+    PyObject *peak_line;
+    if (m->peak_line != HL_NO_LINE && m->peak_line < s->nlines)
+        peak_line = Py_BuildValue("(Ii)", s->lines[m->peak_line].file, s->lines[m->peak_line].line);
+    else
+    {
+        Py_INCREF(Py_None);
+        peak_line = Py_None;
+    }
+    return Py_BuildValue(
+        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
+        m->enabled ? Py_True : Py_False, "window", (unsigned long long)m->window, "alloc_python",
+        (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native",
+        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed", (unsigned long long)m->freed, "live",
+        (long long)m->live, "peak", (long long)m->peak, "peak_t_ns", (unsigned long long)m->peak_t_ns,
+        "peak_line", peak_line, "copied", (unsigned long long)m->copied, "unattributed_alloc",
+        (unsigned long long)m->unattributed_alloc, "unattributed_copied",
+        (unsigned long long)m->unattributed_copied, "samples", (unsigned long long)m->samples,
+        "untracked", (unsigned long long)m->untracked, "slots_patched",
+        (unsigned long long)m->slots_patched, "timeline", timeline_list(&m->timeline), "lines",
+        memory_lines_list(s));
+}
+
 PyDoc_STRVAR(snapshot_doc,
 "snapshot($module, /)\n--\n\nThe data aggregated so far, as documented in docs/engine-api.md.");
 
@@ -224,12 +291,13 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     const hl_engine *e = &hl_the_engine;
     hl_engine_lock();
     PyObject *result = Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K}", "samples", (unsigned long long)e->samples,
+        "{s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N}", "samples", (unsigned long long)e->samples,
         "sampled_ns", (unsigned long long)e->sampled_ns, "interval_ns",
         (unsigned long long)e->interval_ns, "lost_ns", (unsigned long long)e->lost_ns, "files",
         files_list(&e->stats), "functions", functions_list(&e->stats), "lines",
         lines_list(&e->stats), "threads", threads_list(e), "stacks", stacks_list(&e->stats),
-        "stacks_dropped_ns", (unsigned long long)e->stats.stacks_dropped_ns);
+        "stacks_dropped_ns", (unsigned long long)e->stats.stacks_dropped_ns, "memory",
+        memory_dict(&e->stats));
     hl_engine_unlock();
     return result;
 }

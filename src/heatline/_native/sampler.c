@@ -46,6 +46,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "memory.h"
 #include "memread.h"
 
 hl_engine hl_the_engine = {
@@ -271,6 +272,7 @@ static unsigned char tid_matches[TID_SCAN_BYTES / sizeof(int)];
 
 static void *sampler_main(void *arg) {
     hl_engine *e = arg;
+    hl_memory_enter_engine(); /* for good: nothing this thread allocates is the program's */
     pthread_mutex_lock(&e->lock);
     if (!e->walker.layout.has_native_thread_id) {
         tid_offsets(tid_matches); /* the starting thread scanned first */
@@ -304,11 +306,13 @@ static void after_fork_child(void) {
     pthread_mutex_init(&hl_the_engine.lock, NULL);
     hl_the_engine.running = 0;
     hl_the_engine.stop_requested = 0;
+    hl_memory_after_fork_child();
 }
 
 static void reset_results(hl_engine *e) {
     for (size_t i = 0; i < e->nthreads; i++) forget_thread(&e->threads[i]);
     hl_walker_clear(&e->walker); /* code entries point into the tables cleared next */
+    hl_memory_reset(); /* its live table refers to lines in the tables cleared next */
     hl_stats_clear(&e->stats);
     free(e->threads);
     e->threads = NULL;
@@ -376,6 +380,13 @@ int hl_engine_start(hl_config *config) {
         atfork_registered = 1;
     }
     pthread_mutex_unlock(&e->lock);
+    if (config->memory_window != 0) {
+        err = hl_memory_start(config->memory_window);
+        if (err != 0) {
+            hl_engine_stop();
+            return err;
+        }
+    }
     return 0;
 
 fail_cond:
@@ -407,5 +418,12 @@ void hl_engine_set_paused(int paused) {
     __atomic_store_n(&hl_the_engine.paused, paused ? 1 : 0, __ATOMIC_RELAXED);
 }
 
-void hl_engine_lock(void) { pthread_mutex_lock(&hl_the_engine.lock); }
-void hl_engine_unlock(void) { pthread_mutex_unlock(&hl_the_engine.lock); }
+void hl_engine_lock(void) {
+    hl_memory_enter_engine();
+    pthread_mutex_lock(&hl_the_engine.lock);
+}
+
+void hl_engine_unlock(void) {
+    pthread_mutex_unlock(&hl_the_engine.lock);
+    hl_memory_leave_engine();
+}

@@ -34,6 +34,7 @@ typedef struct hl_config {
     int paused;
     hl_scope scope;            /* ownership moves to the engine */
     uint8_t opcode_flags[256]; /* HL_OP_* flags per opcode (frames.h) */
+    uint64_t memory_window;    /* bytes between memory samples on average; 0: no memory */
 } hl_config;
 
 /* The engine's state. Fields below `lock` are protected by it: the sampler holds it while it
@@ -68,13 +69,15 @@ extern hl_engine hl_the_engine;
  * another -errno if the thread could not be started. */
 int hl_engine_start(hl_config *config);
 
-/* Stops and joins the sampler thread; results stay readable. Call without holding the GIL is
- * not required (the sampler never takes the GIL). Idempotent. */
+/* Stops and joins the sampler thread; results stay readable. Holding the GIL is not required
+ * (the sampler never takes the GIL), but memory sampling must have been stopped first, with
+ * the GIL held (hl_memory_stop). Idempotent. */
 void hl_engine_stop(void);
 
 void hl_engine_set_paused(int paused);
 
-/* Serialise with the sampler to read results. */
+/* Serialise with the sampler (and the memory hooks) to read results. The calling thread's own
+ * allocations are not sampled while it holds the lock. */
 void hl_engine_lock(void);
 void hl_engine_unlock(void);
 

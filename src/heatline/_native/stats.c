@@ -140,20 +140,72 @@ fail_copy:
     return -1;
 }
 
-int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
-                         uint64_t ns) {
+int64_t hl_stats_line(hl_stats *s, uint32_t file, int line, uint32_t function) {
     /* +1 keeps the key non-zero for file 0, line 0. */
     uint64_t key = (((uint64_t)file << 32) | (uint32_t)line) + 1;
     uint32_t id;
-    if (!hl_map_get(&s->line_index, key, &id)) {
-        if (reserve((void **)&s->lines, &s->lines_capacity, s->nlines, sizeof(hl_line_stat)) != 0)
-            return -1;
-        if (hl_map_put(&s->line_index, key, (uint32_t)s->nlines) != 0) return -1;
-        id = (uint32_t)s->nlines++;
-        s->lines[id] = (hl_line_stat){file, line, function, {0, 0, 0}};
-    }
+    if (hl_map_get(&s->line_index, key, &id)) return id;
+    if (reserve((void **)&s->lines, &s->lines_capacity, s->nlines, sizeof(hl_line_stat)) != 0)
+        return -1;
+    if (hl_map_put(&s->line_index, key, (uint32_t)s->nlines) != 0) return -1;
+    id = (uint32_t)s->nlines++;
+    s->lines[id] = (hl_line_stat){file, line, function, {0, 0, 0}, NULL};
+    return id;
+}
+
+hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id) {
+    hl_line_stat *l = &s->lines[line_id];
+    if (l->memory == NULL) l->memory = calloc(1, sizeof(*l->memory));
+    return l->memory;
+}
+
+int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
+                         uint64_t ns) {
+    int64_t id = hl_stats_line(s, file, line, function);
+    if (id < 0) return -1;
     s->lines[id].ns[category] += ns;
     return 0;
+}
+
+int hl_timeline_add(hl_timeline *tl, uint32_t capacity, uint64_t t_ns, int64_t value) {
+    if (tl->buckets == NULL) {
+        tl->buckets = calloc(capacity, sizeof(*tl->buckets));
+        if (tl->buckets == NULL) return -1;
+        tl->capacity = capacity;
+        tl->width_ns = 10000000u; /* 10 ms to start with */
+    }
+    while (t_ns / tl->width_ns >= tl->capacity) {
+        /* Merge pairs: bucket i takes 2i and 2i+1 (the later one's last value wins). */
+        for (uint32_t i = 0; i < tl->capacity / 2; i++) {
+            hl_timeline_bucket a = tl->buckets[2 * i], b = tl->buckets[2 * i + 1], m = a;
+            if (b.used) {
+                if (!a.used || b.max > a.max) {
+                    m.max = b.max;
+                    m.max_t_ns = b.max_t_ns;
+                }
+                m.last = b.last;
+                m.last_t_ns = b.last_t_ns;
+                m.used = 1;
+            }
+            tl->buckets[i] = m;
+        }
+        memset(tl->buckets + tl->capacity / 2, 0, (tl->capacity - tl->capacity / 2) * sizeof(*tl->buckets));
+        tl->width_ns *= 2;
+    }
+    hl_timeline_bucket *b = &tl->buckets[t_ns / tl->width_ns];
+    if (!b->used || value > b->max) {
+        b->max = value;
+        b->max_t_ns = t_ns;
+    }
+    b->last = value;
+    b->last_t_ns = t_ns;
+    b->used = 1;
+    return 0;
+}
+
+void hl_timeline_free(hl_timeline *tl) {
+    free(tl->buckets);
+    memset(tl, 0, sizeof(*tl));
 }
 
 int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, uint32_t depth,
@@ -197,6 +249,10 @@ void hl_stats_clear(hl_stats *s) {
     for (size_t i = 0; i < s->nfunctions; i++) {
         free(s->functions[i].name);
         free(s->functions[i].qualname);
+    }
+    for (size_t i = 0; i < s->nlines; i++) {
+        if (s->lines[i].memory != NULL) hl_timeline_free(&s->lines[i].memory->timeline);
+        free(s->lines[i].memory);
     }
     free(s->files);
     free(s->functions);

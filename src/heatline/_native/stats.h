@@ -49,11 +49,46 @@ typedef struct hl_function {
     int first_line;
 } hl_function;
 
+/* A bounded record of a quantity over time (live bytes). Time is cut into `capacity` buckets
+ * of equal width starting at t = 0; when an event falls beyond the last bucket, neighbouring
+ * buckets are merged pairwise and the width doubles, so the memory used (and the profile's
+ * size) does not grow with the length of the run. Each bucket keeps its largest value (so
+ * peaks survive merging) and its last value (what the quantity was when the bucket ended). */
+typedef struct hl_timeline_bucket {
+    uint64_t max_t_ns, last_t_ns;
+    int64_t max, last;
+    int used;
+} hl_timeline_bucket;
+
+typedef struct hl_timeline {
+    hl_timeline_bucket *buckets; /* NULL until the first event */
+    uint32_t capacity;
+    uint64_t width_ns;
+} hl_timeline;
+
+/* Records that the quantity became `value` at t_ns. Returns 0 or -1 (out of memory). */
+int hl_timeline_add(hl_timeline *tl, uint32_t capacity, uint64_t t_ns, int64_t value);
+void hl_timeline_free(hl_timeline *tl);
+
+enum hl_alloc_kind { HL_ALLOC_PYTHON = 0, HL_ALLOC_NATIVE = 1, HL_NALLOC_KINDS = 2 };
+
+/* Memory charged to a line: estimates in bytes (see memory.c for the sampling maths). */
+typedef struct hl_line_memory {
+    uint64_t alloc[HL_NALLOC_KINDS]; /* allocated on this line */
+    uint64_t freed;                  /* allocated on this line and freed since (anywhere) */
+    int64_t live, peak;              /* allocated here and not freed yet; its maximum */
+    uint64_t copied;                 /* memcpy/memmove volume while on this line */
+    uint64_t alloc_samples, freed_samples;
+    uint64_t first_alloc_ns, last_alloc_ns;
+    hl_timeline timeline;            /* of `live` */
+} hl_line_memory;
+
 typedef struct hl_line_stat {
     uint32_t file;
     int line;
     uint32_t function;
     uint64_t ns[HL_NCATEGORIES];
+    hl_line_memory *memory; /* NULL until memory is charged to the line */
 } hl_line_stat;
 
 typedef struct hl_stack_stat {
@@ -91,6 +126,12 @@ typedef struct hl_stats {
 int64_t hl_stats_file(hl_stats *s, const char *path, size_t len, int user);
 int64_t hl_stats_function(hl_stats *s, uint32_t file, const char *name, const char *qualname,
                           int first_line);
+
+/* The id of the line (file, line), created on first use with `function`. Returns the id or
+ * -1 when out of memory. */
+int64_t hl_stats_line(hl_stats *s, uint32_t file, int line, uint32_t function);
+/* The line's memory record, allocated on first use. NULL when out of memory. */
+hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id);
 
 /* Charging: each returns 0, or -1 when out of memory (the time is then not recorded). */
 int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,

@@ -1,0 +1,669 @@
+/* memory.c: allocation and copy sampling. See memory.h.
+ *
+ * Sampling by bytes. Every thread keeps a countdown of bytes. Allocations of at least W bytes
+ * (the window) are always recorded, with their exact size. Smaller ones are charged against the
+ * countdown; each time it runs out, a sample point falls inside the allocation that exhausted it
+ * and the countdown is rewound by a fresh distance drawn uniformly from [W/2, 3W/2). An
+ * allocation containing K points is recorded with weight K x W (K is 0 for most, 1 for some).
+ *
+ * Why this is unbiased: the points form a stationary renewal process over the thread's stream
+ * of small-allocation bytes with mean spacing W, and for such a process the expected number of
+ * points in any stretch of s bytes is s / W, whatever s. So E[K x W] = s for every small
+ * allocation, and a line's estimate (the sum of its weights) has the line's true total as its
+ * expectation. Random spacing (rather than exactly W) keeps the points from locking onto a
+ * repeating allocation pattern; a spread of only +-W/2 (rather than exponential spacing) keeps
+ * the variance low: a burst of N bytes gets N/W points, give or take about sqrt(N/W/12) + 1,
+ * against sqrt(N/W) for a Poisson process. Large allocations, which dominate footprints in ML
+ * code, carry no sampling error at all.
+ *
+ * Frees. Each recorded allocation is entered in the live table (address -> weight, line, kind).
+ * Every free looks its address up there without taking a lock; only a hit (a recorded block)
+ * takes the engine lock and subtracts the block's weight from its line's live bytes and from
+ * the program's. The program's live estimate and its peak therefore change only at recorded
+ * events, which is where the peak is taken (with the time and the line allocating at that
+ * moment).
+ *
+ * Copies use a second countdown over memcpy/memmove sizes, with the same rule.
+ *
+ * No double counting: the Python hooks sit on the MEM and OBJ domains, whose allocator
+ * (pymalloc) gets its arenas from mmap and its large blocks from malloc inside the interpreter
+ * itself; the interpreter's own objects are never redirected for the malloc family or mmap
+ * (got.c patches only copies and dlopen there), so those inner calls are not seen again.
+ *
+ * Reentrancy: a thread-local flag marks a thread that is inside the engine (the sampler
+ * thread, a hook's slow path, a reader holding the engine lock); its allocations pass through
+ * unsampled, so a hook never waits for a lock its own thread holds.
+ */
+#define _GNU_SOURCE
+#include "memory.h"
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "got.h"
+#include "sampler.h"
+
+/* ---- per-thread state -------------------------------------------------------------------- */
+
+typedef struct hl_thread_memory {
+    int64_t countdown;      /* bytes of small allocations until the next sample point */
+    int64_t copy_countdown; /* the same for copies */
+    uint64_t rng;
+    int ready;
+    int inside; /* > 0: this thread is inside the engine */
+} hl_thread_memory;
+
+static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
+
+void hl_memory_enter_engine(void) { tls.inside++; }
+void hl_memory_leave_engine(void) { tls.inside--; }
+
+/* ---- the live table ---------------------------------------------------------------------- */
+
+/* Open addressing with linear probing. Keys are block addresses; 0 marks an empty slot and 1 a
+ * removed one. Writers hold the engine lock; readers (every free) only load keys atomically.
+ * When the table must grow it is copied into a new one, published with a release store; the
+ * old one is kept (a reader may still be probing it) until the next session starts. */
+#define EMPTY 0u
+#define REMOVED 1u
+#define MIN_TABLE 4096u
+
+typedef struct live_record {
+    uint64_t weight;
+    uint32_t line;
+    uint8_t kind;
+} live_record;
+
+typedef struct live_table {
+    size_t mask;
+    size_t used; /* live + removed slots */
+    size_t live;
+    uintptr_t *keys;
+    live_record *records;
+    struct live_table *retired; /* older tables, kept until reset */
+} live_table;
+
+static size_t slot_of(uintptr_t key) {
+    uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(x >> 20);
+}
+
+static live_table *table_new(size_t capacity) {
+    live_table *t = calloc(1, sizeof(*t));
+    if (t == NULL) return NULL;
+    t->keys = calloc(capacity, sizeof(*t->keys));
+    t->records = calloc(capacity, sizeof(*t->records));
+    if (t->keys == NULL || t->records == NULL) {
+        free(t->keys);
+        free(t->records);
+        free(t);
+        return NULL;
+    }
+    t->mask = capacity - 1;
+    return t;
+}
+
+static void table_free_all(live_table *t) {
+    while (t != NULL) {
+        live_table *older = t->retired;
+        free(t->keys);
+        free(t->records);
+        free(t);
+        t = older;
+    }
+}
+
+/* Lock-free: whether key is in t. */
+static int table_contains(const live_table *t, uintptr_t key) {
+    size_t i = slot_of(key) & t->mask;
+    for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
+        uintptr_t k = __atomic_load_n(&t->keys[i], __ATOMIC_ACQUIRE);
+        if (k == key) return 1;
+        if (k == EMPTY) return 0;
+    }
+    return 0;
+}
+
+/* Under the lock: the slot holding key, or -1. */
+static long table_find(const live_table *t, uintptr_t key) {
+    size_t i = slot_of(key) & t->mask;
+    for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
+        if (t->keys[i] == key) return (long)i;
+        if (t->keys[i] == EMPTY) return -1;
+    }
+    return -1;
+}
+
+/* ---- the memory engine's state ------------------------------------------------------------ */
+
+static struct {
+    int active; /* read by every hook: relaxed atomic */
+    uint64_t window;
+    uint64_t start_ns;
+    live_table *table; /* published with release, read with acquire */
+    hl_memory_totals totals;
+    int python_hooked;
+    PyMemAllocatorEx python_previous[2]; /* MEM, OBJ */
+} mem;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t next_random(hl_thread_memory *m) {
+    m->rng ^= m->rng >> 12;
+    m->rng ^= m->rng << 25;
+    m->rng ^= m->rng >> 27;
+    return m->rng * 0x2545F4914F6CDD1DULL;
+}
+
+/* A distance drawn uniformly from [W/2, 3W/2). */
+static int64_t next_distance(hl_thread_memory *m) {
+    uint64_t w = mem.window;
+    return (int64_t)(w / 2 + next_random(m) % (w ? w : 1)) + 1;
+}
+
+static void thread_init(hl_thread_memory *m) {
+    m->rng = now_ns() ^ ((uint64_t)gettid() << 32) ^ (uintptr_t)m ^ 0x9E3779B97F4A7C15ULL;
+    if (m->rng == 0) m->rng = 1;
+    /* Start as if the process had been running: a uniform position within a spacing. */
+    m->countdown = (int64_t)(next_random(m) % (mem.window ? mem.window : 1)) + 1;
+    m->copy_countdown = (int64_t)(next_random(m) % (mem.window ? mem.window : 1)) + 1;
+    m->ready = 1;
+}
+
+/* The weight of an event of `size` bytes that exhausted *countdown (already decremented), or of
+ * a large one. Rewinds the countdown. */
+static uint64_t weight_of(hl_thread_memory *m, int64_t *countdown, size_t size) {
+    if (size >= mem.window) return size;
+    uint64_t points = 0;
+    while (*countdown <= 0) {
+        points++;
+        *countdown += next_distance(m);
+    }
+    return points * mem.window;
+}
+
+/* ---- charging (engine lock held) ---------------------------------------------------------- */
+
+/* The line the calling thread is on: its innermost user frame, read with the engine's
+ * fault-tolerant walker (never by calling into the interpreter, which this thread may not hold
+ * the GIL of). A thread without a Python thread state (a BLAS or OpenMP worker) is charged to
+ * the line the main thread is on. */
+static uint32_t current_line(hl_engine *e) {
+    uintptr_t tstate = (uintptr_t)PyGILState_GetThisThreadState();
+    if (tstate == 0) {
+        for (size_t i = 0; i < e->nthreads && tstate == 0; i++)
+            if (e->threads[i].alive && e->threads[i].main) tstate = e->threads[i].tstate;
+        if (tstate == 0) return HL_NO_LINE;
+    }
+    hl_frame frames[HL_MAX_DEPTH];
+    int flags;
+    int depth = hl_walk(&e->walker, tstate, frames, HL_MAX_DEPTH, &flags);
+    for (int i = 0; i < depth; i++) {
+        if (!frames[i].user) continue;
+        int64_t id = hl_stats_line(&e->stats, frames[i].file, frames[i].line, frames[i].function);
+        return id < 0 ? HL_NO_LINE : (uint32_t)id;
+    }
+    return HL_NO_LINE;
+}
+
+static void program_changed(uint64_t t, uint32_t line) {
+    hl_memory_totals *m = &mem.totals;
+    if (m->live > m->peak) {
+        m->peak = m->live;
+        m->peak_t_ns = t;
+        m->peak_line = line;
+    }
+    (void)hl_timeline_add(&m->timeline, HL_PROGRAM_TIMELINE_BUCKETS, t, m->live);
+}
+
+/* Makes room for one more key, growing into a new table when half the slots are used. */
+static live_table *table_for_insert(void) {
+    live_table *t = mem.table;
+    if (t != NULL && (t->used + 1) * 2 <= t->mask + 1) return t;
+    size_t capacity = MIN_TABLE;
+    while (t != NULL && capacity < 4 * (t->live + 1)) capacity *= 2;
+    live_table *grown = table_new(capacity);
+    if (grown == NULL) return NULL;
+    if (t != NULL) {
+        for (size_t i = 0; i <= t->mask; i++) {
+            uintptr_t key = t->keys[i];
+            if (key == EMPTY || key == REMOVED) continue;
+            size_t j = slot_of(key) & grown->mask;
+            while (grown->keys[j] != EMPTY) j = (j + 1) & grown->mask;
+            grown->keys[j] = key;
+            grown->records[j] = t->records[i];
+            grown->used++;
+            grown->live++;
+        }
+        grown->retired = t;
+    }
+    __atomic_store_n(&mem.table, grown, __ATOMIC_RELEASE);
+    return grown;
+}
+
+static void forget_block(live_table *t, long slot, uint64_t now) {
+    live_record r = t->records[slot];
+    __atomic_store_n(&t->keys[slot], (uintptr_t)REMOVED, __ATOMIC_RELEASE);
+    t->live--;
+    hl_memory_totals *m = &mem.totals;
+    m->freed += r.weight;
+    m->live -= (int64_t)r.weight;
+    if (r.line != HL_NO_LINE) {
+        hl_line_memory *lm = hl_the_engine.stats.lines[r.line].memory;
+        if (lm != NULL) {
+            lm->freed += r.weight;
+            lm->freed_samples++;
+            lm->live -= (int64_t)r.weight;
+            (void)hl_timeline_add(&lm->timeline, HL_LINE_TIMELINE_BUCKETS, now, lm->live);
+        }
+    }
+    program_changed(now, r.line);
+}
+
+static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (!__atomic_load_n(&mem.active, __ATOMIC_RELAXED) || __atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
+        pthread_mutex_unlock(&e->lock);
+        return;
+    }
+    uint64_t now = now_ns() - mem.start_ns;
+    uint32_t line = current_line(e);
+    hl_memory_totals *m = &mem.totals;
+    m->samples++;
+    m->alloc[kind] += weight;
+    if (line == HL_NO_LINE) m->unattributed_alloc += weight;
+
+    live_table *t = table_for_insert();
+    if (t == NULL) {
+        m->untracked++;
+        pthread_mutex_unlock(&e->lock);
+        return;
+    }
+    /* The address may still be listed if its earlier free was not seen (freed by an object
+     * that is not redirected): that block is gone, so it is forgotten first. */
+    long stale = table_find(t, address);
+    if (stale >= 0) forget_block(t, stale, now);
+    size_t i = slot_of(address) & t->mask;
+    while (t->keys[i] != EMPTY && t->keys[i] != REMOVED) i = (i + 1) & t->mask;
+    if (t->keys[i] == EMPTY) t->used++;
+    t->records[i] = (live_record){weight, line, (uint8_t)kind};
+    __atomic_store_n(&t->keys[i], address, __ATOMIC_RELEASE);
+    t->live++;
+
+    m->live += (int64_t)weight;
+    if (line != HL_NO_LINE) {
+        hl_line_memory *lm = hl_stats_line_memory(&e->stats, line);
+        if (lm != NULL) {
+            if (lm->alloc_samples == 0) lm->first_alloc_ns = now;
+            lm->last_alloc_ns = now;
+            lm->alloc[kind] += weight;
+            lm->alloc_samples++;
+            lm->live += (int64_t)weight;
+            if (lm->live > lm->peak) lm->peak = lm->live;
+            (void)hl_timeline_add(&lm->timeline, HL_LINE_TIMELINE_BUCKETS, now, lm->live);
+        }
+    }
+    program_changed(now, line);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void record_free(uintptr_t address) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    live_table *t = mem.table;
+    long slot = t ? table_find(t, address) : -1;
+    if (slot >= 0) forget_block(t, slot, now_ns() - mem.start_ns);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void record_copy(uint64_t weight) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (__atomic_load_n(&mem.active, __ATOMIC_RELAXED) && !__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
+        uint32_t line = current_line(e);
+        mem.totals.copied += weight;
+        if (line == HL_NO_LINE) {
+            mem.totals.unattributed_copied += weight;
+        } else {
+            hl_line_memory *lm = hl_stats_line_memory(&e->stats, line);
+            if (lm != NULL) lm->copied += weight;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- the hooks' fast paths ---------------------------------------------------------------- */
+
+static inline int sampling(void) { return __atomic_load_n(&mem.active, __ATOMIC_RELAXED); }
+
+static void slow_allocation(void *p, size_t size, int kind) {
+    hl_thread_memory *m = &tls;
+    if (m->inside) return;
+    if (!m->ready) {
+        thread_init(m);
+        if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return;
+    }
+    uint64_t weight = weight_of(m, &m->countdown, size);
+    if (weight == 0) return;
+    m->inside++;
+    record_allocation((uintptr_t)p, weight, kind);
+    m->inside--;
+}
+
+static inline void on_allocation(void *p, size_t size, int kind) {
+    if (p == NULL || !sampling()) return;
+    hl_thread_memory *m = &tls;
+    if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return;
+    slow_allocation(p, size, kind);
+}
+
+/* Must run before the block is released, so its address cannot be reused meanwhile. */
+static inline void on_free(void *p) {
+    if (p == NULL || !sampling()) return;
+    live_table *t = __atomic_load_n(&mem.table, __ATOMIC_ACQUIRE);
+    if (t == NULL || __atomic_load_n(&t->live, __ATOMIC_RELAXED) == 0) return;
+    if (!table_contains(t, (uintptr_t)p) || tls.inside) return;
+    tls.inside++;
+    record_free((uintptr_t)p);
+    tls.inside--;
+}
+
+static void slow_copy(size_t size) {
+    hl_thread_memory *m = &tls;
+    if (m->inside) return;
+    if (!m->ready) {
+        thread_init(m);
+        if (size < mem.window && (m->copy_countdown -= (int64_t)size) > 0) return;
+    }
+    uint64_t weight = weight_of(m, &m->copy_countdown, size);
+    if (weight == 0) return;
+    m->inside++;
+    record_copy(weight);
+    m->inside--;
+}
+
+static inline void on_copy(size_t size) {
+    if (!sampling()) return;
+    hl_thread_memory *m = &tls;
+    if (size < mem.window && (m->copy_countdown -= (int64_t)size) > 0) return;
+    slow_copy(size);
+}
+
+/* ---- native hooks (installed in other libraries' GOTs) ------------------------------------- */
+
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static void (*real_free)(void *);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static void *(*real_memcpy)(void *, const void *, size_t);
+static void *(*real_memmove)(void *, const void *, size_t);
+static void *(*real_memcpy_chk)(void *, const void *, size_t, size_t);
+static void *(*real_memmove_chk)(void *, const void *, size_t, size_t);
+static void *(*real_dlopen)(const char *, int);
+
+static void *hook_malloc(size_t size) {
+    void *p = real_malloc(size);
+    on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void *hook_calloc(size_t n, size_t size) {
+    void *p = real_calloc(n, size);
+    if (p != NULL) on_allocation(p, n * size, HL_ALLOC_NATIVE); /* calloc checked the product */
+    return p;
+}
+
+static void *hook_realloc(void *old, size_t size) {
+    on_free(old); /* before: once realloc returns, the address may be reused by anyone */
+    void *p = real_realloc(old, size);
+    on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void hook_free(void *p) {
+    on_free(p);
+    real_free(p);
+}
+
+static int hook_posix_memalign(void **out, size_t alignment, size_t size) {
+    int err = real_posix_memalign(out, alignment, size);
+    if (err == 0) on_allocation(*out, size, HL_ALLOC_NATIVE);
+    return err;
+}
+
+static void *hook_aligned_alloc(size_t alignment, size_t size) {
+    void *p = real_aligned_alloc(alignment, size);
+    on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void *hook_memalign(size_t alignment, size_t size) {
+    void *p = real_memalign(alignment, size);
+    on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void *hook_valloc(size_t size) {
+    void *p = real_valloc(size);
+    on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void *hook_pvalloc(size_t size) {
+    void *p = real_pvalloc(size);
+    on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+/* Anonymous mappings are memory allocations; file mappings are not counted. */
+static void *hook_mmap(void *address, size_t length, int prot, int flags, int fd, off_t offset) {
+    void *p = real_mmap(address, length, prot, flags, fd, offset);
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS)) on_allocation(p, length, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static int hook_munmap(void *address, size_t length) {
+    on_free(address);
+    return real_munmap(address, length);
+}
+
+static void *hook_memcpy(void *dst, const void *src, size_t n) {
+    on_copy(n);
+    return real_memcpy(dst, src, n);
+}
+
+static void *hook_memmove(void *dst, const void *src, size_t n) {
+    on_copy(n);
+    return real_memmove(dst, src, n);
+}
+
+static void *hook_memcpy_chk(void *dst, const void *src, size_t n, size_t dst_size) {
+    on_copy(n);
+    return real_memcpy_chk(dst, src, n, dst_size);
+}
+
+static void *hook_memmove_chk(void *dst, const void *src, size_t n, size_t dst_size) {
+    on_copy(n);
+    return real_memmove_chk(dst, src, n, dst_size);
+}
+
+static const hl_got_symbol *symbols(size_t *count);
+
+/* A library loaded while sampling gets the same redirections as those loaded before. */
+static void *hook_dlopen(const char *file, int flags) {
+    void *handle = real_dlopen(file, flags);
+    if (handle != NULL && sampling() && !tls.inside) {
+        size_t n;
+        const hl_got_symbol *s = symbols(&n);
+        tls.inside++;
+        int written = hl_got_patch(s, n, (const void *)&PyMem_Malloc);
+        tls.inside--;
+        __atomic_add_fetch(&mem.totals.slots_patched, (uint64_t)written, __ATOMIC_RELAXED);
+    }
+    return handle;
+}
+
+#define REAL(name) {#name, (void **)&real_##name}
+static int resolve_real_functions(void) {
+    static const struct {
+        const char *name;
+        void **slot;
+    } table[] = {
+        REAL(malloc), REAL(calloc), REAL(realloc), REAL(free), REAL(posix_memalign),
+        REAL(aligned_alloc), REAL(memalign), REAL(valloc), REAL(pvalloc), REAL(mmap),
+        REAL(munmap), REAL(memcpy), REAL(memmove), REAL(dlopen),
+        {"__memcpy_chk", (void **)&real_memcpy_chk}, {"__memmove_chk", (void **)&real_memmove_chk},
+    };
+    /* RTLD_DEFAULT, not RTLD_NEXT: a preloaded allocator (or a sanitizer runtime) comes first in
+     * the global scope and is what the libraries were calling. */
+    for (size_t i = 0; i < sizeof(table) / sizeof(*table); i++) {
+        if (*table[i].slot != NULL) continue;
+        void *f = dlsym(RTLD_DEFAULT, table[i].name);
+        if (f == NULL) return -1;
+        *table[i].slot = f;
+    }
+    return 0;
+}
+
+static const hl_got_symbol *symbols(size_t *count) {
+    /* `everywhere`: copies and dlopen are redirected in the interpreter too; allocations are
+     * seen there through the Python allocator hooks instead. */
+    static const hl_got_symbol table[] = {
+        {"malloc", (void *)hook_malloc, 0},
+        {"calloc", (void *)hook_calloc, 0},
+        {"realloc", (void *)hook_realloc, 0},
+        {"free", (void *)hook_free, 0},
+        {"posix_memalign", (void *)hook_posix_memalign, 0},
+        {"aligned_alloc", (void *)hook_aligned_alloc, 0},
+        {"memalign", (void *)hook_memalign, 0},
+        {"valloc", (void *)hook_valloc, 0},
+        {"pvalloc", (void *)hook_pvalloc, 0},
+        {"mmap", (void *)hook_mmap, 0},
+        {"mmap64", (void *)hook_mmap, 0},
+        {"munmap", (void *)hook_munmap, 0},
+        {"memcpy", (void *)hook_memcpy, 1},
+        {"memmove", (void *)hook_memmove, 1},
+        {"__memcpy_chk", (void *)hook_memcpy_chk, 1},
+        {"__memmove_chk", (void *)hook_memmove_chk, 1},
+        {"dlopen", (void *)hook_dlopen, 1},
+    };
+    *count = sizeof(table) / sizeof(*table);
+    return table;
+}
+
+/* ---- Python allocator hooks ---------------------------------------------------------------- */
+
+static void *python_malloc(void *ctx, size_t size) {
+    PyMemAllocatorEx *previous = ctx;
+    void *p = previous->malloc(previous->ctx, size);
+    on_allocation(p, size, HL_ALLOC_PYTHON);
+    return p;
+}
+
+static void *python_calloc(void *ctx, size_t n, size_t size) {
+    PyMemAllocatorEx *previous = ctx;
+    void *p = previous->calloc(previous->ctx, n, size);
+    if (p != NULL) on_allocation(p, n * size, HL_ALLOC_PYTHON);
+    return p;
+}
+
+static void *python_realloc(void *ctx, void *old, size_t size) {
+    PyMemAllocatorEx *previous = ctx;
+    on_free(old);
+    void *p = previous->realloc(previous->ctx, old, size);
+    on_allocation(p, size, HL_ALLOC_PYTHON);
+    return p;
+}
+
+static void python_free(void *ctx, void *p) {
+    PyMemAllocatorEx *previous = ctx;
+    on_free(p);
+    previous->free(previous->ctx, p);
+}
+
+static const PyMemAllocatorDomain python_domains[2] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+int hl_memory_start(uint64_t window) {
+    if (window == 0) return -EINVAL;
+    if (resolve_real_functions() != 0) return -ENOSYS;
+    hl_engine_lock();
+    hl_memory_reset();
+    mem.window = window;
+    mem.totals.enabled = 1;
+    mem.totals.window = window;
+    mem.start_ns = now_ns();
+    hl_engine_unlock();
+
+    /* The hooks wrap whatever allocator is installed (pymalloc, the debug hooks, tracemalloc). */
+    if (!mem.python_hooked) {
+        for (int i = 0; i < 2; i++) {
+            PyMem_GetAllocator(python_domains[i], &mem.python_previous[i]);
+            PyMemAllocatorEx hook = {&mem.python_previous[i], python_malloc, python_calloc,
+                                     python_realloc, python_free};
+            PyMem_SetAllocator(python_domains[i], &hook);
+        }
+        mem.python_hooked = 1;
+    }
+    __atomic_store_n(&mem.active, 1, __ATOMIC_RELEASE);
+    size_t n;
+    const hl_got_symbol *s = symbols(&n);
+    tls.inside++;
+    mem.totals.slots_patched = (uint64_t)hl_got_patch(s, n, (const void *)&PyMem_Malloc);
+    tls.inside--;
+    return 0;
+}
+
+void hl_memory_stop(void) {
+    if (!__atomic_exchange_n(&mem.active, 0, __ATOMIC_ACQ_REL)) return;
+    hl_got_restore();
+    /* Put the previous allocators back only if ours are still the installed ones: a hook
+     * installed after ours (tracemalloc started later) still calls ours, which now only passes
+     * calls through. */
+    if (mem.python_hooked) {
+        int ours = 1;
+        for (int i = 0; i < 2; i++) {
+            PyMemAllocatorEx current;
+            PyMem_GetAllocator(python_domains[i], &current);
+            ours = ours && current.malloc == python_malloc && current.ctx == &mem.python_previous[i];
+        }
+        if (ours) {
+            for (int i = 0; i < 2; i++) PyMem_SetAllocator(python_domains[i], &mem.python_previous[i]);
+            mem.python_hooked = 0;
+        }
+    }
+}
+
+void hl_memory_reset(void) {
+    live_table *t = mem.table;
+    __atomic_store_n(&mem.table, NULL, __ATOMIC_RELEASE);
+    table_free_all(t);
+    hl_timeline_free(&mem.totals.timeline);
+    memset(&mem.totals, 0, sizeof(mem.totals));
+    mem.totals.peak_line = HL_NO_LINE;
+}
+
+const hl_memory_totals *hl_memory_totals_get(void) { return &mem.totals; }
+
+void hl_memory_after_fork_child(void) { __atomic_store_n(&mem.active, 0, __ATOMIC_RELAXED); }
