@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from heatline import __version__
+from heatline.session import DEFAULT_MEMORY_WINDOW
 
 USAGE = """\
 heatline [options] script.py [args...]
@@ -23,7 +24,9 @@ heatline [options] script.py [args...]
 
 DESCRIPTION = """\
 Run a Python program and show, line by line, where its time goes: running Python code
-(Python), in native code it called (native), or waiting on the system (system).
+(Python), in native code it called (native), or waiting on the system (system); and which
+lines allocate memory (Python objects or native buffers), hold it at the peak, leak it, or
+copy it.
 The program runs as it would under 'python': its stdout is untouched; heatline's report is
 written to stderr after the program finishes. Options must come before the script; everything
 after the script (or -m module) is passed to the program."""
@@ -66,6 +69,22 @@ def _percent(text: str) -> float:
         value = float("nan")
     if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"must be a percentage from 0 to 100, not {text!r}")
+    return value
+
+
+def _window(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    number, scale = text.strip().lower().rstrip("ib"), 1
+    if number[-1:] in units:
+        number, scale = number[:-1], units[number[-1]]
+    try:
+        value = int(float(number) * scale)
+    except ValueError:
+        value = 0
+    if not 64 <= value <= 1 << 30:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of bytes from 64 to 1G (e.g. 65536 or 64K), not {text!r}"
+        )
     return value
 
 
@@ -120,6 +139,19 @@ def _run_parser() -> _Parser:
         default=0.01,
         help="mean time between samples (default: 0.01)",
     )
+    parser.add_argument(
+        "--cpu-only",
+        action="store_true",
+        help="profile CPU time only: no memory or copy profiling",
+    )
+    parser.add_argument(
+        "--memory-sampling-window",
+        metavar="BYTES",
+        type=_window,
+        default=DEFAULT_MEMORY_WINDOW,
+        help="mean number of bytes allocated (or copied) between memory samples; smaller is "
+        f"more precise and slower (default: {DEFAULT_MEMORY_WINDOW // 1024}K)",
+    )
     _add_view_options(parser)
     parser.add_argument(
         "--off",
@@ -164,6 +196,7 @@ _VALUE_OPTIONS = frozenset(
         "--profile-exclude",
         "--cpu-sampling-interval",
         "--cpu-percent-threshold",
+        "--memory-sampling-window",
     }
 )
 _SHORT_FLAGS = frozenset("qh")
@@ -255,6 +288,7 @@ def _run(args: list[str]) -> int:
         only=options.profile_only,
         exclude=options.profile_exclude,
         paused=options.off,
+        memory_window=0 if options.cpu_only else options.memory_sampling_window,
     )
     try:
         if program[:1] == ["-m"]:

@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 REQUIRED_KEYS = (
     "schema_version",
@@ -26,6 +26,10 @@ REQUIRED_KEYS = (
     "threads",
     "files",
     "stacks",
+    "peak_bytes",
+    "peak_at",
+    "memory_timeline",
+    "memory",
     "warnings",
 )
 REQUIRED_FILE_KEYS = (
@@ -45,6 +49,8 @@ _TOP_LEVEL_TYPES = {
     "stacks": dict,
     "warnings": list,
     "argv": list,
+    "memory_timeline": list,
+    "memory": dict,
 }
 
 

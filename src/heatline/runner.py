@@ -46,6 +46,7 @@ class Options:
     only: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     paused: bool = False
+    memory_window: int = 0  # bytes between memory samples on average; 0: CPU only
 
 
 @dataclass
@@ -209,6 +210,7 @@ def _run(program: _Program, options: Options) -> int:
         only=options.only,
         exclude=options.exclude,
         paused=options.paused,
+        memory_window=options.memory_window,
     )
     finisher = _Finisher(session, options)
     atexit.register(finisher)

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from heatline.profile import SCHEMA_VERSION
+
 
 def assert_one_error_line(result, contains=""):
     stderr = result.stderr.decode()
@@ -147,7 +149,7 @@ def test_view_unknown_schema_version(run_heatline, tmp_path):
 
 def test_view_profile_missing_keys(run_heatline, tmp_path):
     path = tmp_path / "p.json"
-    path.write_text(json.dumps({"schema_version": 1, "heatline_version": "0.1.0"}))
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "heatline_version": "0.1.0"}))
     assert_one_error_line(run_heatline("view", str(path)), "missing required keys")
 
 

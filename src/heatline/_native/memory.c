@@ -194,6 +194,35 @@ static uint64_t weight_of(hl_thread_memory *m, int64_t *countdown, size_t size) 
     return points * mem.window;
 }
 
+/* ---- the engine lock, taken from a hook ----------------------------------------------------- */
+
+/* A thread that waits for the engine lock in a hook while the sampler holds it (during a tick)
+ * would look blocked to that very tick, and its time would be charged as system time: the
+ * profiler's own doing. Such a thread announces itself here first, and the sampler classifies
+ * it by what it was doing (hl_memory_thread_waiting). */
+#define WAITING_SLOTS 64
+static long waiting[WAITING_SLOTS];
+
+static void lock_from_hook(hl_engine *e) {
+    if (pthread_mutex_trylock(&e->lock) == 0) return;
+    long self = (long)gettid();
+    long *slot = NULL;
+    for (int i = 0; i < WAITING_SLOTS && slot == NULL; i++) {
+        long expected = 0;
+        if (__atomic_compare_exchange_n(&waiting[i], &expected, self, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            slot = &waiting[i];
+    }
+    pthread_mutex_lock(&e->lock);
+    if (slot != NULL) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
+}
+
+int hl_memory_thread_waiting(long native_id) {
+    for (int i = 0; i < WAITING_SLOTS; i++)
+        if (__atomic_load_n(&waiting[i], __ATOMIC_ACQUIRE) == native_id) return 1;
+    return 0;
+}
+
 /* ---- charging (engine lock held) ---------------------------------------------------------- */
 
 /* The line the calling thread is on: its innermost user frame, read with the engine's
@@ -274,7 +303,7 @@ static void forget_block(live_table *t, long slot, uint64_t now) {
 
 static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
     hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
+    lock_from_hook(e);
     if (!__atomic_load_n(&mem.active, __ATOMIC_RELAXED) || __atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
         pthread_mutex_unlock(&e->lock);
         return;
@@ -322,7 +351,7 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
 
 static void record_free(uintptr_t address) {
     hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
+    lock_from_hook(e);
     live_table *t = mem.table;
     long slot = t ? table_find(t, address) : -1;
     if (slot >= 0) forget_block(t, slot, now_ns() - mem.start_ns);
@@ -331,7 +360,7 @@ static void record_free(uintptr_t address) {
 
 static void record_copy(uint64_t weight) {
     hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
+    lock_from_hook(e);
     if (__atomic_load_n(&mem.active, __ATOMIC_RELAXED) && !__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
         uint32_t line = current_line(e);
         mem.totals.copied += weight;

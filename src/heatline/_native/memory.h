@@ -52,6 +52,10 @@ void hl_memory_reset(void);
 /* The program-wide figures (read under the engine lock). */
 const hl_memory_totals *hl_memory_totals_get(void);
 
+/* Whether the thread is waiting for the engine lock inside a memory hook (it is then not
+ * blocked in the program's sense: see lock_from_hook in memory.c). Lock-free. */
+int hl_memory_thread_waiting(long native_id);
+
 /* In the child after fork(): sampling is off there. */
 void hl_memory_after_fork_child(void);
 

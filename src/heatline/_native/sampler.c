@@ -237,7 +237,7 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
 
     int category;
     int holds_gil = gil_holder == t->tstate;
-    if (c2 == c1 && !runnable(t)) category = HL_SYSTEM;
+    if (c2 == c1 && !runnable(t) && !hl_memory_thread_waiting(t->native_id)) category = HL_SYSTEM;
     else if (flags & HL_OP_CALL) category = HL_NATIVE;
     else if (holds_gil) category = HL_PYTHON;
     else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */

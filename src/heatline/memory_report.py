@@ -1,0 +1,167 @@
+"""Memory fields of the profile, built once from the engine's per-line memory records.
+
+The engine (memory.c) samples allocations by bytes and keeps, for each user line, estimates of
+the bytes it allocated (Python / native), freed, still holds, its peak, the bytes copied while
+on it, and a bounded timeline of what it holds. This module turns those into the profile's
+fields (docs/profile-format.md) and applies the leak rule below. It runs once per profile, not
+per event, so it is Python.
+
+The leak rule (docs/design.md, "Leaks"): a line is a likely leak when the memory it allocated
+and still holds keeps reaching new highs over the rest of the run. Concretely, from the
+line's first allocation t0 to the end of the run T, the span is cut into LEAK_GRID equal
+intervals and the line's live bytes are read at the end of each; the likelihood is the share
+of intervals that end at a new high (above every earlier reading by at least 1% of the line's
+peak). A line is flagged when the likelihood is at least LEAK_THRESHOLD, it still holds at
+least half its peak at the end, and at least LEAK_MIN_SAMPLES of its sampled allocations
+survive. A temporary that is freed fails the second test; one buffer allocated once and kept
+reaches its high in the first interval only; a structure built in a burst and kept stops
+making new highs when the burst ends; memory that oscillates (temporaries rebound each
+iteration) makes new highs rarely. A steady leak makes a new high in nearly every interval.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+LEAK_GRID = 20
+LEAK_THRESHOLD = 0.5
+LEAK_MIN_SAMPLES = 3
+LEAK_NEW_HIGH_MARGIN = 0.01
+
+Timeline = list[tuple[float, int]]  # (t_s, bytes), sorted by time
+
+
+def timeline_seconds(points: Iterable[Sequence[int]]) -> Timeline:
+    """Engine timeline points (t_ns, bytes) as (t_s, bytes), sorted by time."""
+    return sorted((round(t_ns / 1e9, 6), int(value)) for t_ns, value in points)
+
+
+def value_at(timeline: Timeline, times: list[float], t: float) -> int:
+    """The value of a step timeline at time t (0 before its first point). `times` is the
+    timeline's list of times, precomputed for bisect."""
+    index = bisect.bisect_right(times, t) - 1
+    return timeline[index][1] if index >= 0 else 0
+
+
+def sum_timelines(timelines: Sequence[Timeline]) -> Timeline:
+    """The sum of step timelines, as a step timeline with a point at each change."""
+    if len(timelines) == 1:
+        return list(timelines[0])
+    events = sorted({t for timeline in timelines for t, _ in timeline})
+    indexed = [(timeline, [t for t, _ in timeline]) for timeline in timelines]
+    return [(t, sum(value_at(tl, times, t) for tl, times in indexed)) for t in events]
+
+
+def leak_of(
+    timeline: Timeline, *, peak: int, live_end: int, surviving_samples: int, end_s: float
+) -> dict[str, float] | None:
+    """Apply the leak rule (module docstring) to one line; None when it is not a likely leak."""
+    if not timeline or peak <= 0 or surviving_samples < LEAK_MIN_SAMPLES:
+        return None
+    if live_end < 0.5 * peak:
+        return None
+    t0 = timeline[0][0]
+    span = end_s - t0
+    if span <= 0:
+        return None
+    times = [t for t, _ in timeline]
+    grid = [t0 + span * (i + 1) / LEAK_GRID for i in range(LEAK_GRID)]
+    readings = [value_at(timeline, times, t) for t in grid]
+    margin = LEAK_NEW_HIGH_MARGIN * peak
+    highs, best = 0, 0
+    for value in readings:
+        if value > best + margin:
+            highs += 1
+            best = value
+    likelihood = highs / LEAK_GRID
+    if likelihood < LEAK_THRESHOLD:
+        return None
+    return {"likelihood": round(likelihood, 3), "growth_bytes_per_s": round(_slope(grid, readings), 1)}
+
+
+def _slope(xs: Sequence[float], ys: Sequence[int]) -> float:
+    """Least-squares slope of ys over xs."""
+    n = len(xs)
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    var = sum((x - mean_x) ** 2 for x in xs)
+    if var == 0:
+        return 0.0
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var
+
+
+def empty_fields() -> dict[str, Any]:
+    """The memory fields of a line or function that has none."""
+    return {
+        "alloc_python_bytes": 0,
+        "alloc_native_bytes": 0,
+        "freed_bytes": 0,
+        "growth_bytes": 0,
+        "peak_bytes": 0,
+        "copy_bytes": 0,
+        "timeline": [],
+        "leak": None,
+    }
+
+
+def line_fields(record: dict[str, Any], end_s: float) -> dict[str, Any]:
+    """The memory fields of one line from its engine record (docs/engine-api.md)."""
+    timeline = timeline_seconds(record["timeline"])
+    live_end = max(int(record["live"]), 0)
+    peak = max(int(record["peak"]), 0)
+    return {
+        "alloc_python_bytes": int(record["alloc_python"]),
+        "alloc_native_bytes": int(record["alloc_native"]),
+        "freed_bytes": int(record["freed"]),
+        "growth_bytes": live_end,
+        "peak_bytes": peak,
+        "copy_bytes": int(record["copied"]),
+        "timeline": [[t, v] for t, v in timeline],
+        "leak": leak_of(
+            timeline,
+            peak=peak,
+            live_end=live_end,
+            surviving_samples=int(record["alloc_samples"]) - int(record["freed_samples"]),
+            end_s=end_s,
+        ),
+    }
+
+
+def function_fields(lines: Sequence[dict[str, Any]], end_s: float) -> dict[str, Any]:
+    """A function's memory fields from its lines' fields: sums, and a peak and leak verdict
+    taken from the sum of the lines' timelines (the peak of a sum is not the sum of peaks)."""
+    fields = empty_fields()
+    timelines = [[(t, v) for t, v in line["timeline"]] for line in lines if line["timeline"]]
+    for key in ("alloc_python_bytes", "alloc_native_bytes", "freed_bytes", "growth_bytes", "copy_bytes"):
+        fields[key] = sum(line[key] for line in lines)
+    if not timelines:
+        return fields
+    timeline = sum_timelines(timelines)
+    fields["timeline"] = [[t, v] for t, v in decimate(timeline, 64)]
+    fields["peak_bytes"] = max(max(v for _, v in timeline), fields["growth_bytes"])
+    leaking = [line["leak"] for line in lines if line["leak"] is not None]
+    if leaking:
+        fields["leak"] = {
+            "likelihood": max(leak["likelihood"] for leak in leaking),
+            "growth_bytes_per_s": round(sum(leak["growth_bytes_per_s"] for leak in leaking), 1),
+        }
+    return fields
+
+
+def decimate(timeline: Timeline, limit: int) -> Timeline:
+    """At most `limit` points: equal-width time buckets, each keeping its highest point (so
+    the peak survives) and the last point overall."""
+    if len(timeline) <= limit:
+        return list(timeline)
+    start, end = timeline[0][0], timeline[-1][0]
+    width = (end - start) / (limit - 1) or 1.0
+    buckets: dict[int, tuple[float, int]] = {}
+    for t, v in timeline:
+        index = min(int((t - start) / width), limit - 2)
+        if index not in buckets or v > buckets[index][1]:
+            buckets[index] = (t, v)
+    kept = [buckets[i] for i in sorted(buckets)]
+    if kept[-1] != timeline[-1]:
+        kept.append(timeline[-1])
+    return kept
