@@ -21,7 +21,13 @@ _HOT_STYLE = "bold red"  # at or above the threshold
 _WARM_STYLE = "yellow"  # some time, below the threshold
 _IDLE_STYLE = "dim"  # source of lines without time
 _NUMBER_HEADERS = ("Python %", "native %", "system %")
+_MEMORY_HEADERS = ("Py MB", "native MB", "peak MB", "growth MB", "copy MB/s", "memory  ")
+_SPARK = "▁▂▃▄▅▆▇█"
+_SPARK_WIDTH = 8
 _GAP = "   "  # between the columns of the line table
+# In the reduced view, a line is also kept when it allocates at least this share of all the
+# bytes allocated, whatever its time.
+_MEMORY_SHARE_PCT = 1.0
 
 
 def render(
@@ -45,26 +51,44 @@ def render(
         )
         _print_warnings(console, profile)
         return
+    memory = _memory_on(profile)
+    allocated = _allocated(profile)
     shown_any = False
     for path, entry in profile["files"].items():
         lines = [
             line
             for line in entry["lines"]
-            if not reduced or _is_hot(_line_pct(line), threshold_pct)
+            if not reduced
+            or _is_hot(_line_pct(line), threshold_pct)
+            or (memory and _is_big(line, allocated))
         ]
         if not lines:
             continue
         shown_any = True
         console.print()
         console.print(_file_header(path, entry))
-        table = _line_table(lines, threshold_pct, highlight=console.color_system is not None)
+        table = _line_table(
+            lines,
+            threshold_pct,
+            highlight=console.color_system is not None,
+            memory=profile if memory else None,
+        )
         console.print(table, no_wrap=True, overflow="ellipsis")
     if reduced and profile["files"] and not shown_any:
         console.print(f"\nNo line reached {threshold_pct:g}% of the time.")
     functions = _functions(profile, reduced, threshold_pct)
     if functions:
         console.print()
-        console.print(_function_table(functions, threshold_pct))
+        console.print(_function_table(functions, threshold_pct, memory=memory))
+    if memory:
+        leaks = _leaks(profile)
+        console.print()
+        if leaks:
+            console.print(_leak_table(leaks))
+        else:
+            console.print("No likely leaks: no line's memory kept growing over the run.", style="dim")
+        console.print()
+        console.print(_memory_footer(profile), style="dim")
     console.print()
     console.print(_footer(profile), style="dim")
     _print_warnings(console, profile)
@@ -119,21 +143,32 @@ def _add_number_columns(table: Table, *headers: str) -> None:
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
 
 
-def _line_table(lines: list[dict[str, Any]], threshold_pct: float, *, highlight: bool) -> Text:
+def _line_table(
+    lines: list[dict[str, Any]],
+    threshold_pct: float,
+    *,
+    highlight: bool,
+    memory: dict[str, Any] | None = None,
+) -> Text:
     """The lines of one file as a table: one row per line, cut (not wrapped) at the edge.
 
     Built as plain fixed-width Text rather than a rich Table, which is far too slow for files
     of thousands of lines; the number columns come first, so a narrow terminal cuts source.
+    With ``memory`` (the profile, when memory was profiled), memory columns follow the time.
     """
     line_width = max(4, len(str(lines[-1]["line"])))
-    header = _GAP.join(["Line".rjust(line_width), *_NUMBER_HEADERS, "Source"])
+    headers = ["Line".rjust(line_width), *_NUMBER_HEADERS]
+    if memory is not None:
+        headers += _MEMORY_HEADERS
+    header = _GAP.join([*headers, "Source"])
     rows = [Text(header, "bold"), Text("─" * len(header))]
     for line, source in zip(lines, _sources(lines, highlight)):
         total = _line_pct(line)
+        uses_memory = memory is not None and _has_memory(line)
         if _is_hot(total, threshold_pct):
             style = _HOT_STYLE
             source.stylize("bold")
-        elif total:
+        elif total or uses_memory:
             style = _WARM_STYLE
         else:
             style = ""
@@ -143,8 +178,81 @@ def _line_table(lines: list[dict[str, Any]], threshold_pct: float, *, highlight:
             _pct(line[kind + "_pct"]).rjust(len(title))
             for kind, title in zip(_KINDS, _NUMBER_HEADERS)
         ]
+        if memory is not None:
+            numbers += [
+                cell.rjust(len(title)) if title.strip() != "memory" else cell.ljust(len(title))
+                for cell, title in zip(_memory_cells(line, memory), _MEMORY_HEADERS)
+            ]
         rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, source))
     return Text("\n").join(rows)
+
+
+def _memory_on(profile: dict[str, Any]) -> bool:
+    return bool(profile.get("memory", {}).get("enabled"))
+
+
+def _allocated(profile: dict[str, Any]) -> int:
+    memory = profile.get("memory", {})
+    return memory.get("alloc_python_bytes", 0) + memory.get("alloc_native_bytes", 0)
+
+
+def _has_memory(entry: dict[str, Any]) -> bool:
+    return bool(
+        entry.get("alloc_python_bytes") or entry.get("alloc_native_bytes") or entry.get("copy_bytes")
+    )
+
+
+def _is_big(line: dict[str, Any], allocated: int) -> bool:
+    mine = line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)
+    return allocated > 0 and mine * 100.0 >= _MEMORY_SHARE_PCT * allocated
+
+
+def _mb(value: float) -> str:
+    """Megabytes (10^6 bytes), blank for zero."""
+    if not value:
+        return ""
+    megabytes = value / 1e6
+    if abs(megabytes) < 0.05:
+        return "<0.1" if megabytes > 0 else ">-0.1"
+    return f"{megabytes:.1f}" if abs(megabytes) < 1000 else f"{megabytes:.0f}"
+
+
+def _memory_cells(entry: dict[str, Any], profile: dict[str, Any]) -> list[str]:
+    elapsed = profile["elapsed_s"]
+    copy_rate = entry.get("copy_bytes", 0) / elapsed if elapsed > 0 else 0.0
+    return [
+        _mb(entry.get("alloc_python_bytes", 0)),
+        _mb(entry.get("alloc_native_bytes", 0)),
+        _mb(entry.get("peak_bytes", 0)),
+        _mb(entry.get("growth_bytes", 0)),
+        _mb(copy_rate),
+        sparkline(entry.get("timeline", []), elapsed),
+    ]
+
+
+def sparkline(timeline: list[list[float]], end_s: float, width: int = _SPARK_WIDTH) -> str:
+    """The timeline (a step function of [t_s, bytes] points) as `width` block characters, one
+    per equal slice of the run, each showing the highest value in its slice."""
+    if not timeline or end_s <= 0:
+        return ""
+    highest = max(value for _, value in timeline)
+    if highest <= 0:
+        return ""
+    slices = [0.0] * width
+    current = 0.0
+    index = 0
+    for i in range(width):
+        end = end_s * (i + 1) / width
+        top = current
+        while index < len(timeline) and timeline[index][0] <= end:
+            current = timeline[index][1]
+            top = max(top, current)
+            index += 1
+        slices[i] = top
+    return "".join(
+        " " if value <= 0 else _SPARK[min(len(_SPARK) - 1, int(value * len(_SPARK) / highest))]
+        for value in slices
+    )
 
 
 def _sources(lines: list[dict[str, Any]], highlight: bool) -> list[Text]:
@@ -165,19 +273,28 @@ def _sources(lines: list[dict[str, Any]], highlight: bool) -> list[Text]:
 
 def _functions(profile: dict[str, Any], reduced: bool, threshold_pct: float) -> list[tuple]:
     rows = []
+    memory = _memory_on(profile)
+    allocated = _allocated(profile)
     for path, entry in profile["files"].items():
         for function in entry["functions"]:
             total = sum(function[kind + "_pct"] for kind in _KINDS)
-            if total and (not reduced or _is_hot(total, threshold_pct)):
+            big = memory and _is_big(function, allocated)
+            if (total or (memory and _has_memory(function))) and (
+                not reduced or _is_hot(total, threshold_pct) or big
+            ):
                 rows.append((total, path, function))
-    rows.sort(key=lambda row: -row[0])
+    rows.sort(
+        key=lambda row: (-row[0], -row[2].get("alloc_python_bytes", 0) - row[2].get("alloc_native_bytes", 0))
+    )
     return rows
 
 
-def _function_table(rows: list[tuple], threshold_pct: float) -> Table:
+def _function_table(rows: list[tuple], threshold_pct: float, *, memory: bool = False) -> Table:
     table = _new_table(title="Functions", title_justify="left", title_style="bold")
     table.add_column("Function (file:first line)", overflow="fold")
     _add_number_columns(table, *_NUMBER_HEADERS, "total %")
+    if memory:
+        _add_number_columns(table, "alloc MB", "peak MB", "growth MB", "copy MB")
     for total, path, function in rows[:MAX_FUNCTION_ROWS]:
         style = _HOT_STYLE if _is_hot(total, threshold_pct) else ""
         # Text, not str: names and paths must not be parsed as rich markup.
@@ -186,11 +303,60 @@ def _function_table(rows: list[tuple], threshold_pct: float) -> Table:
             (f" {_short_path(path)}:{function['first_line']}", "dim"),
         )
         numbers = [*(_pct(function[kind + "_pct"]) for kind in _KINDS), _pct(total)]
+        if memory:
+            numbers += [
+                _mb(function.get("alloc_python_bytes", 0) + function.get("alloc_native_bytes", 0)),
+                _mb(function.get("peak_bytes", 0)),
+                _mb(function.get("growth_bytes", 0)),
+                _mb(function.get("copy_bytes", 0)),
+            ]
         table.add_row(name, *(Text(number, style=style) for number in numbers))
     if len(rows) > MAX_FUNCTION_ROWS:
         table.caption = f"... and {len(rows) - MAX_FUNCTION_ROWS} more functions"
         table.caption_justify = "left"
     return table
+
+
+def _leaks(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    found = [
+        (path, line)
+        for path, entry in profile["files"].items()
+        for line in entry["lines"]
+        if line.get("leak")
+    ]
+    found.sort(key=lambda item: (-item[1]["leak"]["likelihood"], -item[1]["growth_bytes"]))
+    return found
+
+
+def _leak_table(leaks: list[tuple[str, dict[str, Any]]]) -> Table:
+    table = _new_table(title="Likely leaks", title_justify="left", title_style="bold red")
+    table.add_column("Line", overflow="fold")
+    _add_number_columns(table, "likelihood", "held MB", "growth MB/s")
+    table.add_column("Source", overflow="ellipsis", no_wrap=True)
+    for path, line in leaks:
+        table.add_row(
+            Text(f"{_short_path(path)}:{line['line']}", "bold"),
+            f"{line['leak']['likelihood'] * 100:.0f}%",
+            _mb(line["growth_bytes"]),
+            _mb(line["leak"]["growth_bytes_per_s"]),
+            Text(line["source"].strip()),
+        )
+    return table
+
+
+def _memory_footer(profile: dict[str, Any]) -> str:
+    memory = profile["memory"]
+    parts = [f"peak memory {_mb(profile['peak_bytes']) or '0'} MB"]
+    at = profile.get("peak_at")
+    if at:
+        parts[0] += f" at {_duration(at['t_s'])}, {_short_path(at['file'])}:{at['line']}"
+    parts.append(
+        f"allocated {_mb(memory['alloc_python_bytes']) or '0'} MB Python, "
+        f"{_mb(memory['alloc_native_bytes']) or '0'} MB native"
+    )
+    parts.append(f"copied {_mb(memory['copy_bytes']) or '0'} MB")
+    parts.append(f"sampled every {memory['sampling_window_bytes'] // 1024} KiB on average")
+    return "; ".join(parts)
 
 
 def _short_path(path: str) -> str:
