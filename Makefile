@@ -2,9 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 ASAN_VENV := .venv-asan
+BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test unit sanitize bench clean
+.PHONY: demo test unit sanitize bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(VENV)
@@ -36,10 +37,25 @@ sanitize: $(ASAN_VENV)/.installed
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  HEATLINE_SANITIZED=1 $(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
-# Overhead and accuracy benchmarks (not part of the tests; see docs/overhead.md, docs/accuracy.md).
-bench: $(VENV)/.installed
-	$(VENV)/bin/python bench/overhead.py
-	$(VENV)/bin/python bench/accuracy.py
+# heatline side by side with its peers (overhead and accuracy; see docs/overhead.md and
+# docs/accuracy.md). Not part of the tests. Its own virtualenv: the peers pinned in
+# bench/requirements.txt, heatline from this tree. `make bench` is the full run (about an hour on
+# 2 cores) and renders the docs from bench/results/full.json; `make bench-quick` takes a few
+# minutes and renders into bench/results/quick/ instead, leaving docs/ alone.
+$(BENCH_VENV)/.installed: bench/requirements.txt pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
+	$(BENCH_VENV)/bin/pip install $(PIP_FLAGS) -r bench/requirements.txt
+	HEATLINE_WERROR=1 $(BENCH_VENV)/bin/pip install $(PIP_FLAGS) -e .
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/run.py --out bench/results/full.json
+	$(BENCH_VENV)/bin/python bench/render.py bench/results/full.json
+
+bench-quick: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/run.py --quick --out bench/results/quick.json
+	$(BENCH_VENV)/bin/python bench/render.py bench/results/quick.json --docs-dir bench/results/quick
 
 clean:
-	rm -rf $(VENV) $(ASAN_VENV) build src/*.egg-info src/heatline/*.so
+	rm -rf $(VENV) $(ASAN_VENV) $(BENCH_VENV) build src/*.egg-info src/heatline/*.so

@@ -1,0 +1,151 @@
+"""Overhead: every benchmark under plain Python and under every runner, interleaved.
+
+Order: for each round, for each benchmark, every runner once, the runners' order rotated by
+one each round, so that slow drifts of the machine (another process, thermal state) hit every
+runner alike. Each benchmark first gets one untimed plain run (warms the page cache and writes
+the .pyc files). A runner that fails on a benchmark is recorded with its reason and not tried
+again on that benchmark.
+
+Per benchmark and runner: the median wall time and its ratio to plain Python's median; the
+median CPU time (user + system, whole process tree) and its ratio; the median peak RSS of the
+process tree (see measure.py) and its ratio; the median size of the output the runner left.
+Per runner: the median of those ratios across the benchmarks it ran.
+"""
+
+import os
+import shutil
+import statistics
+
+from .measure import run_measured
+
+
+def _dir_bytes(path):
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+def _fresh(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, min_timeout_s=90.0):
+    out = os.path.join(workdir, "out")
+    per_bench = {}
+    for bench in benchmarks:
+        warm = run_measured([ctx.python, bench.script], cwd=_fresh(out), env=env,
+                            timeout_s=600)
+        entry = per_bench[bench.name] = {
+            "work": bench.work, "warmup_s": warm.get("wall_s"),
+            "runs": {t.name: [] for t in tools}, "failed": {},
+        }
+        if not warm["ok"]:
+            entry["failed"] = {t.name: "plain python failed: " + warm.get("error", "") for t in tools}
+            log(f"  {bench.name}: plain run failed, skipped: {warm.get('error')}")
+            continue
+        entry["timeout_s"] = max(min_timeout_s, timeout_factor * warm["wall_s"])
+        log(f"  {bench.name}: warm-up {warm['wall_s']:.2f} s")
+
+    for r in range(rounds):
+        log(f"round {r + 1}/{rounds}")
+        order = tools[r % len(tools):] + tools[:r % len(tools)]
+        for bench in benchmarks:
+            entry = per_bench[bench.name]
+            line = []
+            for tool in order:
+                if tool.name in entry["failed"]:
+                    continue
+                command = tool.command(ctx, bench.script, bench.targets, out)
+                if command is None:
+                    entry["failed"][tool.name] = "not applicable"
+                    continue
+                result = run_measured(command, cwd=_fresh(out), env=env,
+                                      timeout_s=entry["timeout_s"])
+                result["output_bytes"] = _dir_bytes(out)
+                entry["runs"][tool.name].append(result)
+                if not result["ok"]:
+                    error = result.get("error", "failed")
+                    if error.startswith("timed out"):
+                        error += f" (plain python: {entry['warmup_s']:.1f} s)"
+                    entry["failed"][tool.name] = error
+                    line.append(f"{tool.name}=FAILED")
+                else:
+                    line.append(f"{tool.name}={result['wall_s']:.2f}")
+            log(f"  {bench.name}: " + " ".join(line))
+    shutil.rmtree(out, ignore_errors=True)
+    return summarise(per_bench, [t.name for t in tools])
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def summarise(per_bench, tool_names):
+    """Adds each benchmark's "summary" and returns {"benchmarks", "per_tool"}."""
+    for entry in per_bench.values():
+        ok = {name: [r for r in runs if r.get("ok")] for name, runs in entry["runs"].items()}
+        base = ok.get("python") or []
+        base_wall = _median([r["wall_s"] for r in base])
+        base_cpu = _median([r["cpu_s"] for r in base])
+        base_rss = _median([r["peak_rss_kb"] for r in base])
+        summary = {}
+        for name in tool_names:
+            runs = ok.get(name, [])
+            failed = entry["failed"].get(name)
+            row = {"runs_ok": len(runs), "runs_failed": len(entry["runs"].get(name, [])) - len(runs)}
+            if failed == "not applicable":
+                row["status"] = "not applicable"
+            elif failed and not runs:
+                row.update(status="failed", reason=failed)
+            elif failed:
+                # Failed in a later round after succeeding: the successful runs still count.
+                row.update(status="ok", reason="some runs failed: " + failed)
+            elif not runs:
+                row["status"] = "not run"
+            else:
+                row["status"] = "ok"
+            if runs:
+                wall = _median([r["wall_s"] for r in runs])
+                cpu = _median([r["cpu_s"] for r in runs])
+                rss = _median([r["peak_rss_kb"] for r in runs])
+                row.update(
+                    median_wall_s=round(wall, 4), wall_ratio=_round(_ratio(wall, base_wall)),
+                    median_cpu_s=round(cpu, 4), cpu_ratio=_round(_ratio(cpu, base_cpu)),
+                    median_peak_rss_kb=rss, rss_ratio=_round(_ratio(rss, base_rss)),
+                    median_output_bytes=_median([r["output_bytes"] for r in runs]),
+                )
+            summary[name] = row
+        entry["summary"] = summary
+
+    per_tool = {}
+    for name in tool_names:
+        rows = [e["summary"][name] for e in per_bench.values()]
+        good = [row for row in rows if row["status"] == "ok"]
+        per_tool[name] = {
+            "benchmarks_ok": len(good),
+            "benchmarks_failed": sum(row["status"] == "failed" for row in rows),
+            "benchmarks_not_applicable": sum(row["status"] == "not applicable" for row in rows),
+            "median_wall_ratio": _round(_median([row["wall_ratio"] for row in good])),
+            "median_cpu_ratio": _round(_median([row["cpu_ratio"] for row in good])),
+            "median_rss_ratio": _round(_median([row["rss_ratio"] for row in good])),
+            "max_wall_ratio": _round(max((row["wall_ratio"] for row in good if row["wall_ratio"]),
+                                         default=None)),
+            "median_output_bytes": _median([row["median_output_bytes"] for row in good]),
+        }
+    return {"benchmarks": per_bench, "per_tool": per_tool}
+
+
+def _round(value, digits=3):
+    return round(value, digits) if value is not None else None

@@ -1,0 +1,293 @@
+"""The runners: plain Python, heatline and its peers, each in the mode that is closest to a
+user's ordinary use of it, and how to read each one's output for the accuracy comparison.
+
+Every runner writes its output into an empty directory `out` (the run's working directory),
+so the output size is the size of whatever the tool left there.
+
+Mapping outputs to functions (accuracy): each parser returns {function name: {"total_s",
+and where the tool splits time, "python_s", "native_s", "system_s"}} for the functions defined
+in the target file. Units do not matter (samples, seconds, percentages): only shares are
+compared.
+
+- heatline: the profile's per-function times (python_s + native_s + system_s), all threads.
+- Scalene (JSON): per-function n_cpu_percent_python + n_cpu_percent_c + n_sys_percent; the
+  three are its Python / native / system split.
+- py-spy (raw collapsed stacks, --idle so blocked threads are sampled too): every sample of
+  every thread is charged to the innermost frame on its stack that is a function of the target
+  file; a function's total is its sample count (inclusive of what it calls).
+- pyinstrument (JSON call tree): the inclusive time of the outermost tree node of each target
+  function, summed over the nodes where it appears. pyinstrument profiles only the thread that
+  started it.
+- cProfile (pstats): the cumulative time of each target function. Main thread only.
+- yappi (pstats written by `python -m yappi -c wall`): the cumulative wall time, all threads.
+- line_profiler (kernprof -l -p TARGET, which decorates every function of the target file
+  without modifying it): the sum of the function's line times (inclusive), all threads.
+"""
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class Tool:
+    """One runner. `command(ctx, script, targets, out)` returns the argv; `parse(out, target,
+    names)` (optional) reads its output for the accuracy comparison."""
+
+    def __init__(self, name, label, dist, mode, command, parse=None, split=False, module=None,
+                 needs=None):
+        self.name, self.label, self.dist, self.mode = name, label, dist, mode
+        self.command, self.parse, self.split = command, parse, split
+        self.module = module
+        self.needs = needs  # extra availability check: ctx -> None or reason
+
+    def probe(self, ctx):
+        """(available, reason, version)"""
+        version = _version(self.dist) if self.dist else None
+        if self.module and importlib.util.find_spec(self.module) is None:
+            return False, f"{self.dist} is not installed", version
+        if self.needs:
+            reason = self.needs(ctx)
+            if reason:
+                return False, reason, version
+        return True, "", version
+
+
+# ---------------------------------------------------------------- context
+
+
+class Context:
+    """What the commands need: the interpreter, the py-spy binary, heatline's flags."""
+
+    def __init__(self, python=sys.executable):
+        self.python = python
+        bindir = os.path.dirname(python)
+        candidate = os.path.join(bindir, "py-spy")
+        self.py_spy = candidate if os.path.exists(candidate) else shutil.which("py-spy")
+        self._heatline_help = None
+        self._py_spy_probe = None
+
+    def heatline_help(self):
+        if self._heatline_help is None:
+            try:
+                result = subprocess.run([self.python, "-m", "heatline", "--help"],
+                                        capture_output=True, text=True, timeout=60)
+                self._heatline_help = result.stdout + result.stderr
+            except (OSError, subprocess.TimeoutExpired) as e:
+                self._heatline_help = f"error: {e}"
+        return self._heatline_help
+
+    def heatline_has_cpu_only(self):
+        return "--cpu-only" in self.heatline_help()
+
+    def py_spy_problem(self, workdir):
+        """None when `py-spy record -- python prog` works here, else why not."""
+        if self._py_spy_probe is None:
+            if not self.py_spy:
+                self._py_spy_probe = "py-spy is not installed"
+            else:
+                out = os.path.join(workdir, "py-spy-probe.txt")
+                try:
+                    result = subprocess.run(
+                        [self.py_spy, "record", "-f", "raw", "-o", out, "--",
+                         self.python, "-c", "import time\nfor _ in range(30): sum(range(100000))"],
+                        capture_output=True, text=True, timeout=120)
+                    if result.returncode != 0 or not os.path.exists(out):
+                        self._py_spy_probe = ("py-spy record failed (ptrace of its child not "
+                                              "permitted?): " + result.stderr.strip()[-500:])
+                    else:
+                        self._py_spy_probe = ""
+                except (OSError, subprocess.TimeoutExpired) as e:
+                    self._py_spy_probe = f"py-spy record failed: {e}"
+        return self._py_spy_probe or None
+
+
+# ---------------------------------------------------------------- parsers
+
+
+def _base(path):
+    return os.path.basename(path or "")
+
+
+def parse_heatline(out, target, names):
+    with open(os.path.join(out, "profile.json")) as f:
+        profile = json.load(f)
+    found = {}
+    for path, entry in profile["files"].items():
+        if _base(path) != target:
+            continue
+        for fn in entry["functions"]:
+            name = fn["qualname"]
+            if name in names:
+                row = found.setdefault(name, {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0})
+                for k in ("python_s", "native_s", "system_s"):
+                    row[k] += fn[k]
+    for row in found.values():
+        row["total_s"] = row["python_s"] + row["native_s"] + row["system_s"]
+    return found
+
+
+def parse_scalene(out, target, names):
+    with open(os.path.join(out, "profile.json")) as f:
+        profile = json.load(f)
+    found = {}
+    for path, entry in profile.get("files", {}).items():
+        if _base(path) != target:
+            continue
+        for fn in entry.get("functions", []):
+            name = fn.get("line", "").strip()
+            if name in names:
+                row = found.setdefault(name, {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0})
+                row["python_s"] += fn.get("n_cpu_percent_python", 0.0)
+                row["native_s"] += fn.get("n_cpu_percent_c", 0.0)
+                row["system_s"] += fn.get("n_sys_percent", 0.0)
+    for row in found.values():
+        row["total_s"] = row["python_s"] + row["native_s"] + row["system_s"]
+    return found
+
+
+def _frame(text):
+    # "name (path:line)"
+    name, _, rest = text.rpartition(" (")
+    path = rest.rstrip(")").rpartition(":")[0]
+    return name, path
+
+
+def parse_py_spy(out, target, names):
+    found = {}
+    with open(os.path.join(out, "profile.txt")) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            stack, _, count = line.rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            for frame in reversed(stack.split(";")):
+                name, path = _frame(frame)
+                if name in names and _base(path) == target:
+                    row = found.setdefault(name, {"total_s": 0.0})
+                    row["total_s"] += int(count)
+                    break
+    return found
+
+
+def parse_pyinstrument(out, target, names):
+    with open(os.path.join(out, "profile.json")) as f:
+        session = json.load(f)
+    found = {}
+
+    def visit(node):
+        name = node.get("function")
+        if name in names and _base(node.get("file_path")) == target:
+            row = found.setdefault(name, {"total_s": 0.0})
+            row["total_s"] += node.get("time", 0.0)
+            return
+        for child in node.get("children", []):
+            visit(child)
+
+    visit(session["root_frame"])
+    return found
+
+
+def parse_pstats(filename):
+    def parse(out, target, names):
+        stats = pstats.Stats(os.path.join(out, filename)).stats
+        found = {}
+        for (path, _line, name), (_cc, _nc, _tt, ct, _callers) in stats.items():
+            if name in names and _base(path) == target:
+                row = found.setdefault(name, {"total_s": 0.0})
+                row["total_s"] += ct
+        return found
+
+    return parse
+
+
+def parse_line_profiler(out, target, names):
+    import line_profiler
+
+    stats = line_profiler.load_stats(os.path.join(out, "profile.lprof"))
+    found = {}
+    for (path, _line, name), timings in stats.timings.items():
+        if name in names and _base(path) == target:
+            row = found.setdefault(name, {"total_s": 0.0})
+            row["total_s"] += sum(t for _, _, t in timings) * stats.unit
+    return found
+
+
+# ---------------------------------------------------------------- the runners
+
+
+def _heatline(extra):
+    return lambda ctx, script, targets, out: [
+        ctx.python, "-m", "heatline", *extra, "-q", "-o", os.path.join(out, "profile.json"), script]
+
+
+def _scalene(extra):
+    return lambda ctx, script, targets, out: [
+        ctx.python, "-m", "scalene", "run", *extra, "-o", os.path.join(out, "profile.json"), script]
+
+
+def _needs_cpu_only(ctx):
+    if not ctx.heatline_has_cpu_only():
+        return ("this heatline has no --cpu-only flag (no memory profiling yet), so its default "
+                "run is CPU-only: see the heatline column")
+    return None
+
+
+def _line_profiler(ctx, script, targets, out):
+    if not targets:
+        return None
+    return [ctx.python, "-m", "kernprof", "-l", "-q", "-p", ",".join(targets),
+            "-o", os.path.join(out, "profile.lprof"), script]
+
+
+TOOLS = [
+    Tool("python", "python", None, "plain `python script.py`",
+         lambda ctx, script, targets, out: [ctx.python, script]),
+    Tool("heatline-cpu", "heatline CPU", "heatline", "`heatline --cpu-only -q -o FILE`",
+         _heatline(["--cpu-only"]), parse_heatline, split=True, needs=_needs_cpu_only),
+    Tool("heatline", "heatline", "heatline", "`heatline -q -o FILE` (full profile)",
+         _heatline([]), parse_heatline, split=True),
+    Tool("scalene-cpu", "Scalene CPU", "scalene", "`scalene run --cpu-only -o FILE`",
+         _scalene(["--cpu-only"]), parse_scalene, split=True, module="scalene"),
+    Tool("scalene", "Scalene", "scalene", "`scalene run -o FILE` (CPU + memory, its default)",
+         _scalene([]), parse_scalene, split=True, module="scalene"),
+    Tool("py-spy", "py-spy", "py-spy", "`py-spy record -f raw --idle -o FILE -- python` (100 Hz)",
+         lambda ctx, script, targets, out: [
+             ctx.py_spy, "record", "-f", "raw", "--idle", "-o", os.path.join(out, "profile.txt"),
+             "--", ctx.python, script],
+         parse_py_spy, needs=lambda ctx: ctx.py_spy_problem(ctx.workdir)),
+    Tool("memray", "memray", "memray", "`memray run -q -o FILE` (allocations; no CPU data)",
+         lambda ctx, script, targets, out: [
+             ctx.python, "-m", "memray", "run", "-q", "-o", os.path.join(out, "profile.bin"), script],
+         None, module="memray"),
+    Tool("pyinstrument", "pyinstrument", "pyinstrument", "`pyinstrument -r json -o FILE` (1 ms)",
+         lambda ctx, script, targets, out: [
+             ctx.python, "-m", "pyinstrument", "-r", "json", "-o", os.path.join(out, "profile.json"),
+             script],
+         parse_pyinstrument, module="pyinstrument"),
+    Tool("cProfile", "cProfile", None, "`python -m cProfile -o FILE`",
+         lambda ctx, script, targets, out: [
+             ctx.python, "-m", "cProfile", "-o", os.path.join(out, "profile.prof"), script],
+         parse_pstats("profile.prof")),
+    Tool("yappi", "yappi", "yappi", "`python -m yappi -c wall -o FILE` (all threads)",
+         lambda ctx, script, targets, out: [
+             ctx.python, "-m", "yappi", "-c", "wall", "-o", os.path.join(out, "profile.pstat"),
+             script],
+         parse_pstats("profile.pstat"), module="yappi"),
+    Tool("line_profiler", "line_profiler", "line_profiler",
+         "`kernprof -l -p MODULE -o FILE` (every function of the benchmark's module, unmodified)",
+         _line_profiler, parse_line_profiler, module="line_profiler"),
+]
+
+BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -1,0 +1,117 @@
+"""Smoke test of the benchmark harness (bench/run.py, bench/render.py), so that it does not rot.
+
+Runs plain Python and heatline on a tiny script for one round (and, in the normal build, the
+ground-truth targets at a tenth of their size), checks the shape of the results JSON and that
+the renderer turns it into both documents. Needs no network and no peer profiler: runners
+that are not installed are recorded as unavailable, which is also checked.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "bench")
+SANITIZED = bool(os.environ.get("HEATLINE_SANITIZED"))
+
+sys.path.insert(0, BENCH)
+from heatbench import accuracy, tools  # noqa: E402
+
+
+def _run(*args, timeout=300):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(ROOT, "src"), env.get("PYTHONPATH")) if p)
+    result = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                            timeout=timeout, env=env, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    out = tmp / "smoke.json"
+    # Under ASan the accuracy targets only cost time: the same code runs in the normal build.
+    extra = ["--skip-accuracy"] if SANITIZED else []
+    _run(os.path.join(BENCH, "run.py"), "--smoke", "--tools", "heatline,heatline-cpu,py-spy",
+         "--out", str(out), "--workdir", str(tmp / "work"), *extra)
+    return tmp, json.loads(out.read_text())
+
+
+def test_results_have_the_documented_shape(smoke):
+    _, data = smoke
+    assert data["schema"] == "heatline-bench/1" and data["kind"] == "smoke"
+    for key in ("started_at", "machine", "python", "git", "tools", "duration_s", "overhead"):
+        assert key in data
+    assert data["machine"]["cpus"] >= 1
+    assert data["tools"]["python"]["available"] and data["tools"]["heatline"]["available"]
+    for name, tool in data["tools"].items():
+        assert tool["available"] or tool["reason"], name  # never silently dropped
+
+    bench = data["overhead"]["benchmarks"]["smoke"]
+    plain = bench["summary"]["python"]
+    assert plain["status"] == "ok" and plain["wall_ratio"] == 1.0 and plain["median_peak_rss_kb"] > 0
+    heatline = bench["summary"]["heatline"]
+    assert heatline["status"] == "ok", heatline
+    assert heatline["wall_ratio"] > 0 and heatline["rss_ratio"] > 0
+    assert heatline["median_output_bytes"] > 0  # the profile it wrote
+    run = bench["runs"]["heatline"][0]
+    for key in ("wall_s", "cpu_s", "peak_rss_kb", "tree_rss_kb", "max_rss_kb", "output_bytes"):
+        assert key in run
+    assert data["overhead"]["per_tool"]["heatline"]["median_wall_ratio"] > 0
+
+
+@pytest.mark.skipif(SANITIZED, reason="the accuracy part runs in the normal build only")
+def test_accuracy_results_cover_every_truth_function(smoke):
+    _, data = smoke
+    assert set(data["accuracy"]["targets"]) == {"main_thread.py", "threads.py"}
+    for entry in data["accuracy"]["targets"].values():
+        row = entry["summary"]["heatline"]
+        assert row["status"] == "ok", row
+        assert set(row["share_got"]) == set(row["share_true"]) and row["share_true"]
+        assert row["mean_share_error"] is not None and row["mean_split_error"] is not None
+    assert data["memory_accuracy"]["status"]
+
+
+def test_renderer_writes_both_documents(smoke):
+    tmp, _ = smoke
+    docs = tmp / "docs"
+    _run(os.path.join(BENCH, "render.py"), str(tmp / "smoke.json"), "--docs-dir", str(docs))
+    overhead = (docs / "overhead.md").read_text()
+    assert "<!-- bench:begin -->" in overhead and "<!-- bench:end -->" in overhead
+    assert "| smoke |" in overhead and "heatline" in overhead
+    accuracy_doc = (docs / "accuracy.md").read_text()
+    assert "<!-- bench:begin -->" in accuracy_doc
+    if not SANITIZED:
+        assert "main_thread.py" in accuracy_doc.split("<!-- bench:begin -->")[1]
+    # Rendering again replaces the generated part instead of adding another.
+    _run(os.path.join(BENCH, "render.py"), str(tmp / "smoke.json"), "--docs-dir", str(docs))
+    assert (docs / "overhead.md").read_text().count("<!-- bench:begin -->") == 1
+
+
+def test_error_measure():
+    truth = {
+        "a": {"wall_s": 3.0, "python_s": 3.0, "native_s": 0.0, "system_s": 0.0},
+        "b": {"wall_s": 1.0, "python_s": 0.0, "native_s": 0.5, "system_s": 0.5},
+    }
+    measured = {"a": {"total_s": 2.0, "python_s": 2.0, "native_s": 0.0, "system_s": 0.0},
+                "b": {"total_s": 2.0, "python_s": 0.0, "native_s": 2.0, "system_s": 0.0}}
+    row = accuracy.compare(truth, measured, split=True)
+    assert row["share_error"] == {"a": -25.0, "b": 25.0}
+    assert row["max_share_error"] == 25.0 and row["mean_share_error"] == 25.0
+    assert row["split_error"]["b"] == {"python_s": 0.0, "native_s": 50.0, "system_s": -50.0}
+    unseen = accuracy.compare(truth, {"a": {"total_s": 1.0}}, split=False)
+    assert unseen["unseen"] == ["b"] and unseen["share_got"] == {"a": 100.0, "b": 0.0}
+
+
+def test_py_spy_collapsed_stacks_are_charged_to_the_innermost_target_function(tmp_path):
+    (tmp_path / "profile.txt").write_text(
+        "<module> (/x/t.py:9);main (/x/t.py:5);work (/x/t.py:2);helper (/lib/h.py:1) 7\n"
+        "<module> (/x/t.py:9);main (/x/t.py:6) 3\n"
+        "<module> (/x/other.py:1);work (/x/other.py:2) 5\n"
+        " 2\n")
+    found = tools.parse_py_spy(str(tmp_path), "t.py", {"work", "main"})
+    assert found == {"work": {"total_s": 7.0}, "main": {"total_s": 3.0}}
