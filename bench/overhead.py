@@ -1,4 +1,5 @@
-"""CPU-profiling overhead: median wall-time ratio of `heatline prog` to `python prog`.
+"""Overhead: median wall-time ratio of `heatline prog` (full profile: CPU, memory, copies) and
+`heatline --cpu-only prog` to `python prog`.
 
 Runs every workload N times (default 7) under each runner, interleaved (plain, heatline,
 [peers...], plain, heatline, ...) so that drifts in machine speed hit all runners alike, and
@@ -19,7 +20,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["pure_python", "numpy_heavy"]
+WORKLOADS = ["pure_python", "alloc_python", "numpy_heavy"]
 
 
 def runners():
@@ -27,6 +28,9 @@ def runners():
     out = tempfile.mkdtemp(prefix="heatline-bench-")
     found = {
         "python": lambda w: [py, os.path.join(HERE, "workloads.py"), w],
+        "heatline --cpu-only": lambda w: [py, "-m", "heatline", "--cpu-only", "-q", "-o",
+                                          os.path.join(out, "c.json"),
+                                          os.path.join(HERE, "workloads.py"), w],
         "heatline": lambda w: [py, "-m", "heatline", "-q", "-o", os.path.join(out, "h.json"),
                                os.path.join(HERE, "workloads.py"), w],
     }
@@ -60,10 +64,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
     args = parser.parse_args()
     table = runners()
     results = {}
-    for workload in WORKLOADS:
+    for workload in args.workloads.split(","):
         times = {name: [] for name in table}
         for _ in range(args.runs):
             for name, command in table.items():

@@ -15,6 +15,16 @@ def pure_python():
     return fib(27) + len(counts)
 
 
+def alloc_python():
+    # Allocation-heavy pure Python: builds and drops millions of small objects (dicts, strs,
+    # lists, ints), the worst case for allocation hooks.
+    total = 0
+    for _ in range(25):
+        rows = [{"id": i, "name": str(i), "tags": [i, i + 1]} for i in range(60_000)]
+        total += sum(len(row["name"]) for row in rows)
+    return total
+
+
 def numpy_heavy():
     import numpy as np
 
@@ -28,4 +38,6 @@ def numpy_heavy():
 
 
 if __name__ == "__main__":
-    {"pure_python": pure_python, "numpy_heavy": numpy_heavy}[sys.argv[1]]()
+    {"pure_python": pure_python, "alloc_python": alloc_python, "numpy_heavy": numpy_heavy}[
+        sys.argv[1]
+    ]()

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "got.h"
+#include "memread.h"
 #include "sampler.h"
 
 /* ---- per-thread state -------------------------------------------------------------------- */
@@ -70,8 +71,15 @@ void hl_memory_leave_engine(void) { tls.inside--; }
 
 /* Open addressing with linear probing. Keys are block addresses; 0 marks an empty slot and 1 a
  * removed one. Writers hold the engine lock; readers (every free) only load keys atomically.
- * When the table must grow it is copied into a new one, published with a release store; the
- * old one is kept (a reader may still be probing it) until the next session starts. */
+ * A quarter of the slots at most are used (live or removed), so probes stay short; past that
+ * the table is copied into a fresh one (dropping removed slots), published with a release
+ * store; the old one is kept (a reader may still be probing it) until the next session starts.
+ *
+ * Nearly every free is of a block that was never sampled, so the table is fronted by a filter:
+ * FILTER_BITS_PER_SLOT bits per slot, set when a key is added,
+ * cleared only when the table is rebuilt. A clear bit proves the block is not in the table
+ * with a single load from a few kilobytes that stay in cache; a set bit (about 1 in 64 for an
+ * absent block) sends the free on to the probe. */
 #define EMPTY 0u
 #define REMOVED 1u
 #define MIN_TABLE 4096u
@@ -82,10 +90,13 @@ typedef struct live_record {
     uint8_t kind;
 } live_record;
 
+#define FILTER_BITS_PER_SLOT 16
+
 typedef struct live_table {
     size_t mask;
     size_t used; /* live + removed slots */
     size_t live;
+    uint64_t *filter; /* (mask + 1) * FILTER_BITS_PER_SLOT bits */
     uintptr_t *keys;
     live_record *records;
     struct live_table *retired; /* older tables, kept until reset */
@@ -96,12 +107,29 @@ static size_t slot_of(uintptr_t key) {
     return (size_t)(x >> 20);
 }
 
+static size_t filter_bit_of(uintptr_t key) {
+    uint64_t x = ((uint64_t)key ^ ((uint64_t)key >> 29)) * 0xBF58476D1CE4E5B9ULL;
+    return (size_t)(x >> 24);
+}
+
+static void filter_add(live_table *t, uintptr_t key) {
+    size_t bit = filter_bit_of(key) & ((t->mask + 1) * FILTER_BITS_PER_SLOT - 1);
+    __atomic_or_fetch(&t->filter[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELEASE);
+}
+
+static int filter_may_contain(const live_table *t, uintptr_t key) {
+    size_t bit = filter_bit_of(key) & ((t->mask + 1) * FILTER_BITS_PER_SLOT - 1);
+    return (__atomic_load_n(&t->filter[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64)) & 1;
+}
+
 static live_table *table_new(size_t capacity) {
     live_table *t = calloc(1, sizeof(*t));
     if (t == NULL) return NULL;
     t->keys = calloc(capacity, sizeof(*t->keys));
     t->records = calloc(capacity, sizeof(*t->records));
-    if (t->keys == NULL || t->records == NULL) {
+    t->filter = calloc(capacity * FILTER_BITS_PER_SLOT / 64, sizeof(*t->filter));
+    if (t->keys == NULL || t->records == NULL || t->filter == NULL) {
+        free(t->filter);
         free(t->keys);
         free(t->records);
         free(t);
@@ -114,6 +142,7 @@ static live_table *table_new(size_t capacity) {
 static void table_free_all(live_table *t) {
     while (t != NULL) {
         live_table *older = t->retired;
+        free(t->filter);
         free(t->keys);
         free(t->records);
         free(t);
@@ -123,6 +152,7 @@ static void table_free_all(live_table *t) {
 
 /* Lock-free: whether key is in t. */
 static int table_contains(const live_table *t, uintptr_t key) {
+    if (!filter_may_contain(t, key)) return 0;
     size_t i = slot_of(key) & t->mask;
     for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
         uintptr_t k = __atomic_load_n(&t->keys[i], __ATOMIC_ACQUIRE);
@@ -231,6 +261,7 @@ int hl_memory_thread_waiting(long native_id) {
  * the line the main thread is on. */
 static uint32_t current_line(hl_engine *e) {
     uintptr_t tstate = (uintptr_t)PyGILState_GetThisThreadState();
+    int own = tstate != 0;
     if (tstate == 0) {
         for (size_t i = 0; i < e->nthreads && tstate == 0; i++)
             if (e->threads[i].alive && e->threads[i].main) tstate = e->threads[i].tstate;
@@ -238,7 +269,9 @@ static uint32_t current_line(hl_engine *e) {
     }
     hl_frame frames[HL_MAX_DEPTH];
     int flags;
+    hl_memread_direct(own);
     int depth = hl_walk(&e->walker, tstate, frames, HL_MAX_DEPTH, &flags);
+    hl_memread_direct(0);
     for (int i = 0; i < depth; i++) {
         if (!frames[i].user) continue;
         int64_t id = hl_stats_line(&e->stats, frames[i].file, frames[i].line, frames[i].function);
@@ -260,9 +293,9 @@ static void program_changed(uint64_t t, uint32_t line) {
 /* Makes room for one more key, growing into a new table when half the slots are used. */
 static live_table *table_for_insert(void) {
     live_table *t = mem.table;
-    if (t != NULL && (t->used + 1) * 2 <= t->mask + 1) return t;
+    if (t != NULL && (t->used + 1) * 4 <= t->mask + 1) return t;
     size_t capacity = MIN_TABLE;
-    while (t != NULL && capacity < 4 * (t->live + 1)) capacity *= 2;
+    while (t != NULL && capacity < 8 * (t->live + 1)) capacity *= 2;
     live_table *grown = table_new(capacity);
     if (grown == NULL) return NULL;
     if (t != NULL) {
@@ -273,6 +306,7 @@ static live_table *table_for_insert(void) {
             while (grown->keys[j] != EMPTY) j = (j + 1) & grown->mask;
             grown->keys[j] = key;
             grown->records[j] = t->records[i];
+            filter_add(grown, key);
             grown->used++;
             grown->live++;
         }
@@ -329,6 +363,7 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
     while (t->keys[i] != EMPTY && t->keys[i] != REMOVED) i = (i + 1) & t->mask;
     if (t->keys[i] == EMPTY) t->used++;
     t->records[i] = (live_record){weight, line, (uint8_t)kind};
+    filter_add(t, address);
     __atomic_store_n(&t->keys[i], address, __ATOMIC_RELEASE);
     t->live++;
 

@@ -22,6 +22,12 @@ void hl_memread_fini(void);
 /* Copies n bytes from address src into dst. Returns 0, or -1 if any byte is unreadable. */
 int hl_memread(void *dst, uintptr_t src, size_t n);
 
+/* A thread reading its own Python stack (a memory hook finding the line that allocates) reads
+ * memory nothing else can free meanwhile: its frames are popped only by itself, and they keep
+ * their code objects alive. It may switch to plain loads for the duration, which saves a
+ * system call per read. Per thread. */
+void hl_memread_direct(int on);
+
 /* Reads one pointer-sized word. Returns 0 or -1. */
 static inline int hl_memread_ptr(uintptr_t *dst, uintptr_t src) {
     return hl_memread(dst, src, sizeof(*dst));

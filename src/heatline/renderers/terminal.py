@@ -21,7 +21,10 @@ _HOT_STYLE = "bold red"  # at or above the threshold
 _WARM_STYLE = "yellow"  # some time, below the threshold
 _IDLE_STYLE = "dim"  # source of lines without time
 _NUMBER_HEADERS = ("Python %", "native %", "system %")
-_MEMORY_HEADERS = ("Py MB", "native MB", "peak MB", "growth MB", "copy MB/s", "memory  ")
+# Memory columns of the line table, most important first: as many as fit are shown while
+# leaving the source at least _MIN_SOURCE_WIDTH characters (all of them from 124 columns).
+_MEMORY_HEADERS = ("Py MB", "nat MB", "peak MB", "copy MB/s", "growth MB", "memory  ")
+_MIN_SOURCE_WIDTH = 24
 _SPARK = "▁▂▃▄▅▆▇█"
 _SPARK_WIDTH = 8
 _GAP = "   "  # between the columns of the line table
@@ -72,6 +75,7 @@ def render(
             threshold_pct,
             highlight=console.color_system is not None,
             memory=profile if memory else None,
+            width=console.width,
         )
         console.print(table, no_wrap=True, overflow="ellipsis")
     if reduced and profile["files"] and not shown_any:
@@ -149,6 +153,7 @@ def _line_table(
     *,
     highlight: bool,
     memory: dict[str, Any] | None = None,
+    width: int = 200,
 ) -> Text:
     """The lines of one file as a table: one row per line, cut (not wrapped) at the edge.
 
@@ -158,8 +163,15 @@ def _line_table(
     """
     line_width = max(4, len(str(lines[-1]["line"])))
     headers = ["Line".rjust(line_width), *_NUMBER_HEADERS]
+    memory_headers: list[str] = []
     if memory is not None:
-        headers += _MEMORY_HEADERS
+        used = sum(len(h) for h in headers) + len(_GAP) * len(headers)
+        for title in _MEMORY_HEADERS:
+            if used + len(title) + len(_GAP) + _MIN_SOURCE_WIDTH > width:
+                break
+            memory_headers.append(title)
+            used += len(title) + len(_GAP)
+        headers += memory_headers
     header = _GAP.join([*headers, "Source"])
     rows = [Text(header, "bold"), Text("─" * len(header))]
     for line, source in zip(lines, _sources(lines, highlight)):
@@ -181,7 +193,7 @@ def _line_table(
         if memory is not None:
             numbers += [
                 cell.rjust(len(title)) if title.strip() != "memory" else cell.ljust(len(title))
-                for cell, title in zip(_memory_cells(line, memory), _MEMORY_HEADERS)
+                for cell, title in zip(_memory_cells(line, memory), memory_headers)
             ]
         rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, source))
     return Text("\n").join(rows)
@@ -220,12 +232,12 @@ def _mb(value: float) -> str:
 def _memory_cells(entry: dict[str, Any], profile: dict[str, Any]) -> list[str]:
     elapsed = profile["elapsed_s"]
     copy_rate = entry.get("copy_bytes", 0) / elapsed if elapsed > 0 else 0.0
-    return [
+    return [  # in the order of _MEMORY_HEADERS
         _mb(entry.get("alloc_python_bytes", 0)),
         _mb(entry.get("alloc_native_bytes", 0)),
         _mb(entry.get("peak_bytes", 0)),
-        _mb(entry.get("growth_bytes", 0)),
         _mb(copy_rate),
+        _mb(entry.get("growth_bytes", 0)),
         sparkline(entry.get("timeline", []), elapsed),
     ]
 
