@@ -22,9 +22,9 @@ _WARM_STYLE = "yellow"  # some time, below the threshold
 _IDLE_STYLE = "dim"  # source of lines without time
 _NUMBER_HEADERS = ("Python %", "native %", "system %")
 # Memory columns of the line table, most important first: as many as fit are shown while
-# leaving the source at least _MIN_SOURCE_WIDTH characters (all of them from 124 columns).
+# leaving the source at least _MIN_SOURCE_WIDTH characters (all of them from 120 columns).
 _MEMORY_HEADERS = ("Py MB", "nat MB", "peak MB", "copy MB/s", "growth MB", "memory  ")
-_MIN_SOURCE_WIDTH = 24
+_MIN_SOURCE_WIDTH = 20
 _SPARK = "▁▂▃▄▅▆▇█"
 _SPARK_WIDTH = 8
 _GAP = "   "  # between the columns of the line table
