@@ -34,11 +34,10 @@
  * thread, a hook's slow path, a reader holding the engine lock); its allocations pass through
  * unsampled, so a hook never waits for a lock its own thread holds.
  */
-#define _GNU_SOURCE
-#include "memory.h"
-
 #define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include <Python.h> /* first, as CPython requires; it also defines _GNU_SOURCE */
+
+#include "memory.h"
 
 #include <dlfcn.h>
 #include <errno.h>
