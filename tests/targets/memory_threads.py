@@ -35,7 +35,7 @@ def scaled(count):
 
 
 WORKERS = 4
-ROUNDS = 12
+ROUNDS = 24
 RECORD = 400
 RECORDS_N = scaled(5_000)  # records: 2 MB, also the bytes objects per worker and round
 SOURCE_N = scaled(200_000)  # floats: 1.6 MB, also the Python floats per main round
