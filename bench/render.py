@@ -56,8 +56,8 @@ def _oneline(text, limit=300):
 class Notes:
     """Numbered footnotes for failed cells."""
 
-    def __init__(self):
-        self.items = []
+    def __init__(self, prefix="f"):
+        self.items, self.prefix = [], prefix
 
     def add(self, text):
         if text not in self.items:
@@ -65,7 +65,7 @@ class Notes:
         return f"failed[^{self._key(text)}]"
 
     def _key(self, text):
-        return f"f{self.items.index(text) + 1}"
+        return f"{self.prefix}{self.items.index(text) + 1}"
 
     def render(self):
         return "\n".join(f"[^{self._key(t)}]: {t}" for t in self.items)
@@ -304,12 +304,72 @@ def render_accuracy(results, source):
     failures = [f"- {_label(results, c)} on {t}: {_oneline(r, 600)}"
                 for t, e in targets.items() for c, r in e.get("failed", {}).items()]
     out += ["### Failures", ""] + (failures or ["None."]) + [""]
-    mem = results.get("memory_accuracy") or {}
-    out += ["### Memory", "", f"Memory accuracy: {mem.get('status', 'not measured')}: {mem.get('reason', '')}.", ""]
+    out += render_memory(results)
     out += ["### Headline", "", accuracy_headline(results, cols), ""]
     if notes.items:
         out += [notes.render(), ""]
     return "\n".join(out)
+
+
+def render_memory(results):
+    mem = results.get("memory_accuracy") or {}
+    out = ["### Memory", ""]
+    if mem.get("status") != "measured":
+        return out + [f"Memory accuracy: {mem.get('status', 'not measured')}: {mem.get('reason', '')}.", ""]
+    cfg = mem["config"]
+    cols = list(mem["per_tool"])
+    notes = Notes("m")
+    out += [f"{cfg['runs']} run(s) of each target per tool, HEATLINE_TARGET_SCALE={cfg['target_scale']}. "
+            f"Line error: relative error of the bytes charged to each tagged line that allocates at least "
+            f"{cfg['judged_bytes'] * cfg['target_scale'] / 1e6:.0f} MB in all, mean / max of its absolute "
+            "value over lines and runs (a line not reported counts as -100%). Peak error: the tool's "
+            "peak against the exact peak of a tracemalloc run, median over runs.", ""]
+    rows = []
+    for target, entry in mem["targets"].items():
+        s = entry.get("summary", {})
+
+        def cell(row, what):
+            if row is None:
+                return "–"
+            if row["status"] != "ok":
+                return notes.add(_oneline(row.get("reason")))
+            if what == "lines":
+                return f"{_num(row.get('mean_line_error'), 1)}% / {_num(row.get('max_line_error'), 1)}%"
+            return f"{row['peak_error']:+.1f}%" if row.get("peak_error") is not None else "–"
+
+        peak = entry.get("exact_peak_bytes")
+        rows.append([f"{target}: line allocations"] + [cell(s.get(c), "lines") for c in cols])
+        rows.append([f"{target}: peak (exact {_size(peak)})"] + [cell(s.get(c), "peak") for c in cols])
+    p = mem["per_tool"]
+    rows.append(["**all: line allocations**"] + [
+        f"**{_num(p[c]['mean_line_error'], 1)}% / {_num(p[c]['max_line_error'], 1)}%**"
+        if p[c].get("mean_line_error") is not None else "–" for c in cols])
+    rows.append(["**all: mean absolute peak error**"] + [
+        f"**{_num(p[c]['mean_abs_peak_error'], 1)}%**" if p[c].get("mean_abs_peak_error") is not None else "–"
+        for c in cols])
+    out += [_table(["target: measure"] + [_label(results, c) for c in cols], rows), ""]
+    for target, entry in mem["targets"].items():
+        s = entry.get("summary", {})
+        lines = next((r["line_true"] for r in s.values() if r.get("line_true")), {})
+        if not lines:
+            continue
+        rows = []
+        for n in sorted(lines, key=int):
+            row = [n, _size(lines[n])]
+            for c in cols:
+                r = s.get(c)
+                row.append(f"{r['line_error'][n]:+.1f}%" if r and r.get("line_error") and n in r["line_error"] else "–")
+            rows.append(row)
+        out += [f"#### {target}: error of each judged line's allocated bytes (median over runs)", "",
+                _table(["line", "true bytes"] + [_label(results, c) for c in cols], rows), ""]
+    failures = [f"- {_label(results, c)} on {t}: {_oneline(r, 600)}"
+                for t, e in mem["targets"].items() for c, r in e.get("failed", {}).items()]
+    failures += [f"- {t}: {_oneline(e['error'], 600)}" for t, e in mem["targets"].items() if e.get("error")]
+    if failures:
+        out += ["Memory failures:", ""] + failures + [""]
+    if notes.items:
+        out += [notes.render(), ""]
+    return out
 
 
 def _split(d):
@@ -331,6 +391,33 @@ def accuracy_headline(results, cols):
                      "; ".join(f"{_label(results, c)} **{_num(p[c]['mean_split_error'], 1)}** / "
                                f"{_num(p[c]['max_split_error'], 1)}"
                                for c in sorted(split, key=lambda c: p[c]['mean_split_error'])) + ".")
+    mem = results.get("memory_accuracy") or {}
+    if mem.get("status") == "measured":
+        m = mem["per_tool"]
+        mcols = [c for c in m if m[c].get("mean_line_error") is not None]
+        if mcols:
+            lines.append("Memory, line allocations (mean / max relative error) and peak (mean absolute "
+                         "error): " + "; ".join(
+                             f"{_label(results, c)} **{_num(m[c]['mean_line_error'], 1)}%** / "
+                             f"{_num(m[c]['max_line_error'], 1)}%, peak {_num(m[c]['mean_abs_peak_error'], 1)}%"
+                             for c in sorted(mcols, key=lambda c: m[c]["mean_line_error"])) + ".")
+            if "heatline" in mcols:
+                h = m["heatline"]
+                behind = []
+                for c in mcols:
+                    if c == "heatline":
+                        continue
+                    what = []
+                    if m[c]["mean_line_error"] < h["mean_line_error"]:
+                        what.append(f"line error {_num(m[c]['mean_line_error'], 1)}% vs {_num(h['mean_line_error'], 1)}%")
+                    if (m[c].get("mean_abs_peak_error") is not None and h.get("mean_abs_peak_error") is not None
+                            and m[c]["mean_abs_peak_error"] < h["mean_abs_peak_error"]):
+                        what.append(f"peak error {_num(m[c]['mean_abs_peak_error'], 1)}% vs "
+                                    f"{_num(h['mean_abs_peak_error'], 1)}%")
+                    if what:
+                        behind.append(f"{_label(results, c)} ({', '.join(what)})")
+                lines.append("Where heatline is behind a peer on memory: " +
+                             ("; ".join(behind) if behind else "nowhere") + ".")
     for mine in ("heatline", "heatline-cpu"):
         if mine not in have:
             continue

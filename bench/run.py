@@ -165,8 +165,9 @@ def main(argv=None):
         result["config"] = {"runs": accuracy_runs, "targets": accuracy.CPU_TARGETS,
                             "target_scale": scale if scale is not None else 1.0}
         results["accuracy"] = result
+        log("memory accuracy")
         results["memory_accuracy"] = accuracy.memory_accuracy(ctx, selected, accuracy_runs,
-                                                              workdir, env, log)
+                                                              workdir, env, log, scale=scale)
         results["loadavg_end"] = loadavg()
 
     results["duration_s"] = round(time.time() - started, 1)

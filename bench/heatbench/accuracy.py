@@ -19,7 +19,6 @@ One error measure for every tool:
   maximum over functions, kinds and runs.
 """
 
-import glob
 import json
 import os
 import shutil
@@ -178,25 +177,131 @@ def summarise(results, tools):
     return {"targets": results, "per_tool": per_tool}
 
 
-# ------------------------------------------------------------------ memory (extension point)
+# ------------------------------------------------------------------ memory
 #
-# Memory ground truth (per-line allocations, peak) is being added to tests/targets/ as
-# memory*.py programs with a truth file. When they exist, memory_accuracy() should run them under
-# heatline, Scalene and memray and compare per-line allocated bytes and the peak with the truth,
-# with one error measure for all three (like compare() above). Until then it reports why there
-# is no memory comparison, and the rendered docs say so.
+# The memory ground truth (tests/targets/memory*.py, tests/targets/_memtruth.py) knows what every
+# tagged line allocates (Python and native bytes, summed over its runs), by construction; a
+# separate plain run of the same target in tracemalloc mode gives the program's exact peak.
+# One error measure for heatline, Scalene and memray:
+#
+# - line allocations: for each tagged line that allocates at least JUDGED_BYTES in all (times
+#   the target scale), the relative error of the bytes the tool charges to that line, in %
+#   (a line the tool does not report: -100%). Mean and maximum of the absolute error.
+# - peak: the relative error of the tool's peak (heatline: peak_bytes; Scalene:
+#   max_footprint_mb; memray: the capture's peak_memory) against the exact peak, in %.
+
+MEMORY_TARGETS = ["memory.py", "memory_threads.py"]
+JUDGED_BYTES = 10_000_000
 
 
 def memory_targets():
-    return sorted(glob.glob(os.path.join(TARGETS_DIR, "memory*.py")))
+    return [t for t in MEMORY_TARGETS if os.path.exists(os.path.join(TARGETS_DIR, t))]
 
 
-def memory_accuracy(ctx, tools, runs, workdir, env, log):
+def compare_memory(truth, exact_peak, measured, scale):
+    judged = {n: e["alloc_python_bytes"] + e["alloc_native_bytes"] for n, e in truth["lines"].items()}
+    judged = {n: b for n, b in judged.items() if b >= JUDGED_BYTES * scale}
+    row = {"line_true": judged, "line_got": {}, "line_error": {}}
+    for n, want in judged.items():
+        got = measured["lines"].get(int(n), 0)
+        row["line_got"][n] = int(got)
+        row["line_error"][n] = round(100.0 * (got - want) / want, 2)
+    errors = [abs(e) for e in row["line_error"].values()]
+    if errors:
+        row["mean_line_error"] = round(statistics.mean(errors), 2)
+        row["max_line_error"] = round(max(errors), 2)
+    row["peak_true"] = exact_peak
+    row["peak_got"] = measured.get("peak_bytes")
+    if exact_peak and measured.get("peak_bytes") is not None:
+        row["peak_error"] = round(100.0 * (measured["peak_bytes"] - exact_peak) / exact_peak, 2)
+    return row
+
+
+def memory_accuracy(ctx, tools, runs, workdir, env, log, scale=None, timeout_s=600.0):
     found = memory_targets()
     if not found:
         return {"status": "not measured",
                 "reason": "no memory ground-truth programs (tests/targets/memory*.py) exist yet"}
-    return {"status": "not measured",
-            "reason": ("memory ground-truth programs exist (" +
-                       ", ".join(os.path.basename(p) for p in found) +
-                       ") but the harness does not compare memory yet")}
+    tools = [t for t in tools if t.memory_parse is not None]
+    out = os.path.join(workdir, "out")
+    truth_path = os.path.join(workdir, "truth.json")
+    scale = 1.0 if scale is None else scale
+    results = {}
+    for target in found:
+        script = os.path.join(TARGETS_DIR, target)
+        entry = results[target] = {"runs": {t.name: [] for t in tools}, "failed": {}}
+        run_env = dict(env, HEATLINE_TRUTH=truth_path, HEATLINE_TARGET_SCALE=str(scale))
+        run_env.pop("HEATLINE_TRUTH_MODE", None)
+        exact = run_measured([ctx.python, script], cwd=_fresh(out), timeout_s=timeout_s,
+                             env=dict(run_env, HEATLINE_TRUTH_MODE="tracemalloc"))
+        if not exact["ok"]:
+            entry["error"] = "the exact (tracemalloc) run failed: " + exact.get("error", "")
+            log(f"  {target}: {entry['error']}")
+            continue
+        with open(truth_path) as f:
+            exact_peak = (json.load(f).get("peak") or {}).get("bytes")
+        entry["exact_peak_bytes"] = exact_peak
+        for r in range(runs):
+            order = tools[r % len(tools):] + tools[:r % len(tools)]
+            line = []
+            for tool in order:
+                if tool.name in entry["failed"]:
+                    continue
+                if os.path.exists(truth_path):
+                    os.unlink(truth_path)
+                command = tool.command(ctx, script, [script], out)
+                result = run_measured(command, cwd=_fresh(out), env=run_env, timeout_s=timeout_s)
+                record = {"ok": result["ok"], "wall_s": result.get("wall_s")}
+                if result["ok"]:
+                    try:
+                        with open(truth_path) as f:
+                            truth = json.load(f)
+                        measured = tool.memory_parse(out, target)
+                        record.update(compare_memory(truth, exact_peak, measured, scale))
+                    except Exception as e:  # a tool's output we cannot read is its failure
+                        record["ok"] = False
+                        record["error"] = f"could not read its output: {type(e).__name__}: {e}"
+                else:
+                    record["error"] = result.get("error", "failed")
+                entry["runs"][tool.name].append(record)
+                if not record["ok"]:
+                    entry["failed"][tool.name] = record["error"]
+                    line.append(f"{tool.name}=FAILED")
+                else:
+                    line.append(f"{tool.name}=lines {record.get('mean_line_error', 0):.0f}%/"
+                                f"peak {record.get('peak_error', 0):+.0f}%")
+            log(f"  {target} run {r + 1}/{runs}: " + " ".join(line))
+    shutil.rmtree(out, ignore_errors=True)
+    for entry in results.values():
+        entry["summary"] = {}
+        for tool in tools:
+            runs_ok = [r for r in entry["runs"].get(tool.name, []) if r.get("ok")]
+            row = {"runs_ok": len(runs_ok)}
+            if not runs_ok:
+                row["status"] = "failed"
+                row["reason"] = entry["failed"].get(tool.name) or entry.get("error", "not run")
+            else:
+                row["status"] = "ok"
+                row["mean_line_error"] = _agg([r.get("mean_line_error") for r in runs_ok], "mean")
+                row["max_line_error"] = _agg([r.get("max_line_error") for r in runs_ok], "max")
+                peaks = [r.get("peak_error") for r in runs_ok if r.get("peak_error") is not None]
+                row["peak_error"] = round(statistics.median(peaks), 2) if peaks else None
+                row["line_true"] = runs_ok[0]["line_true"]
+                row["line_error"] = {
+                    n: round(statistics.median(r["line_error"][n] for r in runs_ok), 1)
+                    for n in runs_ok[0]["line_error"]}
+            entry["summary"][tool.name] = row
+    per_tool = {}
+    for tool in tools:
+        rows = [e["summary"][tool.name] for e in results.values() if "summary" in e]
+        good = [row for row in rows if row["status"] == "ok"]
+        per_tool[tool.name] = {
+            "targets_ok": len(good),
+            "mean_line_error": _agg([row["mean_line_error"] for row in good], "mean"),
+            "max_line_error": _agg([row["max_line_error"] for row in good], "max"),
+            "mean_abs_peak_error": _agg([abs(row["peak_error"]) for row in good
+                                         if row["peak_error"] is not None], "mean"),
+        }
+    return {"status": "measured", "targets": results, "per_tool": per_tool,
+            "config": {"runs": runs, "targets": found, "target_scale": scale,
+                       "judged_bytes": JUDGED_BYTES}}

@@ -36,7 +36,7 @@ def _fresh(path):
     return path
 
 
-def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, min_timeout_s=90.0):
+def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, min_timeout_s=60.0):
     out = os.path.join(workdir, "out")
     per_bench = {}
     for bench in benchmarks:

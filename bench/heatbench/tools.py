@@ -46,9 +46,10 @@ class Tool:
     names)` (optional) reads its output for the accuracy comparison."""
 
     def __init__(self, name, label, dist, mode, command, parse=None, split=False, module=None,
-                 needs=None):
+                 needs=None, memory_parse=None):
         self.name, self.label, self.dist, self.mode = name, label, dist, mode
         self.command, self.parse, self.split = command, parse, split
+        self.memory_parse = memory_parse  # (out, target) -> {"lines": {n: bytes}, "peak_bytes"}
         self.module = module
         self.needs = needs  # extra availability check: ctx -> None or reason
 
@@ -224,6 +225,65 @@ def parse_line_profiler(out, target, names):
     return found
 
 
+# ---------------------------------------------------------------- memory parsers
+#
+# Each returns {"lines": {line number: bytes allocated there, summed over its runs},
+# "peak_bytes": the program's peak as the tool reports it} for the target file.
+# - heatline: each line's alloc_python_bytes + alloc_native_bytes; peak_bytes.
+# - Scalene: each line's n_malloc_mb (MiB); max_footprint_mb.
+# - memray: every allocation record (malloc family, mmap, and pymalloc calls when traced) is
+#   charged to the innermost frame of its Python stack that is in the target file; the
+#   capture's peak_memory. By default memray does not see pymalloc's small-object allocations
+#   one by one, only the arenas pymalloc takes from the system (a line that makes many small
+#   objects is charged only for the arenas it happened to open), hence also the runner
+#   memray-py with --trace-python-allocators.
+
+MIB = 1024 * 1024
+
+
+def memory_heatline(out, target):
+    with open(os.path.join(out, "profile.json")) as f:
+        profile = json.load(f)
+    lines = {}
+    for path, entry in profile["files"].items():
+        if _base(path) == target:
+            for line in entry["lines"]:
+                total = line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)
+                if total:
+                    lines[line["line"]] = lines.get(line["line"], 0) + total
+    return {"lines": lines, "peak_bytes": profile.get("peak_bytes")}
+
+
+def memory_scalene(out, target):
+    with open(os.path.join(out, "profile.json")) as f:
+        profile = json.load(f)
+    lines = {}
+    for path, entry in profile.get("files", {}).items():
+        if _base(path) == target:
+            for line in entry.get("lines", []):
+                if line.get("n_malloc_mb"):
+                    lines[line["lineno"]] = lines.get(line["lineno"], 0) + line["n_malloc_mb"] * MIB
+    peak = profile.get("max_footprint_mb")
+    return {"lines": lines, "peak_bytes": peak * MIB if peak is not None else None}
+
+
+def memory_memray(out, target):
+    import memray
+
+    freeing = {memray.AllocatorType.FREE, memray.AllocatorType.MUNMAP,
+               memray.AllocatorType.PYMALLOC_FREE}
+    reader = memray.FileReader(os.path.join(out, "profile.bin"))
+    lines = {}
+    for record in reader.get_allocation_records():
+        if record.allocator in freeing:
+            continue
+        for _function, path, line in record.stack_trace():
+            if _base(path) == target:
+                lines[line] = lines.get(line, 0) + record.size
+                break
+    return {"lines": lines, "peak_bytes": reader.metadata.peak_memory}
+
+
 # ---------------------------------------------------------------- the runners
 
 
@@ -257,11 +317,11 @@ TOOLS = [
     Tool("heatline-cpu", "heatline CPU", "heatline", "`heatline --cpu-only -q -o FILE`",
          _heatline(["--cpu-only"]), parse_heatline, split=True, needs=_needs_cpu_only),
     Tool("heatline", "heatline", "heatline", "`heatline -q -o FILE` (full profile)",
-         _heatline([]), parse_heatline, split=True),
+         _heatline([]), parse_heatline, split=True, memory_parse=memory_heatline),
     Tool("scalene-cpu", "Scalene CPU", "scalene", "`scalene run --cpu-only -o FILE`",
          _scalene(["--cpu-only"]), parse_scalene, split=True, module="scalene"),
     Tool("scalene", "Scalene", "scalene", "`scalene run -o FILE` (CPU + memory, its default)",
-         _scalene([]), parse_scalene, split=True, module="scalene"),
+         _scalene([]), parse_scalene, split=True, module="scalene", memory_parse=memory_scalene),
     Tool("py-spy", "py-spy", "py-spy", "`py-spy record -f raw --idle -o FILE -- python` (100 Hz)",
          lambda ctx, script, targets, out: [
              ctx.py_spy, "record", "-f", "raw", "--idle", "-o", os.path.join(out, "profile.txt"),
@@ -270,7 +330,13 @@ TOOLS = [
     Tool("memray", "memray", "memray", "`memray run -q -o FILE` (allocations; no CPU data)",
          lambda ctx, script, targets, out: [
              ctx.python, "-m", "memray", "run", "-q", "-o", os.path.join(out, "profile.bin"), script],
-         None, module="memray"),
+         None, module="memray", memory_parse=memory_memray),
+    Tool("memray-py", "memray +py", "memray",
+         "`memray run -q --trace-python-allocators -o FILE` (also every pymalloc allocation)",
+         lambda ctx, script, targets, out: [
+             ctx.python, "-m", "memray", "run", "-q", "--trace-python-allocators",
+             "-o", os.path.join(out, "profile.bin"), script],
+         None, module="memray", memory_parse=memory_memray),
     Tool("pyinstrument", "pyinstrument", "pyinstrument", "`pyinstrument -r json -o FILE` (1 ms)",
          lambda ctx, script, targets, out: [
              ctx.python, "-m", "pyinstrument", "-r", "json", "-o", os.path.join(out, "profile.json"),
