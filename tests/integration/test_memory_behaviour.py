@@ -35,6 +35,14 @@ def test_fork_while_another_thread_allocates(run_heatline, run_python, program):
 
 
 @needs_fork
+def test_single_threaded_fork_warns_nothing(run_heatline, run_python, program):
+    # Python 3.12+ counts the process's OS threads (/proc/self/stat) before fork() and warns
+    # (DeprecationWarning, shown for __main__) when there is more than one.
+    result = _same_as_python(run_heatline, run_python, program, "mem_fork_single.py")
+    assert result.stdout.decode().splitlines() == ["child 1000", "parent 100000"]
+
+
+@needs_fork
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_multiprocessing(run_heatline, run_python, program, method):
     result = _same_as_python(run_heatline, run_python, program, "mem_multiprocessing.py", method)
