@@ -12,6 +12,11 @@ heatline profiles the target, and the acceptance criteria of issue 3 are checked
 - every planted leak flagged, no transient or kept-once line flagged;
 - timelines well formed and bounded, also for a long run; --cpu-only records no memory.
 
+The targets: memory.py (Python and numpy allocations kept, freed, leaked and copied, one
+allocating in a worker thread without the GIL, and a spike that makes the peak),
+memory_threads.py (five threads allocating at once, a leak in a worker) and memory_raw.py
+(native memory that C extensions get through CPython's raw allocator: lzma's dictionaries).
+
 Sampling. heatline samples small allocations about once per window W of bytes. With the
 least favourable scheme (independent, Poisson, samples) an estimate of T bytes of small objects
 has a relative standard error of sqrt(W / T). The targets' judged lines of small objects
