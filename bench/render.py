@@ -147,6 +147,15 @@ def render_overhead(results, source):
         return [f"### {title}", "", explain, "", _table(header, rows), ""] if explain else \
             [f"### {title}", "", _table(header, rows), ""]
 
+    others = [r.get("others_cores") for e in benches.values() for runs in e["runs"].values()
+              for r in runs if r.get("others_cores") is not None]
+    if others:
+        others.sort()
+        busy = sum(1 for v in others if v > 0.5)
+        out += [f"Noise: the machine is shared. Other processes used a median of "
+                f"{others[len(others) // 2]:.2f} CPUs during the timed runs, and more than half a "
+                f"CPU during {busy} of {len(others)} runs (the harness waits, up to 20 s, for the "
+                "rest of the machine to go quiet before each run).", ""]
     config = o.get("config", {})
     out += matrix(
         "Slowdown: median wall time ÷ plain Python's", "wall_ratio", lambda v: _num(v), "median_wall_ratio",

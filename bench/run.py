@@ -86,6 +86,9 @@ def main(argv=None):
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--target-scale", type=float,
                         help="HEATLINE_TARGET_SCALE for the accuracy targets (default 1)")
+    parser.add_argument("--quiet-wait", type=float, default=20.0,
+                        help="before each run, wait up to this many seconds for the rest of the "
+                             "machine to go quiet (default 20; 0: never wait; smoke: 0)")
     parser.add_argument("--out", required=True, help="results JSON file to write")
     parser.add_argument("--workdir", help="scratch directory (default: a temporary one)")
     args = parser.parse_args(argv)
@@ -109,6 +112,7 @@ def main(argv=None):
     os.makedirs(workdir, exist_ok=True)
     ctx = tools.Context()
     ctx.workdir = workdir
+    ctx.quiet_wait_s = 0.0 if kind == "smoke" else args.quiet_wait
     env = dict(os.environ)
     for name in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "HEATLINE_TRUTH", "HEATLINE_TARGET_SCALE"):
         env.pop(name, None)

@@ -24,7 +24,7 @@ import os
 import shutil
 import statistics
 
-from .measure import run_measured
+from .measure import run_measured, wait_quiet
 
 KINDS = ("python_s", "native_s", "system_s")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -94,8 +94,10 @@ def run(ctx, tools, runs, workdir, env, log, targets=None, scale=None, timeout_s
                 if os.path.exists(truth_path):
                     os.unlink(truth_path)
                 command = tool.command(ctx, script, [script], out)
+                wait_quiet(ctx.quiet_wait_s)
                 result = run_measured(command, cwd=_fresh(out), env=run_env, timeout_s=timeout_s)
-                record = {"ok": result["ok"], "wall_s": result.get("wall_s")}
+                record = {"ok": result["ok"], "wall_s": result.get("wall_s"),
+                          "others_cores": result.get("others_cores")}
                 if result["ok"]:
                     try:
                         with open(truth_path) as f:
@@ -250,8 +252,10 @@ def memory_accuracy(ctx, tools, runs, workdir, env, log, scale=None, timeout_s=6
                 if os.path.exists(truth_path):
                     os.unlink(truth_path)
                 command = tool.command(ctx, script, [script], out)
+                wait_quiet(ctx.quiet_wait_s)
                 result = run_measured(command, cwd=_fresh(out), env=run_env, timeout_s=timeout_s)
-                record = {"ok": result["ok"], "wall_s": result.get("wall_s")}
+                record = {"ok": result["ok"], "wall_s": result.get("wall_s"),
+                          "others_cores": result.get("others_cores")}
                 if result["ok"]:
                     try:
                         with open(truth_path) as f:

@@ -28,6 +28,37 @@ import time
 
 POLL_S = 0.02
 STDERR_TAIL = 1500
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s():
+    """CPU seconds all processes of the machine have used since boot (from /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+        return (user + nice + system + irq + softirq + steal) / TICK
+    except (OSError, ValueError):
+        return None
+
+
+def wait_quiet(max_wait_s=20.0, busy_cores=0.5, sample_s=0.25):
+    """Wait (at most max_wait_s) until the rest of the machine uses less than busy_cores CPUs:
+    the machine is shared. Returns the cores other processes used in the last sample."""
+    if max_wait_s <= 0:
+        return None
+    waited = 0.0
+    while True:
+        before = machine_busy_s()
+        time.sleep(sample_s)
+        after = machine_busy_s()
+        if before is None or after is None:
+            return None
+        busy = (after - before) / sample_s
+        if busy < busy_cores or waited >= max_wait_s:
+            return round(busy, 2)
+        time.sleep(1.0)
+        waited += 1.0 + sample_s
 
 
 def _children(pid):
@@ -70,9 +101,11 @@ def tree_rss_kb(root):
 
 def run_measured(command, *, cwd=None, env=None, timeout_s=600.0, stdout_path=None):
     """Run command; return a dict with ok, returncode, wall_s, cpu_s, peak_rss_kb,
-    tree_rss_kb, max_rss_kb, error (stderr tail when it failed)."""
+    tree_rss_kb, max_rss_kb, others_cores (CPU used by the rest of the machine meanwhile),
+    error (stderr tail when it failed)."""
     stderr_path = os.path.join(cwd or ".", ".bench-stderr")
     stdout = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
+    busy_before = machine_busy_s()
     with open(stderr_path, "wb") as err:
         start = time.perf_counter()
         try:
@@ -102,6 +135,7 @@ def run_measured(command, *, cwd=None, env=None, timeout_s=600.0, stdout_path=No
         poller.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+        busy_after = machine_busy_s()
         done.set()
         poller.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -125,6 +159,11 @@ def run_measured(command, *, cwd=None, env=None, timeout_s=600.0, stdout_path=No
         "max_rss_kb": max_rss,
         "peak_rss_kb": max(peak[0], max_rss),
     }
+    if busy_before is not None and busy_after is not None:
+        # CPU the rest of the machine used meanwhile (another user's tests on a shared VM), in
+        # cores: a noise indicator. Includes the harness's own RSS poller, which is small.
+        others = busy_after - busy_before - result["cpu_s"]
+        result["others_cores"] = round(max(others, 0.0) / wall, 3) if wall > 0 else None
     if timed_out[0]:
         result["error"] = f"timed out after {timeout_s:.0f} s"
     elif proc.returncode != 0:

@@ -16,7 +16,7 @@ import os
 import shutil
 import statistics
 
-from .measure import run_measured
+from .measure import run_measured, wait_quiet
 
 
 def _dir_bytes(path):
@@ -53,8 +53,10 @@ def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, 
         entry["timeout_s"] = max(min_timeout_s, timeout_factor * warm["wall_s"])
         log(f"  {bench.name}: warm-up {warm['wall_s']:.2f} s")
 
+    loads = []
     for r in range(rounds):
-        log(f"round {r + 1}/{rounds}")
+        loads.append(_loadavg())
+        log(f"round {r + 1}/{rounds} (load average {loads[-1]})")
         order = tools[r % len(tools):] + tools[:r % len(tools)]
         for bench in benchmarks:
             entry = per_bench[bench.name]
@@ -66,8 +68,10 @@ def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, 
                 if command is None:
                     entry["failed"][tool.name] = "not applicable"
                     continue
+                quiet = wait_quiet(ctx.quiet_wait_s)
                 result = run_measured(command, cwd=_fresh(out), env=env,
                                       timeout_s=entry["timeout_s"])
+                result["others_cores_before"] = quiet
                 result["output_bytes"] = _dir_bytes(out)
                 entry["runs"][tool.name].append(result)
                 if not result["ok"]:
@@ -80,7 +84,17 @@ def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, 
                     line.append(f"{tool.name}={result['wall_s']:.2f}")
             log(f"  {bench.name}: " + " ".join(line))
     shutil.rmtree(out, ignore_errors=True)
-    return summarise(per_bench, [t.name for t in tools])
+    result = summarise(per_bench, [t.name for t in tools])
+    result["loadavg_per_round"] = loads
+    return result
+
+
+def _loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _median(values):

@@ -78,6 +78,8 @@ class Context:
         self.py_spy = candidate if os.path.exists(candidate) else shutil.which("py-spy")
         self._heatline_help = None
         self._py_spy_probe = None
+        self.workdir = None
+        self.quiet_wait_s = 20.0  # before each run, wait at most this long for a quiet machine
 
     def heatline_help(self):
         if self._heatline_help is None:
