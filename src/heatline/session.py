@@ -4,6 +4,7 @@ turns its raw snapshot into the profile dict described in docs/profile-format.md
 from __future__ import annotations
 
 import linecache
+import os
 import platform
 import sys
 import time
@@ -28,6 +29,19 @@ DEFAULT_MEMORY_WINDOW = 64 * 1024
 PROGRAM_TIMELINE_POINTS = 200
 
 _active: Session | None = None
+_fork_hooks_registered = False
+
+
+def _register_fork_hooks(native: Any) -> None:
+    """Keep heatline's sampler thread out of the program's fork()s (see
+    hl_engine_suspend_for_fork in sampler.h): once per process, harmless when not running."""
+    global _fork_hooks_registered
+    if _fork_hooks_registered or not hasattr(os, "register_at_fork"):
+        return
+    os.register_at_fork(
+        before=native._suspend_for_fork, after_in_parent=native._resume_after_fork
+    )
+    _fork_hooks_registered = True
 
 
 def pause() -> None:
@@ -78,6 +92,7 @@ class Session:
         self._started_at = _utc_now_iso()
         self._wall_start = time.perf_counter()
         self._cpu_start = time.process_time()
+        _register_fork_hooks(_native)
         _native.start(
             self.interval_s,
             exclude_prefixes=scope.default_exclude_prefixes(),

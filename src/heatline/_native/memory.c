@@ -26,9 +26,11 @@
  * Copies use a second countdown over memcpy/memmove sizes, with the same rule.
  *
  * No double counting: the Python hooks sit on the MEM and OBJ domains, whose allocator
- * (pymalloc) gets its arenas from mmap and its large blocks from malloc inside the interpreter
- * itself; the interpreter's own objects are never redirected for the malloc family or mmap
- * (got.c patches only copies and dlopen there), so those inner calls are not seen again.
+ * (pymalloc) gets its arenas from mmap inside the interpreter and its large blocks from the RAW
+ * domain; the RAW hooks ignore calls made from inside a MEM/OBJ hook (a thread-local depth),
+ * and count the rest (C code's own PyMem_RawMalloc buffers) as native. The interpreter's own
+ * objects are never redirected for the malloc family or mmap (got.c patches only copies and
+ * dlopen there), so the RAW domain's malloc is not seen a second time.
  *
  * Reentrancy: a thread-local flag marks a thread that is inside the engine (the sampler
  * thread, a hook's slow path, a reader holding the engine lock); its allocations pass through
@@ -59,6 +61,7 @@ typedef struct hl_thread_memory {
     uint64_t rng;
     int ready;
     int inside; /* > 0: this thread is inside the engine */
+    int in_python_allocator; /* > 0: inside a MEM/OBJ hook (pymalloc may call RAW) */
 } hl_thread_memory;
 
 static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
@@ -180,7 +183,7 @@ static struct {
     live_table *table; /* published with release, read with acquire */
     hl_memory_totals totals;
     int python_hooked;
-    PyMemAllocatorEx python_previous[2]; /* MEM, OBJ */
+    PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW */
 } mem;
 
 static uint64_t now_ns(void) {
@@ -636,16 +639,22 @@ static const hl_got_symbol *symbols(size_t *count) {
 
 /* ---- Python allocator hooks ---------------------------------------------------------------- */
 
+/* MEM and OBJ: Python objects and their buffers. pymalloc serves large blocks through the RAW
+ * domain, so the RAW hooks below must know when they are called from here. */
 static void *python_malloc(void *ctx, size_t size) {
     PyMemAllocatorEx *previous = ctx;
+    tls.in_python_allocator++;
     void *p = previous->malloc(previous->ctx, size);
+    tls.in_python_allocator--;
     on_allocation(p, size, HL_ALLOC_PYTHON);
     return p;
 }
 
 static void *python_calloc(void *ctx, size_t n, size_t size) {
     PyMemAllocatorEx *previous = ctx;
+    tls.in_python_allocator++;
     void *p = previous->calloc(previous->ctx, n, size);
+    tls.in_python_allocator--;
     if (p != NULL) on_allocation(p, n * size, HL_ALLOC_PYTHON);
     return p;
 }
@@ -653,7 +662,9 @@ static void *python_calloc(void *ctx, size_t n, size_t size) {
 static void *python_realloc(void *ctx, void *old, size_t size) {
     PyMemAllocatorEx *previous = ctx;
     on_free(old);
+    tls.in_python_allocator++;
     void *p = previous->realloc(previous->ctx, old, size);
+    tls.in_python_allocator--;
     on_allocation(p, size, HL_ALLOC_PYTHON);
     return p;
 }
@@ -661,10 +672,44 @@ static void *python_realloc(void *ctx, void *old, size_t size) {
 static void python_free(void *ctx, void *p) {
     PyMemAllocatorEx *previous = ctx;
     on_free(p);
+    tls.in_python_allocator++;
+    previous->free(previous->ctx, p);
+    tls.in_python_allocator--;
+}
+
+/* RAW: C code's own buffers (lzma, bz2 and zlib state, extension modules that use
+ * PyMem_RawMalloc): native memory, unless pymalloc is the caller. */
+static void *raw_malloc(void *ctx, size_t size) {
+    PyMemAllocatorEx *previous = ctx;
+    void *p = previous->malloc(previous->ctx, size);
+    if (!tls.in_python_allocator) on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void *raw_calloc(void *ctx, size_t n, size_t size) {
+    PyMemAllocatorEx *previous = ctx;
+    void *p = previous->calloc(previous->ctx, n, size);
+    if (p != NULL && !tls.in_python_allocator) on_allocation(p, n * size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void *raw_realloc(void *ctx, void *old, size_t size) {
+    PyMemAllocatorEx *previous = ctx;
+    int outer = !tls.in_python_allocator;
+    if (outer) on_free(old);
+    void *p = previous->realloc(previous->ctx, old, size);
+    if (outer) on_allocation(p, size, HL_ALLOC_NATIVE);
+    return p;
+}
+
+static void raw_free(void *ctx, void *p) {
+    PyMemAllocatorEx *previous = ctx;
+    if (!tls.in_python_allocator) on_free(p);
     previous->free(previous->ctx, p);
 }
 
-static const PyMemAllocatorDomain python_domains[2] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+static const PyMemAllocatorDomain python_domains[3] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ,
+                                                       PYMEM_DOMAIN_RAW};
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
@@ -681,11 +726,13 @@ int hl_memory_start(uint64_t window) {
 
     /* The hooks wrap whatever allocator is installed (pymalloc, the debug hooks, tracemalloc). */
     if (!mem.python_hooked) {
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 3; i++) {
             PyMem_GetAllocator(python_domains[i], &mem.python_previous[i]);
-            PyMemAllocatorEx hook = {&mem.python_previous[i], python_malloc, python_calloc,
-                                     python_realloc, python_free};
-            PyMem_SetAllocator(python_domains[i], &hook);
+            PyMemAllocatorEx python = {&mem.python_previous[i], python_malloc, python_calloc,
+                                       python_realloc, python_free};
+            PyMemAllocatorEx raw = {&mem.python_previous[i], raw_malloc, raw_calloc, raw_realloc,
+                                    raw_free};
+            PyMem_SetAllocator(python_domains[i], python_domains[i] == PYMEM_DOMAIN_RAW ? &raw : &python);
         }
         mem.python_hooked = 1;
     }
@@ -706,13 +753,14 @@ void hl_memory_stop(void) {
      * calls through. */
     if (mem.python_hooked) {
         int ours = 1;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 3; i++) {
             PyMemAllocatorEx current;
             PyMem_GetAllocator(python_domains[i], &current);
-            ours = ours && current.malloc == python_malloc && current.ctx == &mem.python_previous[i];
+            ours = ours && (current.malloc == python_malloc || current.malloc == raw_malloc) &&
+                   current.ctx == &mem.python_previous[i];
         }
         if (ours) {
-            for (int i = 0; i < 2; i++) PyMem_SetAllocator(python_domains[i], &mem.python_previous[i]);
+            for (int i = 0; i < 3; i++) PyMem_SetAllocator(python_domains[i], &mem.python_previous[i]);
             mem.python_hooked = 0;
         }
     }

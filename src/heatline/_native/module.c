@@ -134,6 +134,27 @@ static PyObject *native_resume(PyObject *module, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(suspend_doc,
+"_suspend_for_fork($module, /)\n--\n\n"
+"os.register_at_fork(before=...): join the sampler thread so the fork sees only the\n"
+"program's threads. Results are kept.");
+static PyObject *native_suspend_for_fork(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_engine_suspend_for_fork();
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(resume_after_fork_doc,
+"_resume_after_fork($module, /)\n--\n\n"
+"os.register_at_fork(after_in_parent=...): start the sampler thread again.");
+static PyObject *native_resume_after_fork(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_engine_resume_after_fork();
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(is_running_doc, "is_running($module, /)\n--\n\nWhether the sampler thread runs.");
 static PyObject *native_is_running(PyObject *module, PyObject *unused) {
     (void)module;
@@ -372,6 +393,8 @@ static PyMethodDef native_methods[] = {
     {"pause", native_pause, METH_NOARGS, pause_doc},
     {"resume", native_resume, METH_NOARGS, resume_doc},
     {"is_running", native_is_running, METH_NOARGS, is_running_doc},
+    {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
+    {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},

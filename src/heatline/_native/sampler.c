@@ -305,6 +305,7 @@ static void after_fork_parent(void) { pthread_mutex_unlock(&hl_the_engine.lock);
 static void after_fork_child(void) {
     pthread_mutex_init(&hl_the_engine.lock, NULL);
     hl_the_engine.running = 0;
+    hl_the_engine.suspended = 0;
     hl_the_engine.stop_requested = 0;
     hl_memory_after_fork_child();
 }
@@ -331,6 +332,8 @@ void hl_engine_prepare_walker(void) {
     pthread_mutex_unlock(&e->lock);
 }
 
+static int spawn_sampler(hl_engine *e);
+
 int hl_engine_start(hl_config *config) {
     static int atfork_registered = 0;
     hl_engine *e = &hl_the_engine;
@@ -353,6 +356,7 @@ int hl_engine_start(hl_config *config) {
     e->main_native_id = config->main_native_id;
     e->paused = config->paused;
     e->stop_requested = 0;
+    e->suspended = 0;
     e->rng = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
     if (e->rng == 0) e->rng = 1;
 
@@ -367,12 +371,7 @@ int hl_engine_start(hl_config *config) {
         tid_offsets(tid_matches);
     }
 
-    /* The sampler must never receive the program's signals: block them all in it. */
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &previous);
-    err = -pthread_create(&e->thread, NULL, sampler_main, e);
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    err = spawn_sampler(e);
     if (err != 0) goto fail_cond;
     e->running = 1;
     if (!atfork_registered) {
@@ -397,6 +396,27 @@ fail_locked:
     return err;
 }
 
+/* Asks the sampler thread to finish and joins it. Called with the lock held; returns with it
+ * held (it is released while joining). */
+static void join_sampler(hl_engine *e) {
+    e->stop_requested = 1;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+    pthread_join(e->thread, NULL);
+    pthread_mutex_lock(&e->lock);
+    e->stop_requested = 0;
+}
+
+static int spawn_sampler(hl_engine *e) {
+    /* The sampler must never receive the program's signals: block them all in it. */
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int err = pthread_create(&e->thread, NULL, sampler_main, e);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    return -err;
+}
+
 void hl_engine_stop(void) {
     hl_engine *e = &hl_the_engine;
     pthread_mutex_lock(&e->lock);
@@ -404,13 +424,27 @@ void hl_engine_stop(void) {
         pthread_mutex_unlock(&e->lock);
         return;
     }
-    e->stop_requested = 1;
-    pthread_cond_signal(&e->wake);
-    pthread_mutex_unlock(&e->lock);
-    pthread_join(e->thread, NULL);
-    pthread_mutex_lock(&e->lock);
+    if (!e->suspended) join_sampler(e);
     e->running = 0;
+    e->suspended = 0;
     pthread_cond_destroy(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void hl_engine_suspend_for_fork(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (e->running && !e->suspended) {
+        join_sampler(e);
+        e->suspended = 1;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void hl_engine_resume_after_fork(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (e->running && e->suspended && spawn_sampler(e) == 0) e->suspended = 0;
     pthread_mutex_unlock(&e->lock);
 }
 

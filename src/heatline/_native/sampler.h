@@ -43,7 +43,8 @@ typedef struct hl_engine {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_t thread;
-    int running;        /* the sampler thread exists (changed only by start/stop/fork child) */
+    int running;        /* a session is on (changed only by start/stop/fork child) */
+    int suspended;      /* running, but the thread is stopped around a fork() (see below) */
     int stop_requested;
     int paused;         /* read by the sampler at each tick; written atomically */
 
@@ -75,6 +76,14 @@ int hl_engine_start(hl_config *config);
 void hl_engine_stop(void);
 
 void hl_engine_set_paused(int paused);
+
+/* Around os.fork() (registered with os.register_at_fork by the shell): the sampler thread is
+ * joined before the fork and started again in the parent after it, so that at the moment of
+ * the fork the process has only the program's own threads. CPython 3.12+ counts the process's
+ * threads right after fork() and warns when there is more than one; the profiled program must
+ * not see that because of heatline. Results are kept across. Call with the GIL held. */
+void hl_engine_suspend_for_fork(void);
+void hl_engine_resume_after_fork(void);
 
 /* Serialise with the sampler (and the memory hooks) to read results. The calling thread's own
  * allocations are not sampled while it holds the lock. */
