@@ -5,7 +5,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test unit sanitize bench bench-quick clean
+.PHONY: demo test unit sanitize valgrind bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ bench: $(BENCH_VENV)/.installed
 bench-quick: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python bench/run.py --quick --out bench/results/quick.json
 	$(BENCH_VENV)/bin/python bench/render.py bench/results/quick.json --docs-dir bench/results/quick
+
+# The memory ground-truth targets under valgrind's memcheck, profiled with memory on
+# (tests/valgrind/run.sh; suppressions explained in tests/valgrind/python.supp).
+valgrind: $(VENV)/.installed
+	PYTHON=$(VENV)/bin/python tests/valgrind/run.sh
 
 clean:
 	rm -rf $(VENV) $(ASAN_VENV) $(BENCH_VENV) build src/*.egg-info src/heatline/*.so
