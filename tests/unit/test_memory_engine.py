@@ -22,6 +22,16 @@ def _start(window=WINDOW):
     )
 
 
+def _profiled(work, window=WINDOW):
+    """Runs work() with memory profiling on; returns (its result, the engine's snapshot)."""
+    _start(window)
+    try:
+        result = work()
+    finally:
+        _native.stop()
+    return result, _native.snapshot()
+
+
 def _record(snapshot, function, marker):
     """The memory record of the line of `function` whose source contains `marker`."""
     files = snapshot["files"]
@@ -45,12 +55,7 @@ def test_large_python_allocations_and_copies_are_exact():
         copied = bytes(kept)  # big-copy
         return kept, copied
 
-    _start()
-    try:
-        held = work()
-    finally:
-        _native.stop()
-    snapshot = _native.snapshot()
+    held, snapshot = _profiled(work)
     big = _record(snapshot, work, "# big-python")
     # The 5,000,001-byte buffer is above the window: counted exactly. The 56-byte bytearray
     # object is below it: counted as one window when a sample point falls in it, else 0.
@@ -77,12 +82,7 @@ def test_native_allocation_without_the_gil_in_a_thread_is_charged_to_its_line():
         thread.join()
         return out
 
-    _start()
-    try:
-        held = work()
-    finally:
-        _native.stop()
-    snapshot = _native.snapshot()
+    held, snapshot = _profiled(work)
     line = _record(snapshot, worker, "np.zeros")
     assert line["alloc_native"] == 16_000_000
     assert line["alloc_python"] < 10_000
@@ -97,12 +97,8 @@ def test_small_allocations_are_estimated_without_bias():
     expected = 200_000 * sys.getsizeof(1.0)
     estimates = []
     for _ in range(8):
-        _start(window=16 * 1024)
-        try:
-            held = work()
-        finally:
-            _native.stop()
-        estimates.append(_record(_native.snapshot(), work, "# small-objects")["live"])
+        held, snapshot = _profiled(work, window=16 * 1024)
+        estimates.append(_record(snapshot, work, "# small-objects")["live"])
         del held
     # Live at the end: the floats plus the list's item array (8 bytes each). Each run takes
     # about 400 samples, some landing in objects freed meanwhile (the loop's ints, the list's
@@ -120,12 +116,7 @@ def test_frees_are_seen_and_the_peak_is_kept():
         kept = bytearray(3_000_000)  # kept
         return kept
 
-    _start()
-    try:
-        held = work()
-    finally:
-        _native.stop()
-    snapshot = _native.snapshot()
+    held, snapshot = _profiled(work)
     temporary = _record(snapshot, work, "# temporary")
     assert temporary["freed"] == temporary["alloc_python"] >= 8_000_000
     assert temporary["live"] == 0 and temporary["peak"] >= 8_000_000
