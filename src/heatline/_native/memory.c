@@ -415,18 +415,23 @@ static void record_copy(uint64_t weight) {
 
 static inline int sampling(void) { return __atomic_load_n(&mem.active, __ATOMIC_RELAXED); }
 
-static void slow_allocation(void *p, size_t size, int kind) {
-    hl_thread_memory *m = &tls;
-    if (m->inside) return;
+/* The slow path shared by allocations and copies, once `countdown` has run out (or the
+ * thread is new, or the event is large): the weight to record, 0 for none. */
+static uint64_t slow_weight(hl_thread_memory *m, int64_t *countdown, size_t size) {
+    if (m->inside) return 0;
     if (!m->ready) {
         thread_init(m);
-        if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return;
+        if (size < mem.window && (*countdown -= (int64_t)size) > 0) return 0;
     }
-    uint64_t weight = weight_of(m, &m->countdown, size);
+    return weight_of(m, countdown, size);
+}
+
+static void slow_allocation(void *p, size_t size, int kind) {
+    uint64_t weight = slow_weight(&tls, &tls.countdown, size);
     if (weight == 0) return;
-    m->inside++;
+    tls.inside++;
     record_allocation((uintptr_t)p, weight, kind);
-    m->inside--;
+    tls.inside--;
 }
 
 static inline void on_allocation(void *p, size_t size, int kind) {
@@ -448,17 +453,11 @@ static inline void on_free(void *p) {
 }
 
 static void slow_copy(size_t size) {
-    hl_thread_memory *m = &tls;
-    if (m->inside) return;
-    if (!m->ready) {
-        thread_init(m);
-        if (size < mem.window && (m->copy_countdown -= (int64_t)size) > 0) return;
-    }
-    uint64_t weight = weight_of(m, &m->copy_countdown, size);
+    uint64_t weight = slow_weight(&tls, &tls.copy_countdown, size);
     if (weight == 0) return;
-    m->inside++;
+    tls.inside++;
     record_copy(weight);
-    m->inside--;
+    tls.inside--;
 }
 
 static inline void on_copy(size_t size) {
