@@ -320,6 +320,22 @@ def render_accuracy(results, source):
     return "\n".join(out)
 
 
+def _memory_tags(target):
+    """{line: "tag (kind)"} from the target's `# mem: TAG (KIND)` comments, for the tables."""
+    import re
+
+    tags = {}
+    try:
+        with open(os.path.join(ROOT, "tests", "targets", target)) as f:
+            for number, text in enumerate(f, 1):
+                match = re.search(r"#\s*mem:\s*(\w+)\s*\((\w+)\)", text)
+                if match:
+                    tags[number] = f"{match.group(1)} ({match.group(2)})"
+    except OSError:
+        pass
+    return tags
+
+
 def render_memory(results):
     mem = results.get("memory_accuracy") or {}
     out = ["### Memory", ""]
@@ -362,9 +378,10 @@ def render_memory(results):
         lines = next((r["line_true"] for r in s.values() if r.get("line_true")), {})
         if not lines:
             continue
+        tags = _memory_tags(target)
         rows = []
         for n in sorted(lines, key=int):
-            row = [n, _size(lines[n])]
+            row = [f"{n} {tags.get(int(n), '')}".rstrip(), _size(lines[n])]
             for c in cols:
                 r = s.get(c)
                 row.append(f"{r['line_error'][n]:+.1f}%" if r and r.get("line_error") and n in r["line_error"] else "–")
@@ -418,11 +435,11 @@ def accuracy_headline(results, cols):
                         continue
                     what = []
                     if m[c]["mean_line_error"] < h["mean_line_error"]:
-                        what.append(f"line error {_num(m[c]['mean_line_error'], 1)}% vs {_num(h['mean_line_error'], 1)}%")
+                        what.append(f"line error {_num(m[c]['mean_line_error'])}% vs {_num(h['mean_line_error'])}%")
                     if (m[c].get("mean_abs_peak_error") is not None and h.get("mean_abs_peak_error") is not None
                             and m[c]["mean_abs_peak_error"] < h["mean_abs_peak_error"]):
-                        what.append(f"peak error {_num(m[c]['mean_abs_peak_error'], 1)}% vs "
-                                    f"{_num(h['mean_abs_peak_error'], 1)}%")
+                        what.append(f"peak error {_num(m[c]['mean_abs_peak_error'])}% vs "
+                                    f"{_num(h['mean_abs_peak_error'])}%")
                     if what:
                         behind.append(f"{_label(results, c)} ({', '.join(what)})")
                 lines.append("Where heatline is behind a peer on memory: " +
@@ -437,12 +454,12 @@ def accuracy_headline(results, cols):
                 continue
             what = []
             if p[c]["mean_share_error"] < h["mean_share_error"]:
-                what.append(f"mean share error {_num(p[c]['mean_share_error'], 1)} vs {_num(h['mean_share_error'], 1)}")
+                what.append(f"mean share error {_num(p[c]['mean_share_error'])} vs {_num(h['mean_share_error'])}")
             if p[c]["max_share_error"] < h["max_share_error"]:
-                what.append(f"max share error {_num(p[c]['max_share_error'], 1)} vs {_num(h['max_share_error'], 1)}")
+                what.append(f"max share error {_num(p[c]['max_share_error'])} vs {_num(h['max_share_error'])}")
             if p[c].get("mean_split_error") is not None and h.get("mean_split_error") is not None \
                     and p[c]["mean_split_error"] < h["mean_split_error"]:
-                what.append(f"mean split error {_num(p[c]['mean_split_error'], 1)} vs {_num(h['mean_split_error'], 1)}")
+                what.append(f"mean split error {_num(p[c]['mean_split_error'])} vs {_num(h['mean_split_error'])}")
             if what:
                 behind.append(f"{_label(results, c)} ({', '.join(what)})")
         lines.append(f"Where {_label(results, mine)} is behind a peer: " +
