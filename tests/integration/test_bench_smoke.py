@@ -22,10 +22,10 @@ from heatbench import accuracy, tools  # noqa: E402
 
 
 def _run(*args, timeout=300):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(ROOT, "src"), env.get("PYTHONPATH")) if p)
+    # heatline is importable here as in the other tests (installed, or PYTHONPATH=src in-tree);
+    # the harness runs it as `sys.executable -m heatline`.
     result = subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                            timeout=timeout, env=env, cwd=ROOT)
+                            timeout=timeout, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
