@@ -251,7 +251,10 @@ static uintptr_t innermost_frame(const hl_walker *w, uintptr_t tstate, int *ok) 
     return *ok ? frame : 0;
 }
 
-int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags) {
+/* The walk behind hl_walk and hl_walk_user: with first_user set, frames before the first user
+ * frame are skipped without decoding their lines, and the walk ends at that frame. */
+static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
+                int first_user) {
     const hl_layout *l = &w->layout;
     int ok;
     uintptr_t frame = innermost_frame(w, tstate, &ok);
@@ -296,10 +299,24 @@ int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int
             uint8_t opcode; /* the first byte of a code unit is its opcode (little-endian) */
             if (hl_memread(&opcode, instruction, 1) == 0) *leaf_flags = w->opcode_flags[opcode];
         }
+        if (first_user && !c->user) {
+            frame = previous;
+            continue;
+        }
         frames[depth++] = (hl_frame){c->file, c->function, line_of(w, c, offset_bytes), c->user};
+        if (first_user) break;
         frame = previous;
     }
     return depth;
+}
+
+int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags) {
+    return walk(w, tstate, frames, max_depth, leaf_flags, 0);
+}
+
+int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame) {
+    int flags;
+    return walk(w, tstate, frame, 1, &flags, 1);
 }
 
 void hl_walker_clear(hl_walker *w) {

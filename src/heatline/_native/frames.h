@@ -72,6 +72,10 @@ typedef struct hl_walker {
  * could not be read consistently. */
 int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags);
 
+/* The innermost user frame of the thread at tstate, its line decoded (the other frames' lines
+ * are not): 1 with *frame set, 0 if it has none, -1 if the stack could not be read. */
+int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame);
+
 /* The line of a byte offset in a code object, read through the same cache (a test hook).
  * Returns the line, or -1 with *ok = 0 if the object cannot be read as code. */
 int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok);

@@ -78,10 +78,10 @@ void hl_memory_leave_engine(void) { tls.inside--; }
  * store; the old one is kept (a reader may still be probing it) until the next session starts.
  *
  * Nearly every free is of a block that was never sampled, so the table is fronted by a filter:
- * FILTER_BITS_PER_SLOT bits per slot, set when a key is added,
- * cleared only when the table is rebuilt. A clear bit proves the block is not in the table
- * with a single load from a few kilobytes that stay in cache; a set bit (about 1 in 64 for an
- * absent block) sends the free on to the probe. */
+ * FILTER_BITS_PER_SLOT bits per slot, one bit per page holding a sampled block, set when a key
+ * is added, cleared only when the table is rebuilt. A clear bit proves the block is not in the
+ * table with a single load that usually hits the cache line the previous free used; a set bit
+ * sends the free on to the probe. */
 #define EMPTY 0u
 #define REMOVED 1u
 #define MIN_TABLE 4096u
@@ -109,8 +109,13 @@ static size_t slot_of(uintptr_t key) {
     return (size_t)(x >> 20);
 }
 
+/* The filter is indexed by the block's 4 KiB page, not by the block: frees come in runs from
+ * the same pages (pymalloc pools, neighbouring objects dying together), so one filter word
+ * stays in cache for a run of frees, instead of every free touching a random word. The price
+ * is that a free of a never-sampled block that shares a page with a sampled one is probed. */
 static size_t filter_bit_of(uintptr_t key) {
-    uint64_t x = ((uint64_t)key ^ ((uint64_t)key >> 29)) * 0xBF58476D1CE4E5B9ULL;
+    uint64_t page = (uint64_t)key >> 12;
+    uint64_t x = (page ^ (page >> 29)) * 0xBF58476D1CE4E5B9ULL;
     return (size_t)(x >> 24);
 }
 
@@ -154,7 +159,6 @@ static void table_free_all(live_table *t) {
 
 /* Lock-free: whether key is in t. */
 static int table_contains(const live_table *t, uintptr_t key) {
-    if (!filter_may_contain(t, key)) return 0;
     size_t i = slot_of(key) & t->mask;
     for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
         uintptr_t k = __atomic_load_n(&t->keys[i], __ATOMIC_ACQUIRE);
@@ -269,17 +273,13 @@ static uint32_t current_line(hl_engine *e) {
             if (e->threads[i].alive && e->threads[i].main) tstate = e->threads[i].tstate;
         if (tstate == 0) return HL_NO_LINE;
     }
-    hl_frame frames[HL_MAX_DEPTH];
-    int flags;
+    hl_frame frame;
     hl_memread_direct(own);
-    int depth = hl_walk(&e->walker, tstate, frames, HL_MAX_DEPTH, &flags);
+    int found = hl_walk_user(&e->walker, tstate, &frame);
     hl_memread_direct(0);
-    for (int i = 0; i < depth; i++) {
-        if (!frames[i].user) continue;
-        int64_t id = hl_stats_line(&e->stats, frames[i].file, frames[i].line, frames[i].function);
-        return id < 0 ? HL_NO_LINE : (uint32_t)id;
-    }
-    return HL_NO_LINE;
+    if (found != 1) return HL_NO_LINE;
+    int64_t id = hl_stats_line(&e->stats, frame.file, frame.line, frame.function);
+    return id < 0 ? HL_NO_LINE : (uint32_t)id;
 }
 
 static void program_changed(uint64_t t, uint32_t line) {
@@ -441,15 +441,21 @@ static inline void on_allocation(void *p, size_t size, int kind) {
     slow_allocation(p, size, kind);
 }
 
-/* Must run before the block is released, so its address cannot be reused meanwhile. */
-static inline void on_free(void *p) {
-    if (p == NULL || !sampling()) return;
-    live_table *t = __atomic_load_n(&mem.table, __ATOMIC_ACQUIRE);
-    if (t == NULL || __atomic_load_n(&t->live, __ATOMIC_RELAXED) == 0) return;
+/* Out of line, so that the common case below needs no stack frame. */
+static __attribute__((noinline)) void free_maybe_sampled(const live_table *t, void *p) {
     if (!table_contains(t, (uintptr_t)p) || tls.inside) return;
     tls.inside++;
     record_free((uintptr_t)p);
     tls.inside--;
+}
+
+/* Must run before the block is released, so its address cannot be reused meanwhile. Nearly
+ * every call ends at the filter. */
+static inline void on_free(void *p) {
+    if (!sampling()) return;
+    const live_table *t = __atomic_load_n(&mem.table, __ATOMIC_ACQUIRE);
+    if (t == NULL || p == NULL || !filter_may_contain(t, (uintptr_t)p)) return;
+    free_maybe_sampled(t, p);
 }
 
 static void slow_copy(size_t size) {
@@ -638,13 +644,24 @@ static const hl_got_symbol *symbols(size_t *count) {
 
 /* ---- Python allocator hooks ---------------------------------------------------------------- */
 
-/* MEM and OBJ: Python objects and their buffers. pymalloc serves large blocks through the RAW
- * domain, so the RAW hooks below must know when they are called from here. */
+/* MEM and OBJ: Python objects and their buffers. pymalloc serves requests above 512 bytes (its
+ * SMALL_REQUEST_THRESHOLD since 3.8; and requests it cannot serve, which only happens when out
+ * of memory) through the RAW domain, so the RAW hooks below must know when pymalloc is the
+ * caller: a thread-local depth, raised only around the calls that can reach RAW, which keeps
+ * the common small allocation free of it. A free needs no mark: the block has already left the
+ * live table when the RAW hook sees its address. */
+#define PYMALLOC_LARGEST 512
+
 static void *python_malloc(void *ctx, size_t size) {
     PyMemAllocatorEx *previous = ctx;
-    tls.in_python_allocator++;
-    void *p = previous->malloc(previous->ctx, size);
-    tls.in_python_allocator--;
+    void *p;
+    if (size <= PYMALLOC_LARGEST && size != 0) {
+        p = previous->malloc(previous->ctx, size);
+    } else {
+        tls.in_python_allocator++;
+        p = previous->malloc(previous->ctx, size);
+        tls.in_python_allocator--;
+    }
     on_allocation(p, size, HL_ALLOC_PYTHON);
     return p;
 }
@@ -671,9 +688,7 @@ static void *python_realloc(void *ctx, void *old, size_t size) {
 static void python_free(void *ctx, void *p) {
     PyMemAllocatorEx *previous = ctx;
     on_free(p);
-    tls.in_python_allocator++;
     previous->free(previous->ctx, p);
-    tls.in_python_allocator--;
 }
 
 /* RAW: C code's own buffers (lzma, bz2 and zlib state, extension modules that use
@@ -703,7 +718,7 @@ static void *raw_realloc(void *ctx, void *old, size_t size) {
 
 static void raw_free(void *ctx, void *p) {
     PyMemAllocatorEx *previous = ctx;
-    if (!tls.in_python_allocator) on_free(p);
+    on_free(p);
     previous->free(previous->ctx, p);
 }
 
