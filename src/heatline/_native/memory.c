@@ -78,10 +78,11 @@ void hl_memory_leave_engine(void) { tls.inside--; }
  * store; the old one is kept (a reader may still be probing it) until the next session starts.
  *
  * Nearly every free is of a block that was never sampled, so the table is fronted by a filter:
- * FILTER_BITS_PER_SLOT bits per slot, one bit per page holding a sampled block, set when a key
- * is added, cleared only when the table is rebuilt. A clear bit proves the block is not in the
- * table with a single load that usually hits the cache line the previous free used; a set bit
- * sends the free on to the probe. */
+ * FILTER_BITS_PER_SLOT bits per slot, set when a key is added, cleared only when the table is
+ * rebuilt. A clear bit proves the block is not in the table with a single load from a few
+ * kilobytes; a set bit (about 1 in 64 for an absent block) sends the free on to the probe.
+ * (Indexing the filter by page instead, for cache locality across runs of frees, was measured
+ * and lost: small objects share pages with sampled ones, so many more frees were probed.) */
 #define EMPTY 0u
 #define REMOVED 1u
 #define MIN_TABLE 4096u
@@ -109,13 +110,8 @@ static size_t slot_of(uintptr_t key) {
     return (size_t)(x >> 20);
 }
 
-/* The filter is indexed by the block's 4 KiB page, not by the block: frees come in runs from
- * the same pages (pymalloc pools, neighbouring objects dying together), so one filter word
- * stays in cache for a run of frees, instead of every free touching a random word. The price
- * is that a free of a never-sampled block that shares a page with a sampled one is probed. */
 static size_t filter_bit_of(uintptr_t key) {
-    uint64_t page = (uint64_t)key >> 12;
-    uint64_t x = (page ^ (page >> 29)) * 0xBF58476D1CE4E5B9ULL;
+    uint64_t x = ((uint64_t)key ^ ((uint64_t)key >> 29)) * 0xBF58476D1CE4E5B9ULL;
     return (size_t)(x >> 24);
 }
 
