@@ -6,7 +6,11 @@ Runs every workload N times (default 7) under each runner, interleaved (plain, h
 prints the median wall time of each and its ratio to plain Python. Peers (py-spy, scalene,
 pyinstrument) are measured too when they are installed. Usage:
 
-    python bench/overhead.py [--runs N] [--json FILE]
+    python bench/overhead.py [--runs N] [--json FILE] [--render docs/overhead.md]
+
+--json writes the raw results (with the machine, Python version and date); --render FILE
+replaces the part of FILE between the markers <!-- workloads:begin --> and
+<!-- workloads:end --> with a table rendered from this run, so no figure is typed by hand.
 """
 
 import argparse
@@ -64,6 +68,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json")
+    parser.add_argument("--render", metavar="DOC")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     args = parser.parse_args()
     table = runners()
@@ -85,9 +90,43 @@ def main():
             median = statistics.median(values)
             results[workload][name] = {"median_s": median, "ratio": median / base, "runs": values}
             print(f"  {name:16s} {median:7.3f} s   x{median / base:.3f}")
+    report = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "python": sys.version.split()[0],
+        "machine": f"{os.cpu_count()} CPUs, {os.uname().machine}, Linux {os.uname().release}",
+        "runs": args.runs,
+        "results": results,
+    }
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump(report, f, indent=1)
+    if args.render:
+        render(report, args.render)
+
+
+BEGIN, END = "<!-- workloads:begin -->", "<!-- workloads:end -->"
+
+
+def render(report, path):
+    """Write the run's table between the workload markers of the document at path."""
+    names = [name for name in next(iter(report["results"].values()))]
+    lines = [
+        f"Measured {report['date']} on {report['machine']}, Python {report['python']}, "
+        f"{report['runs']} interleaved runs per runner; median wall time ÷ plain Python's "
+        "(each run includes interpreter start-up and, for heatline, writing the profile).",
+        "",
+        "| workload | " + " | ".join(name for name in names[1:]) + " |",
+        "|---|" + "---|" * (len(names) - 1),
+    ]
+    for workload, row in report["results"].items():
+        cells = [f"{row[name]['ratio']:.3f}x" if name in row else "failed" for name in names[1:]]
+        plain = row["python"]["median_s"]
+        lines.append(f"| {workload} ({plain:.2f} s plain) | " + " | ".join(cells) + " |")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text[:start] + "\n" + "\n".join(lines) + "\n" + text[end:])
 
 
 if __name__ == "__main__":
