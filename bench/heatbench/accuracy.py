@@ -74,6 +74,44 @@ def _fresh(path):
     return path
 
 
+def _rotated_runs(ctx, tools, entry, script, run_env, out, truth_path, runs, timeout_s, log,
+                  target, score, describe):
+    """Runs `script` under every tool `runs` times, rotating the order each round, and appends
+    one record per run to entry["runs"]: score(tool, truth) reads the tool's output against
+    the truth the target wrote; a tool that fails (or whose output cannot be read) is recorded
+    as failed with the reason and not run again."""
+    for r in range(runs):
+        order = tools[r % len(tools):] + tools[:r % len(tools)]
+        line = []
+        for tool in order:
+            if tool.name in entry["failed"]:
+                continue
+            if os.path.exists(truth_path):
+                os.unlink(truth_path)
+            command = tool.command(ctx, script, [script], out)
+            wait_quiet(ctx.quiet_wait_s)
+            result = run_measured(command, cwd=_fresh(out), env=run_env, timeout_s=timeout_s)
+            record = {"ok": result["ok"], "wall_s": result.get("wall_s"),
+                      "others_cores": result.get("others_cores")}
+            if result["ok"]:
+                try:
+                    with open(truth_path) as f:
+                        truth = json.load(f)
+                    record.update(score(tool, truth))
+                except Exception as e:  # a tool's output we cannot read is its failure
+                    record["ok"] = False
+                    record["error"] = f"could not read its output: {type(e).__name__}: {e}"
+            else:
+                record["error"] = result.get("error", "failed")
+            entry["runs"][tool.name].append(record)
+            if not record["ok"]:
+                entry["failed"][tool.name] = record["error"]
+                line.append(f"{tool.name}=FAILED")
+            else:
+                line.append(f"{tool.name}={describe(record)}")
+        log(f"  {target} run {r + 1}/{runs}: " + " ".join(line))
+
+
 def run(ctx, tools, runs, workdir, env, log, targets=None, scale=None, timeout_s=600.0):
     tools = [t for t in tools if t.parse is not None]
     out = os.path.join(workdir, "out")
@@ -85,40 +123,13 @@ def run(ctx, tools, runs, workdir, env, log, targets=None, scale=None, timeout_s
         run_env = dict(env, HEATLINE_TRUTH=truth_path)
         if scale is not None:
             run_env["HEATLINE_TARGET_SCALE"] = str(scale)
-        for r in range(runs):
-            order = tools[r % len(tools):] + tools[:r % len(tools)]
-            line = []
-            for tool in order:
-                if tool.name in entry["failed"]:
-                    continue
-                if os.path.exists(truth_path):
-                    os.unlink(truth_path)
-                command = tool.command(ctx, script, [script], out)
-                wait_quiet(ctx.quiet_wait_s)
-                result = run_measured(command, cwd=_fresh(out), env=run_env, timeout_s=timeout_s)
-                record = {"ok": result["ok"], "wall_s": result.get("wall_s"),
-                          "others_cores": result.get("others_cores")}
-                if result["ok"]:
-                    try:
-                        with open(truth_path) as f:
-                            truth = json.load(f)
-                        measured = tool.parse(out, target, set(truth))
-                        record.update(compare(truth, measured, tool.split))
-                        record["truth"] = truth
-                        record["measured"] = measured
-                    except Exception as e:  # a tool's output we cannot read is its failure
-                        record["ok"] = False
-                        record["error"] = f"could not read its output: {type(e).__name__}: {e}"
-                else:
-                    record["error"] = result.get("error", "failed")
-                entry["runs"][tool.name].append(record)
-                if not record["ok"]:
-                    entry["failed"][tool.name] = record["error"]
-                    line.append(f"{tool.name}=FAILED")
-                else:
-                    line.append(f"{tool.name}={record['mean_share_error']:.1f}/"
-                                f"{record['max_share_error']:.1f}pp")
-            log(f"  {target} run {r + 1}/{runs}: " + " ".join(line))
+        def score(tool, truth):
+            measured = tool.parse(out, target, set(truth))
+            return {**compare(truth, measured, tool.split), "truth": truth, "measured": measured}
+
+        _rotated_runs(ctx, tools, entry, script, run_env, out, truth_path, runs, timeout_s, log,
+                      target, score,
+                      lambda rec: f"{rec['mean_share_error']:.1f}/{rec['max_share_error']:.1f}pp")
     shutil.rmtree(out, ignore_errors=True)
     return summarise(results, tools)
 
@@ -243,38 +254,13 @@ def memory_accuracy(ctx, tools, runs, workdir, env, log, scale=None, timeout_s=6
         with open(truth_path) as f:
             exact_peak = (json.load(f).get("peak") or {}).get("bytes")
         entry["exact_peak_bytes"] = exact_peak
-        for r in range(runs):
-            order = tools[r % len(tools):] + tools[:r % len(tools)]
-            line = []
-            for tool in order:
-                if tool.name in entry["failed"]:
-                    continue
-                if os.path.exists(truth_path):
-                    os.unlink(truth_path)
-                command = tool.command(ctx, script, [script], out)
-                wait_quiet(ctx.quiet_wait_s)
-                result = run_measured(command, cwd=_fresh(out), env=run_env, timeout_s=timeout_s)
-                record = {"ok": result["ok"], "wall_s": result.get("wall_s"),
-                          "others_cores": result.get("others_cores")}
-                if result["ok"]:
-                    try:
-                        with open(truth_path) as f:
-                            truth = json.load(f)
-                        measured = tool.memory_parse(out, target)
-                        record.update(compare_memory(truth, exact_peak, measured, scale))
-                    except Exception as e:  # a tool's output we cannot read is its failure
-                        record["ok"] = False
-                        record["error"] = f"could not read its output: {type(e).__name__}: {e}"
-                else:
-                    record["error"] = result.get("error", "failed")
-                entry["runs"][tool.name].append(record)
-                if not record["ok"]:
-                    entry["failed"][tool.name] = record["error"]
-                    line.append(f"{tool.name}=FAILED")
-                else:
-                    line.append(f"{tool.name}=lines {record.get('mean_line_error', 0):.0f}%/"
-                                f"peak {record.get('peak_error', 0):+.0f}%")
-            log(f"  {target} run {r + 1}/{runs}: " + " ".join(line))
+        def score(tool, truth):
+            return compare_memory(truth, exact_peak, tool.memory_parse(out, target), scale)
+
+        _rotated_runs(ctx, tools, entry, script, run_env, out, truth_path, runs, timeout_s, log,
+                      target, score,
+                      lambda rec: f"lines {rec.get('mean_line_error', 0):.0f}%/"
+                                  f"peak {rec.get('peak_error', 0):+.0f}%")
     shutil.rmtree(out, ignore_errors=True)
     for entry in results.values():
         entry["summary"] = {}
