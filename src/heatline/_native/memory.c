@@ -192,25 +192,18 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t next_random(hl_thread_memory *m) {
-    m->rng ^= m->rng >> 12;
-    m->rng ^= m->rng << 25;
-    m->rng ^= m->rng >> 27;
-    return m->rng * 0x2545F4914F6CDD1DULL;
-}
-
 /* A distance drawn uniformly from [W/2, 3W/2). */
 static int64_t next_distance(hl_thread_memory *m) {
     uint64_t w = mem.window;
-    return (int64_t)(w / 2 + next_random(m) % (w ? w : 1)) + 1;
+    return (int64_t)(w / 2 + hl_next_random(&m->rng) % (w ? w : 1)) + 1;
 }
 
 static void thread_init(hl_thread_memory *m) {
     m->rng = now_ns() ^ ((uint64_t)gettid() << 32) ^ (uintptr_t)m ^ 0x9E3779B97F4A7C15ULL;
     if (m->rng == 0) m->rng = 1;
     /* Start as if the process had been running: a uniform position within a spacing. */
-    m->countdown = (int64_t)(next_random(m) % (mem.window ? mem.window : 1)) + 1;
-    m->copy_countdown = (int64_t)(next_random(m) % (mem.window ? mem.window : 1)) + 1;
+    m->countdown = (int64_t)(hl_next_random(&m->rng) % (mem.window ? mem.window : 1)) + 1;
+    m->copy_countdown = (int64_t)(hl_next_random(&m->rng) % (mem.window ? mem.window : 1)) + 1;
     m->ready = 1;
 }
 

@@ -99,16 +99,8 @@ static void forget_thread(hl_thread *t) {
     t->stat_fd = -1;
 }
 
-/* xorshift64*: cheap, good enough to decorrelate tick times from the program. */
-static uint64_t next_random(hl_engine *e) {
-    e->rng ^= e->rng >> 12;
-    e->rng ^= e->rng << 25;
-    e->rng ^= e->rng >> 27;
-    return e->rng * 0x2545F4914F6CDD1DULL;
-}
-
 static uint64_t next_interval(hl_engine *e) {
-    double u = (double)(next_random(e) >> 11) / 9007199254740992.0; /* [0, 1) */
+    double u = (double)(hl_next_random(&e->rng) >> 11) / 9007199254740992.0; /* [0, 1) */
     uint64_t wait = (uint64_t)((0.5 + u) * (double)e->interval_ns);
     return wait ? wait : 1;
 }

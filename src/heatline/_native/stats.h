@@ -34,6 +34,15 @@ int hl_map_get(const hl_map *map, uint64_t key, uint32_t *value);
 int hl_map_put(hl_map *map, uint64_t key, uint32_t value);
 void hl_map_free(hl_map *map);
 
+/* xorshift64*: a cheap generator, good enough to decorrelate the sampler's ticks and the
+ * memory sampling points from the program. *state must not be 0. */
+static inline uint64_t hl_next_random(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 0x2545F4914F6CDD1DULL;
+}
+
 /* A 64-bit FNV-1a hash, never 0, chained through seed. */
 uint64_t hl_hash(const void *data, size_t len, uint64_t seed);
 
