@@ -7,16 +7,20 @@ fields (docs/profile-format.md) and applies the leak rule below. It runs once pe
 per event, so it is Python.
 
 The leak rule (docs/design.md, "Leaks"): a line is a likely leak when the memory it allocated
-and still holds keeps reaching new highs over the rest of the run. Concretely, from the
-line's first allocation t0 to the end of the run T, the span is cut into LEAK_GRID equal
-intervals and the line's live bytes are read at the end of each; the likelihood is the share
-of intervals that end at a new high (above every earlier reading by at least 1% of the line's
-peak). A line is flagged when the likelihood is at least LEAK_THRESHOLD, it still holds at
-least half its peak at the end, and at least LEAK_MIN_SAMPLES of its sampled allocations
-survive. A temporary that is freed fails the second test; one buffer allocated once and kept
-reaches its high in the first interval only; a structure built in a burst and kept stops
-making new highs when the burst ends; memory that oscillates (temporaries rebound each
-iteration) makes new highs rarely. A steady leak makes a new high in nearly every interval.
+and still holds at the end was accumulated steadily over the rest of the run, not at once.
+From the line's first allocation t0 to the end of the run T, take the first times its live
+bytes reached 25%, 75% and 100% of what it holds at the end. The spread (t75 - t25) / (T - t0)
+is 0.5 for growth at a steady rate over the whole span, and near 0 for memory allocated at
+once or in a short burst; the lateness (t100 - t0) / (T - t0) is near 1 when the growth goes
+on until the end. likelihood = min(1, 2 x spread) x min(1, lateness / 0.75). A line is flagged
+when the likelihood is at least LEAK_THRESHOLD, it still holds at least half its peak at the
+end, and at least LEAK_MIN_SAMPLES of its sampled allocations survive. A temporary that is
+freed fails the second test; one buffer allocated once and kept, or a structure built in a
+burst and kept, has no spread; memory that oscillates (temporaries rebound each iteration)
+reaches its final level in its first cycle. Only times are compared, never intervals of equal
+length, so a leak whose steps are spaced unevenly (phases of different lengths between them)
+is still recognised. The growth rate is what the line gained from its first point to t100,
+divided by the time that took.
 """
 
 from __future__ import annotations
@@ -25,10 +29,8 @@ import bisect
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-LEAK_GRID = 20
 LEAK_THRESHOLD = 0.5
 LEAK_MIN_SAMPLES = 3
-LEAK_NEW_HIGH_MARGIN = 0.01
 
 Timeline = list[tuple[float, int]]  # (t_s, bytes), sorted by time
 
@@ -64,31 +66,22 @@ def leak_of(
         return None
     t0 = timeline[0][0]
     span = end_s - t0
-    if span <= 0:
+    if span <= 0 or live_end <= 0:
         return None
-    times = [t for t, _ in timeline]
-    grid = [t0 + span * (i + 1) / LEAK_GRID for i in range(LEAK_GRID)]
-    readings = [value_at(timeline, times, t) for t in grid]
-    margin = LEAK_NEW_HIGH_MARGIN * peak
-    highs, best = 0, 0
-    for value in readings:
-        if value > best + margin:
-            highs += 1
-            best = value
-    likelihood = highs / LEAK_GRID
+
+    def first_reaching(fraction: float) -> float:
+        level = fraction * live_end
+        return next((t for t, value in timeline if value >= level), timeline[-1][0])
+
+    t25, t75, t100 = first_reaching(0.25), first_reaching(0.75), first_reaching(1.0)
+    spread = (t75 - t25) / span
+    lateness = (t100 - t0) / span
+    likelihood = min(1.0, 2.0 * spread) * min(1.0, lateness / 0.75)
     if likelihood < LEAK_THRESHOLD:
         return None
-    return {"likelihood": round(likelihood, 3), "growth_bytes_per_s": round(_slope(grid, readings), 1)}
-
-
-def _slope(xs: Sequence[float], ys: Sequence[int]) -> float:
-    """Least-squares slope of ys over xs."""
-    n = len(xs)
-    mean_x, mean_y = sum(xs) / n, sum(ys) / n
-    var = sum((x - mean_x) ** 2 for x in xs)
-    if var == 0:
-        return 0.0
-    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var
+    gained = live_end - timeline[0][1]
+    rate = gained / (t100 - t0) if t100 > t0 else 0.0
+    return {"likelihood": round(likelihood, 3), "growth_bytes_per_s": round(rate, 1)}
 
 
 def empty_fields() -> dict[str, Any]:
