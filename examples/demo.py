@@ -1,6 +1,7 @@
 """heatline's demo: a few kinds of work, each in its own function, to show how heatline splits
-time between Python, native code and the system. Run it with ``heatline examples/demo.py``
-(or ``make demo``); it takes about 2-3 seconds."""
+time between Python, native code and the system, and what it shows about memory: numpy's
+native buffers, Python objects, copies, and a line that leaks. Run it with
+``heatline examples/demo.py`` (or ``make demo``); it takes about 2-3 seconds."""
 
 import hashlib
 import threading
@@ -35,21 +36,29 @@ def sleep_a_bit(seconds):
     time.sleep(seconds)
 
 
-def hash_buffer(buffer, rounds):
-    """Runs on a worker thread; hashlib releases the GIL while it hashes."""
+HISTORY = []
+
+
+def hash_buffer(buffer, stop):
+    """Runs on a worker thread until the main thread is done; hashlib releases the GIL while it
+    hashes. `buffer + digest` copies the buffer each round; HISTORY keeps growing for the whole
+    run: a leak."""
     digest = b""
-    for _ in range(rounds):
+    while not stop.is_set():
         digest = hashlib.sha256(buffer + digest).digest()
+        HISTORY.append(bytearray(256 * 1024))
     return digest
 
 
 def main():
     buffer = b"heatline" * (1 << 20)  # 8 MiB
-    worker = threading.Thread(target=hash_buffer, args=(buffer, 80))
+    stop = threading.Event()
+    worker = threading.Thread(target=hash_buffer, args=(buffer, stop))
     worker.start()
     print("python_loop:", python_loop(10_000_000))
     print("numpy_work:", round(numpy_work(8_000_000), 3))
     sleep_a_bit(0.5)
+    stop.set()
     worker.join()
     print("done")
 
