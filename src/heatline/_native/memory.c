@@ -186,12 +186,6 @@ static struct {
     PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW */
 } mem;
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A distance drawn uniformly from [W/2, 3W/2). */
 static int64_t next_distance(hl_thread_memory *m) {
     uint64_t w = mem.window;
@@ -199,7 +193,7 @@ static int64_t next_distance(hl_thread_memory *m) {
 }
 
 static void thread_init(hl_thread_memory *m) {
-    m->rng = now_ns() ^ ((uint64_t)gettid() << 32) ^ (uintptr_t)m ^ 0x9E3779B97F4A7C15ULL;
+    m->rng = hl_now_ns() ^ ((uint64_t)gettid() << 32) ^ (uintptr_t)m ^ 0x9E3779B97F4A7C15ULL;
     if (m->rng == 0) m->rng = 1;
     /* Start as if the process had been running: a uniform position within a spacing. */
     m->countdown = (int64_t)(hl_next_random(&m->rng) % (mem.window ? mem.window : 1)) + 1;
@@ -250,10 +244,11 @@ int hl_memory_thread_waiting(long native_id) {
 
 /* ---- charging (engine lock held) ---------------------------------------------------------- */
 
-/* The line the calling thread is on: its innermost user frame, read with the engine's
- * fault-tolerant walker (never by calling into the interpreter, which this thread may not hold
- * the GIL of). A thread without a Python thread state (a BLAS or OpenMP worker) is charged to
- * the line the main thread is on. */
+/* The line the calling thread is on: its innermost user frame, read with the engine's walker
+ * (never by calling into the interpreter, which this thread may not hold the GIL of); its own
+ * stack with plain loads (see hl_memread_direct). A thread without a Python thread state (a
+ * BLAS or OpenMP worker) is charged to the line the main thread is on, read with the
+ * fault-tolerant reads. */
 static uint32_t current_line(hl_engine *e) {
     uintptr_t tstate = (uintptr_t)PyGILState_GetThisThreadState();
     int own = tstate != 0;
@@ -281,7 +276,8 @@ static void program_changed(uint64_t t, uint32_t line) {
     (void)hl_timeline_add(&m->timeline, HL_PROGRAM_TIMELINE_BUCKETS, t, m->live);
 }
 
-/* Makes room for one more key, growing into a new table when half the slots are used. */
+/* Makes room for one more key, copying into a fresh table (removed slots dropped) once a
+ * quarter of the slots are used. */
 static live_table *table_for_insert(void) {
     live_table *t = mem.table;
     if (t != NULL && (t->used + 1) * 4 <= t->mask + 1) return t;
@@ -333,7 +329,7 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
         pthread_mutex_unlock(&e->lock);
         return;
     }
-    uint64_t now = now_ns() - mem.start_ns;
+    uint64_t now = hl_now_ns() - mem.start_ns;
     uint32_t line = current_line(e);
     hl_memory_totals *m = &mem.totals;
     m->samples++;
@@ -362,8 +358,6 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
     if (line != HL_NO_LINE) {
         hl_line_memory *lm = hl_stats_line_memory(&e->stats, line);
         if (lm != NULL) {
-            if (lm->alloc_samples == 0) lm->first_alloc_ns = now;
-            lm->last_alloc_ns = now;
             lm->alloc[kind] += weight;
             lm->alloc_samples++;
             lm->live += (int64_t)weight;
@@ -380,7 +374,7 @@ static void record_free(uintptr_t address) {
     lock_from_hook(e);
     live_table *t = mem.table;
     long slot = t ? table_find(t, address) : -1;
-    if (slot >= 0) forget_block(t, slot, now_ns() - mem.start_ns);
+    if (slot >= 0) forget_block(t, slot, hl_now_ns() - mem.start_ns);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -719,12 +713,11 @@ static const PyMemAllocatorDomain python_domains[3] = {PYMEM_DOMAIN_MEM, PYMEM_D
 int hl_memory_start(uint64_t window) {
     if (window == 0) return -EINVAL;
     if (resolve_real_functions() != 0) return -ENOSYS;
-    hl_engine_lock();
-    hl_memory_reset();
+    hl_engine_lock(); /* the tables were just reset by hl_engine_start (reset_results) */
     mem.window = window;
     mem.totals.enabled = 1;
     mem.totals.window = window;
-    mem.start_ns = now_ns();
+    mem.start_ns = hl_now_ns();
     hl_engine_unlock();
 
     /* The hooks wrap whatever allocator is installed (pymalloc, the debug hooks, tracemalloc). */

@@ -265,14 +265,13 @@ static PyObject *memory_lines_list(const hl_stats *s) {
         const hl_line_memory *m = l->memory;
         if (m == NULL) continue;
         PyObject *item = Py_BuildValue(
-            "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:K,s:K,s:N}", "file", l->file, "line",
+            "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:N}", "file", l->file, "line",
             l->line, "function", l->function, "alloc_python", (unsigned long long)m->alloc[HL_ALLOC_PYTHON],
             "alloc_native", (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed",
             (unsigned long long)m->freed, "live", (long long)m->live, "peak", (long long)m->peak,
             "copied", (unsigned long long)m->copied, "alloc_samples",
             (unsigned long long)m->alloc_samples, "freed_samples", (unsigned long long)m->freed_samples,
-            "first_alloc_ns", (unsigned long long)m->first_alloc_ns, "last_alloc_ns",
-            (unsigned long long)m->last_alloc_ns, "timeline", timeline_list(&m->timeline));
+            "timeline", timeline_list(&m->timeline));
         if (item == NULL || PyList_Append(list, item) != 0) Py_CLEAR(list);
         Py_XDECREF(item);
     }

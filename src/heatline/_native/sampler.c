@@ -55,7 +55,7 @@ hl_engine hl_the_engine = {
 
 #define MAX_THREADS_SCANNED 4096
 
-static uint64_t now_ns(void) {
+uint64_t hl_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -272,17 +272,17 @@ static void *sampler_main(void *arg) {
         for (size_t i = 0; i < sizeof(tid_matches) && e->pthread_tid_offset < 0; i++)
             if (tid_matches[i]) e->pthread_tid_offset = (long)(i * sizeof(int));
     }
-    uint64_t last = now_ns();
+    uint64_t last = hl_now_ns();
     uint64_t deadline = last + next_interval(e);
     while (!e->stop_requested) {
         struct timespec until = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
         int rc = pthread_cond_timedwait(&e->wake, &e->lock, &until);
         if (e->stop_requested) break;
-        uint64_t now = now_ns();
+        uint64_t now = hl_now_ns();
         if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
         if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) tick(e, now - last);
         last = now;
-        deadline = now_ns() + next_interval(e);
+        deadline = hl_now_ns() + next_interval(e);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -349,7 +349,7 @@ int hl_engine_start(hl_config *config) {
     e->paused = config->paused;
     e->stop_requested = 0;
     e->suspended = 0;
-    e->rng = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
+    e->rng = hl_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
     if (e->rng == 0) e->rng = 1;
 
     pthread_condattr_t attr;

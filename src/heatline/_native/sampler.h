@@ -62,6 +62,9 @@ typedef struct hl_engine {
     uint64_t lost_ns;    /* thread time whose stack could not be read */
 } hl_engine;
 
+/* CLOCK_MONOTONIC in nanoseconds: the engine's one clock, for ticks and memory events. */
+uint64_t hl_now_ns(void);
+
 /* The one engine of this process. */
 extern hl_engine hl_the_engine;
 

@@ -88,7 +88,6 @@ typedef struct hl_line_memory {
     int64_t live, peak;              /* allocated here and not freed yet; its maximum */
     uint64_t copied;                 /* memcpy/memmove volume while on this line */
     uint64_t alloc_samples, freed_samples;
-    uint64_t first_alloc_ns, last_alloc_ns;
     hl_timeline timeline;            /* of `live` */
 } hl_line_memory;
 
