@@ -85,7 +85,10 @@ def test_native_allocation_without_the_gil_in_a_thread_is_charged_to_its_line():
     held, snapshot = _profiled(work)
     line = _record(snapshot, worker, "np.zeros")
     assert line["alloc_native"] == 16_000_000
-    assert line["alloc_python"] < 10_000
+    # The line's own Python objects (the array object, the list's slots) are a few hundred
+    # bytes, far below the window: a sample point lands in them with probability under 1%,
+    # and then counts one window. Sample points are at least W/2 apart, so never two.
+    assert line["alloc_python"] in (0, WINDOW)
     del held
 
 
