@@ -10,8 +10,7 @@ charged as Python), not running C code that released the GIL.
 
 from __future__ import annotations
 
-import dis
-import opcode
+import opcode  # not dis: it costs an import and ~40 objects the program's GC would walk
 
 CALL = 1
 SWITCH = 2
@@ -25,13 +24,12 @@ _NOT_CALLS = frozenset({"CALL_INTRINSIC_1", "CALL_INTRINSIC_2"})
 
 def _all_opcodes() -> dict[str, int]:
     """Every opcode name -> number this interpreter can execute, specialized variants included."""
-    names: dict[str, int] = dict(dis.opmap)
-    names.update(getattr(dis, "_all_opmap", {}))  # 3.11+: base + specialized
+    names: dict[str, int] = dict(opcode.opmap)
     names.update(getattr(opcode, "_specialized_opmap", {}))  # 3.13+
     specialized = getattr(opcode, "_specialized_instructions", None)  # 3.11, 3.12
     if specialized:
         # 3.11/3.12 give specialized instructions no numbers of their own: they take the unused
-        # slots of opcode.opname in order, which is how dis numbers them as well.
+        # slots of opcode.opname in order, which is how dis numbers them too.
         free = [num for num, name in enumerate(opcode.opname) if name.startswith("<")]
         for num, name in zip(free, specialized):
             names.setdefault(name, num)

@@ -17,10 +17,11 @@ import contextlib
 import os
 import signal
 import sys
-import traceback
 import types
-from dataclasses import dataclass, field
 from typing import Any
+
+# Few imports here, and none of json, dataclasses, inspect or traceback: whatever heatline holds
+# in memory while the program runs, the program's own full garbage collections must walk too.
 
 _HEATLINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -33,31 +34,50 @@ class ProgramError(Exception):
         self.status = status
 
 
-@dataclass
 class Options:
     """How to profile and what to do with the profile; filled in by the CLI."""
 
-    outfile: str | None = None
-    quiet: bool = False
-    reduced: bool = False
-    threshold_pct: float = 1.0
-    interval_s: float = 0.01
-    profile_all: bool = False
-    only: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-    paused: bool = False
-    memory_window: int = 0  # bytes between memory samples on average; 0: CPU only
+    def __init__(
+        self,
+        outfile: str | None = None,
+        quiet: bool = False,
+        reduced: bool = False,
+        threshold_pct: float = 1.0,
+        interval_s: float = 0.01,
+        profile_all: bool = False,
+        only: list[str] | None = None,
+        exclude: list[str] | None = None,
+        paused: bool = False,
+        memory_window: int = 0,  # bytes between memory samples on average; 0: CPU only
+    ) -> None:
+        self.outfile = outfile
+        self.quiet = quiet
+        self.reduced = reduced
+        self.threshold_pct = threshold_pct
+        self.interval_s = interval_s
+        self.profile_all = profile_all
+        self.only = list(only or [])
+        self.exclude = list(exclude or [])
+        self.paused = paused
+        self.memory_window = memory_window
 
 
-@dataclass
 class _Program:
     """Everything needed to run the program, worked out before anything runs."""
 
-    code: types.CodeType
-    label: str  # the profile's "program": absolute script path or "-m module"
-    argv: list[str]
-    path0: str  # what Python would put in sys.path[0]
-    module_attrs: dict[str, Any]  # dunder attributes of the fresh __main__ module
+    def __init__(
+        self,
+        code: types.CodeType,
+        label: str,  # the profile's "program": absolute script path or "-m module"
+        argv: list[str],
+        path0: str,  # what Python would put in sys.path[0]
+        module_attrs: dict[str, Any],  # dunder attributes of the fresh __main__ module
+    ) -> None:
+        self.code = code
+        self.label = label
+        self.argv = argv
+        self.path0 = path0
+        self.module_attrs = module_attrs
 
 
 def run_script(script: str, args: list[str], options: Options) -> int:
@@ -189,6 +209,8 @@ def _module_attrs(spec: Any) -> dict[str, Any]:
 
 
 def _print_syntax_error(exc: BaseException) -> None:
+    import traceback
+
     sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
     sys.stderr.flush()
 

@@ -78,9 +78,13 @@ void hl_memory_leave_engine(void) { tls.inside--; }
  * store; the old one is kept (a reader may still be probing it) until the next session starts.
  *
  * Nearly every free is of a block that was never sampled, so the table is fronted by a filter:
- * FILTER_BITS_PER_SLOT bits per slot, set when a key is added, cleared only when the table is
- * rebuilt. A clear bit proves the block is not in the table with a single load from a few
- * kilobytes; a set bit (about 1 in 64 for an absent block) sends the free on to the probe.
+ * FILTER_BITS_PER_SLOT bits per slot; a bit is set while at least one listed key maps to it
+ * (writers keep a count per bit, under the lock, and clear the bit when its count drops to 0).
+ * A clear bit proves the block is not in the table with a single load from a few kilobytes; a
+ * set bit (under 1 in 64 for an absent block) sends the free on to the probe. Clearing matters:
+ * allocators reuse a freed block's address first (pymalloc's free lists are LIFO), so with
+ * bits left set until the table is rebuilt, the addresses of sampled-then-freed blocks became
+ * the most often freed addresses of all, each free of them probing the table.
  * (Indexing the filter by page instead, for cache locality across runs of frees, was measured
  * and lost: small objects share pages with sampled ones, so many more frees were probed.) */
 #define EMPTY 0u
@@ -100,6 +104,7 @@ typedef struct live_table {
     size_t used; /* live + removed slots */
     size_t live;
     uint64_t *filter; /* (mask + 1) * FILTER_BITS_PER_SLOT bits */
+    uint16_t *filter_counts; /* writers only: listed keys per filter bit (at most mask / 4) */
     uintptr_t *keys;
     live_record *records;
     struct live_table *retired; /* older tables, kept until reset */
@@ -115,13 +120,27 @@ static size_t filter_bit_of(uintptr_t key) {
     return (size_t)(x >> 24);
 }
 
+static size_t filter_index(const live_table *t, uintptr_t key) {
+    return filter_bit_of(key) & ((t->mask + 1) * FILTER_BITS_PER_SLOT - 1);
+}
+
+/* Under the lock, before the key is published. */
 static void filter_add(live_table *t, uintptr_t key) {
-    size_t bit = filter_bit_of(key) & ((t->mask + 1) * FILTER_BITS_PER_SLOT - 1);
-    __atomic_or_fetch(&t->filter[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELEASE);
+    size_t bit = filter_index(t, key);
+    if (t->filter_counts[bit]++ == 0)
+        __atomic_or_fetch(&t->filter[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELEASE);
+}
+
+/* Under the lock, once the key is no longer listed. No reader can be looking for this key:
+ * the block is being freed by the one thread that owns it, so clearing the bit is safe. */
+static void filter_remove(live_table *t, uintptr_t key) {
+    size_t bit = filter_index(t, key);
+    if (--t->filter_counts[bit] == 0)
+        __atomic_and_fetch(&t->filter[bit / 64], ~((uint64_t)1 << (bit % 64)), __ATOMIC_RELEASE);
 }
 
 static int filter_may_contain(const live_table *t, uintptr_t key) {
-    size_t bit = filter_bit_of(key) & ((t->mask + 1) * FILTER_BITS_PER_SLOT - 1);
+    size_t bit = filter_index(t, key);
     return (__atomic_load_n(&t->filter[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64)) & 1;
 }
 
@@ -131,7 +150,9 @@ static live_table *table_new(size_t capacity) {
     t->keys = calloc(capacity, sizeof(*t->keys));
     t->records = calloc(capacity, sizeof(*t->records));
     t->filter = calloc(capacity * FILTER_BITS_PER_SLOT / 64, sizeof(*t->filter));
-    if (t->keys == NULL || t->records == NULL || t->filter == NULL) {
+    t->filter_counts = calloc(capacity * FILTER_BITS_PER_SLOT, sizeof(*t->filter_counts));
+    if (t->keys == NULL || t->records == NULL || t->filter == NULL || t->filter_counts == NULL) {
+        free(t->filter_counts);
         free(t->filter);
         free(t->keys);
         free(t->records);
@@ -145,6 +166,7 @@ static live_table *table_new(size_t capacity) {
 static void table_free_all(live_table *t) {
     while (t != NULL) {
         live_table *older = t->retired;
+        free(t->filter_counts);
         free(t->filter);
         free(t->keys);
         free(t->records);
@@ -305,7 +327,9 @@ static live_table *table_for_insert(void) {
 
 static void forget_block(live_table *t, long slot, uint64_t now) {
     live_record r = t->records[slot];
+    uintptr_t key = t->keys[slot];
     __atomic_store_n(&t->keys[slot], (uintptr_t)REMOVED, __ATOMIC_RELEASE);
+    filter_remove(t, key);
     t->live--;
     hl_memory_totals *m = &mem.totals;
     m->freed += r.weight;
@@ -409,7 +433,9 @@ static uint64_t slow_weight(hl_thread_memory *m, int64_t *countdown, size_t size
     return weight_of(m, countdown, size);
 }
 
-static void slow_allocation(void *p, size_t size, int kind) {
+/* The slow paths are out of line, and the fast paths below forced inline into each hook: left
+ * to itself, gcc split on_allocation and called its countdown part on every allocation. */
+static __attribute__((noinline)) void slow_allocation(void *p, size_t size, int kind) {
     uint64_t weight = slow_weight(&tls, &tls.countdown, size);
     if (weight == 0) return;
     tls.inside++;
@@ -417,7 +443,7 @@ static void slow_allocation(void *p, size_t size, int kind) {
     tls.inside--;
 }
 
-static inline void on_allocation(void *p, size_t size, int kind) {
+static inline __attribute__((always_inline)) void on_allocation(void *p, size_t size, int kind) {
     if (p == NULL || !sampling()) return;
     hl_thread_memory *m = &tls;
     if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return;
@@ -434,14 +460,14 @@ static __attribute__((noinline)) void free_maybe_sampled(const live_table *t, vo
 
 /* Must run before the block is released, so its address cannot be reused meanwhile. Nearly
  * every call ends at the filter. */
-static inline void on_free(void *p) {
+static inline __attribute__((always_inline)) void on_free(void *p) {
     if (!sampling()) return;
     const live_table *t = __atomic_load_n(&mem.table, __ATOMIC_ACQUIRE);
     if (t == NULL || p == NULL || !filter_may_contain(t, (uintptr_t)p)) return;
     free_maybe_sampled(t, p);
 }
 
-static void slow_copy(size_t size) {
+static __attribute__((noinline)) void slow_copy(size_t size) {
     uint64_t weight = slow_weight(&tls, &tls.copy_countdown, size);
     if (weight == 0) return;
     tls.inside++;
@@ -449,7 +475,7 @@ static void slow_copy(size_t size) {
     tls.inside--;
 }
 
-static inline void on_copy(size_t size) {
+static inline __attribute__((always_inline)) void on_copy(size_t size) {
     if (!sampling()) return;
     hl_thread_memory *m = &tls;
     if (size < mem.window && (m->copy_countdown -= (int64_t)size) > 0) return;
