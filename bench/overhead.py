@@ -24,6 +24,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from heatbench.measure import precompile_heatline  # noqa: E402
 WORKLOADS = ["pure_python", "alloc_python", "numpy_heavy"]
 
 
@@ -72,6 +74,7 @@ def main():
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     args = parser.parse_args()
     table = runners()
+    precompile_heatline(sys.executable)
     results = {}
     for workload in args.workloads.split(","):
         times = {name: [] for name in table}
