@@ -80,19 +80,26 @@ def main():
         times = {name: [] for name in table}
         for _ in range(args.runs):
             for name, command in table.items():
-                seconds = timed(command(workload))
-                if seconds is not None:
-                    times[name].append(seconds)
-        base = statistics.median(times["python"])
+                times[name].append(timed(command(workload)))  # None: failed
+        plain = times["python"]
+        base = statistics.median(t for t in plain if t is not None)
         results[workload] = {}
-        print(f"\n{workload} ({args.runs} interleaved runs, median wall seconds)")
-        for name, values in times.items():
+        print(f"\n{workload} ({args.runs} interleaved runs, median wall seconds; "
+              "in brackets the quartiles of the per-round ratios)")
+        for name, runs in times.items():
+            values = [t for t in runs if t is not None]
             if not values:
                 print(f"  {name:16s} failed")
                 continue
             median = statistics.median(values)
-            results[workload][name] = {"median_s": median, "ratio": median / base, "runs": values}
-            print(f"  {name:16s} {median:7.3f} s   x{median / base:.3f}")
+            # Each run over the plain run of the same round: how much the machine's drift
+            # and noise move the ratio.
+            paired = [t / p for t, p in zip(runs, plain) if t is not None and p is not None]
+            spread = statistics.quantiles(paired, n=4)[::2] if len(paired) >= 2 else [None, None]
+            results[workload][name] = {"median_s": median, "ratio": median / base, "runs": values,
+                                       "round_ratio_quartiles": spread}
+            quartiles = f"({spread[0]:.3f}-{spread[1]:.3f})" if spread[0] is not None else ""
+            print(f"  {name:16s} {median:7.3f} s   x{median / base:.3f} {quartiles}")
     report = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "python": sys.version.split()[0],
@@ -110,19 +117,27 @@ def main():
 BEGIN, END = "<!-- workloads:begin -->", "<!-- workloads:end -->"
 
 
+def _cell(entry):
+    low, high = entry.get("round_ratio_quartiles") or (None, None)
+    spread = f" ({low:.2f}-{high:.2f})" if low is not None else ""
+    return f"{entry['ratio']:.3f}x{spread}"
+
+
 def render(report, path):
     """Write the run's table between the workload markers of the document at path."""
     names = [name for name in next(iter(report["results"].values()))]
     lines = [
         f"Measured {report['date']} on {report['machine']}, Python {report['python']}, "
         f"{report['runs']} interleaved runs per runner; median wall time ÷ plain Python's "
-        "(each run includes interpreter start-up and, for heatline, writing the profile).",
+        "(each run includes interpreter start-up and, for heatline, writing the profile). "
+        "In brackets: the lower and upper quartiles of the per-round ratios (each run over the "
+        "plain run of its round), which show how much this machine's noise moves the figure.",
         "",
         "| workload | " + " | ".join(name for name in names[1:]) + " |",
         "|---|" + "---|" * (len(names) - 1),
     ]
     for workload, row in report["results"].items():
-        cells = [f"{row[name]['ratio']:.3f}x" if name in row else "failed" for name in names[1:]]
+        cells = [_cell(row[name]) if name in row else "failed" for name in names[1:]]
         plain = row["python"]["median_s"]
         lines.append(f"| {workload} ({plain:.2f} s plain) | " + " | ".join(cells) + " |")
     with open(path, encoding="utf-8") as f:
