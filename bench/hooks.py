@@ -19,19 +19,20 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 
-from heatline import _native, scope  # noqa: E402
-from heatline._opcodes import opcode_flags_table  # noqa: E402
+from heatline.session import Session  # noqa: E402
 
 
 def timed(work, window):
-    if window is not None:
-        _native.start(0.01, exclude_prefixes=scope.default_exclude_prefixes(),
-                      opcode_flags=opcode_flags_table(), memory_window=window)
+    """Seconds work() takes; under a session with this memory window (0: CPU only), or with no
+    profiler at all when window is None."""
+    session = Session(program=work.__name__, argv=[], memory_window=window) if window is not None else None
+    if session is not None:
+        session.start()
     start = time.perf_counter()
     work()
     elapsed = time.perf_counter() - start
-    if window is not None:
-        _native.stop()
+    if session is not None:
+        session.stop()
     return elapsed
 
 

@@ -172,8 +172,6 @@ def run_measured(command, *, cwd=None, env=None, timeout_s=600.0, stdout_path=No
     return result
 
 
-
-
 def precompile_heatline(python):
     """Write heatline's bytecode caches (.pyc) before timing anything.
 

@@ -84,8 +84,8 @@ void hl_memory_leave_engine(void) { tls.inside--; }
  * array at a fixed address; a set bit (for an absent block: listed keys / FILTER_BITS, under
  * 1% for the few hundred samples a program usually holds) sends the free on to the probe.
  * - Fixed, not sized with the table: the common free then depends on one load instead of
- *   three chained ones (table, its filter pointer, the word), which measured 2.5 points of
- *   run time on an int-heavy loop. Its cost: a program holding many thousands of samples
+ *   three chained ones (table, its filter pointer, the word), which measured 2.2 points of
+ *   run time on an int-heavy loop (bench/hooks.py pure_python: +7.1% -> +4.9%). Its cost: a program holding many thousands of samples
  *   (gigabytes of sampled memory) probes more often.
  * - Clearing matters: allocators reuse a freed block's address first (pymalloc's free lists are
  *   LIFO), so with bits left set, the addresses of sampled-then-freed blocks became the most
