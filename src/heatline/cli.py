@@ -79,7 +79,7 @@ def _window(text: str) -> int:
         number, scale = number[:-1], units[number[-1]]
     try:
         value = int(float(number) * scale)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: inf, 1e400
         value = 0
     if not 64 <= value <= 1 << 30:
         raise argparse.ArgumentTypeError(

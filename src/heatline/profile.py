@@ -112,25 +112,45 @@ def _json_type(kind: type) -> str:
 def dump(profile: dict[str, Any], path: str) -> None:
     """Write ``profile`` to ``path`` as JSON.
 
-    Writes a temporary file next to ``path`` and renames it into place, so a reader (or an
-    interrupted write) never sees half a profile.
+    Writes a temporary file in the directory of the file ``path`` names (through symlinks)
+    and renames it onto that file, so a reader (or an interrupted write) never sees half a
+    profile, a symlink stays a symlink to the same file, and an existing file keeps its
+    permission bits; a new file gets the usual mode (0666 less the umask). Strings that are
+    not valid Unicode (the surrogates Python makes of undecodable bytes in argv or paths,
+    PEP 383) are written as JSON ``\\udcXX`` escapes, so the file stays UTF-8 and reading
+    it back gives the same strings. Raises OSError if the profile cannot be written.
     """
-    if os.path.exists(path) and not os.path.isfile(path):
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
         # A device or pipe (say /dev/stderr) cannot be renamed over: write to it directly.
-        with open(path, "w", encoding="utf-8") as f:
+        with _open_text(path) as f:
             _write_json(profile, f)
         return
-    tmp_path = f"{path}.{os.getpid()}.tmp"  # plain open() so the file gets the usual umask mode
     try:
-        with open(tmp_path, "w", encoding="utf-8") as f:
+        mode: int | None = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    directory, name = os.path.split(target)
+    tmp_path = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        with _open_text(fd) as f:
             _write_json(profile, f)
-        os.replace(tmp_path, path)
+        os.replace(tmp_path, target)
     except BaseException:
         try:
             os.unlink(tmp_path)
         except OSError:
             pass
         raise
+
+
+def _open_text(file: Any) -> Any:
+    # backslashreplace fires only on what UTF-8 cannot encode, lone surrogates, and writes
+    # them as \udcXX: inside a JSON string, the JSON escape of the same character.
+    return open(file, "w", encoding="utf-8", errors="backslashreplace")
 
 
 def _write_json(profile: dict[str, Any], f: Any) -> None:

@@ -15,7 +15,6 @@ import atexit
 import builtins
 import contextlib
 import os
-import signal
 import sys
 import types
 from typing import Any
@@ -24,6 +23,10 @@ from typing import Any
 # in memory while the program runs, the program's own full garbage collections must walk too.
 
 _HEATLINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+# The exit status when the program succeeded but its profile could not be written.
+WRITE_FAILED_STATUS = 1
 
 
 class ProgramError(Exception):
@@ -218,6 +221,7 @@ def _print_syntax_error(exc: BaseException) -> None:
 def _run(program: _Program, options: Options) -> int:
     from heatline.session import Session
 
+    _check_outfile_is_not_the_program(options.outfile, program.module_attrs.get("__file__"))
     main = types.ModuleType("__main__")
     main.__dict__.update(program.module_attrs)
     main.__dict__["__builtins__"] = builtins
@@ -244,16 +248,50 @@ def _run(program: _Program, options: Options) -> int:
 
     try:
         exec(program.code, main.__dict__)  # noqa: S102 -- running the program is the point
-    except SystemExit:
+    except SystemExit as exc:
+        code = exc.code
+        finisher.succeeded = code is None or (isinstance(code, int) and code == 0)
         raise  # the interpreter handles it exactly as it would for a plain run
     except KeyboardInterrupt as exc:
         _report_uncaught(exc)
-        finisher.die_of_sigint = True  # after the profile is written, like python's Ctrl-C exit
-        return 130
+        # Let it leave heatline's main: since 3.8 the interpreter then finishes as usual
+        # (non-daemon threads, atexit, so the profile; finalizers, buffered files) and only
+        # then kills itself with SIGINT, exactly as it does for the program run alone.
+        # Python prints it once more on the way out; that print is skipped, it was shown.
+        finisher.succeeded = False
+        finisher.interrupted = True
+        sys.excepthook = _SkipOnce(exc, sys.excepthook)
+        raise
     except BaseException as exc:  # noqa: BLE001 -- whatever escapes the program is reported
         _report_uncaught(exc)
+        finisher.succeeded = False
         return 1
     return 0
+
+
+class _SkipOnce:
+    """sys.excepthook while an exception heatline already printed leaves the interpreter:
+    puts the program's hook back and prints anything else through it."""
+
+    def __init__(self, exc: BaseException, hook: Any) -> None:
+        self.exc = exc
+        self.hook = hook
+
+    def __call__(self, kind: type, value: BaseException, tb: Any) -> None:
+        sys.excepthook = self.hook
+        if value is not self.exc:
+            self.hook(kind, value, tb)
+        self.exc = None  # type: ignore[assignment]
+
+
+def _check_outfile_is_not_the_program(outfile: str | None, program_file: Any) -> None:
+    if not outfile or not isinstance(program_file, str):
+        return
+    with contextlib.suppress(OSError):
+        if os.path.samefile(outfile, program_file):
+            raise ProgramError(
+                f"refusing to write the profile over the program itself ('{program_file}')", 2
+            )
 
 
 def _is_internal(frame: types.FrameType) -> bool:
@@ -276,9 +314,15 @@ def _report_uncaught(exc: BaseException) -> None:
         sys.last_exc = exc
     try:
         sys.excepthook(type(exc), exc, tb)
-    except BaseException:  # noqa: BLE001
-        # A broken user excepthook: fall back to the default one, as the interpreter does.
+    except BaseException as hook_exc:  # noqa: BLE001
+        # A broken user excepthook: say so and fall back to the default hook, in the
+        # interpreter's words (Python/pythonrun.c).
+        _flush(sys.stdout)
+        sys.stderr.write("Error in sys.excepthook:\n")
+        sys.__excepthook__(type(hook_exc), hook_exc, hook_exc.__traceback__)
+        sys.stderr.write("\nOriginal exception was:\n")
         sys.__excepthook__(type(exc), exc, tb)
+        del hook_exc
     finally:
         del exc, tb  # break the frame <-> traceback cycle
 
@@ -289,7 +333,8 @@ class _Finisher:
     def __init__(self, session: Any, options: Options) -> None:
         self.session = session
         self.options = options
-        self.die_of_sigint = False
+        self.succeeded = True  # False once the program's exit status is known to be non-zero
+        self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
         # A forked child inherits atexit handlers; only the profiled process may write.
         self.pid = os.getpid()
 
@@ -300,9 +345,8 @@ class _Finisher:
             self.session.stop()
             profile = self.session.profile()
             if self.options.outfile:
-                from heatline.profile import dump
-
-                dump(profile, self.options.outfile)
+                if not self._write(profile, self.options.outfile):
+                    return
             if not self.options.quiet:
                 from heatline.renderers.terminal import render
 
@@ -317,8 +361,28 @@ class _Finisher:
             _internal_error("interrupted while writing the profile")
         except BaseException as exc:  # noqa: BLE001 -- never change the program's exit status
             _internal_error(_one_line(exc))
-        if self.die_of_sigint:
-            _die_of_sigint()
+        finally:
+            if self.interrupted:
+                _rearm_sigint_exit()
+
+    def _write(self, profile: Any, path: str) -> bool:
+        """Write the profile; if that fails, say so in one line and, when the program itself
+        succeeded, end the process with status 1 (the interpreter's exit status can no longer
+        be changed from an atexit handler, so what is left of its shutdown is skipped)."""
+        from heatline.profile import dump
+
+        try:
+            dump(profile, path)
+            return True
+        except OSError as exc:
+            reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else _one_line(exc)
+            _flush(sys.stdout)
+            with contextlib.suppress(Exception):
+                sys.stderr.write(f"heatline: error: can't write the profile to '{path}': {reason}\n")
+            _flush(sys.stderr)
+            if self.succeeded:
+                os._exit(WRITE_FAILED_STATUS)
+            return False
 
 
 def _one_line(exc: BaseException) -> str:
@@ -338,12 +402,15 @@ def _flush(stream: Any) -> None:
             stream.flush()
 
 
-def _die_of_sigint() -> None:
-    """End the process by SIGINT, as python does after an uncaught KeyboardInterrupt, so the
-    parent (a shell, say) sees that the program was interrupted."""
-    if os.name != "posix":
-        return  # the exit status 130 set by the runner is the closest equivalent
-    _flush(sys.stdout)
-    _flush(sys.stderr)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGINT)
+def _rearm_sigint_exit() -> None:
+    """Make sure the interpreter still ends by SIGINT after its shutdown.
+
+    An uncaught KeyboardInterrupt sets a flag that makes the interpreter kill itself with
+    SIGINT once finalized; but every exec() of a *string* clears it (Python/pythonrun.c,
+    run_eval_code_obj), and building the report may run some (collections.namedtuple,
+    dataclasses). The same function sets the flag when such code raises KeyboardInterrupt.
+    """
+    try:
+        exec("raise KeyboardInterrupt")  # noqa: S102
+    except KeyboardInterrupt:
+        pass

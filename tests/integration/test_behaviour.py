@@ -163,6 +163,10 @@ def test_sigint_ends_like_python_and_still_writes_the_profile(program, profile_p
         [sys.executable, "-m", "heatline", "-o", profile_path, program("spin_forever.py")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # A job started in the background inherits SIGINT ignored, and python then installs
+        # no KeyboardInterrupt handler: give the child the default disposition, as a shell
+        # does for a foreground program.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stdout.readline() == b"ready\n"

@@ -32,6 +32,10 @@ def assert_one_error_line(result, contains=""):
         ["--cpu-percent-threshold", "101"],
         ["--cpu-percent-threshold", "-1"],
         ["--cpu-sampling-interval=nan"],
+        ["--memory-sampling-window", "inf"],
+        ["--memory-sampling-window", "1e400"],
+        ["--memory-sampling-window", "-inf"],
+        ["--memory-sampling-window", "nan"],
     ],
     ids=lambda options: " ".join(options),
 )

@@ -1,0 +1,130 @@
+"""The program must not notice the profiler: its shutdown, its files, its exit status; and
+heatline must not lose or mangle what it writes (issue 7, items 2, 5, 10, 11)."""
+
+import json
+import os
+import shutil
+import signal
+import stat
+
+from heatline import profile
+
+
+def _default_sigint():
+    # A job started in the background inherits SIGINT ignored; a foreground program has the
+    # default disposition, which is what these tests are about.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _files(directory):
+    return {name: (directory / name).read_text() for name in sorted(os.listdir(directory))}
+
+
+def test_uncaught_keyboard_interrupt_keeps_pythons_shutdown(
+    run_heatline, run_python, program, tmp_path
+):
+    plain, profiled = tmp_path / "plain", tmp_path / "profiled"
+    plain.mkdir()
+    profiled.mkdir()
+    script = program("keyboard_interrupt_data.py")
+    expected = run_python(script, str(plain), preexec_fn=_default_sigint)
+    assert expected.returncode == -signal.SIGINT
+    assert _files(plain) == {
+        "atexit.txt": "atexit ran",
+        "buffered.txt": "data the program wrote",
+    }
+    assert expected.stdout == b"before the interrupt\nfinalizer ran\n"
+    # Several runs: whether the report's own work disturbed the SIGINT exit once varied.
+    for run in range(4):
+        out = tmp_path / f"profile{run}.json"
+        result = run_heatline("-o", str(out), script, str(profiled), preexec_fn=_default_sigint)
+        assert result.returncode == -signal.SIGINT, result.stderr.decode()
+        assert result.stdout == expected.stdout
+        assert _files(profiled) == _files(plain)
+        stderr = result.stderr.decode()
+        # The traceback once, as python prints it, then the report.
+        assert stderr.startswith(expected.stderr.decode()), stderr
+        assert stderr.count("Traceback (most recent call last):") == 1
+        assert "heatline profile of" in stderr
+        assert profile.load(str(out))["program"] == script
+        for name in os.listdir(profiled):
+            os.unlink(profiled / name)
+
+
+def test_outfile_keeps_its_mode_and_symlink(run_heatline, program, tmp_path):
+    target = tmp_path / "kept.json"
+    target.write_text("old")
+    os.chmod(target, 0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    result = run_heatline("-q", "-o", str(link), program("output.py"))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+    assert profile.load(str(target))["program"] == program("output.py")
+    assert sorted(os.listdir(tmp_path)) == ["kept.json", "link.json"]  # no temporary left
+
+
+def test_new_outfile_gets_the_umask_mode(run_heatline, program, tmp_path):
+    out = tmp_path / "new.json"
+    result = run_heatline(
+        "-q", "-o", str(out), program("output.py"), preexec_fn=lambda: os.umask(0o027)
+    )
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
+
+
+def test_outfile_that_is_the_program_is_refused(run_heatline, program, tmp_path):
+    script = tmp_path / "victim.py"
+    shutil.copy(program("output.py"), script)
+    before = script.read_bytes()
+    alias = tmp_path / "alias.py"
+    alias.symlink_to(script)
+    for outfile in (str(script), str(alias)):
+        result = run_heatline("-o", outfile, str(script))
+        assert result.returncode == 2
+        assert result.stdout == b""  # the program did not run
+        lines = result.stderr.decode().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("heatline: error: "), lines
+        assert "over the program itself" in lines[0]
+        assert script.read_bytes() == before
+
+
+def test_failed_write_is_a_one_line_error_and_a_failure_status(
+    run_heatline, run_python, program, tmp_path
+):
+    expected = run_python(program("output.py"))
+    result = run_heatline("-o", "/dev/full", program("output.py"))
+    assert result.returncode == 1
+    assert result.stdout == expected.stdout
+    stderr = result.stderr.decode()
+    assert "Traceback" not in stderr and "internal error" not in stderr
+    assert stderr.splitlines() == [
+        "heatline: error: can't write the profile to '/dev/full': "
+        "[Errno 28] No space left on device"
+    ]
+    # A program that failed keeps its own status.
+    failing = tmp_path / "fails.py"
+    failing.write_text("import sys\nprint('out')\nsys.exit(3)\n")
+    result = run_heatline("-q", "-o", "/dev/full", str(failing))
+    assert result.returncode == 3
+    assert result.stdout == b"out\n"
+    assert result.stderr.decode().startswith("heatline: error: can't write the profile")
+
+
+def test_argv_that_is_not_utf8_is_kept_in_the_profile(
+    run_heatline, run_python, program, profile_path
+):
+    args = [b"\xff\xfe-not-utf8", "caf\u00e9".encode(), b"plain"]
+    expected = run_python(program("argv_echo.py"), *args)
+    result = run_heatline("-q", "-o", profile_path, program("argv_echo.py"), *args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected.stdout
+    assert result.stderr == b""
+    with open(profile_path, "rb") as f:
+        raw = f.read()
+    raw.decode("utf-8")  # the file stays UTF-8
+    assert "\\udcff\\udcfe-not-utf8" in raw.decode()  # the undecodable bytes, escaped
+    data = profile.load(profile_path)
+    assert [os.fsencode(arg) for arg in data["argv"][1:]] == args
+    json.loads(raw)  # and plain JSON
