@@ -25,6 +25,27 @@ from typing import Any
 _HEATLINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def _startup_modules() -> frozenset[str]:
+    """The modules the interpreter itself imported before running heatline's entry point
+    (``python -m heatline`` or the ``heatline`` script): those a plain ``python script.py``
+    has too. sys.modules keeps the order in which imports completed, and the last import of
+    the interpreter's start-up is site (which runs .pth files and sitecustomize inside its
+    own import); without site (-S), the last is __main__'s creation."""
+    names = list(sys.modules)
+    last = "site" if "site" in sys.modules else "__main__"
+    end = names.index(last) + 1 if last in sys.modules else 0
+    return frozenset(names[:end])
+
+
+# Worked out when the CLI first imports this module, before anything of the program exists.
+_STARTUP_MODULES = _startup_modules()
+# Where heatline's own late imports (json, rich, ...) are found: sys.path without the entry's
+# directory (the current one for -m, the script's bin directory), which is the program's
+# directory once it runs.
+_OWN_PATH = list(sys.path if getattr(sys.flags, "safe_path", False) or sys.flags.isolated
+                 else sys.path[1:])
+
+
 # The exit status when the program succeeded but its profile could not be written.
 WRITE_FAILED_STATUS = 1
 
@@ -246,6 +267,7 @@ def _run(program: _Program, options: Options) -> int:
         atexit.unregister(finisher)
         raise ProgramError(f"could not start the profiler: {exc}", 1) from None
 
+    finisher.own_modules = _set_aside_own_modules()
     try:
         exec(program.code, main.__dict__)  # noqa: S102 -- running the program is the point
     except SystemExit as exc:
@@ -267,6 +289,51 @@ def _run(program: _Program, options: Options) -> int:
         finisher.succeeded = False
         return 1
     return 0
+
+
+def _set_aside_own_modules() -> dict[str, Any]:
+    """Take the modules only heatline imported out of sys.modules, so the program imports its
+    own (a local re.py, typing.py, signal.py...) exactly as under python; heatline keeps its
+    references to them. Returns sys.modules as it was, for heatline's work at exit.
+
+    Kept: heatline's own package (the program may call heatline.pause()), and modules built
+    into the interpreter, which no file can shadow.
+    """
+    own = dict(sys.modules)
+    for name in own:
+        if name in _STARTUP_MODULES or name in sys.builtin_module_names:
+            continue
+        if _is_heatline(name) or name == "__main__":
+            continue
+        del sys.modules[name]
+    return own
+
+
+def _is_heatline(name: str) -> bool:
+    return name == "heatline" or name.startswith("heatline.")
+
+
+@contextlib.contextmanager
+def _own_imports(own_modules: dict[str, Any]) -> Any:
+    """While heatline finishes: imports resolve to heatline's dependencies, never the
+    program's directory or the program's modules of the same name (json.py, rich.py); then
+    the program's sys.path and sys.modules are put back as they were, for the rest of its
+    shutdown. (sys.modules is changed in place: the import system holds that very dict.)"""
+    program_modules = dict(sys.modules)
+    program_path = list(sys.path)
+    try:
+        sys.modules.clear()
+        sys.modules.update(own_modules)
+        # heatline's own modules stay one copy, whoever imported them first.
+        sys.modules.update(
+            (name, module) for name, module in program_modules.items() if _is_heatline(name)
+        )
+        sys.path[:] = _OWN_PATH
+        yield
+    finally:
+        sys.path[:] = program_path
+        sys.modules.clear()
+        sys.modules.update(program_modules)
 
 
 class _SkipOnce:
@@ -335,12 +402,21 @@ class _Finisher:
         self.options = options
         self.succeeded = True  # False once the program's exit status is known to be non-zero
         self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
+        self.own_modules: dict[str, Any] = dict(sys.modules)  # sys.modules for heatline's work
         # A forked child inherits atexit handlers; only the profiled process may write.
         self.pid = os.getpid()
 
     def __call__(self) -> None:
         if os.getpid() != self.pid:
             return
+        try:
+            with _own_imports(self.own_modules):
+                self._finish()
+        finally:
+            if self.interrupted:
+                _rearm_sigint_exit()
+
+    def _finish(self) -> None:
         try:
             self.session.stop()
             profile = self.session.profile()
@@ -361,9 +437,6 @@ class _Finisher:
             _internal_error("interrupted while writing the profile")
         except BaseException as exc:  # noqa: BLE001 -- never change the program's exit status
             _internal_error(_one_line(exc))
-        finally:
-            if self.interrupted:
-                _rearm_sigint_exit()
 
     def _write(self, profile: Any, path: str) -> bool:
         """Write the profile; if that fails, say so in one line and, when the program itself

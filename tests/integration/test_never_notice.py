@@ -128,3 +128,43 @@ def test_argv_that_is_not_utf8_is_kept_in_the_profile(
     data = profile.load(profile_path)
     assert [os.fsencode(arg) for arg in data["argv"][1:]] == args
     json.loads(raw)  # and plain JSON
+
+
+SHADOWING = ("json", "random", "rich", "pygments", "datetime", "signal", "typing", "re", "enum",
+             "argparse", "shutil", "locale", "linecache", "collections", "functools")
+
+
+def test_program_gets_its_own_modules_and_heatline_gets_its_own(
+    run_heatline, run_python, program, profile_path
+):
+    # The program's directory holds json.py, rich.py, re.py, typing.py...: it must import
+    # those, as under python (not copies heatline imported first), and heatline's work at
+    # exit must import its own (not the program's), so the profile and report are written.
+    main = program("shadowing/main.py")
+    expected = run_python(main)
+    assert expected.returncode == 0, expected.stderr
+    for name in SHADOWING:
+        assert f"{name} {name} of the program\n".encode() in expected.stdout
+    result = run_heatline("-o", profile_path, main)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected.stdout
+    stderr = result.stderr.decode()
+    assert "heatline profile of" in stderr and "error" not in stderr, stderr
+    data = profile.load(profile_path)
+    assert data["program"] == main
+    assert data["files"][main]["lines"]  # the loop was sampled
+
+
+def test_script_named_like_a_module_heatline_imports_runs_once(
+    run_heatline, run_python, tmp_path, profile_path
+):
+    for name in ("json", "random", "rich"):
+        script = tmp_path / f"{name}.py"
+        script.write_text("print('the script ran')\n")
+        expected = run_python(str(script))
+        result = run_heatline("-o", profile_path, str(script))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == expected.stdout == b"the script ran\n"
+        assert "heatline profile of" in result.stderr.decode()
+        assert profile.load(profile_path)["program"] == str(script)
+        os.unlink(profile_path)
