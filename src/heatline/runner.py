@@ -178,6 +178,8 @@ def _compile_script(script: str, args: list[str], path: str) -> _Program:
         raise ProgramError(
             f"can't open file '{path}': [Errno {exc.errno}] {exc.strerror}", 2
         ) from None
+    if path.endswith(".pyc"):
+        return _load_pyc(script, args, path, source)
     try:
         # Compiled with the absolute file name, as python does, so tracebacks and linecache
         # find the source.
@@ -196,6 +198,35 @@ def _compile_script(script: str, args: list[str], path: str) -> _Program:
             "__file__": path,
             "__cached__": None,
             "__loader__": SourceFileLoader("__main__", path),
+            "__spec__": None,
+            "__package__": None,
+        },
+    )
+
+
+def _load_pyc(script: str, args: list[str], path: str, data: bytes) -> _Program:
+    """A compiled script, as python runs one (Python/pythonrun.c, run_pyc_file)."""
+    import marshal
+    from importlib.machinery import SourcelessFileLoader
+    from importlib.util import MAGIC_NUMBER
+
+    if data[:4] != MAGIC_NUMBER:
+        raise ProgramError(f"'{path}': bad magic number in .pyc file", 1)
+    try:
+        code = marshal.loads(data[16:])  # after the magic number, flags and source stamp
+    except (EOFError, ValueError, TypeError):
+        raise ProgramError(f"'{path}': bad code object in .pyc file", 1) from None
+    if not isinstance(code, types.CodeType):
+        raise ProgramError(f"'{path}': bad code object in .pyc file", 1)
+    return _Program(
+        code=code,
+        label=path,
+        argv=[script, *args],
+        path0=os.path.dirname(os.path.realpath(path)),
+        module_attrs={
+            "__file__": path,
+            "__cached__": None,
+            "__loader__": SourcelessFileLoader("__main__", path),
             "__spec__": None,
             "__package__": None,
         },
@@ -370,11 +401,16 @@ def _is_internal(frame: types.FrameType) -> bool:
     return runpy is not None and filename == getattr(runpy, "__file__", None)
 
 
-def _report_uncaught(exc: BaseException) -> None:
-    """Print an uncaught exception the way the interpreter does, minus heatline's frames."""
-    tb = exc.__traceback__
+def _program_part(tb: Any) -> Any:
+    """A traceback without its leading heatline (and runpy) frames."""
     while tb is not None and _is_internal(tb.tb_frame):
         tb = tb.tb_next
+    return tb
+
+
+def _report_uncaught(exc: BaseException) -> None:
+    """Print an uncaught exception the way the interpreter does, minus heatline's frames."""
+    tb = _program_part(exc.__traceback__)
     exc = exc.with_traceback(tb)
     sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
     if sys.version_info >= (3, 12):
@@ -386,10 +422,12 @@ def _report_uncaught(exc: BaseException) -> None:
         # interpreter's words (Python/pythonrun.c).
         _flush(sys.stdout)
         sys.stderr.write("Error in sys.excepthook:\n")
-        sys.__excepthook__(type(hook_exc), hook_exc, hook_exc.__traceback__)
+        hook_exc.__context__ = None  # the interpreter calls the hook outside any handler
+        hook_tb = _program_part(hook_exc.__traceback__)
+        sys.__excepthook__(type(hook_exc), hook_exc.with_traceback(hook_tb), hook_tb)
         sys.stderr.write("\nOriginal exception was:\n")
         sys.__excepthook__(type(exc), exc, tb)
-        del hook_exc
+        del hook_exc, hook_tb
     finally:
         del exc, tb  # break the frame <-> traceback cycle
 
@@ -426,13 +464,13 @@ class _Finisher:
             if not self.options.quiet:
                 from heatline.renderers.terminal import render
 
-                _flush(sys.stdout)  # the report comes after everything the program printed
-                render(
-                    profile,
-                    file=sys.stderr,
-                    reduced=self.options.reduced,
-                    threshold_pct=self.options.threshold_pct,
-                )
+                with _stderr_fd() as stream:
+                    render(
+                        profile,
+                        file=stream,
+                        reduced=self.options.reduced,
+                        threshold_pct=self.options.threshold_pct,
+                    )
         except KeyboardInterrupt:
             _internal_error("interrupted while writing the profile")
         except BaseException as exc:  # noqa: BLE001 -- never change the program's exit status
@@ -449,10 +487,7 @@ class _Finisher:
             return True
         except OSError as exc:
             reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else _one_line(exc)
-            _flush(sys.stdout)
-            with contextlib.suppress(Exception):
-                sys.stderr.write(f"heatline: error: can't write the profile to '{path}': {reason}\n")
-            _flush(sys.stderr)
+            _write_stderr(f"heatline: error: can't write the profile to '{path}': {reason}\n")
             if self.succeeded:
                 os._exit(WRITE_FAILED_STATUS)
             return False
@@ -464,9 +499,25 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _internal_error(message: str) -> None:
+    _write_stderr(f"heatline: internal error: {message}\n")
+
+
+@contextlib.contextmanager
+def _stderr_fd() -> Any:
+    """A text stream on file descriptor 2, for what heatline writes at exit: the process's
+    stderr, wherever the program pointed sys.stderr (into its log, None, stdout). Whatever
+    the program's streams hold is flushed first, so heatline's text comes after it."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        _flush(stream)
+    encoding = getattr(sys.__stderr__, "encoding", None) or "utf-8"
+    with open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False) as stream:
+        yield stream
+
+
+def _write_stderr(text: str) -> None:
     with contextlib.suppress(Exception):  # stderr itself may be gone; nothing left to do
-        sys.stderr.write(f"heatline: internal error: {message}\n")
-        sys.stderr.flush()
+        with _stderr_fd() as stream:
+            stream.write(text)
 
 
 def _flush(stream: Any) -> None:

@@ -168,3 +168,56 @@ def test_script_named_like_a_module_heatline_imports_runs_once(
         assert "heatline profile of" in result.stderr.decode()
         assert profile.load(profile_path)["program"] == str(script)
         os.unlink(profile_path)
+
+
+def test_broken_excepthook_is_reported_like_python(run_heatline, run_python, tmp_path):
+    script = tmp_path / "hook.py"
+    script.write_text(
+        "import sys\n"
+        "def hook(*args):\n"
+        "    raise ValueError('the hook is broken')\n"
+        "sys.excepthook = hook\n"
+        "raise KeyError('the program failed')\n"
+    )
+    expected = run_python(str(script))
+    assert b"Error in sys.excepthook:" in expected.stderr
+    result = run_heatline("-q", str(script))
+    assert result.returncode == expected.returncode == 1
+    assert result.stderr == expected.stderr
+
+
+def test_compiled_script_runs_as_under_python(run_heatline, run_python, tmp_path, profile_path):
+    import py_compile
+
+    source = tmp_path / "compiled.py"
+    source.write_text("import sys\nprint('compiled', __file__ == sys.argv[0], sys.argv[1:])\n")
+    pyc = str(tmp_path / "compiled.pyc")
+    py_compile.compile(str(source), cfile=pyc, doraise=True)
+    source.unlink()
+    expected = run_python(pyc, "arg")
+    assert expected.returncode == 0, expected.stderr
+    result = run_heatline("-q", "-o", profile_path, pyc, "arg")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected.stdout
+    assert profile.load(profile_path)["program"] == pyc
+
+
+def test_report_goes_to_the_process_stderr_whatever_sys_stderr_is(run_heatline, tmp_path):
+    log = tmp_path / "log.txt"
+    script = tmp_path / "rebinds.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.stderr = open({str(log)!r}, 'w')\n"
+        "print('the program logs this', file=sys.stderr)\n"
+    )
+    result = run_heatline(str(script))
+    assert result.returncode == 0, result.stderr
+    assert log.read_text() == "the program logs this\n"
+    assert result.stdout == b""
+    assert result.stderr.decode().startswith("heatline profile of")
+
+    script.write_text("import sys\nsys.stderr = None\nprint('out')\n")
+    result = run_heatline(str(script))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b"out\n"
+    assert result.stderr.decode().startswith("heatline profile of")
