@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from heatline import __version__
-from heatline.session import DEFAULT_MEMORY_WINDOW
+from heatline.options import RUN_OPTIONS, Option, Options
 
 USAGE = """\
 heatline [options] script.py [args...]
@@ -50,46 +50,14 @@ def fail(message: str, status: int = 2) -> NoReturn:
     raise SystemExit(status)
 
 
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 1:  # also rejects nan
-        raise argparse.ArgumentTypeError(
-            f"must be a number of seconds greater than 0 and at most 1, not {text!r}"
-        )
-    return value
-
-
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be a percentage from 0 to 100, not {text!r}")
-    return value
-
-
-def _window(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    number, scale = text.strip().lower().rstrip("ib"), 1
-    if number[-1:] in units:
-        number, scale = number[:-1], units[number[-1]]
-    try:
-        value = int(float(number) * scale)
-    except (ValueError, OverflowError):  # OverflowError: inf, 1e400
-        value = 0
-    if not 64 <= value <= 1 << 30:
-        raise argparse.ArgumentTypeError(
-            f"must be a number of bytes from 64 to 1G (e.g. 65536 or 64K), not {text!r}"
-        )
-    return value
-
-
-def _patterns(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def _add(parser: argparse.ArgumentParser, option: Option) -> None:
+    if option.takes_value:
+        kwargs: dict = {"metavar": option.metavar, "default": option.default}
+        if option.parse is not None:
+            kwargs["type"] = option.parse
+    else:
+        kwargs = {"action": "store_true"}
+    parser.add_argument(*option.flags, dest=option.dest, help=option.help, **kwargs)
 
 
 def _run_parser() -> _Parser:
@@ -104,102 +72,38 @@ def _run_parser() -> _Parser:
     parser.add_argument(
         "-m", metavar="MODULE", dest="module", help="profile a module run as 'python -m MODULE'"
     )
-    parser.add_argument(
-        "-o",
-        "--outfile",
-        metavar="FILE",
-        help="also write the profile as JSON to FILE (see 'heatline view')",
-    )
-    parser.add_argument(
-        "-q", "--quiet", action="store_true", help="do not print the report (to stderr) at the end"
-    )
-    parser.add_argument(
-        "--profile-all",
-        action="store_true",
-        help="profile all code, including the standard library and installed packages",
-    )
-    parser.add_argument(
-        "--profile-only",
-        metavar="PATTERNS",
-        type=_patterns,
-        default=[],
-        help="profile only files whose path contains one of these comma-separated substrings",
-    )
-    parser.add_argument(
-        "--profile-exclude",
-        metavar="PATTERNS",
-        type=_patterns,
-        default=[],
-        help="do not profile files whose path contains one of these comma-separated substrings",
-    )
-    parser.add_argument(
-        "--cpu-sampling-interval",
-        metavar="SECONDS",
-        type=_interval,
-        default=0.01,
-        help="mean time between samples (default: 0.01)",
-    )
-    parser.add_argument(
-        "--cpu-only",
-        action="store_true",
-        help="profile CPU time only: no memory or copy profiling",
-    )
-    parser.add_argument(
-        "--memory-sampling-window",
-        metavar="BYTES",
-        type=_window,
-        default=DEFAULT_MEMORY_WINDOW,
-        help="mean number of bytes allocated (or copied) between memory samples; smaller is "
-        f"more precise and slower (default: {DEFAULT_MEMORY_WINDOW // 1024}K)",
-    )
-    _add_view_options(parser)
-    parser.add_argument(
-        "--off",
-        action="store_true",
-        help="start paused; the program calls heatline.resume() to start",
-    )
+    for option in RUN_OPTIONS:
+        _add(parser, option)
     parser.add_argument("--version", action="version", version=f"heatline {__version__}")
     return parser
-
-
-def _add_view_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--cpu-percent-threshold",
-        metavar="PERCENT",
-        type=_percent,
-        default=1.0,
-        help="lines and functions with at least this share of "
-        "the time are highlighted (default: 1)",
-    )
-    parser.add_argument(
-        "--reduced-profile",
-        action="store_true",
-        help="show only lines at or above the --cpu-percent-threshold",
-    )
 
 
 def _view_parser() -> _Parser:
     parser = _Parser(
         prog="heatline view", description="Show a profile written with -o.", allow_abbrev=False
     )
-    _add_view_options(parser)
+    for option in RUN_OPTIONS:
+        if option.view:
+            _add(parser, option)
     parser.add_argument("profile", metavar="profile.json", help="the profile to show")
     return parser
 
 
-# Options of the run parser that take a value, so the scan below knows to skip it.
+# What split_argv needs to know of the run parser's options: which take a value (so the
+# scan skips it), and which single letters are flags that may be combined (-q; -h from argparse).
 _VALUE_OPTIONS = frozenset(
-    {
-        "-o",
-        "--outfile",
-        "--profile-only",
-        "--profile-exclude",
-        "--cpu-sampling-interval",
-        "--cpu-percent-threshold",
-        "--memory-sampling-window",
+    flag for option in RUN_OPTIONS if option.takes_value for flag in option.flags
+)
+_SHORT_FLAGS = frozenset(
+    {"h"}
+    | {
+        flag[1]
+        for option in RUN_OPTIONS
+        if not option.takes_value
+        for flag in option.flags
+        if len(flag) == 2
     }
 )
-_SHORT_FLAGS = frozenset("qh")
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -231,7 +135,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
                         return argv, []  # argparse reports the missing module name
                     return argv[:i] + flags, ["-m", *argv[i + 1 :]]
                 if letter not in _SHORT_FLAGS:  # -o (or an unknown option argparse reports)
-                    i += 2 if letter == "o" and not attached else 1
+                    i += 2 if f"-{letter}" in _VALUE_OPTIONS and not attached else 1
                     break
             else:
                 i += 1
@@ -278,18 +182,11 @@ def _run(args: list[str]) -> int:
             "no program to profile: give a script (heatline script.py) or a module "
             "(heatline -m module); see heatline --help"
         )
-    run_options = runner.Options(
-        outfile=check_outfile(options.outfile) if options.outfile is not None else None,
-        quiet=options.quiet,
-        reduced=options.reduced_profile,
-        threshold_pct=options.cpu_percent_threshold,
-        interval_s=options.cpu_sampling_interval,
-        profile_all=options.profile_all,
-        only=options.profile_only,
-        exclude=options.profile_exclude,
-        paused=options.off,
-        memory_window=0 if options.cpu_only else options.memory_sampling_window,
-    )
+    values = vars(options)
+    del values["module"]  # (-m MODULE never reaches argparse: split_argv put it in program)
+    run_options = Options(**values)
+    if run_options.outfile is not None:
+        run_options.outfile = check_outfile(run_options.outfile)
     try:
         if program[:1] == ["-m"]:
             return runner.run_module(program[1], program[2:], run_options)

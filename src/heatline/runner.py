@@ -19,6 +19,8 @@ import sys
 import types
 from typing import Any
 
+from heatline.options import Options
+
 # Few imports here, and none of json, dataclasses, inspect or traceback: whatever heatline holds
 # in memory while the program runs, the program's own full garbage collections must walk too.
 
@@ -56,34 +58,6 @@ class ProgramError(Exception):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
-
-
-class Options:
-    """How to profile and what to do with the profile; filled in by the CLI."""
-
-    def __init__(
-        self,
-        outfile: str | None = None,
-        quiet: bool = False,
-        reduced: bool = False,
-        threshold_pct: float = 1.0,
-        interval_s: float = 0.01,
-        profile_all: bool = False,
-        only: list[str] | None = None,
-        exclude: list[str] | None = None,
-        paused: bool = False,
-        memory_window: int = 0,  # bytes between memory samples on average; 0: CPU only
-    ) -> None:
-        self.outfile = outfile
-        self.quiet = quiet
-        self.reduced = reduced
-        self.threshold_pct = threshold_pct
-        self.interval_s = interval_s
-        self.profile_all = profile_all
-        self.only = list(only or [])
-        self.exclude = list(exclude or [])
-        self.paused = paused
-        self.memory_window = memory_window
 
 
 class _Program:
@@ -178,17 +152,19 @@ def _compile_script(script: str, args: list[str], path: str) -> _Program:
         raise ProgramError(
             f"can't open file '{path}': [Errno {exc.errno}] {exc.strerror}", 2
         ) from None
-    if path.endswith(".pyc"):
-        return _load_pyc(script, args, path, source)
-    try:
-        # Compiled with the absolute file name, as python does, so tracebacks and linecache
-        # find the source.
-        code = compile(source, path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes before 3.12
-        _print_syntax_error(exc)
-        raise SystemExit(1) from None
-    from importlib.machinery import SourceFileLoader
+    from importlib.machinery import SourceFileLoader, SourcelessFileLoader
 
+    if path.endswith(".pyc"):
+        code, loader = _unmarshal_pyc(path, source), SourcelessFileLoader("__main__", path)
+    else:
+        try:
+            # Compiled with the absolute file name, as python does, so tracebacks and
+            # linecache find the source.
+            code = compile(source, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:  # ValueError: null bytes before 3.12
+            _print_syntax_error(exc)
+            raise SystemExit(1) from None
+        loader = SourceFileLoader("__main__", path)
     return _Program(
         code=code,
         label=path,
@@ -197,17 +173,16 @@ def _compile_script(script: str, args: list[str], path: str) -> _Program:
         module_attrs={
             "__file__": path,
             "__cached__": None,
-            "__loader__": SourceFileLoader("__main__", path),
+            "__loader__": loader,
             "__spec__": None,
             "__package__": None,
         },
     )
 
 
-def _load_pyc(script: str, args: list[str], path: str, data: bytes) -> _Program:
-    """A compiled script, as python runs one (Python/pythonrun.c, run_pyc_file)."""
+def _unmarshal_pyc(path: str, data: bytes) -> types.CodeType:
+    """The code of a compiled script, as python runs one (Python/pythonrun.c, run_pyc_file)."""
     import marshal
-    from importlib.machinery import SourcelessFileLoader
     from importlib.util import MAGIC_NUMBER
 
     if data[:4] != MAGIC_NUMBER:
@@ -215,22 +190,10 @@ def _load_pyc(script: str, args: list[str], path: str, data: bytes) -> _Program:
     try:
         code = marshal.loads(data[16:])  # after the magic number, flags and source stamp
     except (EOFError, ValueError, TypeError):
-        raise ProgramError(f"'{path}': bad code object in .pyc file", 1) from None
+        code = None
     if not isinstance(code, types.CodeType):
         raise ProgramError(f"'{path}': bad code object in .pyc file", 1)
-    return _Program(
-        code=code,
-        label=path,
-        argv=[script, *args],
-        path0=os.path.dirname(os.path.realpath(path)),
-        module_attrs={
-            "__file__": path,
-            "__cached__": None,
-            "__loader__": SourcelessFileLoader("__main__", path),
-            "__spec__": None,
-            "__package__": None,
-        },
-    )
+    return code
 
 
 def _main_module_of_path(script: str, args: list[str], path: str) -> _Program:
@@ -280,16 +243,7 @@ def _run(program: _Program, options: Options) -> int:
     sys.modules["__main__"] = main  # a fresh module, so pickle finds __main__ classes
     sys.argv = list(program.argv)
 
-    session = Session(
-        program=program.label,
-        argv=program.argv,
-        interval_s=options.interval_s,
-        profile_all=options.profile_all,
-        only=options.only,
-        exclude=options.exclude,
-        paused=options.paused,
-        memory_window=options.memory_window,
-    )
+    session = Session(program=program.label, argv=program.argv, **options.session_arguments())
     finisher = _Finisher(session, options)
     atexit.register(finisher)
     try:
@@ -468,8 +422,8 @@ class _Finisher:
                     render(
                         profile,
                         file=stream,
-                        reduced=self.options.reduced,
-                        threshold_pct=self.options.threshold_pct,
+                        reduced=self.options.reduced_profile,
+                        threshold_pct=self.options.cpu_percent_threshold,
                     )
         except KeyboardInterrupt:
             _internal_error("interrupted while writing the profile")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from heatline import __version__, scope
+from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW  # noqa: F401 (re-export)
 from heatline._opcodes import opcode_flags_table
 
 # Only what starting needs is imported here: modules for building the profile (json,
@@ -22,10 +23,6 @@ from heatline._opcodes import opcode_flags_table
 MAX_LISTED_FILE_LINES = 5000
 # Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
 LOST_WARNING_FRACTION = 0.05
-# Mean bytes allocated (or copied) between memory samples; see memory.c for the maths. At this
-# window a line that allocates 10 MB in small objects gets ~160 samples (about 3% error) and an
-# allocation-heavy program takes a few thousand samples per second.
-DEFAULT_MEMORY_WINDOW = 64 * 1024
 # Points kept in the program's memory timeline in the profile.
 PROGRAM_TIMELINE_POINTS = 200
 
@@ -65,7 +62,7 @@ class Session:
         *,
         program: str,
         argv: Sequence[str],
-        interval_s: float = 0.01,
+        interval_s: float = DEFAULT_INTERVAL_S,
         profile_all: bool = False,
         only: Sequence[str] = (),
         exclude: Sequence[str] = (),

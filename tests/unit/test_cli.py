@@ -48,3 +48,34 @@ def test_importing_heatline_loads_neither_the_engine_nor_rich():
 def test_pause_and_resume_do_nothing_without_a_running_profile():
     heatline.pause()
     heatline.resume()
+
+
+def _option_actions():
+    from heatline.cli import _run_parser
+
+    return [action for action in _run_parser()._actions if action.option_strings]
+
+
+def test_split_argv_knows_every_option_of_the_parser():
+    # split_argv must skip exactly the values the parser takes, or the program's command line
+    # would start at an option's value (or swallow the script).
+    for action in _option_actions():
+        if action.dest in ("help", "version", "module"):
+            continue
+        takes_value = action.nargs is None and action.const is None
+        for flag in action.option_strings:
+            argv = [flag, "VALUE", "app.py"] if takes_value else [flag, "app.py"]
+            assert split_argv(argv) == (argv[:-1], ["app.py"]), flag
+
+
+def test_parser_defaults_are_the_options_defaults():
+    from heatline.cli import _run_parser
+    from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW, Options
+
+    parsed = vars(_run_parser().parse_args([]))
+    del parsed["module"]
+    assert parsed == vars(Options())
+    arguments = Options().session_arguments()
+    assert arguments["interval_s"] == DEFAULT_INTERVAL_S
+    assert arguments["memory_window"] == DEFAULT_MEMORY_WINDOW
+    assert Options(cpu_only=True).session_arguments()["memory_window"] == 0

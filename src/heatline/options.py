@@ -1,0 +1,187 @@
+"""heatline's options, in one table: the command-line parser (cli.py), the split between
+heatline's options and the program's command line, the values the runner gets
+(:class:`Options`) and the engine's start arguments (``Session``) are all derived from it,
+and every default lives here. (The engine's own fallback for the sampling interval, in
+_native/sampler.c, only applies when no interval is passed, which heatline never does.)
+
+This module is imported with the CLI, before the program runs: it imports nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+DEFAULT_INTERVAL_S = 0.01
+# Mean bytes allocated (or copied) between memory samples; see memory.c for the maths. At this
+# window a line that allocates 10 MB in small objects gets ~160 samples (about 3% error) and an
+# allocation-heavy program takes a few thousand samples per second.
+DEFAULT_MEMORY_WINDOW = 64 * 1024
+DEFAULT_THRESHOLD_PCT = 1.0
+
+
+def _usage_error(message: str) -> Exception:
+    import argparse  # converters only run while argparse parses
+
+    return argparse.ArgumentTypeError(message)
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:  # also rejects nan
+        raise _usage_error(
+            f"must be a number of seconds greater than 0 and at most 1, not {text!r}"
+        )
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 100:
+        raise _usage_error(f"must be a percentage from 0 to 100, not {text!r}")
+    return value
+
+
+def _window(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    number, scale = text.strip().lower().rstrip("ib"), 1
+    if number[-1:] in units:
+        number, scale = number[:-1], units[number[-1]]
+    try:
+        value = int(float(number) * scale)
+    except (ValueError, OverflowError):  # OverflowError: inf, 1e400
+        value = 0
+    if not 64 <= value <= 1 << 30:
+        raise _usage_error(
+            f"must be a number of bytes from 64 to 1G (e.g. 65536 or 64K), not {text!r}"
+        )
+    return value
+
+
+def _patterns(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class Option:
+    """One option: its flags, where its value goes, its default and its help.
+
+    A flag (no metavar) is a store_true option with default False. ``session`` names the
+    Session argument it feeds, if any; ``view`` marks options ``heatline view`` has too.
+    """
+
+    __slots__ = ("flags", "dest", "default", "metavar", "parse", "help", "session", "view")
+
+    def __init__(
+        self,
+        flags: tuple[str, ...],
+        help: str,  # noqa: A002 -- argparse's word
+        *,
+        default: Any = False,
+        metavar: str | None = None,
+        parse: Callable[[str], Any] | None = None,
+        session: str | None = None,
+        view: bool = False,
+    ) -> None:
+        self.flags = flags
+        self.dest = flags[-1].lstrip("-").replace("-", "_")
+        self.default = default
+        self.metavar = metavar
+        self.parse = parse
+        self.help = help
+        self.session = session
+        self.view = view
+
+    @property
+    def takes_value(self) -> bool:
+        return self.metavar is not None
+
+
+# In the order of `heatline --help`.
+RUN_OPTIONS = (
+    Option(
+        ("-o", "--outfile"),
+        "also write the profile as JSON to FILE (see 'heatline view')",
+        default=None,
+        metavar="FILE",
+    ),
+    Option(("-q", "--quiet"), "do not print the report (to stderr) at the end"),
+    Option(
+        ("--profile-all",),
+        "profile all code, including the standard library and installed packages",
+        session="profile_all",
+    ),
+    Option(
+        ("--profile-only",),
+        "profile only files whose path contains one of these comma-separated substrings",
+        default=[],
+        metavar="PATTERNS",
+        parse=_patterns,
+        session="only",
+    ),
+    Option(
+        ("--profile-exclude",),
+        "do not profile files whose path contains one of these comma-separated substrings",
+        default=[],
+        metavar="PATTERNS",
+        parse=_patterns,
+        session="exclude",
+    ),
+    Option(
+        ("--cpu-sampling-interval",),
+        f"mean time between samples (default: {DEFAULT_INTERVAL_S:g})",
+        default=DEFAULT_INTERVAL_S,
+        metavar="SECONDS",
+        parse=_interval,
+        session="interval_s",
+    ),
+    Option(("--cpu-only",), "profile CPU time only: no memory or copy profiling"),
+    Option(
+        ("--memory-sampling-window",),
+        "mean number of bytes allocated (or copied) between memory samples; smaller is "
+        f"more precise and slower (default: {DEFAULT_MEMORY_WINDOW // 1024}K)",
+        default=DEFAULT_MEMORY_WINDOW,
+        metavar="BYTES",
+        parse=_window,
+    ),
+    Option(
+        ("--cpu-percent-threshold",),
+        "lines and functions with at least this share of "
+        f"the time are highlighted (default: {DEFAULT_THRESHOLD_PCT:g})",
+        default=DEFAULT_THRESHOLD_PCT,
+        metavar="PERCENT",
+        parse=_percent,
+        view=True,
+    ),
+    Option(
+        ("--reduced-profile",),
+        "show only lines at or above the --cpu-percent-threshold",
+        view=True,
+    ),
+    Option(("--off",), "start paused; the program calls heatline.resume() to start", session="paused"),
+)
+
+
+class Options:
+    """The value of every option of RUN_OPTIONS, as attributes named by their ``dest``
+    (``outfile``, ``quiet``, ``cpu_sampling_interval``...); what is not given is the default."""
+
+    def __init__(self, **values: Any) -> None:
+        for option in RUN_OPTIONS:
+            default = option.default
+            value = values.pop(option.dest, default)
+            setattr(self, option.dest, list(value) if isinstance(default, list) else value)
+        if values:
+            raise TypeError(f"unknown options: {', '.join(sorted(values))}")
+
+    def session_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of Session that the options set."""
+        arguments = {
+            option.session: getattr(self, option.dest) for option in RUN_OPTIONS if option.session
+        }
+        arguments["memory_window"] = 0 if self.cpu_only else self.memory_sampling_window
+        return arguments
