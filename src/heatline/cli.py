@@ -11,10 +11,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from heatline import __version__
 from heatline.options import RUN_OPTIONS, Option, Options
+
+if TYPE_CHECKING:
+    from heatline.runner import Launch
 
 USAGE = """\
 heatline [options] script.py [args...]
@@ -162,6 +165,13 @@ def check_outfile(path: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``heatline`` command; returns the exit status."""
+    prepared = prepare(argv)
+    return prepared if isinstance(prepared, int) else prepared.run()
+
+
+def prepare(argv: Sequence[str] | None = None) -> int | Launch:
+    """Everything :func:`main` does before the program runs: an exit status when there is
+    nothing to run (``view``, ``--help``), else the program ready to run (runner.Launch)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["view"]:
         return _view(args[1:])
@@ -170,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _run(args)
 
 
-def _run(args: list[str]) -> int:
+def _run(args: list[str]) -> Launch:
     from heatline import runner
 
     option_args, program = split_argv(args)

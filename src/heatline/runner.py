@@ -78,8 +78,8 @@ class _Program:
         self.module_attrs = module_attrs
 
 
-def run_script(script: str, args: list[str], options: Options) -> int:
-    """Profile ``python script args...``; returns the exit status (or raises SystemExit)."""
+def run_script(script: str, args: list[str], options: Options) -> Launch:
+    """Prepare to profile ``python script args...``: the profiler is started."""
     path = os.path.abspath(script)
     if os.path.isdir(path) or (not path.endswith(".py") and _is_zipfile(path)):
         # Like Python: a directory or zip archive runs its __main__ module, found through
@@ -92,8 +92,8 @@ def run_script(script: str, args: list[str], options: Options) -> int:
     return _run(program, options)
 
 
-def run_module(module: str, args: list[str], options: Options) -> int:
-    """Profile ``python -m module args...``; returns the exit status (or raises SystemExit)."""
+def run_module(module: str, args: list[str], options: Options) -> Launch:
+    """Prepare to profile ``python -m module args...``: the profiler is started."""
     # python -m searches the current directory first; set that before looking the module up.
     _set_path0(os.getcwd())
     import runpy
@@ -233,7 +233,7 @@ def _print_syntax_error(exc: BaseException) -> None:
     sys.stderr.flush()
 
 
-def _run(program: _Program, options: Options) -> int:
+def _run(program: _Program, options: Options) -> Launch:
     from heatline.session import Session
 
     _check_outfile_is_not_the_program(options.outfile, program.module_attrs.get("__file__"))
@@ -253,27 +253,51 @@ def _run(program: _Program, options: Options) -> int:
         raise ProgramError(f"could not start the profiler: {exc}", 1) from None
 
     finisher.own_modules = _set_aside_own_modules()
-    try:
-        exec(program.code, main.__dict__)  # noqa: S102 -- running the program is the point
-    except SystemExit as exc:
-        code = exc.code
-        finisher.succeeded = code is None or (isinstance(code, int) and code == 0)
-        raise  # the interpreter handles it exactly as it would for a plain run
-    except KeyboardInterrupt as exc:
-        _report_uncaught(exc)
-        # Let it leave heatline's main: since 3.8 the interpreter then finishes as usual
-        # (non-daemon threads, atexit, so the profile; finalizers, buffered files) and only
-        # then kills itself with SIGINT, exactly as it does for the program run alone.
-        # Python prints it once more on the way out; that print is skipped, it was shown.
-        finisher.succeeded = False
-        finisher.interrupted = True
-        sys.excepthook = _SkipOnce(exc, sys.excepthook)
-        raise
-    except BaseException as exc:  # noqa: BLE001 -- whatever escapes the program is reported
-        _report_uncaught(exc)
+    return Launch(program.code, main.__dict__, finisher)
+
+
+class Launch:
+    """A program ready to run, the profiler started: ``exec(launch.code, launch.globals)``,
+    then ``launch.ended(exc)`` with whatever escaped it.
+
+    The exec is left to the caller so that it can happen in the shallowest frame heatline
+    has (heatline/__main__.py's module level): the program sees as few heatline frames below
+    its own as possible (sys._getframe(), the recursion limit, warnings' stacklevel)."""
+
+    def __init__(self, code: types.CodeType, globals_: dict[str, Any], finisher: Any) -> None:
+        self.code = code
+        self.globals = globals_
+        self.finisher = finisher
+
+    def run(self) -> int:
+        """Run the program here (one frame deeper than doing the exec in the caller)."""
+        try:
+            exec(self.code, self.globals)  # noqa: S102 -- running the program is the point
+        except BaseException as exc:  # noqa: BLE001
+            return self.ended(exc)
+        return 0
+
+    def ended(self, exc: BaseException) -> int:
+        """The exit status after ``exc`` escaped the program; SystemExit and
+        KeyboardInterrupt are raised again, for the interpreter to handle as usual."""
+        finisher = self.finisher
+        if isinstance(exc, SystemExit):
+            code = exc.code
+            finisher.succeeded = code is None or (isinstance(code, int) and code == 0)
+            raise exc  # the interpreter handles it exactly as it would for a plain run
+        if isinstance(exc, KeyboardInterrupt):
+            _report_uncaught(exc)
+            # Let it leave heatline's main: since 3.8 the interpreter then finishes as usual
+            # (non-daemon threads, atexit, so the profile; finalizers, buffered files) and
+            # only then kills itself with SIGINT, exactly as it does for the program run
+            # alone. Python prints it once more on the way out; that print is skipped.
+            finisher.succeeded = False
+            finisher.interrupted = True
+            sys.excepthook = _SkipOnce(exc, sys.excepthook)
+            raise exc
+        _report_uncaught(exc)  # whatever else escapes the program is reported
         finisher.succeeded = False
         return 1
-    return 0
 
 
 def _set_aside_own_modules() -> dict[str, Any]:
