@@ -253,6 +253,7 @@ def _run(program: _Program, options: Options) -> Launch:
         raise ProgramError(f"could not start the profiler: {exc}", 1) from None
 
     finisher.own_modules = _set_aside_own_modules()
+    _SigtermGuard(finisher).install()
     return Launch(program.code, main.__dict__, finisher)
 
 
@@ -471,6 +472,81 @@ class _Finisher:
             return False
 
 
+_terminating = False  # set when the profiled process is about to die of SIGTERM
+
+
+class _SigtermGuard:
+    """Write the profile when SIGTERM kills the program (a scheduler's timeout, ``kill``),
+    then die of SIGTERM as python would, while the program sees SIGTERM exactly as under
+    python.
+
+    heatline's handler is installed only while the program's disposition for SIGTERM is the
+    default one. ``signal.signal`` and ``signal.getsignal`` (the ``signal`` module calls the
+    ``_signal`` functions replaced here, at each call) answer as if that disposition were
+    SIG_DFL: the program installing its own handler gets SIG_DFL back and its handler runs as
+    usual; setting SIG_DFL again puts heatline's back. A forked child gets the plain default.
+    A Python-level handler runs when the main thread next runs Python code: a program stuck
+    in a long C call dies when that call returns (python: at once); a C-level ``sigaction``
+    handler would not have that delay (docs/design.md, known limits).
+    """
+
+    def __init__(self, finisher: Any) -> None:
+        import _signal
+
+        self._module = _signal
+        self._signal = _signal.signal
+        self._getsignal = _signal.getsignal
+        self.finisher = finisher
+        self.armed = False
+
+    def install(self) -> None:
+        module = self._module
+        if not hasattr(module, "SIGTERM") or not hasattr(os, "register_at_fork"):
+            return
+        try:
+            if self._getsignal(module.SIGTERM) != module.SIG_DFL:
+                return  # ignored (nohup, a parent's choice): nothing to do, as under python
+            self._signal(module.SIGTERM, self._on_sigterm)
+        except (ValueError, OSError):  # not the main thread, or not allowed
+            return
+        self.armed = True
+        module.signal, module.getsignal = self.signal, self.getsignal
+        os.register_at_fork(after_in_child=self._in_child)
+
+    def signal(self, signalnum: Any, handler: Any) -> Any:
+        module = self._module
+        if signalnum != module.SIGTERM:
+            return self._signal(signalnum, handler)
+        default = handler is module.SIG_DFL or (isinstance(handler, int) and handler == 0)
+        previous = self._signal(signalnum, self._on_sigterm if default else handler)
+        was_armed, self.armed = self.armed, default
+        return module.SIG_DFL if was_armed else previous
+
+    def getsignal(self, signalnum: Any) -> Any:
+        if signalnum == self._module.SIGTERM and self.armed:
+            return self._module.SIG_DFL
+        return self._getsignal(signalnum)
+
+    def _in_child(self) -> None:
+        module = self._module
+        if self.armed:
+            with contextlib.suppress(ValueError, OSError):
+                self._signal(module.SIGTERM, module.SIG_DFL)
+        self.armed = False
+        module.signal, module.getsignal = self._signal, self._getsignal
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        global _terminating
+        module = self._module
+        self._signal(module.SIGTERM, module.SIG_DFL)
+        if os.getpid() == self.finisher.pid:
+            _terminating = True
+            self.finisher.succeeded = False
+            self.finisher()
+            self.finisher.pid = -1  # written: the atexit handler must not write it again
+        os.kill(os.getpid(), module.SIGTERM)
+
+
 def _one_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return " ".join(text.split())
@@ -485,8 +561,9 @@ def _stderr_fd() -> Any:
     """A text stream on file descriptor 2, for what heatline writes at exit: the process's
     stderr, wherever the program pointed sys.stderr (into its log, None, stdout). Whatever
     the program's streams hold is flushed first, so heatline's text comes after it."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        _flush(stream)
+    if not _terminating:  # killed by SIGTERM, python would not flush them: neither do we
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            _flush(stream)
     encoding = getattr(sys.__stderr__, "encoding", None) or "utf-8"
     with open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False) as stream:
         yield stream

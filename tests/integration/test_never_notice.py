@@ -6,6 +6,8 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 
 from heatline import profile
 
@@ -236,3 +238,41 @@ def test_program_runs_on_as_few_heatline_frames_as_python_allows(
     assert lines[0] == "frames below 3"
     python_depth, heatline_depth = (int(text.split()[1]) for text in (expected[1], lines[1]))
     assert 0 < python_depth - heatline_depth <= 5  # was 9 with heatline's frames in between
+
+
+def _terminated(command):
+    """Run command, send SIGTERM once it printed 'ready', return (status, stdout, stderr)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out = b""
+        while not out.endswith(b"ready\n"):
+            line = process.stdout.readline()
+            assert line, process.stderr.read()
+            out += line
+        process.send_signal(signal.SIGTERM)
+        rest, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+        process.wait()
+    return process.returncode, out + rest, err
+
+
+def test_sigterm_writes_the_profile_then_dies_of_sigterm(program, profile_path):
+    script = program("sigterm_default.py")
+    expected = _terminated([sys.executable, script])
+    assert expected[:2] == (-signal.SIGTERM, b"default: True\nready\n")
+    status, out, err = _terminated([sys.executable, "-m", "heatline", "-o", profile_path, script])
+    assert (status, out) == expected[:2], err
+    assert "heatline profile of" in err.decode()
+    functions = profile.load(profile_path)["files"][script]["functions"]
+    assert any(function["qualname"] == "spin" for function in functions)
+
+
+def test_program_handling_sigterm_sees_it_as_under_python(program, profile_path):
+    script = program("sigterm_own_handler.py")
+    expected = _terminated([sys.executable, script])
+    assert expected[0] == 7
+    assert b"False" not in expected[1] and b"handler ran for 15" in expected[1]
+    status, out, err = _terminated([sys.executable, "-m", "heatline", "-o", profile_path, script])
+    assert (status, out) == expected[:2], err
+    assert profile.load(profile_path)["program"] == script
