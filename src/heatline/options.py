@@ -162,7 +162,11 @@ RUN_OPTIONS = (
         "show only lines at or above the --cpu-percent-threshold",
         view=True,
     ),
-    Option(("--off",), "start paused; the program calls heatline.resume() to start", session="paused"),
+    Option(
+        ("--off",),
+        "start paused; the program calls heatline.resume() to start",
+        session="paused",
+    ),
 )
 
 
