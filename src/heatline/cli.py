@@ -152,6 +152,13 @@ def _run_parser() -> _Parser:
         help="mean number of bytes allocated (or copied) between memory samples; smaller is "
         f"more precise and slower (default: {DEFAULT_MEMORY_WINDOW // 1024}K)",
     )
+    parser.add_argument(
+        "--gpu",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="profile NVIDIA GPUs: time, copies and memory per launching line, device "
+        "utilisation (default: on where NVML finds a GPU)",
+    )
     _add_view_options(parser)
     parser.add_argument(
         "--off",
@@ -289,6 +296,7 @@ def _run(args: list[str]) -> int:
         exclude=options.profile_exclude,
         paused=options.off,
         memory_window=0 if options.cpu_only else options.memory_sampling_window,
+        gpu=2 if options.gpu is None else int(options.gpu),
     )
     try:
         if program[:1] == ["-m"]:

@@ -49,6 +49,7 @@ class Options:
         exclude: list[str] | None = None,
         paused: bool = False,
         memory_window: int = 0,  # bytes between memory samples on average; 0: CPU only
+        gpu: int = 0,  # 0 off, 1 on, 2 auto
     ) -> None:
         self.outfile = outfile
         self.quiet = quiet
@@ -60,6 +61,7 @@ class Options:
         self.exclude = list(exclude or [])
         self.paused = paused
         self.memory_window = memory_window
+        self.gpu = gpu
 
 
 class _Program:
@@ -233,6 +235,7 @@ def _run(program: _Program, options: Options) -> int:
         exclude=options.exclude,
         paused=options.paused,
         memory_window=options.memory_window,
+        gpu=options.gpu,
     )
     finisher = _Finisher(session, options)
     atexit.register(finisher)
