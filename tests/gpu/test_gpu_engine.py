@@ -1,10 +1,14 @@
 """The engine's GPU part (gpu.c) against the fake NVML and CUPTI: the raw snapshot."""
 
+import glob
 import json
+import os
+import shutil
 import subprocess
 import sys
 
-from conftest import TRUTH, gpu_env, tagged_lines
+import pytest
+from gpu_support import HERE, NATIVE, TRUTH, gpu_env, tagged_lines
 
 # Starts the engine with GPU profiling on, runs the truth program, stops, and prints the GPU part
 # of the snapshot with line ids resolved to (path, line).
@@ -139,9 +143,6 @@ def test_forced_on_without_nvml_says_why(fakes):
 
 
 def _cuda_include():
-    import glob
-    import os
-
     candidates = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"))]
     for root in candidates:
         if root and os.path.exists(os.path.join(root, "include", "cupti.h")):
@@ -150,13 +151,6 @@ def _cuda_include():
 
 
 def test_declared_offsets_and_constants_match_the_real_cupti_headers():
-    import os
-    import shutil
-
-    import pytest
-
-    from conftest import HERE, NATIVE
-
     include, compiler = _cuda_include(), shutil.which("gcc") or shutil.which("cc")
     if include is None or compiler is None:
         pytest.skip("needs NVIDIA's CUPTI headers (CUDA_HOME or /usr/local/cuda*) and a C compiler")

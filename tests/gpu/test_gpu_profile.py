@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from conftest import TRUTH, gpu_env, tagged_lines
+from gpu_support import TRUTH, gpu_env, tagged_lines
 
 MS = 1_000_000
 
