@@ -58,6 +58,8 @@ def _add(parser: argparse.ArgumentParser, option: Option) -> None:
         kwargs: dict = {"metavar": option.metavar, "default": option.default}
         if option.parse is not None:
             kwargs["type"] = option.parse
+    elif option.negatable:
+        kwargs = {"action": argparse.BooleanOptionalAction, "default": option.default}
     else:
         kwargs = {"action": "store_true"}
     parser.add_argument(*option.flags, dest=option.dest, help=option.help, **kwargs)
@@ -103,7 +105,7 @@ _SHORT_FLAGS = frozenset(
         flag[1]
         for option in RUN_OPTIONS
         if not option.takes_value
-        for flag in option.flags
+        for flag in option.all_flags
         if len(flag) == 2
     }
 )

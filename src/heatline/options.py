@@ -74,7 +74,9 @@ class Option:
     Session argument it feeds, if any; ``view`` marks options ``heatline view`` has too.
     """
 
-    __slots__ = ("flags", "dest", "default", "metavar", "parse", "help", "session", "view")
+    __slots__ = (
+        "flags", "dest", "default", "metavar", "parse", "help", "session", "view", "negatable"
+    )
 
     def __init__(
         self,
@@ -86,6 +88,7 @@ class Option:
         parse: Callable[[str], Any] | None = None,
         session: str | None = None,
         view: bool = False,
+        negatable: bool = False,  # also --no-FLAG; the default None means "not given"
     ) -> None:
         self.flags = flags
         self.dest = flags[-1].lstrip("-").replace("-", "_")
@@ -95,10 +98,18 @@ class Option:
         self.help = help
         self.session = session
         self.view = view
+        self.negatable = negatable
 
     @property
     def takes_value(self) -> bool:
         return self.metavar is not None
+
+    @property
+    def all_flags(self) -> tuple[str, ...]:
+        """Every spelling on the command line, --no-FLAG included for a negatable option."""
+        if not self.negatable:
+            return self.flags
+        return self.flags + tuple("--no-" + flag[2:] for flag in self.flags)
 
 
 # In the order of `heatline --help`.
@@ -149,6 +160,13 @@ RUN_OPTIONS = (
         parse=_window,
     ),
     Option(
+        ("--gpu",),
+        "profile NVIDIA GPUs: time, copies and memory per launching line, device "
+        "utilisation (default: on where NVML finds a GPU)",
+        default=None,
+        negatable=True,
+    ),
+    Option(
         ("--cpu-percent-threshold",),
         "lines and functions with at least this share of "
         f"the time are highlighted (default: {DEFAULT_THRESHOLD_PCT:g})",
@@ -188,4 +206,5 @@ class Options:
             option.session: getattr(self, option.dest) for option in RUN_OPTIONS if option.session
         }
         arguments["memory_window"] = 0 if self.cpu_only else self.memory_sampling_window
+        arguments["gpu"] = 2 if self.gpu is None else int(self.gpu)  # 2: auto
         return arguments

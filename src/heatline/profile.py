@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 REQUIRED_KEYS = (
     "schema_version",
@@ -30,6 +30,7 @@ REQUIRED_KEYS = (
     "peak_at",
     "memory_timeline",
     "memory",
+    "gpu",
     "warnings",
 )
 REQUIRED_FILE_KEYS = (
@@ -51,6 +52,7 @@ _TOP_LEVEL_TYPES = {
     "argv": list,
     "memory_timeline": list,
     "memory": dict,
+    "gpu": dict,
 }
 
 

@@ -68,6 +68,7 @@ class Session:
         exclude: Sequence[str] = (),
         paused: bool = False,
         memory_window: int = 0,
+        gpu: int = 0,  # 0 off, 1 on, 2 auto (on where NVML loads and reports a device)
     ) -> None:
         self.program = program
         self.argv = list(argv)
@@ -77,6 +78,7 @@ class Session:
         self.exclude = list(exclude)
         self.paused = paused
         self.memory_window = memory_window
+        self.gpu = gpu
         self._started_at = ""
         self._wall_start = self._wall_stop = 0.0
         self._cpu_start = self._cpu_stop = 0.0
@@ -100,6 +102,7 @@ class Session:
             opcode_flags=opcode_flags_table(),
             paused=self.paused,
             memory_window=self.memory_window,
+            gpu=self.gpu,
         )
         self._running = True
         _active = self
@@ -185,7 +188,7 @@ def build_profile(
 
     Pure apart from ``read_lines``, so it can be tested with synthetic snapshots.
     """
-    from heatline import memory_report
+    from heatline import gpu_report, memory_report
     from heatline.profile import SCHEMA_VERSION
 
     files = snapshot["files"]
@@ -294,7 +297,7 @@ def build_profile(
     ]
 
     interval_ns = snapshot.get("interval_ns") or interval_s * 1e9
-    return {
+    profile = {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,
         "program": program,
@@ -321,6 +324,7 @@ def build_profile(
         **_memory_summary(memory, files),
         "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory),
     }
+    return gpu_report.with_gpu(profile, snapshot, read_lines)
 
 
 def _memory_summary(memory: dict[str, Any], files: list) -> dict[str, Any]:

@@ -806,3 +806,5 @@ void hl_memory_reset(void) {
 const hl_memory_totals *hl_memory_totals_get(void) { return &mem.totals; }
 
 void hl_memory_after_fork_child(void) { __atomic_store_n(&mem.active, 0, __ATOMIC_RELAXED); }
+
+uint32_t hl_memory_current_line(void) { return current_line(&hl_the_engine); }

@@ -56,6 +56,10 @@ const hl_memory_totals *hl_memory_totals_get(void);
  * blocked in the program's sense: see lock_from_hook in memory.c). Lock-free. */
 int hl_memory_thread_waiting(long native_id);
 
+/* The line id of the calling thread's innermost user frame, found as the allocation hooks find
+ * it (HL_NO_LINE if none); used by gpu.c for launches. Engine lock held. */
+uint32_t hl_memory_current_line(void);
+
 /* In the child after fork(): sampling is off there. */
 void hl_memory_after_fork_child(void);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "frames.h"
+#include "gpu.h"
 #include "memory.h"
 #include "sampler.h"
 
@@ -47,27 +48,28 @@ fail_strings:
 PyDoc_STRVAR(start_doc,
 "start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
 "      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0,\n"
-"      memory_window=0)\n"
+"      memory_window=0, gpu=0)\n"
 "--\n\n"
 "Start the sampler thread. See docs/engine-api.md.");
 
 static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"interval_s", "exclude_prefixes", "only", "exclude", "profile_all",
                                "opcode_flags", "paused", "main_native_id", "memory_window",
-                               NULL};
+                               "gpu", NULL};
     double interval_s;
     PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
     int profile_all = 0, paused = 0;
     Py_buffer opcodes = {0};
     long main_native_id = 0;
     unsigned long long memory_window = 0;
+    int gpu_mode = HL_GPU_OFF;
     hl_config config;
     (void)module;
 
     memset(&config, 0, sizeof(config));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plK:start", keywords, &interval_s,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plKi:start", keywords, &interval_s,
                                      &exclude_prefixes, &only, &exclude, &profile_all, &opcodes,
-                                     &paused, &main_native_id, &memory_window))
+                                     &paused, &main_native_id, &memory_window, &gpu_mode))
         return NULL;
     if (!(interval_s > 0.0) || interval_s > 10.0) {
         PyErr_SetString(PyExc_ValueError, "interval_s must be in (0, 10]");
@@ -99,6 +101,9 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
         errno = -err;
         return PyErr_SetFromErrno(PyExc_OSError);
     }
+    Py_BEGIN_ALLOW_THREADS
+    (void)hl_gpu_start(gpu_mode); /* never fails: what went wrong is in the snapshot's warnings */
+    Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 fail:
     hl_scope_clear(&config.scope);
@@ -111,6 +116,9 @@ PyDoc_STRVAR(stop_doc, "stop($module, /)\n--\n\nStop and join the sampler thread
 static PyObject *native_stop(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    hl_gpu_stop(); /* flushes CUPTI's buffers, whose callbacks take the engine lock */
+    Py_END_ALLOW_THREADS
     hl_memory_stop(); /* with the GIL: it puts the Python allocators back */
     Py_BEGIN_ALLOW_THREADS
     hl_engine_stop();
@@ -302,6 +310,79 @@ static PyObject *memory_dict(const hl_stats *s) {
         memory_lines_list(s));
 }
 
+/* ---- the GPU part of the snapshot (gpu.h) -------------------------------------------------- */
+
+static PyObject *gpu_line_key(const hl_stats *s, uint32_t line) {
+    if (line == HL_NO_LINE || line >= s->nlines) Py_RETURN_NONE;
+    return Py_BuildValue("(IiI)", s->lines[line].file, s->lines[line].line, s->lines[line].function);
+}
+
+static PyObject *gpu_dict(const hl_stats *s) {
+    const hl_gpu_results *g = hl_gpu_results_get();
+    PyObject *warnings = PyList_New(0), *devices = PyList_New(0), *lines = PyList_New(0),
+             *kernels = PyList_New(0);
+    for (int i = 0; warnings != NULL && i < g->nwarnings; i++) {
+        PyObject *w = PyUnicode_DecodeUTF8(g->warnings[i], (Py_ssize_t)strlen(g->warnings[i]), "replace");
+        if (w == NULL || PyList_Append(warnings, w) != 0) Py_CLEAR(warnings);
+        Py_XDECREF(w);
+    }
+    for (unsigned i = 0; devices != NULL && i < g->ndevices; i++) {
+        const hl_gpu_device *d = &g->devices[i];
+        PyObject *item = Py_BuildValue(
+            "{s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "index", d->index, "name", d->name,
+            "memory_total", (unsigned long long)d->memory_total, "samples", (unsigned long long)d->samples,
+            "util_sum", (unsigned long long)d->util_sum, "idle_samples", (unsigned long long)d->idle_samples,
+            "used_peak", (unsigned long long)d->used_peak, "used_peak_t_ns", (unsigned long long)d->used_peak_t_ns,
+            "util_timeline", timeline_list(&d->util), "used_timeline", timeline_list(&d->used));
+        if (item == NULL || PyList_Append(devices, item) != 0) Py_CLEAR(devices);
+        Py_XDECREF(item);
+    }
+    for (size_t i = 0; lines != NULL && i < g->nlines && i < s->nlines; i++) {
+        const hl_gpu_line *l = &g->lines[i];
+        if (l->launches == 0 && l->gpu_ns == 0 && l->alloc == 0) continue;
+        PyObject *item = Py_BuildValue(
+            "{s:N,s:K,s:K,s:K,s:K,s:K,s:K}", "line", gpu_line_key(s, (uint32_t)i), "gpu_ns",
+            (unsigned long long)l->gpu_ns, "launches", (unsigned long long)l->launches, "copy_h2d",
+            (unsigned long long)l->copy_h2d, "copy_d2h", (unsigned long long)l->copy_d2h, "copy_other",
+            (unsigned long long)l->copy_other, "alloc", (unsigned long long)l->alloc);
+        if (item == NULL || PyList_Append(lines, item) != 0) Py_CLEAR(lines);
+        Py_XDECREF(item);
+    }
+    for (size_t i = 0; kernels != NULL && i < g->nkernels; i++) {
+        const hl_gpu_kernel *k = &g->kernels[i];
+        PyObject *launchers = PyList_New(0);
+        for (uint32_t j = 0; launchers != NULL && j < k->nlines; j++) {
+            PyObject *item = Py_BuildValue("(NKK)", gpu_line_key(s, k->lines[j].line),
+                                           (unsigned long long)k->lines[j].calls,
+                                           (unsigned long long)k->lines[j].ns);
+            if (item == NULL || PyList_Append(launchers, item) != 0) Py_CLEAR(launchers);
+            Py_XDECREF(item);
+        }
+        PyObject *item = launchers == NULL ? NULL : Py_BuildValue(
+            "{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "name", k->name, "demangled",
+            k->demangled ? k->demangled : k->name, "calls", (unsigned long long)k->calls, "ns",
+            (unsigned long long)k->ns, "lines", launchers, "other_lines_calls",
+            (unsigned long long)k->other_lines_calls, "other_lines_ns", (unsigned long long)k->other_lines_ns);
+        if (item == NULL || PyList_Append(kernels, item) != 0) Py_CLEAR(kernels);
+        Py_XDECREF(item);
+    }
+    if (warnings == NULL || devices == NULL || lines == NULL || kernels == NULL) {
+        Py_XDECREF(warnings);
+        Py_XDECREF(devices);
+        Py_XDECREF(lines);
+        Py_XDECREF(kernels);
+        return NULL;
+    }
+    return Py_BuildValue(
+        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:K,s:N}", "nvml", g->nvml ? Py_True : Py_False,
+        "cupti", g->cupti ? Py_True : Py_False, "warnings", warnings, "devices", devices, "lines", lines,
+        "kernels", kernels, "records", (unsigned long long)g->records, "unmatched_ns",
+        (unsigned long long)g->unmatched_ns, "unmatched_records", (unsigned long long)g->unmatched_records,
+        "dropped_records", (unsigned long long)g->dropped_records, "alloc_peak", (long long)g->alloc_peak,
+        "alloc_peak_t_ns", (unsigned long long)g->alloc_peak_t_ns, "alloc_peak_line",
+        gpu_line_key(s, g->alloc_peak_line));
+}
+
 PyDoc_STRVAR(snapshot_doc,
 "snapshot($module, /)\n--\n\nThe data aggregated so far, as documented in docs/engine-api.md.");
 
@@ -311,13 +392,13 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     const hl_engine *e = &hl_the_engine;
     hl_engine_lock();
     PyObject *result = Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N}", "samples", (unsigned long long)e->samples,
+        "{s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "samples", (unsigned long long)e->samples,
         "sampled_ns", (unsigned long long)e->sampled_ns, "interval_ns",
         (unsigned long long)e->interval_ns, "lost_ns", (unsigned long long)e->lost_ns, "files",
         files_list(&e->stats), "functions", functions_list(&e->stats), "lines",
         lines_list(&e->stats), "threads", threads_list(e), "stacks", stacks_list(&e->stats),
         "stacks_dropped_ns", (unsigned long long)e->stats.stacks_dropped_ns, "memory",
-        memory_dict(&e->stats));
+        memory_dict(&e->stats), "gpu", gpu_dict(&e->stats));
     hl_engine_unlock();
     return result;
 }

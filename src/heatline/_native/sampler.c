@@ -46,6 +46,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "memory.h"
 #include "memread.h"
 
@@ -258,6 +259,7 @@ static void tick(hl_engine *e, uint64_t dt) {
         if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
     e->samples++;
     e->sampled_ns += dt;
+    hl_gpu_tick(hl_now_ns());
 }
 
 static unsigned char tid_matches[TID_SCAN_BYTES / sizeof(int)];
@@ -300,6 +302,7 @@ static void after_fork_child(void) {
     hl_the_engine.suspended = 0;
     hl_the_engine.stop_requested = 0;
     hl_memory_after_fork_child();
+    hl_gpu_after_fork_child();
 }
 
 static void reset_results(hl_engine *e) {

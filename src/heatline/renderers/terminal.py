@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from heatline.renderers import gpu_terminal
+
 # At most this many rows in the function summary; the rest are counted in one line.
 MAX_FUNCTION_ROWS = 30
 
@@ -93,6 +95,7 @@ def render(
             console.print("No likely leaks: no line's memory kept growing over the run.", style="dim")
         console.print()
         console.print(_memory_footer(profile), style="dim")
+    gpu_terminal.render(console, profile, _short_path)
     console.print()
     console.print(_footer(profile), style="dim")
     _print_warnings(console, profile)

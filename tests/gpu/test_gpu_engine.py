@@ -1,0 +1,161 @@
+"""The engine's GPU part (gpu.c) against the fake NVML and CUPTI: the raw snapshot."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from gpu_support import HERE, NATIVE, TRUTH, gpu_env, tagged_lines
+
+# Starts the engine with GPU profiling on, runs the truth program, stops, and prints the GPU part
+# of the snapshot with line ids resolved to (path, line).
+DRIVER = r"""
+import json, runpy, sys
+from heatline import _native, scope
+_native.start(0.01, exclude_prefixes=scope.default_exclude_prefixes(), gpu=int(sys.argv[2]))
+runpy.run_path(sys.argv[1], run_name="__main__")
+_native.stop()
+snap = _native.snapshot()
+files = [f["path"] for f in snap["files"]]
+where = lambda key: None if key is None else [files[key[0]], key[1]]
+gpu = snap["gpu"]
+for line in gpu["lines"]:
+    line["line"] = where(line["line"])
+for kernel in gpu["kernels"]:
+    kernel["lines"] = [[where(key), calls, ns] for key, calls, ns in kernel["lines"]]
+gpu["alloc_peak_line"] = where(gpu["alloc_peak_line"])
+print(json.dumps(gpu), file=sys.stderr)
+"""
+
+MS = 1_000_000
+
+
+def run_engine(fakes, mode=1, **env):
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, TRUTH, str(mode)],
+        env=gpu_env(fakes, **env), capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "done\n"
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def by_line(gpu):
+    tags = {number: tag for tag, number in tagged_lines().items()}
+    result = {}
+    for entry in gpu["lines"]:
+        path, number = entry["line"]
+        assert path == TRUTH, entry
+        result[tags.get(number, number)] = entry
+    return result
+
+
+def test_gpu_time_bytes_and_launches_are_charged_exactly_to_the_launching_lines(fakes):
+    gpu = run_engine(fakes)
+    assert gpu["nvml"] and gpu["cupti"] and gpu["warnings"] == []
+    lines = by_line(gpu)
+    assert set(lines) == {"alloc", "matmul", "h2d", "d2h", "memset", "thread", "thread_matmul"}
+
+    def fields(tag):
+        e = lines[tag]
+        return (e["gpu_ns"], e["launches"], e["copy_h2d"], e["copy_d2h"], e["copy_other"], e["alloc"])
+
+    assert fields("matmul") == (10 * 3 * MS, 10, 0, 0, 0, 0)
+    assert fields("h2d") == (500_000, 1, 1 << 20, 0, 0, 0)
+    assert fields("d2h") == (20_000, 1, 0, 4096, 0, 0)
+    assert fields("memset") == (7_000, 1, 0, 0, 0, 0)
+    assert fields("thread") == (5 * MS, 5, 0, 0, 0, 0)  # launched from a second thread
+    assert fields("thread_matmul") == (2 * MS, 1, 0, 0, 0, 0)
+    assert fields("alloc") == (0, 0, 0, 0, 0, 256 << 20)
+    assert gpu["records"] == 10 + 3 + 6
+    assert gpu["unmatched_records"] == 0 and gpu["unmatched_ns"] == 0
+    assert gpu["alloc_peak"] == 256 << 20
+    assert gpu["alloc_peak_line"] == [TRUTH, tagged_lines()["alloc"]]
+
+
+def test_kernels_table_has_demangled_names_calls_time_and_launching_lines(fakes):
+    gpu = run_engine(fakes)
+    tags = tagged_lines()
+    kernels = {k["name"]: k for k in gpu["kernels"]}
+    assert set(kernels) == {"_Z6matmulPKfS0_Pfi", "relu_kernel"}
+    matmul = kernels["_Z6matmulPKfS0_Pfi"]
+    assert matmul["demangled"] == "matmul(float const*, float const*, float*, int)"
+    assert (matmul["calls"], matmul["ns"]) == (11, 32 * MS)
+    assert sorted(matmul["lines"]) == sorted(
+        [[[TRUTH, tags["matmul"]], 10, 30 * MS], [[TRUTH, tags["thread_matmul"]], 1, 2 * MS]]
+    )
+    relu = kernels["relu_kernel"]
+    assert relu["demangled"] == "relu_kernel"  # not a mangled name: kept as is
+    assert (relu["calls"], relu["ns"], relu["lines"]) == (5, 5 * MS, [[[TRUTH, tags["thread"]], 5, 5 * MS]])
+
+
+def test_device_timeline_holds_the_values_the_device_reported(fakes):
+    gpu = run_engine(fakes)
+    (device,) = gpu["devices"]
+    assert device["name"] == "Fake GPU 0" and device["memory_total"] == 16 << 30
+    utils = {v for _, v in device["util_timeline"]}
+    used = {v for _, v in device["used_timeline"]}
+    # Every value the timeline holds was reported at some point, and each phase was sampled.
+    assert {40, 80} <= utils <= {0, 40, 80}
+    assert {1 << 30, 3 << 30} <= used <= {0, 1 << 30, 3 << 30, 1 << 29}
+    assert device["used_peak"] == 3 << 30
+    assert device["samples"] >= 6 and 0 < device["idle_samples"] < device["samples"]
+    assert 0 < device["util_sum"] <= 80 * device["samples"]
+
+
+def test_gpu_off_records_nothing_and_does_not_load_the_libraries(fakes):
+    gpu = run_engine(fakes, mode=0, HEATLINE_GPU_PROFILED="")
+    assert (gpu["nvml"], gpu["cupti"], gpu["lines"], gpu["kernels"], gpu["devices"]) == (
+        False, False, [], [], []
+    )
+
+
+def test_cupti_missing_is_a_warning_and_devices_are_still_sampled(fakes):
+    gpu = run_engine(fakes, HEATLINE_CUPTI_LIBRARY="/nonexistent/libcupti.so")
+    assert gpu["nvml"] and not gpu["cupti"]
+    (warning,) = gpu["warnings"]
+    assert "CUPTI could not be loaded" in warning and "/nonexistent/libcupti.so" in warning
+    assert gpu["lines"] == [] and gpu["kernels"] == []
+    assert gpu["devices"][0]["used_peak"] == 3 << 30
+
+
+def test_cupti_taken_by_another_profiler_is_a_warning(fakes):
+    gpu = run_engine(fakes, FAKE_CUPTI_TAKEN="1")
+    assert gpu["nvml"] and not gpu["cupti"]
+    (warning,) = gpu["warnings"]
+    assert "in use by another profiler" in warning
+
+
+def test_auto_without_nvml_is_silently_off(fakes):
+    gpu = run_engine(fakes, mode=2, HEATLINE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1",
+                     HEATLINE_GPU_PROFILED="")
+    assert (gpu["nvml"], gpu["cupti"], gpu["warnings"], gpu["lines"]) == (False, False, [], [])
+
+
+def test_forced_on_without_nvml_says_why(fakes):
+    gpu = run_engine(fakes, mode=1, HEATLINE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1",
+                     HEATLINE_GPU_PROFILED="")
+    (warning,) = gpu["warnings"]
+    assert "NVML could not be loaded" in warning
+
+
+def _cuda_include():
+    candidates = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"))]
+    for root in candidates:
+        if root and os.path.exists(os.path.join(root, "include", "cupti.h")):
+            return os.path.join(root, "include")
+    return None
+
+
+def test_declared_offsets_and_constants_match_the_real_cupti_headers():
+    include, compiler = _cuda_include(), shutil.which("gcc") or shutil.which("cc")
+    if include is None or compiler is None:
+        pytest.skip("needs NVIDIA's CUPTI headers (CUDA_HOME or /usr/local/cuda*) and a C compiler")
+    done = subprocess.run(
+        [compiler, "-fsyntax-only", "-I", include, "-I", NATIVE, os.path.join(HERE, "layout_check.c")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
