@@ -23,7 +23,8 @@ USAGE = """\
 heatline [options] script.py [args...]
        heatline [options] -m module [args...]
        heatline run [options] script.py [args...]
-       heatline view [--reduced-profile] [--cpu-percent-threshold N] profile.json"""
+       heatline view [--format F] [-o OUT] [--reduced-profile] [--cpu-percent-threshold N]
+                     profile.json"""
 
 DESCRIPTION = """\
 Run a Python program and show, line by line, where its time goes: running Python code
@@ -77,8 +78,15 @@ def _run_parser() -> _Parser:
     )
     for option in RUN_OPTIONS:
         _add(parser, option)
+    _add_format_shortcuts(parser)
     parser.add_argument("--version", action="version", version=f"heatline {__version__}")
     return parser
+
+
+def _add_format_shortcuts(parser: argparse.ArgumentParser) -> None:
+    for name in ("html", "json"):
+        parser.add_argument(f"--{name}", dest="format", action="store_const", const=name,
+                            help=f"same as --format {name} (without -o: writes profile.{name})")
 
 
 def _view_parser() -> _Parser:
@@ -88,6 +96,8 @@ def _view_parser() -> _Parser:
     for option in RUN_OPTIONS:
         if option.view:
             _add(parser, option)
+    _add_format_shortcuts(parser)
+    parser.add_argument("-o", "--outfile", metavar="FILE", help="write to FILE, not stdout")
     parser.add_argument("profile", metavar="profile.json", help="the profile to show")
     return parser
 
@@ -194,6 +204,8 @@ def _run(args: list[str]) -> Launch:
         )
     values = vars(options)
     del values["module"]  # (-m MODULE never reaches argparse: split_argv put it in program)
+    if values["outfile"] is None and values["format"] in ("html", "json"):
+        values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
     run_options = Options(**values)
     if run_options.outfile is not None:
         run_options.outfile = check_outfile(run_options.outfile)
@@ -213,12 +225,21 @@ def _view(args: list[str]) -> int:
         data = profile.load(options.profile)
     except profile.ProfileError as exc:
         fail(str(exc), 1)
-    from heatline.renderers.terminal import render
+    from heatline.renderers import format_for_path, render_bytes, render_to
 
-    render(
-        data,
-        file=sys.stdout,
-        reduced=options.reduced_profile,
-        threshold_pct=options.cpu_percent_threshold,
-    )
+    report = {"reduced": options.reduced_profile, "threshold_pct": options.cpu_percent_threshold}
+    if options.outfile is not None:
+        path = check_outfile(options.outfile)
+        fmt = options.format or format_for_path(path)
+        render_to(data, fmt, path, **(report if fmt == "terminal" else {}))
+        return 0
+    fmt = options.format or "terminal"
+    if fmt == "terminal":
+        from heatline.renderers.terminal import render
+
+        render(data, file=sys.stdout, **report)
+        return 0
+    sys.stdout.flush()
+    sys.stdout.buffer.write(render_bytes(data, fmt))
+    sys.stdout.buffer.flush()
     return 0

@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any, Iterator, NamedTuple
 
-FORMATS = ("terminal", "json", "html", "collapsed", "speedscope", "pprof", "chrome")
+from heatline.options import FORMATS
 
 # Output suffix -> format, longest suffix first (".speedscope.json" before ".json").
 SUFFIXES = (
