@@ -24,7 +24,8 @@ heatline [options] script.py [args...]
        heatline [options] -m module [args...]
        heatline run [options] script.py [args...]
        heatline view [--format F] [-o OUT] [--reduced-profile] [--cpu-percent-threshold N]
-                     profile.json"""
+                     profile.json
+       heatline diff [--fail-on-regression PCT] before.json after.json"""
 
 DESCRIPTION = """\
 Run a Python program and show, line by line, where its time goes: running Python code
@@ -185,6 +186,8 @@ def prepare(argv: Sequence[str] | None = None) -> int | Launch:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["view"]:
         return _view(args[1:])
+    if args[:1] == ["diff"]:
+        return _diff(args[1:])
     if args[:1] == ["run"]:
         args = args[1:]
     return _run(args)
@@ -242,4 +245,40 @@ def _view(args: list[str]) -> int:
     sys.stdout.flush()
     sys.stdout.buffer.write(render_bytes(data, fmt))
     sys.stdout.buffer.flush()
+    return 0
+
+
+def _growth(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, not {text!r}")
+    return value
+
+
+def _diff(args: list[str]) -> int:
+    from heatline import diff, profile
+
+    parser = _Parser(prog="heatline diff", description="Compare two profiles written with -o.",
+                     allow_abbrev=False)
+    parser.add_argument("--fail-on-regression", metavar="PCT", type=_growth,
+                        help="exit with status 1 when the total time, or one function's time, "
+                        "grew by more than PCT percent of the before total")
+    parser.add_argument("--limit", metavar="N", type=int, default=20, help="rows per table")
+    parser.add_argument("before", metavar="before.json")
+    parser.add_argument("after", metavar="after.json")
+    options = parser.parse_args(args)
+    try:
+        before, after = profile.load(options.before), profile.load(options.after)
+    except profile.ProfileError as exc:
+        fail(str(exc), 1)
+    result = diff.compare(before, after)
+    diff.report(result, sys.stdout, limit=options.limit)
+    if options.fail_on_regression is not None:
+        found = diff.regressions(result, options.fail_on_regression)
+        for line in found:
+            sys.stdout.write(f"regression: {line}\n")
+        return 1 if found else 0
     return 0

@@ -172,3 +172,14 @@ def thread_name(profile: dict[str, Any], index: int) -> str:
         thread = threads[index]
         return f"{'main thread' if thread.get('main') else 'thread'} {thread.get('native_id')}"
     return f"thread {index}"
+
+
+def function_of_line(entry: dict[str, Any], line: int) -> str:
+    """The function of a file entry a line belongs to: the one whose ``def`` is the last at
+    or before the line (nested and later functions win), ``<module>`` before any."""
+    best, best_line = "<module>", 0
+    for function in entry.get("functions", []):
+        first = function.get("first_line", 0)
+        if best_line < first <= line:
+            best, best_line = function.get("qualname") or function.get("name"), first
+    return best

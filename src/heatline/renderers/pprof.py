@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 from typing import Any
 
-from heatline.renderers import stacks, thread_name
+from heatline.renderers import function_of_line, stacks, thread_name
 
 TIME_TYPES = (("cpu", "nanoseconds"), ("python", "nanoseconds"), ("native", "nanoseconds"),
               ("system", "nanoseconds"))
@@ -109,7 +109,7 @@ def encode(profile: dict[str, Any]) -> bytes:
                 alloc = line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)
                 if alloc <= 0:
                     continue
-                function = _function_of(entry, line["line"])
+                function = function_of_line(entry, line["line"])
                 location = b.location({"qualname": function, "file": path, "line": line["line"]})
                 b.sample([location], [0, 0, 0, 0, alloc, max(line.get("growth_bytes", 0), 0)],
                          "memory")
@@ -123,16 +123,6 @@ def encode(profile: dict[str, Any]) -> bytes:
     for text in b.strings:
         tail += _bytes(6, text.encode("utf-8", "replace"))
     return bytes(head + b.out + tail)
-
-
-def _function_of(entry: dict[str, Any], line: int) -> str:
-    """The function a line belongs to: the one with the greatest first_line not after it."""
-    best, best_line = "<module>", 0
-    for function in entry.get("functions", []):
-        first = function.get("first_line", 0)
-        if best_line < first <= line:
-            best, best_line = function.get("qualname") or function.get("name"), first
-    return best
 
 
 def render(profile: dict[str, Any]) -> bytes:
