@@ -53,7 +53,8 @@ def test_diff_reports_known_phase_changes_and_fails_on_regression(run_heatline, 
     assert "(new)" not in text and "(gone)" not in text
     # Exit status for CI: the total grew by about 50 %.
     assert run_heatline("diff", "--fail-on-regression", "20", before, after).returncode == 1
-    assert run_heatline("diff", "--fail-on-regression", "90", before, after).returncode == 0
+    # ... and the sleep by about 0.6 s, 100 % of the before total: a 150 % allowance passes.
+    assert run_heatline("diff", "--fail-on-regression", "150", before, after).returncode == 0
     # The other way round the total shrinks, and no function grows by 50 % of the total.
     assert run_heatline("diff", "--fail-on-regression", "50", after, before).returncode == 0
 
