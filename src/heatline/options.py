@@ -128,7 +128,8 @@ RUN_OPTIONS = (
     ),
     Option(
         ("--profile-only",),
-        "profile only files whose path contains one of these comma-separated substrings",
+        "profile only files whose path contains one of these comma-separated substrings "
+        "(library files too)",
         default=[],
         metavar="PATTERNS",
         parse=_patterns,

@@ -208,3 +208,22 @@ def test_record_time_suffix_chooses_the_format(run_heatline, program, tmp_path):
     result = run_heatline("-q", "--format", "chrome", "-o", str(out), program("hostile.py"))
     assert result.returncode == 0
     _check_trace(json.loads(out.read_bytes()))
+
+
+def test_profile_only_reaches_library_files_without_profile_all(run_heatline, tmp_path):
+    script = tmp_path / "encode.py"
+    script.write_text(
+        "import json\n"
+        "data = [{'a': list(range(50)), 'b': 'x' * 20} for _ in range(2000)]\n"
+        "for _ in range(30):\n"
+        "    json.dumps(data)\n"
+    )
+    out = tmp_path / "p.json"
+    result = run_heatline("-q", "--profile-only", "json/encoder.py,encode.py", "-o", str(out),
+                          str(script), text=True)
+    assert result.returncode == 0, result.stderr
+    files = json.loads(out.read_text())["files"]
+    encoder = [path for path in files if path.endswith(os.path.join("json", "encoder.py"))]
+    assert encoder, list(files)
+    assert sum(files[encoder[0]][k] for k in ("python_pct", "native_pct", "system_pct")) > 50
+    assert not any(os.sep + "heatline" + os.sep in path for path in files)
