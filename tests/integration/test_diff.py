@@ -1,5 +1,6 @@
-"""heatline diff on two profiles of a program whose phases change in known ways: a busy loop
-goes from 0.4 s to 0.1 s, a sleep from 0.2 s to 0.8 s, and an edit moves every line two lines down."""
+"""heatline diff on two profiles of a program whose phases change in known ways: a busy
+loop goes from 0.4 s to 0.1 s, a sleep from 0.2 s to 0.8 s, and an edit moves every line two
+lines down."""
 
 import re
 

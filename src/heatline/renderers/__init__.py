@@ -47,8 +47,9 @@ def render_to(profile: dict[str, Any], fmt: str | None, path: str, **options: An
 
         dump(profile, path)
         return
-    data = render_bytes(profile, fmt, **options)
-    _write_atomic(data, path)
+    from heatline.profile import write_bytes
+
+    write_bytes(render_bytes(profile, fmt, **options), path)
 
 
 def render_bytes(profile: dict[str, Any], fmt: str, **options: Any) -> bytes:
@@ -68,24 +69,6 @@ def render_bytes(profile: dict[str, Any], fmt: str, **options: Any) -> bytes:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     module = __import__(f"heatline.renderers.{fmt}", fromlist=["render"])
     return module.render(profile)
-
-
-def _write_atomic(data: bytes, path: str) -> None:
-    if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, "wb") as f:  # a device or pipe cannot be renamed over
-            f.write(data)
-        return
-    tmp_path = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp_path, "wb") as f:
-            f.write(data)
-        os.replace(tmp_path, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_path)
-        except OSError:
-            pass
-        raise
 
 
 # --- stacks ---------------------------------------------------------------------------------
