@@ -175,6 +175,10 @@ RUN_OPTIONS = (
         view=True,
     ),
     Option(
+        ("--use-virtual-time",),
+        "count only running time (Python and native), not time blocked in sleep, I/O or locks",
+    ),
+    Option(
         ("--format",),
         "the format of -o, whatever its suffix: terminal, json, html, collapsed, speedscope, "
         "pprof or chrome (also --html, --json)",

@@ -437,6 +437,10 @@ class _Finisher:
         try:
             self.session.stop()
             profile = self.session.profile()
+            if self.options.use_virtual_time:
+                from heatline.virtual_time import running_time_only
+
+                running_time_only(profile)
             if self.options.outfile:
                 if not self._write(profile, self.options.outfile):
                     return

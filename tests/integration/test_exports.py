@@ -227,3 +227,33 @@ def test_profile_only_reaches_library_files_without_profile_all(run_heatline, tm
     assert encoder, list(files)
     assert sum(files[encoder[0]][k] for k in ("python_pct", "native_pct", "system_pct")) > 50
     assert not any(os.sep + "heatline" + os.sep in path for path in files)
+
+
+def test_use_virtual_time_leaves_out_blocked_time(run_heatline, tmp_path):
+    script = tmp_path / "phases.py"
+    script.write_text(
+        "import time\n\n\ndef spin():\n    end = time.perf_counter() + 0.3\n"
+        "    while time.perf_counter() < end:\n        pass\n\n\n"
+        "def rest():\n    time.sleep(0.3)\n\n\nspin()\nrest()\n"
+    )
+    profiles = {}
+    for name, flags in (("wall", ()), ("virtual", ("--use-virtual-time",))):
+        out = tmp_path / f"{name}.json"
+        result = run_heatline("-q", *flags, "-o", str(out), str(script), text=True)
+        assert result.returncode == 0, result.stderr
+        profiles[name] = json.loads(out.read_text())
+    functions = {f["qualname"]: f for e in profiles["wall"]["files"].values()
+                 for f in e["functions"]}
+    assert functions["rest"]["system_s"] > 0.15  # the sleep is there without the flag
+    profile = profiles["virtual"]
+    totals = profile["totals"]
+    assert totals["system_s"] == 0
+    assert totals["attributed_s"] == pytest.approx(totals["python_s"] + totals["native_s"],
+                                                   abs=1e-5)
+    (entry,) = profile["files"].values()
+    assert all(line["system_s"] == 0 for line in entry["lines"])
+    assert all(stack["system_s"] == 0 for stack in profile["stacks"]["entries"])
+    assert sum(line["python_pct"] + line["native_pct"] for line in entry["lines"]) == \
+        pytest.approx(100, abs=0.1)
+    spin = next(f for f in entry["functions"] if f["qualname"] == "spin")
+    assert spin["python_pct"] + spin["native_pct"] > 95
