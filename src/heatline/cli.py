@@ -23,7 +23,9 @@ USAGE = """\
 heatline [options] script.py [args...]
        heatline [options] -m module [args...]
        heatline run [options] script.py [args...]
-       heatline view [--reduced-profile] [--cpu-percent-threshold N] profile.json"""
+       heatline view [--format F] [-o OUT] [--reduced-profile] [--cpu-percent-threshold N]
+                     profile.json
+       heatline diff [--fail-on-regression PCT] before.json after.json"""
 
 DESCRIPTION = """\
 Run a Python program and show, line by line, where its time goes: running Python code
@@ -79,8 +81,15 @@ def _run_parser() -> _Parser:
     )
     for option in RUN_OPTIONS:
         _add(parser, option)
+    _add_format_shortcuts(parser)
     parser.add_argument("--version", action="version", version=f"heatline {__version__}")
     return parser
+
+
+def _add_format_shortcuts(parser: argparse.ArgumentParser) -> None:
+    for name in ("html", "json"):
+        parser.add_argument(f"--{name}", dest="format", action="store_const", const=name,
+                            help=f"same as --format {name} (without -o: writes profile.{name})")
 
 
 def _view_parser() -> _Parser:
@@ -90,6 +99,8 @@ def _view_parser() -> _Parser:
     for option in RUN_OPTIONS:
         if option.view:
             _add(parser, option)
+    _add_format_shortcuts(parser)
+    parser.add_argument("-o", "--outfile", metavar="FILE", help="write to FILE, not stdout")
     parser.add_argument("profile", metavar="profile.json", help="the profile to show")
     return parser
 
@@ -177,6 +188,8 @@ def prepare(argv: Sequence[str] | None = None) -> int | Launch:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["view"]:
         return _view(args[1:])
+    if args[:1] == ["diff"]:
+        return _diff(args[1:])
     if args[:1] == ["run"]:
         args = args[1:]
     return _run(args)
@@ -196,6 +209,14 @@ def _run(args: list[str]) -> Launch:
         )
     values = vars(options)
     del values["module"]  # (-m MODULE never reaches argparse: split_argv put it in program)
+    if values["outfile"] is None and values["format"] in ("html", "json"):
+        values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
+    if values["profile_only"] and not values["profile_all"]:
+        # As in Scalene, --profile-only names the files to profile even in the standard library
+        # or installed packages: files it does not name stay out anyway, only heatline's own
+        # package needs excluding.
+        values["profile_all"] = True
+        values["profile_exclude"].append(os.path.dirname(os.path.abspath(__file__)) + os.sep)
     run_options = Options(**values)
     if run_options.outfile is not None:
         run_options.outfile = check_outfile(run_options.outfile)
@@ -215,12 +236,57 @@ def _view(args: list[str]) -> int:
         data = profile.load(options.profile)
     except profile.ProfileError as exc:
         fail(str(exc), 1)
-    from heatline.renderers.terminal import render
+    from heatline.renderers import format_for_path, render_bytes, render_to
 
-    render(
-        data,
-        file=sys.stdout,
-        reduced=options.reduced_profile,
-        threshold_pct=options.cpu_percent_threshold,
-    )
+    report = {"reduced": options.reduced_profile, "threshold_pct": options.cpu_percent_threshold}
+    if options.outfile is not None:
+        path = check_outfile(options.outfile)
+        fmt = options.format or format_for_path(path)
+        render_to(data, fmt, path, **(report if fmt == "terminal" else {}))
+        return 0
+    fmt = options.format or "terminal"
+    if fmt == "terminal":
+        from heatline.renderers.terminal import render
+
+        render(data, file=sys.stdout, **report)
+        return 0
+    sys.stdout.flush()
+    sys.stdout.buffer.write(render_bytes(data, fmt))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _growth(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, not {text!r}")
+    return value
+
+
+def _diff(args: list[str]) -> int:
+    from heatline import diff, profile
+
+    parser = _Parser(prog="heatline diff", description="Compare two profiles written with -o.",
+                     allow_abbrev=False)
+    parser.add_argument("--fail-on-regression", metavar="PCT", type=_growth,
+                        help="exit with status 1 when the total time, or one function's time, "
+                        "grew by more than PCT percent of the before total")
+    parser.add_argument("--limit", metavar="N", type=int, default=20, help="rows per table")
+    parser.add_argument("before", metavar="before.json")
+    parser.add_argument("after", metavar="after.json")
+    options = parser.parse_args(args)
+    try:
+        before, after = profile.load(options.before), profile.load(options.after)
+    except profile.ProfileError as exc:
+        fail(str(exc), 1)
+    result = diff.compare(before, after)
+    diff.report(result, sys.stdout, limit=options.limit)
+    if options.fail_on_regression is not None:
+        found = diff.regressions(result, options.fail_on_regression)
+        for line in found:
+            sys.stdout.write(f"regression: {line}\n")
+        return 1 if found else 0
     return 0

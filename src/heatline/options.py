@@ -63,6 +63,16 @@ def _window(text: str) -> int:
     return value
 
 
+# The output formats (heatline.renderers renders them).
+FORMATS = ("terminal", "json", "html", "collapsed", "speedscope", "pprof", "chrome")
+
+
+def _format(text: str) -> str:
+    if text not in FORMATS:
+        raise _usage_error(f"must be one of {', '.join(FORMATS)}, not {text!r}")
+    return text
+
+
 def _patterns(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -116,7 +126,8 @@ class Option:
 RUN_OPTIONS = (
     Option(
         ("-o", "--outfile"),
-        "also write the profile as JSON to FILE (see 'heatline view')",
+        "also write the profile to FILE, in the format its suffix names (.html, .json, "
+        ".pb.gz, .speedscope.json, .collapsed, .trace.json; anything else: JSON) or --format",
         default=None,
         metavar="FILE",
     ),
@@ -128,7 +139,8 @@ RUN_OPTIONS = (
     ),
     Option(
         ("--profile-only",),
-        "profile only files whose path contains one of these comma-separated substrings",
+        "profile only files whose path contains one of these comma-separated substrings "
+        "(library files too)",
         default=[],
         metavar="PATTERNS",
         parse=_patterns,
@@ -143,7 +155,7 @@ RUN_OPTIONS = (
         session="exclude",
     ),
     Option(
-        ("--cpu-sampling-interval",),
+        ("--cpu-sampling-rate", "--cpu-sampling-interval"),  # the first: Scalene's name
         f"mean time between samples (default: {DEFAULT_INTERVAL_S:g})",
         default=DEFAULT_INTERVAL_S,
         metavar="SECONDS",
@@ -178,6 +190,19 @@ RUN_OPTIONS = (
     Option(
         ("--reduced-profile",),
         "show only lines at or above the --cpu-percent-threshold",
+        view=True,
+    ),
+    Option(
+        ("--use-virtual-time",),
+        "count only running time (Python and native), not time blocked in sleep, I/O or locks",
+    ),
+    Option(
+        ("--format",),
+        "the format of -o, whatever its suffix: terminal, json, html, collapsed, speedscope, "
+        "pprof or chrome (also --html, --json)",
+        default=None,
+        metavar="FORMAT",
+        parse=_format,
         view=True,
     ),
     Option(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Callable
 
 SCHEMA_VERSION = 3
 
@@ -122,11 +122,31 @@ def dump(profile: dict[str, Any], path: str) -> None:
     PEP 383) are written as JSON ``\\udcXX`` escapes, so the file stays UTF-8 and reading
     it back gives the same strings. Raises OSError if the profile cannot be written.
     """
+
+    def write(file: Any) -> None:
+        with _open_text(file) as f:
+            _write_json(profile, f)
+
+    replace_file(path, write)
+
+
+def write_bytes(data: bytes, path: str) -> None:
+    """Write ``data`` to ``path`` the way :func:`dump` writes (the other output formats)."""
+
+    def write(file: Any) -> None:
+        with open(file, "wb") as f:
+            f.write(data)
+
+    replace_file(path, write)
+
+
+def replace_file(path: str, write: Callable[[Any], None]) -> None:
+    """``write(file)`` (a path or file descriptor to open for writing) to a temporary file
+    renamed onto ``path``; see :func:`dump`."""
     target = os.path.realpath(path)
     if os.path.exists(target) and not os.path.isfile(target):
         # A device or pipe (say /dev/stderr) cannot be renamed over: write to it directly.
-        with _open_text(path) as f:
-            _write_json(profile, f)
+        write(path)
         return
     try:
         mode: int | None = os.stat(target).st_mode & 0o7777
@@ -138,8 +158,7 @@ def dump(profile: dict[str, Any], path: str) -> None:
     try:
         if mode is not None:
             os.fchmod(fd, mode)
-        with _open_text(fd) as f:
-            _write_json(profile, f)
+        write(fd)
         os.replace(tmp_path, target)
     except BaseException:
         try:

@@ -437,6 +437,10 @@ class _Finisher:
         try:
             self.session.stop()
             profile = self.session.profile()
+            if self.options.use_virtual_time:
+                from heatline.virtual_time import running_time_only
+
+                running_time_only(profile)
             if self.options.outfile:
                 if not self._write(profile, self.options.outfile):
                     return
@@ -459,10 +463,10 @@ class _Finisher:
         """Write the profile; if that fails, say so in one line and, when the program itself
         succeeded, end the process with status 1 (the interpreter's exit status can no longer
         be changed from an atexit handler, so what is left of its shutdown is skipped)."""
-        from heatline.profile import dump
+        from heatline.renderers import render_to
 
         try:
-            dump(profile, path)
+            render_to(profile, self.options.format, path)
             return True
         except OSError as exc:
             reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else _one_line(exc)

@@ -1,0 +1,238 @@
+"""The HTML report's page: inline CSS and plain JavaScript, no network.
+
+The renderer puts the data (JSON, escaped for a <script> element) in place of the marker.
+The script builds every element with createElement/textContent, never innerHTML.
+"""
+
+PAGE = r"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>heatline report</title>
+<style>
+body{font:13px system-ui,sans-serif;margin:0 16px 40px;color:#222}
+h1{font-size:18px}h2{font-size:15px;margin-top:24px}
+table{border-collapse:collapse}td,th{padding:1px 6px;text-align:right;white-space:nowrap}
+th{cursor:pointer;background:#eee;position:sticky;top:0}
+td.src{text-align:left;font-family:ui-monospace,monospace;white-space:pre}
+td.name{text-align:left}
+tr.hot td{background:#ffe3d6}tr.hot td.src{font-weight:600}
+tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
+.ln{color:#888}
+#flame{position:relative;overflow-x:hidden;overflow-y:auto;max-height:480px;border:1px solid #ccc;font:11px monospace}
+#flame div{position:absolute;height:17px;line-height:17px;overflow:hidden;white-space:nowrap;
+ border-right:1px solid #fff;box-sizing:border-box;padding-left:2px;cursor:pointer;background:#f4a261}
+#flame div.match{background:#e76f51;color:#fff}
+#error{color:#b00;font-weight:600}
+.edges{font-size:12px;margin:4px 0 8px 24px}
+</style></head><body>
+<h1>heatline report</h1>
+<div id="summary"></div>
+<div id="warnings"></div>
+<h2>Memory over time</h2><div id="memory"></div>
+<h2>Flame graph</h2>
+<div>Search <input id="search" size="30"> <button id="reset">reset zoom</button> (click a frame to zoom)</div>
+<div id="flame"></div>
+<h2>Functions</h2><div>Click a column to sort, a row for its callers and callees.</div>
+<table id="functions"></table>
+<h2>Threads</h2><table id="threads"></table>
+<h2>Leaks</h2><div id="leaks"></div>
+<h2>Source</h2><div id="files"></div>
+<script id="heatline-data" type="application/json">/*HEATLINE_DATA*/</script>
+<script>
+"use strict";
+window.onerror = function (message) {
+  var d = document.createElement("div"); d.id = "error";
+  d.textContent = "heatline-report-error: " + message;
+  document.body.insertBefore(d, document.body.firstChild);
+};
+var D = JSON.parse(document.getElementById("heatline-data").textContent);
+function el(tag, text, cls) {
+  var e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+function pct(v) { return v ? v.toFixed(1) + "%" : ""; }
+function bytes(v) {
+  if (!v) return "";
+  var u = ["B", "KB", "MB", "GB", "TB"], i = 0;
+  while (Math.abs(v) >= 1024 && i < 4) { v /= 1024; i++; }
+  return v.toFixed(i ? 1 : 0) + u[i];
+}
+var SVG = "http://www.w3.org/2000/svg";
+function plot(values, w, h, times) {
+  var s = document.createElementNS(SVG, "svg");
+  s.setAttribute("width", w); s.setAttribute("height", h);
+  if (!values.length) return s;
+  var max = Math.max.apply(null, values) || 1, n = values.length, pts = [];
+  for (var i = 0; i < n; i++) {
+    var x = n > 1 ? (times ? times[i] / (times[n - 1] || 1) : i / (n - 1)) * (w - 2) + 1 : w / 2;
+    pts.push(x.toFixed(1) + "," + (h - 1 - values[i] / max * (h - 2)).toFixed(1));
+  }
+  var p = document.createElementNS(SVG, "polyline");
+  p.setAttribute("points", pts.join(" ")); p.setAttribute("fill", "none");
+  p.setAttribute("stroke", "#2a6f97"); p.setAttribute("stroke-width", "1.5");
+  s.appendChild(p);
+  return s;
+}
+// Summary and warnings
+(function () {
+  var s = D.summary, t = el("div");
+  t.appendChild(el("div", "Program: " + D.program));
+  t.appendChild(el("div", "Elapsed " + (s.elapsed_s || 0).toFixed(3) + " s, CPU " +
+    (s.cpu_s || 0).toFixed(3) + " s, " + s.samples + " samples, peak memory " +
+    (bytes(s.peak_bytes) || "0") + ", Python " + s.python_version + ", heatline " + D.version));
+  document.getElementById("summary").appendChild(t);
+  D.warnings.forEach(function (w) { document.getElementById("warnings").appendChild(el("div", "warning: " + w)); });
+})();
+// Memory timeline
+(function () {
+  var m = D.memory_timeline, box = document.getElementById("memory");
+  if (!m.length) { box.textContent = "no memory timeline (memory profiling off)"; return; }
+  box.appendChild(plot(m.map(function (p) { return p[1]; }), 600, 80, m.map(function (p) { return p[0]; })));
+  box.appendChild(el("div", "peak " + bytes(Math.max.apply(null, m.map(function (p) { return p[1]; }))) +
+    " over " + m[m.length - 1][0].toFixed(2) + " s"));
+})();
+// Flame graph (icicle: the root on top)
+var flameRoot = D.flame, flameZoom = flameRoot;
+function drawFlame() {
+  var box = document.getElementById("flame"), W = box.clientWidth || 1000, rowH = 18;
+  var query = document.getElementById("search").value.toLowerCase();
+  box.textContent = "";
+  var depthMax = 0, frag = document.createDocumentFragment();
+  function walk(node, x, w, depth) {
+    if (w < 1) return;
+    depthMax = Math.max(depthMax, depth);
+    var d = el("div", node[0] + " " + node[1].toFixed(3) + " s");
+    d.title = node[0] + " (" + node[1].toFixed(3) + " s, " + (100 * node[1] / (flameRoot[1] || 1)).toFixed(1) + "%)";
+    d.style.left = x + "px"; d.style.top = depth * rowH + "px"; d.style.width = w + "px";
+    if (query && node[0].toLowerCase().indexOf(query) >= 0) d.className = "match";
+    d.onclick = function () { flameZoom = node; drawFlame(); };
+    frag.appendChild(d);
+    var cx = x;
+    node[2].forEach(function (c) { var cw = w * c[1] / (node[1] || 1); walk(c, cx, cw, depth + 1); cx += cw; });
+  }
+  walk(flameZoom, 0, W, 0);
+  box.appendChild(frag);
+  box.style.height = (depthMax + 1) * rowH + "px";
+}
+document.getElementById("search").oninput = drawFlame;
+document.getElementById("reset").onclick = function () { flameZoom = flameRoot; drawFlame(); };
+drawFlame();
+// Functions, sortable; a click shows callers and callees
+(function () {
+  var cols = ["function", "file", "line", "Python", "native", "system", "inclusive", "alloc", "copy"];
+  var fmt = [String, String, String, pct, pct, pct, pct, bytes, bytes];
+  var table = document.getElementById("functions"), key = 6, desc = true;
+  function edgesOf(f) {
+    var box = el("div", null, "edges");
+    D.edges.forEach(function (e) {
+      if (e[2] === f[1] && e[3] === f[0]) box.appendChild(el("div", "called by " + e[1] + " (" + e[0] + "): " + pct(e[4])));
+      if (e[0] === f[1] && e[1] === f[0]) box.appendChild(el("div", "calls " + e[3] + " (" + e[2] + "): " + pct(e[4])));
+    });
+    if (!box.firstChild) box.textContent = "no recorded callers or callees";
+    return box;
+  }
+  function draw() {
+    table.textContent = "";
+    var head = el("tr");
+    cols.forEach(function (c, i) {
+      var th = el("th", c + (i === key ? (desc ? " \u25be" : " \u25b4") : ""));
+      th.onclick = function () { desc = key === i ? !desc : true; key = i; draw(); };
+      head.appendChild(th);
+    });
+    table.appendChild(head);
+    var rows = D.functions.slice().sort(function (a, b) {
+      var x = a[key], y = b[key], r = x < y ? -1 : x > y ? 1 : 0;
+      return desc ? -r : r;
+    });
+    rows.forEach(function (f) {
+      var tr = el("tr", null, "fn");
+      f.forEach(function (v, i) { tr.appendChild(el("td", fmt[i](v), i < 2 ? "name" : "")); });
+      tr.onclick = function () {
+        var next = tr.nextSibling;
+        if (next && next.className === "edgerow") { table.removeChild(next); return; }
+        var r = el("tr", null, "edgerow"), td = el("td"); td.colSpan = cols.length;
+        td.appendChild(edgesOf(f)); r.appendChild(td); table.insertBefore(r, next);
+      };
+      table.appendChild(tr);
+    });
+  }
+  draw();
+})();
+// Threads
+(function () {
+  var t = document.getElementById("threads"), h = el("tr");
+  ["thread", "Python s", "native s", "system s", "unattributed s", "CPU s"].forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  D.threads.forEach(function (r) {
+    var tr = el("tr");
+    r.forEach(function (v, i) { tr.appendChild(el("td", i ? Number(v).toFixed(3) : v, i ? "" : "name")); });
+    t.appendChild(tr);
+  });
+})();
+// Leaks
+(function () {
+  var box = document.getElementById("leaks");
+  if (!D.leaks.length) { box.textContent = "no likely leaks"; return; }
+  var t = el("table"), h = el("tr");
+  ["file", "line", "likelihood", "growth/s", "growth", "source"].forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  D.leaks.forEach(function (l) {
+    var tr = el("tr");
+    tr.appendChild(el("td", l[0], "name")); tr.appendChild(el("td", l[1]));
+    tr.appendChild(el("td", (100 * l[3]).toFixed(0) + "%")); tr.appendChild(el("td", bytes(l[4])));
+    tr.appendChild(el("td", bytes(l[5]))); tr.appendChild(el("td", l[2], "src"));
+    t.appendChild(tr);
+  });
+  box.appendChild(t);
+})();
+// Annotated source; runs of 4+ lines with nothing to show fold into one clickable row
+(function () {
+  var box = document.getElementById("files"), HOT = 1.0;
+  var cols = ["line", "Python", "native", "system", "alloc", "growth", "copy", "memory", "source"];
+  D.files.forEach(function (f) {
+    box.appendChild(el("h3", f.path + " (" + pct(f.pct) + ")"));
+    var t = el("table", null, "source"), h = el("tr");
+    cols.forEach(function (c) { h.appendChild(el("th", c)); });
+    t.appendChild(h);
+    var frag = document.createDocumentFragment();
+    function row(l) {
+      var tr = el("tr", null, "line");
+      if (l[2] + l[3] + l[4] >= HOT) tr.className = "line hot";
+      tr.appendChild(el("td", l[0], "ln"));
+      tr.appendChild(el("td", pct(l[2]))); tr.appendChild(el("td", pct(l[3]))); tr.appendChild(el("td", pct(l[4])));
+      tr.appendChild(el("td", bytes(l[5]))); tr.appendChild(el("td", bytes(l[6]))); tr.appendChild(el("td", bytes(l[7])));
+      var sp = el("td"); if (l[8].length > 1) sp.appendChild(plot(l[8], 60, 14)); tr.appendChild(sp);
+      tr.appendChild(el("td", l[1], "src"));
+      return tr;
+    }
+    function idle(l) { return !(l[2] || l[3] || l[4] || l[5] || l[7]); }
+    var lines = f.lines, i = 0;
+    while (i < lines.length) {
+      var j = i;
+      while (j < lines.length && idle(lines[j])) j++;
+      if (j - i >= 4) {
+        (function (run) {
+          var g = el("tr", null, "gap"), td = el("td", "\u25b8 " + run.length + " lines not executed (lines " +
+            run[0][0] + "-" + run[run.length - 1][0] + "), click to show");
+          td.colSpan = cols.length; g.appendChild(td);
+          g.onclick = function () {
+            var after = g.nextSibling;
+            run.forEach(function (l) { t.insertBefore(row(l), after); });
+            t.removeChild(g);
+          };
+          frag.appendChild(g);
+        })(lines.slice(i, j));
+        i = j;
+      } else {
+        for (; i < Math.max(j, i + 1) && i < lines.length; i++) frag.appendChild(row(lines[i]));
+      }
+    }
+    t.appendChild(frag);
+    box.appendChild(t);
+  });
+})();
+document.body.setAttribute("data-rendered", "1");
+</script></body></html>
+"""

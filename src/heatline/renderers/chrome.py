@@ -1,0 +1,66 @@
+"""The Trace Event format (JSON object form) for Perfetto and chrome://tracing.
+
+heatline samples into totals, so there is no per-sample timeline of what ran when: the trace
+shows what has a time axis in the profile, the program's live memory (``memory_timeline``) and
+the live memory of the ten lines that held the most (their ``timeline``), as counter ("C")
+tracks, plus one complete ("X") event per thread spanning the run with its time split in
+``args``. ``otherData`` says so in words.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from heatline import __version__
+from heatline.renderers import thread_name
+
+PID = 1
+TOP_LINES = 10
+
+
+def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
+         "args": {"name": f"heatline: {profile.get('program', '')}"}},
+    ]
+    elapsed_us = float(profile.get("elapsed_s", 0)) * 1e6
+    for index, thread in enumerate(profile.get("threads", [])):
+        tid = int(thread.get("native_id") or index + 1)
+        events.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": tid,
+                       "args": {"name": thread_name(profile, index)}})
+        events.append({"name": "profiled (totals, not a timeline)", "cat": "heatline", "ph": "X",
+                       "ts": 0, "dur": elapsed_us, "pid": PID, "tid": tid,
+                       "args": {key: thread.get(key, 0) for key in
+                                ("python_s", "native_s", "system_s", "unattributed_s", "cpu_s")}})
+    for t_s, value in profile.get("memory_timeline", []):
+        events.append({"name": "program live memory", "cat": "memory", "ph": "C",
+                       "ts": float(t_s) * 1e6, "pid": PID, "args": {"bytes": value}})
+    lines = []
+    for path, entry in (profile.get("files") or {}).items():
+        for line in entry.get("lines", []):
+            if line.get("timeline"):
+                lines.append((line.get("peak_bytes", 0), path, line))
+    lines.sort(key=lambda item: -item[0])
+    for _, path, line in lines[:TOP_LINES]:
+        name = f"live memory {os.path.basename(path)}:{line['line']}"
+        for t_s, value in line["timeline"]:
+            events.append({"name": name, "cat": "memory", "ph": "C", "ts": float(t_s) * 1e6,
+                           "pid": PID, "args": {"bytes": value}})
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "exporter": f"heatline {__version__}",
+            "program": profile.get("program", ""),
+            "started_at": profile.get("started_at", ""),
+            "note": "heatline keeps totals, not a per-sample timeline: the counter tracks are "
+            "the memory timelines (the program's and its top lines'); each thread's single "
+            "span covers the whole run and carries its python/native/system seconds in args.",
+        },
+    }
+
+
+def render(profile: dict[str, Any]) -> bytes:
+    return json.dumps(to_dict(profile), ensure_ascii=True).encode()

@@ -1,0 +1,117 @@
+"""One self-contained HTML report: no network, no external fonts or scripts.
+
+The page's data is the profile reduced to what the page shows, embedded as JSON in a
+``<script type="application/json">`` element with ``<``, ``>``, ``&`` and the JavaScript line
+separators escaped, so no source text or path can end the element; the page's script builds
+everything with ``textContent`` (never ``innerHTML``), so source text renders as text.
+Size is bounded: the flame graph keeps the call-tree nodes worth at least 1/5000 of the time,
+and sparklines use the (already bounded) per-line timelines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from heatline import __version__
+from heatline.renderers import call_edges, frame_label, inclusive_times, stacks, thread_name
+
+MIN_NODE_SHARE = 1 / 5000
+
+
+def _flame_tree(profile: dict[str, Any]) -> list[Any]:
+    """[label, seconds, children] with threads as the first level."""
+    frames = (profile.get("stacks") or {}).get("frames", [])
+    root: dict[str, Any] = {"v": 0.0, "c": {}}
+    for stack in stacks(profile):
+        node = root
+        node["v"] += stack.total_s
+        for label in [thread_name(profile, stack.thread)] + [
+            frame_label(frames[index]) for index in stack.frames
+        ]:
+            node = node["c"].setdefault(label, {"v": 0.0, "c": {}})
+            node["v"] += stack.total_s
+    limit = root["v"] * MIN_NODE_SHARE
+
+    def pack(label: str, node: dict[str, Any]) -> list[Any]:
+        children = [pack(k, v) for k, v in node["c"].items() if v["v"] >= limit]
+        children.sort(key=lambda child: -child[1])
+        return [label, round(node["v"], 6), children]
+
+    return pack("all", root)
+
+
+def _line_row(line: dict[str, Any]) -> list[Any]:
+    return [
+        line["line"],
+        line.get("source", ""),
+        line.get("python_pct", 0),
+        line.get("native_pct", 0),
+        line.get("system_pct", 0),
+        line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0),
+        line.get("growth_bytes", 0),
+        line.get("copy_bytes", 0),
+        [point[1] for point in line.get("timeline", [])],
+    ]
+
+
+def page_data(profile: dict[str, Any]) -> dict[str, Any]:
+    inclusive = inclusive_times(profile)
+    total = (profile.get("totals") or {}).get("attributed_s", 0) or 1.0
+    files = []
+    functions = []
+    leaks = []
+    for path, entry in (profile.get("files") or {}).items():
+        files.append({"path": path, "pct": round(sum(entry.get(k, 0) for k in
+                      ("python_pct", "native_pct", "system_pct")), 3),
+                      "lines": [_line_row(line) for line in entry.get("lines", [])]})
+        for function in entry.get("functions", []):
+            key = (path, function.get("qualname") or function.get("name"))
+            functions.append([
+                function.get("qualname") or function.get("name"), path,
+                function.get("first_line", 0), function.get("python_pct", 0),
+                function.get("native_pct", 0), function.get("system_pct", 0),
+                round(100 * inclusive.get(key, 0.0) / total, 3),
+                function.get("alloc_python_bytes", 0) + function.get("alloc_native_bytes", 0),
+                function.get("copy_bytes", 0),
+            ])
+        for line in entry.get("lines", []):
+            if line.get("leak"):
+                leaks.append([path, line["line"], line.get("source", ""),
+                              line["leak"].get("likelihood", 0),
+                              line["leak"].get("growth_bytes_per_s", 0),
+                              line.get("growth_bytes", 0)])
+    edges = [[a[1], a[0], b[1], b[0], round(100 * seconds / total, 3)]
+             for (a, b), seconds in call_edges(profile).items() if seconds >= total * 1e-4]
+    threads = [[thread_name(profile, i), t.get("python_s", 0), t.get("native_s", 0),
+                t.get("system_s", 0), t.get("unattributed_s", 0), t.get("cpu_s", 0)]
+               for i, t in enumerate(profile.get("threads", []))]
+    return {
+        "program": profile.get("program", ""),
+        "version": __version__,
+        "summary": {k: profile.get(k) for k in ("elapsed_s", "cpu_s", "samples", "peak_bytes",
+                                                "started_at", "python_version")},
+        "files": files,
+        "functions": functions,
+        "edges": edges,
+        "leaks": leaks,
+        "threads": threads,
+        "memory_timeline": profile.get("memory_timeline", []),
+        "flame": _flame_tree(profile),
+        "warnings": profile.get("warnings", []),
+    }
+
+
+def embed_json(data: Any) -> str:
+    """JSON that cannot end a <script> element or open a comment inside it."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
+
+
+def render(profile: dict[str, Any]) -> bytes:
+    from heatline.renderers._html_page import PAGE
+
+    return PAGE.replace("/*HEATLINE_DATA*/", embed_json(page_data(profile)), 1).encode()

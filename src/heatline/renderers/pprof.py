@@ -1,0 +1,129 @@
+"""pprof's profile.proto, gzipped, encoded by hand (no protobuf dependency).
+
+Sample types: ``cpu/nanoseconds`` (all time charged to the stack: python + native + system,
+i.e. thread time including blocked time) and ``python``, ``native``, ``system`` (nanoseconds)
+as separate sample types; with memory on, ``alloc_space/bytes`` and ``inuse_space/bytes``
+(growth: allocated and still live at the end), charged to each allocating line as a one-frame
+stack (the profile keeps memory per line, not per stack). Every sample has a ``thread`` label.
+Locations are one per (function, line), so ``-lines`` views work. Names spell ``<module>`` as
+``(module)`` (pprof would hide anything in angle brackets).
+"""
+
+from __future__ import annotations
+
+import gzip
+from typing import Any
+
+from heatline.renderers import function_of_line, stacks, thread_name
+
+TIME_TYPES = (("cpu", "nanoseconds"), ("python", "nanoseconds"), ("native", "nanoseconds"),
+              ("system", "nanoseconds"))
+MEMORY_TYPES = (("alloc_space", "bytes"), ("inuse_space", "bytes"))
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # negative int64 as ten-byte two's complement
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _key(field: int, wire: int) -> bytes:
+    return _varint(field << 3 | wire)
+
+
+def _int(field: int, value: int) -> bytes:
+    return _key(field, 0) + _varint(value) if value else b""
+
+
+def _bytes(field: int, data: bytes) -> bytes:
+    return _key(field, 2) + _varint(len(data)) + data
+
+
+def _packed(field: int, values: list[int]) -> bytes:
+    return _bytes(field, b"".join(_varint(v) for v in values)) if values else b""
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.strings: dict[str, int] = {"": 0}
+        self.functions: dict[tuple[str, str, int], int] = {}
+        self.locations: dict[tuple[int, int], int] = {}
+        self.out = bytearray()
+
+    def s(self, text: str) -> int:
+        if text not in self.strings:
+            self.strings[text] = len(self.strings)
+        return self.strings[text]
+
+    def location(self, frame: dict[str, Any]) -> int:
+        # pprof drops "<...>" from names as C++ template arguments: "<module>" would show
+        # as "<unknown>", so angle brackets become parentheses.
+        name = (frame.get("qualname") or frame.get("name") or "?").replace("<", "(")
+        name = name.replace(">", ")")
+        key = (name, frame.get("file", ""), 0)
+        function_id = self.functions.get(key)
+        if function_id is None:
+            function_id = self.functions[key] = len(self.functions) + 1
+            self.out += _bytes(5, _int(1, function_id) + _int(2, self.s(name))
+                               + _int(3, self.s(name)) + _int(4, self.s(key[1])))
+        line = int(frame.get("line", 0))
+        location_id = self.locations.get((function_id, line))
+        if location_id is None:
+            location_id = self.locations[(function_id, line)] = len(self.locations) + 1
+            self.out += _bytes(4, _int(1, location_id) + _bytes(4, _int(1, function_id)
+                                                                 + _int(2, line)))
+        return location_id
+
+    def sample(self, locations: list[int], values: list[int], thread: str) -> None:
+        label = _bytes(3, _int(1, self.s("thread")) + _int(2, self.s(thread)))
+        self.out += _bytes(2, _packed(1, locations) + _packed(2, values) + label)
+
+
+def encode(profile: dict[str, Any]) -> bytes:
+    """The uncompressed profile.proto message."""
+    memory = bool((profile.get("memory") or {}).get("enabled"))
+    types = TIME_TYPES + (MEMORY_TYPES if memory else ())
+    b = _Builder()
+    head = bytearray()
+    for kind, unit in types:
+        head += _bytes(1, _int(1, b.s(kind)) + _int(2, b.s(unit)))
+    frames = (profile.get("stacks") or {}).get("frames", [])
+    zeros = [0] * (len(types) - len(TIME_TYPES))
+    for stack in stacks(profile):
+        parts = [round(stack.python_s * 1e9), round(stack.native_s * 1e9),
+                 round(stack.system_s * 1e9)]
+        if not any(parts) or not stack.frames:
+            continue
+        leaf_first = [b.location(frames[index]) for index in reversed(stack.frames)]
+        b.sample(leaf_first, [sum(parts), *parts, *zeros], thread_name(profile, stack.thread))
+    if memory:
+        for path, entry in (profile.get("files") or {}).items():
+            for line in entry.get("lines", []):
+                alloc = line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)
+                if alloc <= 0:
+                    continue
+                function = function_of_line(entry, line["line"])
+                location = b.location({"qualname": function, "file": path, "line": line["line"]})
+                b.sample([location], [0, 0, 0, 0, alloc, max(line.get("growth_bytes", 0), 0)],
+                         "memory")
+    tail = bytearray()
+    tail += _int(10, round(float(profile.get("elapsed_s", 0)) * 1e9))
+    tail += _bytes(11, _int(1, b.s("cpu")) + _int(2, b.s("nanoseconds")))
+    tail += _int(12, round(float(profile.get("sampling_interval_s", 0.01)) * 1e9))
+    tail += _int(14, b.s("cpu"))  # default_sample_type: otherwise pprof shows the last one
+    # The string table goes last so that it holds every string used above (dicts keep
+    # insertion order, which is index order).
+    for text in b.strings:
+        tail += _bytes(6, text.encode("utf-8", "replace"))
+    return bytes(head + b.out + tail)
+
+
+def render(profile: dict[str, Any]) -> bytes:
+    return gzip.compress(encode(profile), mtime=0)

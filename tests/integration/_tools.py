@@ -1,0 +1,22 @@
+"""External consumers the export tests run (go tool pprof, headless Chromium).
+
+.ci/run installs them (Debian packages golang-go and chromium) and sets
+HEATLINE_REQUIRE_TOOLS=1, so in CI a missing tool fails the test instead of skipping it.
+"""
+
+import os
+import shutil
+
+import pytest
+
+
+def require(*names):
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return path
+    message = (f"{names[0]} is not installed (apt-get install -y "
+               f"{'golang-go' if names[0] == 'go' else names[0]}; .ci/run does this)")
+    if os.environ.get("HEATLINE_REQUIRE_TOOLS"):
+        pytest.fail(message)
+    pytest.skip(message)

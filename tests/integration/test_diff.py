@@ -1,0 +1,68 @@
+"""heatline diff on two profiles of a program whose phases change in known ways: a busy
+loop goes from 0.4 s to 0.1 s, a sleep from 0.2 s to 0.8 s, and an edit moves every line two
+lines down."""
+
+import re
+
+PROGRAM = '''import time
+{header}
+
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def rest(seconds):
+    time.sleep(seconds)
+
+
+spin({spin})
+rest({rest})
+'''
+
+
+def _profile(run_heatline, tmp_path, name, header, spin, rest):
+    folder = tmp_path / name
+    folder.mkdir()
+    script = folder / "phases.py"
+    script.write_text(PROGRAM.format(header=header, spin=spin, rest=rest))
+    out = folder / "profile.json"
+    result = run_heatline("-q", "-o", str(out), str(script), text=True)
+    assert result.returncode == 0, result.stderr
+    return str(out)
+
+
+def test_diff_reports_known_phase_changes_and_fails_on_regression(run_heatline, tmp_path):
+    before = _profile(run_heatline, tmp_path, "before", "", 0.4, 0.2)
+    after = _profile(run_heatline, tmp_path, "after", "# moved\n# down\n# three", 0.1, 0.8)
+    result = run_heatline("diff", before, after, text=True)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    functions = text.split("Functions")[1].split("Lines")[0].splitlines()[2:]
+    rows = [line.split() for line in functions if line.strip()]
+    # Largest change first: the sleep grew by about 0.6 s of system time, the loop shrank by
+    # about 0.3 s of running time.
+    assert rows[0][-2:] == ["rest", "(phases.py)"]
+    assert 0.4 < float(rows[0][0].rstrip("s")) < 0.8
+    assert 0.4 < float(rows[0][3].rstrip("s"))
+    assert rows[1][-2:] == ["spin", "(phases.py)"]
+    assert -0.45 < float(rows[1][0].rstrip("s")) < -0.15
+    # Lines are matched by function and source text across the edit (two lines down).
+    match = re.search(r"phases\.py:(\d+) rest: time\.sleep\(seconds\)  \(was line (\d+)\)", text)
+    assert match and int(match.group(1)) == int(match.group(2)) + 2, text
+    assert "(new)" not in text and "(gone)" not in text
+    # Exit status for CI: the total grew by about 50 %.
+    assert run_heatline("diff", "--fail-on-regression", "20", before, after).returncode == 1
+    # ... and the sleep by about 0.6 s, 100 % of the before total: a 150 % allowance passes.
+    assert run_heatline("diff", "--fail-on-regression", "150", before, after).returncode == 0
+    # The other way round the total shrinks, and no function grows by 50 % of the total.
+    assert run_heatline("diff", "--fail-on-regression", "50", after, before).returncode == 0
+
+
+def test_diff_of_a_bad_file_is_a_one_line_error(run_heatline, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    result = run_heatline("diff", str(bad), str(bad), text=True)
+    assert result.returncode == 1
+    assert result.stderr.startswith("heatline: error: ") and result.stderr.count("\n") == 1

@@ -1,0 +1,259 @@
+"""Exports (collapsed, speedscope, pprof, chrome) rendered from the same profile: checked by
+their consumers' rules (speedscope's and the Trace Event format's schemas, written out below),
+by `go tool pprof`, and against the profile's own numbers."""
+
+import gzip
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from _tools import require
+
+TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+
+
+@pytest.fixture(scope="module")
+def phases_profile(tmp_path_factory):
+    """A profile of the main_thread ground-truth target, recorded once for this module."""
+    pytest.importorskip("numpy")
+    import sys
+
+    tmp = tmp_path_factory.mktemp("phases")
+    path = tmp / "profile.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", "--cpu-sampling-interval", "0.004", "-o",
+         str(path), os.path.join(TARGETS, "main_thread.py")],
+        env=dict(os.environ, HEATLINE_TRUTH=str(tmp / "truth.json")),
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return str(path), json.loads(path.read_text())
+
+
+def _view(run_heatline, profile_path, fmt, out):
+    result = run_heatline("view", profile_path, "--format", fmt, "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_collapsed_stacks_sum_to_the_profile_time(run_heatline, phases_profile, tmp_path):
+    path, profile = phases_profile
+    out = _view(run_heatline, path, "collapsed", tmp_path / "p.collapsed")
+    total_us = 0
+    for line in out.read_text().splitlines():
+        match = re.fullmatch(r"([^;\n]+(?:;[^;\n]+)*) (\d+)", line)
+        assert match, line
+        assert "runner.py" not in line and "cli.py" not in line  # no heatline frames
+        total_us += int(match.group(2))
+    expected = profile["totals"]["attributed_s"] + profile["totals"]["unattributed_s"]
+    expected -= profile["stacks"]["dropped_s"]
+    # Each stack rounds to a whole microsecond.
+    assert abs(total_us / 1e6 - expected) < 1e-6 * len(profile["stacks"]["entries"]) + 1e-6
+
+
+def _check_speedscope(data):
+    """speedscope's file-format-schema.json, as its importer applies it."""
+    assert data["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = data["shared"]["frames"]
+    for frame in frames:
+        assert isinstance(frame["name"], str)
+        assert isinstance(frame.get("file", ""), str) and isinstance(frame.get("line", 0), int)
+    assert data["profiles"]
+    for prof in data["profiles"]:
+        assert prof["type"] == "sampled" and isinstance(prof["name"], str)
+        assert prof["unit"] in ("none", "nanoseconds", "microseconds", "milliseconds", "seconds",
+                                "bytes")
+        assert isinstance(prof["startValue"], (int, float))
+        assert isinstance(prof["endValue"], (int, float))
+        assert len(prof["samples"]) == len(prof["weights"])
+        for sample, weight in zip(prof["samples"], prof["weights"]):
+            assert all(isinstance(i, int) and 0 <= i < len(frames) for i in sample)
+            assert isinstance(weight, (int, float)) and weight >= 0
+    if "activeProfileIndex" in data:
+        assert 0 <= data["activeProfileIndex"] < len(data["profiles"])
+
+
+def test_speedscope_file_follows_the_schema_and_keeps_the_time(run_heatline, phases_profile,
+                                                               tmp_path):
+    path, profile = phases_profile
+    data = json.loads(_view(run_heatline, path, "speedscope", tmp_path / "p.json").read_text())
+    _check_speedscope(data)
+    weights = sum(sum(p["weights"]) for p in data["profiles"])
+    assert weights == pytest.approx(profile["totals"]["attributed_s"], abs=1e-3)
+    names = {frame["name"] for frame in data["shared"]["frames"]}
+    assert {"numpy_sort", "python_loop", "sleep_phase"} <= names
+    files = {frame["file"] for frame in data["shared"]["frames"]}
+    assert not any(f.endswith(("heatline/runner.py", "heatline/cli.py")) for f in files)
+
+
+_PHASES = ("C", "X", "B", "E", "i", "I", "M", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D",
+           "R", "c")
+
+
+def _check_trace(data):
+    """The Trace Event format (JSON object form)."""
+    assert isinstance(data["traceEvents"], list) and data["traceEvents"]
+    assert data.get("displayTimeUnit", "ms") in ("ms", "ns")
+    for event in data["traceEvents"]:
+        assert isinstance(event["name"], str) and event["ph"] in _PHASES
+        assert isinstance(event["pid"], int)
+        if event["ph"] != "M":
+            assert isinstance(event["ts"], (int, float)) and event["ts"] >= 0
+        if event["ph"] == "X":
+            assert isinstance(event["dur"], (int, float)) and event["dur"] >= 0
+        if event["ph"] == "C":
+            assert event["args"] and all(isinstance(v, (int, float))
+                                         for v in event["args"].values())
+        if event["ph"] == "M":
+            assert event["name"] in ("process_name", "thread_name", "process_labels",
+                                     "process_sort_index", "thread_sort_index")
+
+
+def test_chrome_trace_follows_the_format_and_carries_the_memory_timeline(
+        run_heatline, phases_profile, tmp_path):
+    path, profile = phases_profile
+    data = json.loads(_view(run_heatline, path, "chrome", tmp_path / "p.trace.json").read_text())
+    _check_trace(data)
+    counters = [e for e in data["traceEvents"]
+                if e["ph"] == "C" and e["name"] == "program live memory"]
+    assert [(c["ts"], c["args"]["bytes"]) for c in counters] == [
+        (t * 1e6, b) for t, b in profile["memory_timeline"]]
+    assert "not a per-sample timeline" in data["otherData"]["note"] or "totals" in \
+        data["otherData"]["note"]
+
+
+def _pprof_cum_pct(go, path):
+    out = subprocess.run([go, "tool", "pprof", "-top", "-cum", "-nodecount=500", path],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    shares = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[4].endswith("%"):
+            shares[" ".join(fields[5:])] = float(fields[4][:-1])
+    return shares, out
+
+
+def test_go_tool_pprof_lists_the_phases_with_heatlines_shares(run_heatline, phases_profile,
+                                                             tmp_path):
+    go = require("go")
+    path, profile = phases_profile
+    out = _view(run_heatline, path, "pprof", tmp_path / "p.pb.gz")
+    gzip.decompress(out.read_bytes())  # gzipped
+    shares, text = _pprof_cum_pct(go, str(out))
+    assert "Type: cpu" in text
+    functions = {f["qualname"]: f for entry in profile["files"].values()
+                 for f in entry["functions"]}
+    for name in ("python_loop", "numpy_sort", "matrix_multiply", "hash_buffer", "sleep_phase",
+                 "blocking_read"):
+        own = sum(functions[name][k] for k in ("python_pct", "native_pct", "system_pct"))
+        assert name in shares, text
+        assert abs(shares[name] - own) <= 1.0, (name, shares[name], own)
+
+
+def test_pprof_has_the_split_and_memory_sample_types(run_heatline, phases_profile, tmp_path):
+    go = require("go")
+    path, profile = phases_profile
+    out = str(_view(run_heatline, path, "pprof", tmp_path / "p.pprof"))
+    for kind, key in (("python", "python_s"), ("native", "native_s"), ("system", "system_s")):
+        text = subprocess.run([go, "tool", "pprof", "-top", f"-sample_index={kind}", "-unit=ms",
+                               out], capture_output=True, text=True, timeout=300,
+                              check=True).stdout
+        total = float(re.search(r"Total samples = ([\d.]+)ms", text).group(1))
+        assert total == pytest.approx(profile["totals"][key] * 1e3, abs=1.0), text
+    text = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=alloc_space", "-unit=B",
+                           out], capture_output=True, text=True, timeout=300, check=True).stdout
+    total = float(re.search(r"Total samples = ([\d.]+)B", text).group(1))
+    lines = [line for entry in profile["files"].values() for line in entry["lines"]]
+    want = sum(line["alloc_python_bytes"] + line["alloc_native_bytes"] for line in lines)
+    assert want > 0 and total == pytest.approx(want, rel=1e-6)
+
+
+def test_hostile_source_renders_inertly_in_every_format(run_heatline, program, tmp_path):
+    profile = tmp_path / "hostile.json"
+    result = run_heatline("-q", "-o", str(profile), program("hostile.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    marker = "</script><script>document.title='pwned'</script>"
+    for fmt in ("collapsed", "speedscope", "chrome", "pprof", "html"):
+        out = _view(run_heatline, str(profile), fmt, tmp_path / f"out.{fmt}")
+        data = out.read_bytes()
+        if fmt == "collapsed":
+            for line in data.decode().splitlines():
+                assert re.fullmatch(r"[^;\n]+(;[^;\n]+)* \d+", line), line
+        elif fmt in ("speedscope", "chrome"):
+            json.loads(data)
+        elif fmt == "pprof":
+            gzip.decompress(data)
+        else:
+            text = data.decode()
+            assert marker not in text  # only escaped inside the JSON data
+            assert text.count("</script>") == 2 and text.count("<script") == 2
+            assert "\\u003c/script\\u003e" in text
+    assert "hostile_spin" in (tmp_path / "out.collapsed").read_text()
+
+
+def test_record_time_suffix_chooses_the_format(run_heatline, program, tmp_path):
+    for name, check in (("p.html", lambda b: b.startswith(b"<!DOCTYPE html>")),
+                        ("p.speedscope.json", lambda b: b"speedscope.app" in b),
+                        ("p.pb.gz", lambda b: b[:2] == b"\x1f\x8b"),
+                        ("p.collapsed", lambda b: b"hostile_spin" in b),
+                        ("p.json", lambda b: json.loads(b)["schema_version"] >= 2)):
+        out = tmp_path / name
+        result = run_heatline("-q", "-o", str(out), program("hostile.py"), text=True)
+        assert result.returncode == 0, result.stderr
+        assert check(out.read_bytes()), name
+    out = tmp_path / "forced.out"
+    result = run_heatline("-q", "--format", "chrome", "-o", str(out), program("hostile.py"))
+    assert result.returncode == 0
+    _check_trace(json.loads(out.read_bytes()))
+
+
+def test_profile_only_reaches_library_files_without_profile_all(run_heatline, tmp_path):
+    script = tmp_path / "encode.py"
+    script.write_text(
+        "import json\n"
+        "data = [{'a': list(range(50)), 'b': 'x' * 20} for _ in range(2000)]\n"
+        "for _ in range(30):\n"
+        "    json.dumps(data)\n"
+    )
+    out = tmp_path / "p.json"
+    result = run_heatline("-q", "--profile-only", "json/encoder.py,encode.py", "-o", str(out),
+                          str(script), text=True)
+    assert result.returncode == 0, result.stderr
+    files = json.loads(out.read_text())["files"]
+    encoder = [path for path in files if path.endswith(os.path.join("json", "encoder.py"))]
+    assert encoder, list(files)
+    assert sum(files[encoder[0]][k] for k in ("python_pct", "native_pct", "system_pct")) > 50
+    assert not any(os.sep + "heatline" + os.sep in path for path in files)
+
+
+def test_use_virtual_time_leaves_out_blocked_time(run_heatline, tmp_path):
+    script = tmp_path / "phases.py"
+    script.write_text(
+        "import time\n\n\ndef spin():\n    end = time.perf_counter() + 0.3\n"
+        "    while time.perf_counter() < end:\n        pass\n\n\n"
+        "def rest():\n    time.sleep(0.3)\n\n\nspin()\nrest()\n"
+    )
+    profiles = {}
+    for name, flags in (("wall", ()), ("virtual", ("--use-virtual-time",))):
+        out = tmp_path / f"{name}.json"
+        result = run_heatline("-q", *flags, "-o", str(out), str(script), text=True)
+        assert result.returncode == 0, result.stderr
+        profiles[name] = json.loads(out.read_text())
+    functions = {f["qualname"]: f for e in profiles["wall"]["files"].values()
+                 for f in e["functions"]}
+    assert functions["rest"]["system_s"] > 0.15  # the sleep is there without the flag
+    profile = profiles["virtual"]
+    totals = profile["totals"]
+    assert totals["system_s"] == 0
+    assert totals["attributed_s"] == pytest.approx(totals["python_s"] + totals["native_s"],
+                                                   abs=1e-5)
+    (entry,) = profile["files"].values()
+    assert all(line["system_s"] == 0 for line in entry["lines"])
+    assert all(stack["system_s"] == 0 for stack in profile["stacks"]["entries"])
+    assert sum(line["python_pct"] + line["native_pct"] for line in entry["lines"]) == \
+        pytest.approx(100, abs=0.1)
+    spin = next(f for f in entry["functions"] if f["qualname"] == "spin")
+    assert spin["python_pct"] + spin["native_pct"] > 95

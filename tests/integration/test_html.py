@@ -1,0 +1,97 @@
+"""The HTML report in a real browser: headless Chromium loads it with the network pointed
+nowhere, and the rendered DOM must have the rows, the flame graph, no script error and no
+external reference."""
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from _tools import require
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _chromium(*args):
+    chromium = require("chromium", "chromium-browser")
+    command = [
+        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--disable-extensions", "--disable-background-networking",
+        # Any network request would fail: no proxy exists there, and no name resolves.
+        "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--virtual-time-budget=5000", *args,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def _report(run_heatline, program, tmp_path, name):
+    out = tmp_path / "report.html"
+    result = run_heatline("-q", "--html", "-o", str(out), program(name), text=True)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_html_report_renders_rows_and_flame_graph_offline(run_heatline, program, tmp_path):
+    out = _report(run_heatline, program, tmp_path, "hostile.py")
+    text = out.read_text()
+    # The page outside its JSON data (which holds the program's source text as data).
+    page = re.sub(r'(<script id="heatline-data" type="application/json">).*?(</script>)',
+                  r"\1\2", text, flags=re.S)
+    assert len(page) < len(text)
+    # Self-contained: nothing to fetch (the SVG namespace is a name, not a request).
+    assert not re.search(r"""(?:src|href)\s*=|url\(|@import|fetch\(|XMLHttpRequest""", page)
+    assert set(re.findall(r"https?://[^\s\"'<>]+", page)) <= {"http://www.w3.org/2000/svg"}
+    dom = _chromium("--dump-dom", out.as_uri())
+    assert 'data-rendered="1"' in dom
+    assert 'id="error"' not in dom, dom[:2000]
+    assert "<title>heatline report</title>" in dom  # the hostile source did not run
+    assert "pwned" not in re.sub(r"<script.*?</script>", "", dom, flags=re.S).replace(
+        "&lt;/script&gt;&lt;script&gt;document.title='pwned'", "")
+    # The hostile line is a row whose source cell shows it as text.
+    assert "&lt;/script&gt;&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom
+    assert re.search(r'<tr class="line hot">', dom)
+    assert '<tr class="fn"><td class="name">hostile_spin</td>' in dom  # a function row
+    assert "hostile_spin (hostile.py:" in dom  # a flame graph frame
+    assert "runner.py" not in dom
+
+
+def test_html_report_renders_a_10000_line_profile(run_heatline, program, tmp_path):
+    """Every line of a 10,000-line file with time (the profile keeps only such lines for long
+    files) becomes a row; the file stays small enough to open quickly."""
+    recorded = tmp_path / "p.json"
+    result = run_heatline("-q", "-o", str(recorded), program("hostile.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(recorded.read_text())
+    entry = next(iter(profile["files"].values()))
+    template = max(entry["lines"], key=lambda line: line["python_s"])
+    entry["lines"] = [dict(template, line=n, source=f"x{n} = {n}  # <b>&") for n in
+                      range(1, 10001)]
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(profile))
+    out = tmp_path / "big.html"
+    result = run_heatline("view", str(big), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size < 5_000_000
+    dom = _chromium("--dump-dom", out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    assert dom.count('<tr class="line hot">') == 10000
+    assert "x9999 = 9999  # &lt;b&gt;&amp;" in dom
+
+
+def test_screenshot_for_the_docs(run_heatline, tmp_path):
+    """Keeps docs/img/html-report.png reproducible: `HEATLINE_DOCS_SCREENSHOT=1 pytest -k
+    screenshot` rewrites it from examples/demo.py; otherwise the screenshot goes to tmp."""
+    out = tmp_path / "demo.html"
+    result = run_heatline("-q", "-o", str(out), os.path.join(REPO, "examples", "demo.py"),
+                          text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    png = (os.path.join(REPO, "docs", "img", "html-report.png")
+           if os.environ.get("HEATLINE_DOCS_SCREENSHOT") else str(tmp_path / "shot.png"))
+    _chromium("--hide-scrollbars", "--window-size=1200,1400", f"--screenshot={png}",
+              out.as_uri())
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
