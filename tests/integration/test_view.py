@@ -141,3 +141,68 @@ def test_report_says_so_when_nothing_was_sampled(run_heatline, program):
     assert result.returncode == 0
     assert "no samples were taken" in result.stderr
     assert "--cpu-sampling-interval" in result.stderr
+
+
+HOSTILE = "\x1b[2J\x1b]0;owned\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\x9b1m\u202e"
+
+
+def _hostile_profile(saved_profile, tmp_path, name, path):
+    """saved_profile with `path` as the file's path and terminal control sequences in every
+    string the report prints: the program, source, function names, leak locations, warnings."""
+    import json
+
+    with open(saved_profile, encoding="utf-8") as f:
+        data = json.load(f)
+    entry = data["files"].pop(BUSY)
+    for line in entry["lines"]:
+        line["source"] = line["source"] + " # " + HOSTILE
+    hot = max(entry["lines"], key=lambda line: line["python_pct"] + line["native_pct"])
+    hot.update(growth_bytes=5_000_000, leak={"likelihood": 0.9, "growth_bytes_per_s": 1e6})
+    for function in entry["functions"]:
+        function["qualname"] = HOSTILE + function["qualname"]
+    data["files"][path] = entry
+    data["program"] = path
+    data["warnings"] = ["careful " + HOSTILE]
+    data["memory"] = {
+        "enabled": True, "sampling_window_bytes": 65536, "alloc_python_bytes": 10_000_000,
+        "alloc_native_bytes": 0, "freed_bytes": 0, "live_bytes_at_end": 0, "copy_bytes": 0,
+        "unattributed_alloc_bytes": 0, "unattributed_copy_bytes": 0, "samples": 10,
+        "untracked_samples": 0, "redirected_slots": 1,
+    }
+    data["peak_at"] = {"file": path, "line": hot["line"], "t_s": 0.1}
+    out = tmp_path / name
+    out.write_text(json.dumps(data), encoding="utf-8")
+    return str(out)
+
+
+@pytest.mark.parametrize("color", [{"NO_COLOR": "1"}, {"FORCE_COLOR": "1"}])
+def test_control_characters_in_a_profile_are_shown_not_sent_to_the_terminal(
+    saved_profile, tmp_path, color
+):
+    path = "/tmp/evil\x1b[2J\x1b]0;title\x07dir/p.py"
+    hostile = _hostile_profile(saved_profile, tmp_path, "hostile.json", path)
+    result = view("--cpu-percent-threshold", "0", hostile, env={"COLUMNS": "200", **color})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    # The only escape sequences left are the renderer's own colours (SGR: ESC [ digits m).
+    assert not re.search(rb"\x1b(?!\[[0-9;]*m)", out)
+    for raw in (b"\x07", b"\x9b", "\u202e".encode(), "\x9b".encode()):
+        assert raw not in out
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.decode())
+    assert "/tmp/evil\\x1b[2J\\x1b]0;title\\x07dir/p.py" in text  # the path, visibly
+    assert "\\x1b]8;;http://x" in text and "\\u202e" in text  # source, names, warnings
+    assert "careful \\x1b[2J" in text
+    assert text.count("\\x1b[2J") >= 5  # program, header, lines, functions, leak, warning
+
+
+@pytest.mark.parametrize("path", ["/home/me/proj [draft]/p.py", "/home/me/a[/b]/p.py",
+                                  "/x/[bold red]y[/bold red]/p.py"])
+def test_brackets_in_paths_are_text_not_markup(saved_profile, tmp_path, path):
+    hostile = _hostile_profile(saved_profile, tmp_path, "brackets.json", path)
+    result = view("--cpu-percent-threshold", "0", hostile, env={"NO_COLOR": "1", "COLUMNS": "300"})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    shown = [line for line in out.splitlines() if "p.py" in line or ".py:" in line]
+    # program line, file header, function, leak table, memory footer: the path whole in each
+    assert len(shown) >= 5 and all(path in line for line in shown), shown
+    assert "MarkupError" not in result.stderr.decode()

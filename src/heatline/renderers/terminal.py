@@ -4,6 +4,7 @@ a footer about the run. Written with rich, which adapts to the terminal's width 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -33,6 +34,21 @@ _GAP = "   "  # between the columns of the line table
 # In the reduced view, a line is also kept when it allocates at least this share of all the
 # bytes allocated, whatever its time.
 _MEMORY_SHARE_PCT = 1.0
+# Characters a terminal would act on rather than show: C0 and C1 controls (ESC starts colour,
+# screen-clearing, title and hyperlink sequences), DEL, and the bidirectional overrides that
+# reorder what is displayed. Every string of a profile passes through visible() before printing.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character written out as a Python escape (ESC as \\x1b), so
+    a profile can never move the cursor, clear the screen or retitle the terminal."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def render(
@@ -48,7 +64,7 @@ def render(
     ``threshold_pct``; in the full view such lines are highlighted.
     """
     console = _console(file if file is not None else sys.stderr)
-    console.print(Text.assemble(("heatline", "bold"), f" profile of {profile['program']}"))
+    console.print(Text.assemble(("heatline", "bold"), f" profile of {visible(profile['program'])}"))
     if not profile["samples"]:
         console.print(
             f"heatline: the program ran for {_duration(profile['elapsed_s'])}; no samples were "
@@ -105,10 +121,12 @@ def _console(file: TextIO) -> Console:
     # NO_COLOR (https://no-color.org) means plain text: rich alone would still emit bold and
     # dim, so turn styling off entirely. FORCE_COLOR is read here too because older rich
     # versions ignore it. rich itself reads TERM, COLUMNS etc.
+    # markup=False: no string is ever read as rich markup, so "[draft]" in a path stays text.
     no_color = bool(os.environ.get("NO_COLOR"))
     return Console(
         file=file,
         highlight=False,
+        markup=False,
         color_system=None if no_color else "auto",
         force_terminal=True if os.environ.get("FORCE_COLOR") else None,
     )
@@ -134,7 +152,7 @@ def _file_header(path: str, entry: dict[str, Any]) -> Text:
         f"{kind} {entry[kind + '_pct']:.1f}%" for kind in _KINDS if entry[kind + "_pct"]
     )
     total = sum(entry[kind + "_pct"] for kind in _KINDS)
-    return Text.assemble((path, "bold cyan"), f"  {total:.1f}% of the time", f" ({shares})")
+    return Text.assemble((visible(path), "bold cyan"), f"  {total:.1f}% of the time", f" ({shares})")
 
 
 def _new_table(**options: Any) -> Table:
@@ -272,7 +290,7 @@ def sparkline(timeline: list[list[float]], end_s: float, width: int = _SPARK_WID
 
 def _sources(lines: list[dict[str, Any]], highlight: bool) -> list[Text]:
     """The lines' source as Text, syntax highlighted in one pass when colours are on."""
-    sources = [line["source"].expandtabs(4) for line in lines]
+    sources = [visible(line["source"].expandtabs(4)) for line in lines]
     if not highlight:
         return [Text(source) for source in sources]
     from rich.syntax import Syntax
@@ -314,7 +332,7 @@ def _function_table(rows: list[tuple], threshold_pct: float, *, memory: bool = F
         style = _HOT_STYLE if _is_hot(total, threshold_pct) else ""
         # Text, not str: names and paths must not be parsed as rich markup.
         name = Text.assemble(
-            (function["qualname"], style or "bold"),
+            (visible(function["qualname"]), style or "bold"),
             (f" {_short_path(path)}:{function['first_line']}", "dim"),
         )
         numbers = [*(_pct(function[kind + "_pct"]) for kind in _KINDS), _pct(total)]
@@ -354,7 +372,7 @@ def _leak_table(leaks: list[tuple[str, dict[str, Any]]]) -> Table:
             f"{line['leak']['likelihood'] * 100:.0f}%",
             _mb(line["growth_bytes"]),
             _mb(line["leak"]["growth_bytes_per_s"]),
-            Text(line["source"].strip()),
+            Text(visible(line["source"].strip())),
         )
     return table
 
@@ -375,12 +393,13 @@ def _memory_footer(profile: dict[str, Any]) -> str:
 
 
 def _short_path(path: str) -> str:
-    """Relative to the current directory when inside it, which is shorter and still clear."""
+    """Relative to the current directory when inside it, which is shorter and still clear;
+    control characters made visible."""
     try:
         relative = os.path.relpath(path)
     except ValueError:  # another drive on Windows
-        return path
-    return path if relative.startswith("..") else relative
+        return visible(path)
+    return visible(path if relative.startswith("..") else relative)
 
 
 def _footer(profile: dict[str, Any]) -> str:
@@ -408,4 +427,4 @@ def _plural(count: int, noun: str) -> str:
 def _print_warnings(console: Console, profile: dict[str, Any]) -> None:
     warnings: Iterable[str] = profile.get("warnings", [])
     for warning in warnings:
-        console.print(f"warning: {warning}", style="yellow", markup=False)
+        console.print(Text(f"warning: {visible(warning)}", "yellow"))
