@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any, Callable
 
@@ -43,16 +44,109 @@ REQUIRED_FILE_KEYS = (
     "lines",
     "functions",
 )
-_TOP_LEVEL_TYPES = {
-    "totals": dict,
-    "threads": list,
-    "files": dict,
-    "stacks": dict,
-    "warnings": list,
-    "argv": list,
-    "memory_timeline": list,
-    "memory": dict,
-    "gpu": dict,
+# The largest profile file `load` reads. heatline's own profiles stay far below this (a few
+# MB: lines without cost are not listed); the bound keeps a wrong argument (/dev/zero, a disk
+# image) from filling memory.
+MAX_PROFILE_BYTES = 256 * 1024 * 1024
+_READ_CHUNK = 1024 * 1024
+# Numbers of this size or more are refused: the renderers divide, multiply and format every
+# number as a float, which must stay finite.
+_MAX_INT = 2**63  # bytes and nanoseconds fit; 9.2e18
+
+# The documented shape (docs/profile-format.md), checked field by field so a reader can use
+# every field without checking it again. A spec is a Python type (float means any number
+# below 2**63 in size, int an integer; bool never counts as a number), a dict (an object with those keys;
+# more keys are allowed), a one-element list (an array of that spec), a tuple of specs (any
+# of them), or None (JSON null).
+_NUMBER = float
+_TIMES = {
+    key: _NUMBER
+    for key in ("python_s", "native_s", "system_s", "python_pct", "native_pct", "system_pct")
+}
+_POINT = [_NUMBER]  # [t_s, bytes]; the length is checked separately
+_MEMORY_FIELDS = {
+    "alloc_python_bytes": _NUMBER,
+    "alloc_native_bytes": _NUMBER,
+    "freed_bytes": _NUMBER,
+    "growth_bytes": _NUMBER,
+    "peak_bytes": _NUMBER,
+    "copy_bytes": _NUMBER,
+    "timeline": [_POINT],
+    "leak": (None, {"likelihood": _NUMBER, "growth_bytes_per_s": _NUMBER}),
+}
+_GPU_FIELDS = {
+    key: _NUMBER
+    for key in ("gpu_s", "gpu_launches", "gpu_copy_bytes", "gpu_copy_h2d_bytes",
+                "gpu_copy_d2h_bytes", "gpu_alloc_bytes")
+}
+_LINE = {"line": int, "source": str, **_TIMES, **_MEMORY_FIELDS, **_GPU_FIELDS}
+_FUNCTION = {
+    "name": str, "qualname": str, "first_line": int, **_TIMES, **_MEMORY_FIELDS, **_GPU_FIELDS
+}
+_FILE = {
+    **{key: _NUMBER for key in REQUIRED_FILE_KEYS if key not in ("lines", "functions")},
+    "lines": [_LINE],
+    "functions": [_FUNCTION],
+}
+_THREAD_TIMES = {key: _NUMBER for key in ("python_s", "native_s", "system_s", "unattributed_s")}
+_MEMORY_TOTALS = {
+    key: _NUMBER
+    for key in (
+        "sampling_window_bytes", "alloc_python_bytes", "alloc_native_bytes", "freed_bytes",
+        "live_bytes_at_end", "copy_bytes", "unattributed_alloc_bytes",
+        "unattributed_copy_bytes", "samples", "untracked_samples", "redirected_slots",
+    )
+}
+_GPU_TOTALS = {  # when gpu.enabled
+    "kernel_tracing": bool,
+    "devices": [{
+        "index": int, "name": str, "memory_total_bytes": _NUMBER, "utilisation_pct": _NUMBER,
+        "idle_share": _NUMBER, "peak_memory_used_bytes": _NUMBER,
+    }],
+    "gpu_s": _NUMBER,
+    "unattributed_gpu_s": _NUMBER,
+    "launches": int,
+    "alloc_peak_bytes": _NUMBER,
+    "alloc_peak_at": (None, {"file": str, "line": int, "t_s": _NUMBER}),
+    "kernels": [{
+        "name": str, "calls": int, "gpu_s": _NUMBER, "other_lines_calls": _NUMBER,
+        "lines": [{"file": (None, str), "line": (None, int)}],
+    }],
+}
+_SCHEMA: dict[str, Any] = {
+    "schema_version": int,
+    "heatline_version": str,
+    "program": str,
+    "argv": [str],
+    "python_version": str,
+    "platform": str,
+    "started_at": str,
+    "elapsed_s": _NUMBER,
+    "cpu_s": _NUMBER,
+    "sampling_interval_s": _NUMBER,
+    "samples": int,
+    "sampled_s": _NUMBER,
+    "lost_s": _NUMBER,
+    "totals": {
+        **{key: _NUMBER for key in ("python_s", "native_s", "system_s")},
+        "attributed_s": _NUMBER,
+        "unattributed_s": _NUMBER,
+    },
+    "threads": [{"native_id": int, "main": bool, **_THREAD_TIMES, "cpu_s": _NUMBER}],
+    "files": _FILE,  # an object of these, keyed by path (see _check)
+    "stacks": {
+        "frames": [{"file": str, "name": str, "qualname": str, "line": int}],
+        "entries": [
+            {"stack": [int], "thread": int, **{k: _NUMBER for k in ("python_s", "native_s", "system_s")}}
+        ],
+        "dropped_s": _NUMBER,
+    },
+    "peak_bytes": _NUMBER,
+    "peak_at": (None, {"file": str, "line": int, "t_s": _NUMBER}),
+    "memory_timeline": [_POINT],
+    "memory": {"enabled": bool},  # and _MEMORY_TOTALS when enabled
+    "gpu": {"enabled": bool},  # and _GPU_TOTALS when enabled
+    "warnings": [str],
 }
 
 
@@ -61,28 +155,49 @@ class ProfileError(Exception):
 
 
 def load(path: str) -> dict[str, Any]:
-    """Read and validate a profile written by :func:`dump`."""
+    """Read and validate a profile written by :func:`dump` (at most MAX_PROFILE_BYTES)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            chunks = []
+            size = 0
+            while size <= MAX_PROFILE_BYTES:
+                chunk = f.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
     except FileNotFoundError:
         raise ProfileError(f"can't open profile '{path}': no such file") from None
     except IsADirectoryError:
         raise ProfileError(f"can't open profile '{path}': it is a directory") from None
     except OSError as exc:
         raise ProfileError(f"can't open profile '{path}': {exc.strerror or exc}") from None
+    if size > MAX_PROFILE_BYTES:
+        raise ProfileError(
+            f"'{path}' is not a heatline profile (larger than {MAX_PROFILE_BYTES // 2**20} MiB)"
+        )
+    try:
+        text = b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError:
         raise ProfileError(f"'{path}' is not a heatline profile (not UTF-8 text)") from None
+    del chunks
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ProfileError(f"'{path}' is not a heatline profile (JSON nested too deeply)") from None
     except ValueError as exc:
         raise ProfileError(f"'{path}' is not a heatline profile (invalid JSON: {exc})") from None
     validate(data, path)
     return data
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a profile may hold")
+
+
 def validate(data: Any, path: str = "profile") -> None:
-    """Raise ProfileError unless ``data`` looks like a profile this version can read."""
+    """Raise ProfileError unless ``data`` has the documented shape of a profile this version
+    reads: every field the readers use is present with its documented type."""
     if not isinstance(data, dict) or "schema_version" not in data or "heatline_version" not in data:
         raise ProfileError(f"'{path}' is JSON but not a heatline profile")
     version = data["schema_version"]
@@ -94,21 +209,79 @@ def validate(data: Any, path: str = "profile") -> None:
     missing = [key for key in REQUIRED_KEYS if key not in data]
     if missing:
         raise ProfileError(f"'{path}' is missing required keys: {', '.join(missing)}")
-    for key, kind in _TOP_LEVEL_TYPES.items():
-        if not isinstance(data[key], kind):
-            raise ProfileError(f"'{path}': '{key}' should be a JSON {_json_type(kind)}")
-    for file_path, entry in data["files"].items():
-        if not isinstance(entry, dict):
-            raise ProfileError(f"'{path}': files['{file_path}'] should be a JSON object")
-        missing = [key for key in REQUIRED_FILE_KEYS if key not in entry]
+    try:
+        for key, spec in _SCHEMA.items():
+            if key == "files":
+                if not isinstance(data[key], dict):
+                    raise _Invalid(key, "should be a JSON object")
+                for file_path, entry in data[key].items():
+                    _check(entry, _FILE, f"files[{file_path!r}]")
+            else:
+                _check(data[key], spec, key)
+        if data["memory"]["enabled"]:
+            _check(data["memory"], _MEMORY_TOTALS, "memory")
+        if data["gpu"]["enabled"]:
+            _check(data["gpu"], _GPU_TOTALS, "gpu")
+    except _Invalid as exc:
+        raise ProfileError(f"'{path}': {exc.where} {exc.problem}") from None
+
+
+class _Invalid(Exception):
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(where, problem)
+        self.where = where
+        self.problem = problem
+
+
+def _check(value: Any, spec: Any, where: str) -> None:
+    """Raise _Invalid unless ``value`` matches ``spec`` (see _SCHEMA). Iterative over arrays,
+    recursive only along the spec, whose depth is fixed."""
+    if isinstance(spec, tuple):
+        for option in spec:
+            try:
+                _check(value, option, where)
+                return
+            except _Invalid:
+                pass
+        raise _Invalid(where, f"should be {' or '.join(_describe(option) for option in spec)}")
+    if spec is None:
+        if value is not None:
+            raise _Invalid(where, "should be null")
+    elif isinstance(spec, dict):
+        if not isinstance(value, dict):
+            raise _Invalid(where, "should be a JSON object")
+        missing = [key for key in spec if key not in value]
         if missing:
-            raise ProfileError(
-                f"'{path}': files['{file_path}'] is missing required keys: {', '.join(missing)}"
-            )
+            raise _Invalid(where, f"is missing required keys: {', '.join(missing)}")
+        for key, item_spec in spec.items():
+            _check(value[key], item_spec, f"{where}.{key}")
+    elif isinstance(spec, list):
+        if not isinstance(value, list):
+            raise _Invalid(where, "should be a JSON array")
+        if spec is _POINT and len(value) != 2:
+            raise _Invalid(where, "should be a [t_s, bytes] pair")
+        for index, item in enumerate(value):
+            _check(item, spec[0], f"{where}[{index}]")
+    elif spec is _NUMBER:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            abs(value) < _MAX_INT if isinstance(value, int) else math.isfinite(value) and abs(value) < _MAX_INT
+        ):
+            raise _Invalid(where, "should be a finite number")
+    elif spec is int:
+        if isinstance(value, bool) or not isinstance(value, int) or not abs(value) < _MAX_INT:
+            raise _Invalid(where, "should be an integer")
+    elif not isinstance(value, spec):
+        raise _Invalid(where, f"should be {_describe(spec)}")
 
 
-def _json_type(kind: type) -> str:
-    return "object" if kind is dict else "array"
+def _describe(spec: Any) -> str:
+    if spec is None:
+        return "null"
+    if isinstance(spec, dict):
+        return "a JSON object"
+    if isinstance(spec, list):
+        return "a JSON array"
+    return {str: "a string", bool: "true or false", int: "an integer"}.get(spec, "a number")
 
 
 def dump(profile: dict[str, Any], path: str) -> None:

@@ -206,3 +206,111 @@ def test_brackets_in_paths_are_text_not_markup(saved_profile, tmp_path, path):
     # program line, file header, function, leak table, memory footer: the path whole in each
     assert len(shown) >= 5 and all(path in line for line in shown), shown
     assert "MarkupError" not in result.stderr.decode()
+
+
+def _one_line_error(result):
+    err = result.stderr.decode()
+    assert result.returncode == 1, err  # as for every unusable profile
+    assert err.startswith("heatline: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d["files"][BUSY].update(lines=[{}]),
+        lambda d: d.update(totals={}),
+        lambda d: d["files"][BUSY]["lines"][0].update(source=5),
+        lambda d: d["files"][BUSY]["functions"][0].update(qualname=None),
+        lambda d: d["files"][BUSY]["lines"][0].update(timeline=[[0.1]]),
+        lambda d: d["files"][BUSY]["lines"][0].update(leak={"likelihood": "high"}),
+        lambda d: d.update(peak_at={"file": 3}),
+        lambda d: d["memory"].pop("sampling_window_bytes"),
+        lambda d: d.update(elapsed_s=True),
+        lambda d: d.update(warnings=[None]),
+        lambda d: d["threads"].append("main"),
+    ],
+)
+def test_view_of_a_malformed_profile_is_a_one_line_error(saved_profile, tmp_path, change):
+    import json
+
+    with open(saved_profile, encoding="utf-8") as f:
+        data = json.load(f)
+    change(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    _one_line_error(view(str(bad)))
+
+
+def test_view_of_deeply_nested_json_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "deep.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    _one_line_error(view(str(bad)))
+
+
+def test_view_of_nan_is_a_one_line_error(saved_profile, tmp_path):
+    with open(saved_profile, encoding="utf-8") as f:
+        text = f.read()
+    bad = tmp_path / "nan.json"
+    bad.write_text(text.replace('"elapsed_s": ', '"elapsed_s": NaN, "x": ', 1))
+    _one_line_error(view(str(bad)))
+
+
+def test_view_reads_at_most_the_documented_size(tmp_path):
+    # /dev/zero never ends: the read stops at the bound and says so.
+    result = view("/dev/zero")
+    _one_line_error(result)
+    assert f"larger than {profile.MAX_PROFILE_BYTES // 2**20} MiB" in result.stderr.decode()
+
+
+_WRONG_VALUES = [None, True, 0, -1, 2.5, 10**30, "x", "", [], {}, [[]], [1, 2, 3], {"a": 1}, [None]]
+
+
+def _paths(value, prefix=()):
+    """Every (container path, key) in a JSON tree."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        yield prefix, key
+        yield from _paths(item, (*prefix, key))
+
+
+def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(saved_profile):
+    """A fuzz test: a real profile with one field dropped or replaced by a value of the wrong
+    type (a fixed seed per case), 400 times; validate() and the renderer in-process."""
+    import copy
+    import io
+    import json
+    import random
+
+    from heatline.renderers import terminal
+
+    with open(saved_profile, encoding="utf-8") as f:
+        original = json.load(f)
+    paths = list(_paths(original))
+    outcomes = {"error": 0, "rendered": 0}
+    for case in range(400):
+        rng = random.Random(case)
+        data = copy.deepcopy(original)
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            prefix, key = rng.choice(paths)
+            try:
+                container = data
+                for step in prefix:
+                    container = container[step]
+                container[key]
+            except (KeyError, IndexError, TypeError):
+                continue
+            if isinstance(container, dict) and rng.random() < 0.3:
+                del container[key]
+            else:
+                container[key] = copy.deepcopy(rng.choice(_WRONG_VALUES))
+        try:
+            profile.validate(data, "p.json")
+        except profile.ProfileError as exc:
+            assert "\n" not in str(exc)
+            outcomes["error"] += 1
+            continue
+        for reduced in (False, True):
+            terminal.render(data, file=io.StringIO(), reduced=reduced, threshold_pct=1.0)
+        outcomes["rendered"] += 1
+    assert outcomes["error"] > 100 and outcomes["rendered"] > 10, outcomes

@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from heatline.renderers.visible import visible
+
 MAX_LINE_ROWS = 15
 MAX_KERNEL_ROWS = 10
 MAX_LAUNCHERS = 3  # launching lines named per kernel
@@ -62,7 +64,7 @@ def _ms(seconds: float) -> str:
 
 def _device_line(device: dict[str, Any]) -> str:
     return (
-        f"GPU {device['index']} ({device['name']}): utilisation {device['utilisation_pct']:.0f}% "
+        f"GPU {device['index']} ({visible(device['name'])}): utilisation {device['utilisation_pct']:.0f}% "
         f"on average, idle in {device['idle_share'] * 100:.0f}% of samples; memory peak "
         f"{_mb(device['peak_memory_used_bytes'])} MB of {_mb(device['memory_total_bytes'])} MB "
         "(device-wide, all processes)"
@@ -101,7 +103,7 @@ def _line_table(rows: list[tuple[str, dict[str, Any]]], short_path: Callable[[st
             _mb(line["gpu_copy_h2d_bytes"]) if line["gpu_copy_h2d_bytes"] else "",
             _mb(line["gpu_copy_d2h_bytes"]) if line["gpu_copy_d2h_bytes"] else "",
             _mb(line["gpu_alloc_bytes"]) if line["gpu_alloc_bytes"] else "",
-            Text(line["source"].strip()),
+            Text(visible(line["source"].strip())),
         )
     return table
 
@@ -120,5 +122,5 @@ def _kernel_table(kernels: list[dict[str, Any]], short_path: Callable[[str], str
         more = len(kernel["lines"]) - MAX_LAUNCHERS + (1 if kernel["other_lines_calls"] else 0)
         if more > 0:
             launchers.append(f"+{more} more")
-        table.add_row(kernel["name"], str(kernel["calls"]), _ms(kernel["gpu_s"]), ", ".join(launchers))
+        table.add_row(Text(visible(kernel["name"])), str(kernel["calls"]), _ms(kernel["gpu_s"]), ", ".join(launchers))
     return table

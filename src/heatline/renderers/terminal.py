@@ -4,7 +4,6 @@ a footer about the run. Written with rich, which adapts to the terminal's width 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -15,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from heatline.renderers import gpu_terminal
+from heatline.renderers.visible import visible
 
 # At most this many rows in the function summary; the rest are counted in one line.
 MAX_FUNCTION_ROWS = 30
@@ -34,23 +34,6 @@ _GAP = "   "  # between the columns of the line table
 # In the reduced view, a line is also kept when it allocates at least this share of all the
 # bytes allocated, whatever its time.
 _MEMORY_SHARE_PCT = 1.0
-# Characters a terminal would act on rather than show: C0 and C1 controls (ESC starts colour,
-# screen-clearing, title and hyperlink sequences), DEL, and the bidirectional overrides that
-# reorder what is displayed. Every string of a profile passes through visible() before printing.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def visible(text: str) -> str:
-    """``text`` with every control character written out as a Python escape (ESC as \\x1b), so
-    a profile can never move the cursor, clear the screen or retitle the terminal."""
-    return _CONTROL.sub(_escape, text)
-
-
-def _escape(match: re.Match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def render(
     profile: dict[str, Any],
     *,
