@@ -314,3 +314,105 @@ def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(sa
             terminal.render(data, file=io.StringIO(), reduced=reduced, threshold_pct=1.0)
         outcomes["rendered"] += 1
     assert outcomes["error"] > 100 and outcomes["rendered"] > 10, outcomes
+
+
+LONG_NAMES = '''\
+import time
+
+
+class IngestionPipelineStage:
+    def accumulate_every_record_in_memory(self, rounds):
+        kept = []
+        for i in range(rounds):
+            kept.append(bytearray(100_000))
+            spin_for_a_little_while_doing_arithmetic(0.004)
+        return kept
+
+
+def spin_for_a_little_while_doing_arithmetic(seconds):
+    end = time.perf_counter() + seconds
+    total = 0
+    while time.perf_counter() < end:
+        total += 1
+    return total
+
+
+def main_entry_point_of_the_program_with_a_long_name():
+    def nested_helper_with_an_equally_long_descriptive_name():
+        return spin_for_a_little_while_doing_arithmetic(0.1)
+
+    nested_helper_with_an_equally_long_descriptive_name()
+    return IngestionPipelineStage().accumulate_every_record_in_memory(60)
+
+
+KEPT = main_entry_point_of_the_program_with_a_long_name()
+'''
+
+
+@pytest.fixture(scope="module")
+def long_names_profile(tmp_path_factory):
+    """A profile of a program with long function names, memory on; the leak table is filled
+    with every line that holds memory, so it has rows whatever the leak rule decides."""
+    import json
+
+    directory = tmp_path_factory.mktemp("narrow")
+    script = directory / "ingest_pipeline_stage_with_long_file_name.py"
+    script.write_text(LONG_NAMES)
+    path = str(directory / "long.json")
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", "-o", path, "--cpu-sampling-interval", "0.001",
+         str(script)],
+        check=False, capture_output=True, timeout=120, cwd=str(directory),
+    )
+    assert result.returncode == 0, result.stderr
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    for line in data["files"][str(script)]["lines"]:
+        if line["growth_bytes"] > 0 or line["alloc_python_bytes"] > 0:
+            line["leak"] = line["leak"] or {"likelihood": 0.75, "growth_bytes_per_s": 1234567.0}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    return directory, path
+
+
+@pytest.mark.parametrize("columns", ["80", None])  # None: not a terminal, rich's default width
+def test_at_80_columns_every_function_name_and_leak_location_is_whole(
+    saved_profile, long_names_profile, columns
+):
+    directory, path = long_names_profile
+    env = {"COLUMNS": columns} if columns else {}
+
+    def shown(file):  # as the report names a file: relative to the current directory if inside
+        relative = os.path.relpath(file, directory)
+        return file if relative.startswith("..") else relative
+
+    for name in (path, saved_profile):
+        data = profile.load(name)
+        result = subprocess.run(
+            [sys.executable, "-m", "heatline", "view", "--cpu-percent-threshold", "0", name],
+            check=False, capture_output=True, timeout=60, cwd=str(directory),
+            env={**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")},
+                 "NO_COLOR": "1", **env},
+        )
+        assert result.returncode == 0, result.stderr
+        out = result.stdout.decode()
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= 80, [l for l in lines if len(l) > 80]
+        functions = [
+            (f["qualname"], shown(file), f["first_line"])
+            for file, entry in data["files"].items() for f in entry["functions"]
+            if any(f[kind + "_pct"] for kind in ("python", "native", "system"))
+        ]
+        assert functions
+        for qualname, file, first_line in functions:
+            assert any(qualname in line for line in lines), qualname
+            assert any(f"{file}:{first_line}" in line for line in lines), (file, first_line)
+        leaks = [
+            f"{shown(file)}:{line['line']}"
+            for file, entry in data["files"].items() for line in entry["lines"] if line["leak"]
+        ]
+        if name == path:
+            assert len(leaks) >= 1
+        leak_table = out[out.index("Likely leaks"):] if leaks else ""
+        for location in leaks:
+            assert any(location in line for line in leak_table.splitlines()), location

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -84,12 +85,12 @@ def render(
     functions = _functions(profile, reduced, threshold_pct)
     if functions:
         console.print()
-        console.print(_function_table(functions, threshold_pct, memory=memory))
+        console.print(_function_table(functions, threshold_pct, memory=memory, console=console))
     if memory:
         leaks = _leaks(profile)
         console.print()
         if leaks:
-            console.print(_leak_table(leaks))
+            console.print(_leak_table(leaks, console))
         else:
             console.print("No likely leaks: no line's memory kept growing over the run.", style="dim")
         console.print()
@@ -305,31 +306,63 @@ def _functions(profile: dict[str, Any], reduced: bool, threshold_pct: float) -> 
     return rows
 
 
-def _function_table(rows: list[tuple], threshold_pct: float, *, memory: bool = False) -> Table:
-    table = _new_table(title="Functions", title_justify="left", title_style="bold")
-    table.add_column("Function (file:first line)", overflow="fold")
-    _add_number_columns(table, *_NUMBER_HEADERS, "total %")
-    if memory:
-        _add_number_columns(table, "alloc MB", "peak MB", "growth MB", "copy MB")
-    for total, path, function in rows[:MAX_FUNCTION_ROWS]:
+def _function_table(
+    rows: list[tuple], threshold_pct: float, *, memory: bool = False, console: Console
+) -> Table:
+    """The busiest functions. Names and locations come first: at a narrow width the number
+    columns are dropped (least telling first) until every name fits whole, then each name's
+    location moves under it; names are never cut or wrapped while numbers remain."""
+    shown = rows[:MAX_FUNCTION_ROWS]
+    cells = []
+    for total, path, function in shown:
         style = _HOT_STYLE if _is_hot(total, threshold_pct) else ""
-        # Text, not str: names and paths must not be parsed as rich markup.
-        name = Text.assemble(
-            (visible(function["qualname"]), style or "bold"),
-            (f" {_short_path(path)}:{function['first_line']}", "dim"),
-        )
-        numbers = [*(_pct(function[kind + "_pct"]) for kind in _KINDS), _pct(total)]
+        numbers = {
+            **{title: _pct(function[kind + "_pct"]) for kind, title in zip(_KINDS, _NUMBER_HEADERS)},
+            "total %": _pct(total),
+        }
         if memory:
-            numbers += [
-                _mb(function.get("alloc_python_bytes", 0) + function.get("alloc_native_bytes", 0)),
-                _mb(function.get("peak_bytes", 0)),
-                _mb(function.get("growth_bytes", 0)),
-                _mb(function.get("copy_bytes", 0)),
-            ]
-        table.add_row(name, *(Text(number, style=style) for number in numbers))
-    if len(rows) > MAX_FUNCTION_ROWS:
-        table.caption = f"... and {len(rows) - MAX_FUNCTION_ROWS} more functions"
-        table.caption_justify = "left"
+            numbers.update({
+                "alloc MB": _mb(function["alloc_python_bytes"] + function["alloc_native_bytes"]),
+                "peak MB": _mb(function["peak_bytes"]),
+                "growth MB": _mb(function["growth_bytes"]),
+                "copy MB": _mb(function["copy_bytes"]),
+            })
+        location = f"{_short_path(path)}:{function['first_line']}"
+        cells.append((visible(function["qualname"]), location, style, numbers))
+    headers = [*_NUMBER_HEADERS, "total %", *(("alloc MB", "peak MB", "growth MB", "copy MB") if memory else ())]
+    # Kept longest at a narrow width: the total, then what was allocated, then the split.
+    priority = ["total %", "alloc MB", "Python %", "native %", "system %", "peak MB", "growth MB", "copy MB"]
+    priority = [title for title in priority if title in headers]
+
+    def build(kept: list[str], stacked: bool) -> Table:
+        table = _new_table(title="Functions", title_justify="left", title_style="bold")
+        table.add_column("Function (file:first line)", no_wrap=not stacked, overflow="fold")
+        columns = [title for title in headers if title in kept]
+        _add_number_columns(table, *columns)
+        for name, location, style, numbers in cells:
+            # Text, not str: names and paths must not be parsed as rich markup.
+            label = Text.assemble(
+                (name, style or "bold"), ("\n" if stacked else " ") + location, style="")
+            label.stylize("dim", len(name))
+            table.add_row(label, *(Text(numbers[title], style=style) for title in columns))
+        if len(rows) > MAX_FUNCTION_ROWS:
+            table.caption = f"... and {len(rows) - MAX_FUNCTION_ROWS} more functions"
+            table.caption_justify = "left"
+        return table
+
+    return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True))
+
+
+def _fit(console: Console, priority: list[str], *builders: Any) -> Table:
+    """The first table, from the first builder that can, with as many of the optional columns
+    (most important first) as fit the console's width; the last try when none fits."""
+    table = None
+    unbounded = console.options.update_width(1 << 20)  # measure the width the table wants
+    for build in builders:
+        for count in range(len(priority), 0, -1):
+            table = build(priority[:count])
+            if Measurement.get(console, unbounded, table).maximum <= console.width:
+                return table
     return table
 
 
@@ -344,20 +377,40 @@ def _leaks(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def _leak_table(leaks: list[tuple[str, dict[str, Any]]]) -> Table:
-    table = _new_table(title="Likely leaks", title_justify="left", title_style="bold red")
-    table.add_column("Line", overflow="fold")
-    _add_number_columns(table, "likelihood", "held MB", "growth MB/s")
-    table.add_column("Source", overflow="ellipsis", no_wrap=True)
-    for path, line in leaks:
-        table.add_row(
-            Text(f"{_short_path(path)}:{line['line']}", "bold"),
-            f"{line['leak']['likelihood'] * 100:.0f}%",
-            _mb(line["growth_bytes"]),
-            _mb(line["leak"]["growth_bytes_per_s"]),
-            Text(visible(line["source"].strip())),
+def _leak_table(leaks: list[tuple[str, dict[str, Any]]], console: Console) -> Table:
+    """Likely leaks: the location whole first, then as many numbers as leave the source at
+    least _MIN_SOURCE_WIDTH columns; the source wraps."""
+    cells = [
+        (
+            f"{_short_path(path)}:{line['line']}",
+            {
+                "likelihood": f"{line['leak']['likelihood'] * 100:.0f}%",
+                "held MB": _mb(line["growth_bytes"]),
+                "growth MB/s": _mb(line["leak"]["growth_bytes_per_s"]),
+            },
+            visible(line["source"].strip()),
         )
-    return table
+        for path, line in leaks
+    ]
+    priority = ["likelihood", "held MB", "growth MB/s"]
+
+    def build(kept: list[str], source: bool = False) -> Table:
+        table = _new_table(title="Likely leaks", title_justify="left", title_style="bold red")
+        table.add_column("Line", no_wrap=True)
+        columns = [title for title in priority if title in kept]
+        _add_number_columns(table, *columns)
+        if source:
+            table.add_column("Source", overflow="fold")
+        for location, numbers, text in cells:
+            extra = [Text(text)] if source else []
+            table.add_row(Text(location, "bold"), *(numbers[title] for title in columns), *extra)
+        if not source:  # a stand-in for the source's minimum width while fitting
+            table.add_column("Source", min_width=_MIN_SOURCE_WIDTH, max_width=_MIN_SOURCE_WIDTH)
+        return table
+
+    table = _fit(console, priority, build)
+    kept = [column.header for column in table.columns if column.header in priority]
+    return build(kept, source=True)
 
 
 def _memory_footer(profile: dict[str, Any]) -> str:
