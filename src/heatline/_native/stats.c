@@ -172,9 +172,12 @@ int hl_timeline_add(hl_timeline *tl, uint32_t capacity, uint64_t t_ns, int64_t v
         tl->buckets = calloc(capacity, sizeof(*tl->buckets));
         if (tl->buckets == NULL) return -1;
         tl->capacity = capacity;
-        tl->width_ns = 10000000u; /* 10 ms to start with */
+        tl->width_ns = 1000000u; /* 1 ms to start with */
+        tl->origin_ns = t_ns;
     }
-    while (t_ns / tl->width_ns >= tl->capacity) {
+    /* Times come from several threads: one a little before the first event counts in bucket 0. */
+    uint64_t since = t_ns > tl->origin_ns ? t_ns - tl->origin_ns : 0;
+    while (since / tl->width_ns >= tl->capacity) {
         /* Merge pairs: bucket i takes 2i and 2i+1 (the later one's last value wins). */
         for (uint32_t i = 0; i < tl->capacity / 2; i++) {
             hl_timeline_bucket a = tl->buckets[2 * i], b = tl->buckets[2 * i + 1], m = a;
@@ -192,7 +195,7 @@ int hl_timeline_add(hl_timeline *tl, uint32_t capacity, uint64_t t_ns, int64_t v
         memset(tl->buckets + tl->capacity / 2, 0, (tl->capacity - tl->capacity / 2) * sizeof(*tl->buckets));
         tl->width_ns *= 2;
     }
-    hl_timeline_bucket *b = &tl->buckets[t_ns / tl->width_ns];
+    hl_timeline_bucket *b = &tl->buckets[since / tl->width_ns];
     if (!b->used || value > b->max) {
         b->max = value;
         b->max_t_ns = t_ns;

@@ -59,7 +59,9 @@ typedef struct hl_function {
 } hl_function;
 
 /* A bounded record of a quantity over time (live bytes). Time is cut into `capacity` buckets
- * of equal width starting at t = 0; when an event falls beyond the last bucket, neighbouring
+ * of equal width starting at the first event (so a line that starts allocating late in the run
+ * still gets all its buckets over its own span: the leak rule's times are then exact to a
+ * sixteenth of that span or better); when an event falls beyond the last bucket, neighbouring
  * buckets are merged pairwise and the width doubles, so the memory used (and the profile's
  * size) does not grow with the length of the run. Each bucket keeps its largest value (so
  * peaks survive merging) and its last value (what the quantity was when the bucket ended). */
@@ -73,6 +75,7 @@ typedef struct hl_timeline {
     hl_timeline_bucket *buckets; /* NULL until the first event */
     uint32_t capacity;
     uint64_t width_ns;
+    uint64_t origin_ns; /* time of the first event: the start of bucket 0 */
 } hl_timeline;
 
 /* Records that the quantity became `value` at t_ns. Returns 0 or -1 (out of memory). */
