@@ -58,8 +58,8 @@ _MAX_INT = 2**63  # bytes and nanoseconds fit; 9.2e18
 
 # The documented shape (docs/profile-format.md), checked field by field so a reader can use
 # every field without checking it again. A spec is a Python type (float means any number
-# below 2**63 in size, int an integer; bool never counts as a number), a dict (an object with those keys;
-# more keys are allowed), a one-element list (an array of that spec), a tuple of specs (any
+# below 2**63 in size, int an integer; bool never counts as a number), a dict (an object with
+# those keys; more keys are allowed), a one-element list (an array of that spec), a tuple of specs (any
 # of them), or None (JSON null).
 _NUMBER = float
 _TIMES = {
@@ -91,7 +91,7 @@ _FILE = {
     "lines": [_LINE],
     "functions": [_FUNCTION],
 }
-_THREAD_TIMES = {key: _NUMBER for key in ("python_s", "native_s", "system_s", "unattributed_s")}
+_SECONDS = {key: _NUMBER for key in ("python_s", "native_s", "system_s")}
 _MEMORY_TOTALS = {
     key: _NUMBER
     for key in (
@@ -131,16 +131,18 @@ _SCHEMA: dict[str, Any] = {
     "sampled_s": _NUMBER,
     "lost_s": _NUMBER,
     "totals": {
-        **{key: _NUMBER for key in ("python_s", "native_s", "system_s")},
+        **_SECONDS,
         "attributed_s": _NUMBER,
         "unattributed_s": _NUMBER,
     },
-    "threads": [{"native_id": int, "main": bool, **_THREAD_TIMES, "cpu_s": _NUMBER}],
+    "threads": [
+        {"native_id": int, "main": bool, **_SECONDS, "unattributed_s": _NUMBER, "cpu_s": _NUMBER}
+    ],
     "files": _FILE,  # an object of these, keyed by path (see _check)
     "stacks": {
         "frames": [{"file": str, "name": str, "qualname": str, "line": int}],
         "entries": [
-            {"stack": [int], "thread": int, **{k: _NUMBER for k in ("python_s", "native_s", "system_s")}}
+            {"stack": [int], "thread": int, **_SECONDS}
         ],
         "dropped_s": _NUMBER,
     },
@@ -267,7 +269,7 @@ def _check(value: Any, spec: Any, where: str) -> None:
             _check(item, spec[0], f"{where}[{index}]")
     elif spec is _NUMBER:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            abs(value) < _MAX_INT if isinstance(value, int) else math.isfinite(value) and abs(value) < _MAX_INT
+            (isinstance(value, int) or math.isfinite(value)) and abs(value) < _MAX_INT
         ):
             raise _Invalid(where, "should be a finite number")
     elif spec is int:

@@ -246,7 +246,8 @@ def build_profile(
         source = read_lines(path)
         numbers = set(lines)
         for number in lines:
-            numbers.update(range(max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES) + 1))
+            low, high = max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES)
+            numbers.update(range(low, high + 1))
         numbers.update(first for _, first in function_ns[path] if 1 <= first <= len(source))
         line_list = []
         for number in sorted(numbers):

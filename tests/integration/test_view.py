@@ -277,7 +277,10 @@ _WRONG_VALUES = [None, True, 0, -1, 2.5, 10**30, "x", "", [], {}, [[]], [1, 2, 3
 
 def _paths(value, prefix=()):
     """Every (container path, key) in a JSON tree."""
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    if isinstance(value, dict):
+        items = value.items()
+    else:
+        items = enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         yield prefix, key
         yield from _paths(item, (*prefix, key))

@@ -321,7 +321,7 @@ def _function_table(
     for total, path, function in shown:
         style = _HOT_STYLE if _is_hot(total, threshold_pct) else ""
         numbers = {
-            **{title: _pct(function[kind + "_pct"]) for kind, title in zip(_KINDS, _NUMBER_HEADERS)},
+            **{title: _pct(function[k + "_pct"]) for k, title in zip(_KINDS, _NUMBER_HEADERS)},
             "total %": _pct(total),
         }
         if memory:
@@ -333,9 +333,10 @@ def _function_table(
             })
         location = f"{_short_path(path)}:{function['first_line']}"
         cells.append((visible(function["qualname"]), location, style, numbers))
-    headers = [*_NUMBER_HEADERS, "total %", *(("alloc MB", "peak MB", "growth MB", "copy MB") if memory else ())]
+    memory_headers = ("alloc MB", "peak MB", "growth MB", "copy MB") if memory else ()
+    headers = [*_NUMBER_HEADERS, "total %", *memory_headers]
     # Kept longest at a narrow width: the total, then what was allocated, then the split.
-    priority = ["total %", "alloc MB", "Python %", "native %", "system %", "peak MB", "growth MB", "copy MB"]
+    priority = ["total %", "alloc MB", *_NUMBER_HEADERS, "peak MB", "growth MB", "copy MB"]
     priority = [title for title in priority if title in headers]
 
     def build(kept: list[str], stacked: bool) -> Table:
@@ -345,9 +346,7 @@ def _function_table(
         _add_number_columns(table, *columns)
         for name, location, style, numbers in cells:
             # Text, not str: names and paths must not be parsed as rich markup.
-            label = Text.assemble(
-                (name, style or "bold"), ("\n" if stacked else " ") + location, style="")
-            label.stylize("dim", len(name))
+            label = Text.assemble((name, style or "bold"), (("\n" if stacked else " ") + location, "dim"))
             table.add_row(label, *(Text(numbers[title], style=style) for title in columns))
         if len(rows) > MAX_FUNCTION_ROWS:
             table.caption = f"... and {len(rows) - MAX_FUNCTION_ROWS} more functions"
