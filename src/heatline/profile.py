@@ -7,7 +7,10 @@ import math
 import os
 from typing import Any, Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+# Versions this heatline can still show: version 3 differs only in listing every line of files
+# up to 5000 lines (idle ones too), which reads the same.
+READABLE_VERSIONS = (3, 4)
 
 REQUIRED_KEYS = (
     "schema_version",
@@ -203,10 +206,10 @@ def validate(data: Any, path: str = "profile") -> None:
     if not isinstance(data, dict) or "schema_version" not in data or "heatline_version" not in data:
         raise ProfileError(f"'{path}' is JSON but not a heatline profile")
     version = data["schema_version"]
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise ProfileError(
             f"'{path}' uses profile schema version {version!r}; "
-            f"this heatline reads version {SCHEMA_VERSION}"
+            f"this heatline reads versions {READABLE_VERSIONS[0]} to {SCHEMA_VERSION}"
         )
     missing = [key for key in REQUIRED_KEYS if key not in data]
     if missing:

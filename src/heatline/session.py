@@ -18,9 +18,10 @@ from heatline._opcodes import opcode_flags_table
 # program's garbage collections do not walk their objects (measured: with all of heatline's
 # modules and theirs imported, bench/workloads.py alloc_python ran about 2.5% slower).
 
-# Files up to this many lines are listed in full (idle lines included) so a viewer can show
-# them in context; longer files list only the lines that have time, to bound the profile size.
-MAX_LISTED_FILE_LINES = 5000
+# A file's lines are listed only where they have time or memory, with this many lines of
+# context either side (and the first line of each listed function), so the profile and the
+# report grow with what was measured, never with the size of the program's source.
+CONTEXT_LINES = 2
 # Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
 LOST_WARNING_FRACTION = 0.05
 # Points kept in the program's memory timeline in the profile.
@@ -244,8 +245,9 @@ def build_profile(
         memories = line_memory.get(path, {})
         source = read_lines(path)
         numbers = set(lines)
-        if len(source) <= MAX_LISTED_FILE_LINES:
-            numbers.update(range(1, len(source) + 1))
+        for number in lines:
+            numbers.update(range(max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES) + 1))
+        numbers.update(first for _, first in function_ns[path] if 1 <= first <= len(source))
         line_list = []
         for number in sorted(numbers):
             text = source[number - 1] if 1 <= number <= len(source) else ""

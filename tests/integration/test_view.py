@@ -58,15 +58,23 @@ def test_outfile_holds_a_valid_profile_with_the_documented_keys(saved_profile):
     assert set(data["stacks"]) == {"frames", "entries", "dropped_s"}
 
 
-def test_outfile_lists_every_line_of_the_program_with_percentages(saved_profile):
+def test_outfile_lists_lines_with_cost_in_context_with_percentages(saved_profile):
     data = profile.load(saved_profile)
     busy = data["files"][BUSY]
     with open(BUSY) as source:
         expected = source.read().splitlines()
-    assert [line["source"] for line in busy["lines"]] == expected
-    assert [line["line"] for line in busy["lines"]] == list(range(1, len(expected) + 1))
+    costly = {
+        line["line"] for line in busy["lines"]
+        if line["python_s"] + line["native_s"] + line["system_s"] or line["alloc_python_bytes"]
+        or line["alloc_native_bytes"] or line["copy_bytes"] or line["freed_bytes"]
+    }
+    listed = {n for c in costly for n in range(c - 2, c + 3) if 1 <= n <= len(expected)}
+    listed |= {f["first_line"] for f in busy["functions"]}
+    assert [line["line"] for line in busy["lines"]] == sorted(listed)
+    assert [line["source"] for line in busy["lines"]] == [expected[n - 1] for n in sorted(listed)]
     hot = next(line for line in busy["lines"] if HOT_LINE in line["source"])
     assert hot["python_pct"] + hot["native_pct"] + hot["system_pct"] > 0
+    assert IDLE_LINE not in [line["source"].strip() for line in busy["lines"]]  # far from cost
     all_pct = sum(
         f[kind + "_pct"] for f in data["files"].values() for kind in ("python", "native", "system")
     )
@@ -93,7 +101,8 @@ def test_view_renders_the_profile(saved_profile):
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode()
     assert BUSY in out
-    assert HOT_LINE in out and IDLE_LINE in out
+    assert HOT_LINE in out and "def hot_loop():" in out  # a line with time, in context
+    assert IDLE_LINE not in out  # far from any line with cost: not listed
     assert "hot_loop" in out  # the function summary
     assert "samples" in out and "elapsed" in out  # the footer
 

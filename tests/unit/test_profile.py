@@ -151,12 +151,22 @@ def test_files_with_no_time_are_left_out():
     assert "/lib/idle.py" not in build(snap)["files"]
 
 
-def test_long_files_list_only_lines_with_time():
-    long_source = [f"x{i} = {i}" for i in range(session.MAX_LISTED_FILE_LINES + 1)]
-    prof = build(sources={**SOURCES, "/src/work.py": long_source})
+def test_files_list_lines_with_cost_their_context_and_function_first_lines():
+    long_source = [f"x{i} = {i}" for i in range(1, 1001)]
+    snap = snapshot()
+    snap["lines"].append((1, 500, 1, 1 * MS, 0, 0))
+    prof = build(snap, sources={**SOURCES, "/src/work.py": long_source})
     lines = prof["files"]["/src/work.py"]["lines"]
-    assert [line["line"] for line in lines] == [2]
-    assert lines[0]["source"] == "x1 = 1"
+    # Cost on lines 2 and 500, two lines of context each side, and run()'s first line (1).
+    assert [line["line"] for line in lines] == [1, 2, 3, 4, 498, 499, 500, 501, 502]
+    assert [line["source"] for line in lines] == [long_source[n - 1] for n in (1, 2, 3, 4, 498, 499, 500, 501, 502)]
+    assert [line["python_s"] for line in lines] == [0, 0.05, 0, 0, 0, 0, 0.001, 0, 0]
+
+
+def test_context_stops_at_the_end_of_the_file():
+    short = {"/src/work.py": ["def run():", "    x = 1"], "/src/app.py": SOURCES["/src/app.py"]}
+    lines = build(sources=short)["files"]["/src/work.py"]["lines"]
+    assert [line["line"] for line in lines] == [1, 2]
 
 
 def test_unreadable_source_gives_empty_source_text():

@@ -179,7 +179,11 @@ def _line_table(
         headers += memory_headers
     header = _GAP.join([*headers, "Source"])
     rows = [Text(header, "bold"), Text("─" * len(header))]
+    previous = None
     for line, source in zip(lines, _sources(lines, highlight)):
+        if previous is not None and line["line"] > previous + 1:  # lines not listed
+            rows.append(Text("...".rjust(line_width), _IDLE_STYLE))
+        previous = line["line"]
         total = _line_pct(line)
         uses_memory = memory is not None and _has_memory(line)
         if _is_hot(total, threshold_pct):
