@@ -292,3 +292,13 @@ def test_load_file_entry_missing_keys(tmp_path):
     prof = build()
     del prof["files"]["/src/app.py"]["lines"]
     assert "lines" in _load_error(tmp_path, prof)
+
+
+def test_version_3_profiles_are_still_read(tmp_path):
+    # Version 3 listed idle lines too; the shape is the same, so heatline still shows them.
+    prof = dict(build(), schema_version=3)
+    path = tmp_path / "v3.json"
+    path.write_text(json.dumps(prof))
+    assert profile.load(str(path))["schema_version"] == 3
+    assert profile.SCHEMA_VERSION == 4
+    assert "schema version True" in _load_error(tmp_path, dict(build(), schema_version=True))
