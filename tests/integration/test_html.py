@@ -49,8 +49,11 @@ def test_html_report_renders_rows_and_flame_graph_offline(run_heatline, program,
     assert 'data-rendered="1"' in dom
     assert 'id="error"' not in dom, dom[:2000]
     assert "<title>heatline report</title>" in dom  # the hostile source did not run
-    assert "pwned" not in re.sub(r"<script.*?</script>", "", dom, flags=re.S).replace(
-        "&lt;/script&gt;&lt;script&gt;document.title='pwned'", "")
+    # Every 'pwned' outside the page's own scripts is inside text shown escaped (&lt;...&gt;):
+    # the hostile markup of the hot line and of the def line's comment became no element.
+    outside = re.sub(r"<script.*?</script>", "", dom, flags=re.S)
+    assert "pwned" not in re.sub(r"&lt;[^<>]*?pwned[^<>]*?&gt;", "", outside)
+    assert "<img" not in outside
     # The hostile line is a row whose source cell shows it as text.
     assert "&lt;/script&gt;&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom
     assert re.search(r'<tr class="line hot">', dom)
