@@ -61,7 +61,9 @@ def _check(truth, measured):
     missing = [name for name in names if name not in measured]
     assert not missing, f"no samples at all for {missing}"
     for name in names:
-        measured[name]["total_s"] = sum(measured[name][k] for k in ("python_s", "native_s", "system_s"))
+        measured[name]["total_s"] = sum(
+            measured[name][k] for k in ("python_s", "native_s", "system_s")
+        )
         truth[name]["total_s"] = truth[name]["wall_s"]
     got = _shares(measured, names, "total_s")
     want = _shares(truth, names, "total_s")
@@ -72,7 +74,8 @@ def _check(truth, measured):
         for kind in ("python_s", "native_s", "system_s"):
             got_split = 100.0 * measured[name][kind] / measured[name]["total_s"]
             want_split = 100.0 * truth[name][kind] / truth[name]["total_s"]
-            if abs(got_split - want_split) > _split_tolerance_pp(want_split, truth[name]["total_s"]):
+            allowed = _split_tolerance_pp(want_split, truth[name]["total_s"])
+            if abs(got_split - want_split) > allowed:
                 errors.append(f"{name}: {kind} {got_split:.1f}% vs true {want_split:.1f}%")
     assert not errors, "\n".join(errors)
 

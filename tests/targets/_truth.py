@@ -64,7 +64,13 @@ def phase(kind):
                 with _lock:
                     entry = _truth.setdefault(
                         function.__qualname__,
-                        {"wall_s": 0.0, "cpu_s": 0.0, "python_s": 0.0, "native_s": 0.0, "system_s": 0.0},
+                        {
+                            "wall_s": 0.0,
+                            "cpu_s": 0.0,
+                            "python_s": 0.0,
+                            "native_s": 0.0,
+                            "system_s": 0.0,
+                        },
                     )
                     entry["wall_s"] += wall
                     entry["cpu_s"] += cpu

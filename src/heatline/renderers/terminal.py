@@ -92,7 +92,9 @@ def render(
         if leaks:
             console.print(_leak_table(leaks))
         else:
-            console.print("No likely leaks: no line's memory kept growing over the run.", style="dim")
+            console.print(
+                "No likely leaks: no line's memory kept growing over the run.", style="dim"
+            )
         console.print()
         console.print(_memory_footer(profile), style="dim")
     gpu_terminal.render(console, profile, _short_path)
@@ -213,7 +215,9 @@ def _allocated(profile: dict[str, Any]) -> int:
 
 def _has_memory(entry: dict[str, Any]) -> bool:
     return bool(
-        entry.get("alloc_python_bytes") or entry.get("alloc_native_bytes") or entry.get("copy_bytes")
+        entry.get("alloc_python_bytes")
+        or entry.get("alloc_native_bytes")
+        or entry.get("copy_bytes")
     )
 
 
@@ -299,7 +303,10 @@ def _functions(profile: dict[str, Any], reduced: bool, threshold_pct: float) -> 
             ):
                 rows.append((total, path, function))
     rows.sort(
-        key=lambda row: (-row[0], -row[2].get("alloc_python_bytes", 0) - row[2].get("alloc_native_bytes", 0))
+        key=lambda row: (
+            -row[0],
+            -row[2].get("alloc_python_bytes", 0) - row[2].get("alloc_native_bytes", 0),
+        )
     )
     return rows
 
