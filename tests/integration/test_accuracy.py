@@ -32,6 +32,23 @@ def _split_tolerance_pp(share, seconds):
     return max(TOLERANCE_PP, 300.0 * math.sqrt(p * (1.0 - p) / samples))
 
 
+def _true_range(phase, kind):
+    """The seconds of `kind` the truth allows for a phase: the busy part of its time is known
+    only between its CPU time (certainly busy) and CPU time plus the run-queue wait the kernel
+    reports (tests/targets/_truth.py). Unloaded, the two agree and the range is one point. On an
+    oversubscribed machine (8 threads taking turns for the GIL beside a busy loop, 2 cores) the
+    wait is most of a thread's busy time, and a sampler, which needs a CPU itself to look, sees
+    such a thread runnable less often than the kernel's wait implies: measured there, heatline's
+    Python share of many_worker was 9-10 points under CPU + wait in 4 of 7 runs, and above its
+    CPU time in all. So the range is the assertion, widened by the sampling error as above."""
+    busy = phase["python_s"] + phase["native_s"]
+    unsure = busy - min(phase["cpu_s"], busy)
+    if kind == "system_s":
+        return phase[kind], phase[kind] + unsure
+    if phase[kind] > 0:
+        return phase[kind] - unsure, phase[kind]
+    return 0.0, 0.0
+
 
 def _profile_target(run_heatline, tmp_path, name):
     truth_path = tmp_path / "truth.json"
@@ -74,9 +91,13 @@ def _check(truth, measured):
         for kind in ("python_s", "native_s", "system_s"):
             got_split = 100.0 * measured[name][kind] / measured[name]["total_s"]
             want_split = 100.0 * truth[name][kind] / truth[name]["total_s"]
+            low, high = (100.0 * x / truth[name]["total_s"] for x in _true_range(truth[name], kind))
             allowed = _split_tolerance_pp(want_split, truth[name]["total_s"])
-            if abs(got_split - want_split) > allowed:
-                errors.append(f"{name}: {kind} {got_split:.1f}% vs true {want_split:.1f}%")
+            if not low - allowed <= got_split <= high + allowed:
+                errors.append(
+                    f"{name}: {kind} {got_split:.1f}% vs true {want_split:.1f}%"
+                    f" (on a CPU: {low:.1f}-{high:.1f}%)"
+                )
     assert not errors, "\n".join(errors)
 
 
