@@ -28,7 +28,9 @@ def render(console: Console, profile: dict[str, Any], short_path: Callable[[str]
     for device in gpu["devices"]:
         console.print(_device_line(device), style="dim")
     if not gpu["kernel_tracing"]:
-        console.print("No per-line GPU time: kernel tracing (CUPTI) was off; see the warnings.", style="dim")
+        console.print(
+            "No per-line GPU time: kernel tracing (CUPTI) was off; see the warnings.", style="dim"
+        )
         return
     lines = _gpu_lines(profile)
     if lines:
@@ -76,7 +78,9 @@ def _gpu_lines(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         for line in entry["lines"]
         if line.get("gpu_launches") or line.get("gpu_alloc_bytes")
     ]
-    rows.sort(key=lambda row: (-row[1]["gpu_s"], -row[1]["gpu_alloc_bytes"], row[0], row[1]["line"]))
+    rows.sort(
+        key=lambda row: (-row[1]["gpu_s"], -row[1]["gpu_alloc_bytes"], row[0], row[1]["line"])
+    )
     return rows[:MAX_LINE_ROWS]
 
 
@@ -120,5 +124,7 @@ def _kernel_table(kernels: list[dict[str, Any]], short_path: Callable[[str], str
         more = len(kernel["lines"]) - MAX_LAUNCHERS + (1 if kernel["other_lines_calls"] else 0)
         if more > 0:
             launchers.append(f"+{more} more")
-        table.add_row(kernel["name"], str(kernel["calls"]), _ms(kernel["gpu_s"]), ", ".join(launchers))
+        table.add_row(
+            kernel["name"], str(kernel["calls"]), _ms(kernel["gpu_s"]), ", ".join(launchers)
+        )
     return table
