@@ -27,7 +27,7 @@ lint: $(VENV)/.installed
 
 # C style (.clang-format). Not yet part of `test`: the C sources are not reformatted yet.
 format-check: $(VENV)/.installed
-	$(VENV)/bin/clang-format --dry-run --Werror src/heatline/_native/*.[ch] tests/targets/*.c
+	$(VENV)/bin/clang-format --dry-run --Werror $(wildcard src/heatline/_native/*.[ch] tests/*/*.c)
 
 unit: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q
