@@ -5,7 +5,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test unit sanitize valgrind bench bench-quick clean
+.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +17,46 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[c
 demo: $(VENV)/.installed
 	$(VENV)/bin/heatline examples/demo.py
 
-# The whole test suite: the normal build, then the same tests against an ASan+UBSan build.
-test: unit sanitize
+# The whole test suite: lint, the normal build, the same tests against an ASan+UBSan build,
+# then the suite on every other supported CPython that is installed (see `versions`).
+test: lint unit sanitize versions
+
+# Python lint (ruff, configured in pyproject.toml; installed by the test extras).
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+# C style (.clang-format). Not yet part of `test`: the C sources are not reformatted yet.
+format-check: $(VENV)/.installed
+	$(VENV)/bin/clang-format --dry-run --Werror $(wildcard src/heatline/_native/*.[ch] tests/*/*.c)
 
 unit: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q
+
+# The suite on each supported CPython other than $(PYTHON)'s, each in its own virtualenv
+# (.venv-3.X, built from PyPI's test extras), found under $(PYENV_VERSIONS); absent ones are
+# skipped and named. All run even if one fails; the target fails if any did.
+PYENV_VERSIONS ?= $(HOME)/.pyenv/versions
+SUPPORTED := 3.9 3.10 3.11 3.12 3.13
+MAIN_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pyenv_python = $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/$(1).*/bin/python)))
+OTHER_VERSIONS := $(filter-out $(MAIN_VERSION),$(SUPPORTED))
+PRESENT := $(foreach v,$(OTHER_VERSIONS),$(if $(call pyenv_python,$(v)),$(v)))
+ABSENT := $(filter-out $(PRESENT),$(OTHER_VERSIONS))
+
+.venv-3.%/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+	$(call pyenv_python,3.$*) -m venv .venv-3.$*
+	.venv-3.$*/bin/pip install $(PIP_FLAGS) --upgrade pip
+	HEATLINE_WERROR=1 .venv-3.$*/bin/pip install $(PIP_FLAGS) '.[test]'
+	touch $@
+
+versions: $(foreach v,$(PRESENT),.venv-$(v)/.installed)
+	@failed=""; for v in $(PRESENT); do \
+	  echo "== CPython $$v: .venv-$$v"; \
+	  .venv-$$v/bin/python -m pytest -q -p no:cacheprovider || failed="$$failed $$v"; \
+	done; \
+	echo "heatline: suite ran on CPython $(MAIN_VERSION) (main, and ASan) $(PRESENT)"; \
+	echo "heatline: skipped (not installed under $(PYENV_VERSIONS)): $(or $(ABSENT),none)"; \
+	if [ -n "$$failed" ]; then echo "heatline: suite FAILED on CPython$$failed"; exit 1; fi
 
 $(ASAN_VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(ASAN_VENV)
@@ -63,4 +98,4 @@ valgrind: $(VENV)/.installed
 	PYTHON=$(VENV)/bin/python tests/valgrind/run.sh
 
 clean:
-	rm -rf $(VENV) $(ASAN_VENV) $(BENCH_VENV) build src/*.egg-info src/heatline/*.so
+	rm -rf $(VENV) $(ASAN_VENV) $(BENCH_VENV) .venv-3.* build src/*.egg-info src/heatline/*.so

@@ -9,14 +9,16 @@ import os
 from setuptools import Extension, setup
 
 NATIVE = "src/heatline/_native"
-SOURCES = ["module.c", "sampler.c", "memory.c", "got.c", "frames.c", "stats.c", "linetable.c", "memread.c", "compat.c", "gpu.c"]
+SOURCES = ["module.c", "sampler.c", "memory.c", "got.c", "frames.c", "stats.c", "linetable.c"]
+SOURCES += ["memread.c", "compat.c", "gpu.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []
 # HEATLINE_SANITIZE=1 builds the engine with AddressSanitizer + UndefinedBehaviorSanitizer
 # (see `make sanitize`).
 if os.environ.get("HEATLINE_SANITIZE"):
-    san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+    san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+    san += ["-fno-omit-frame-pointer", "-O1", "-g"]
     extra_compile_args += san
     extra_link_args += ["-fsanitize=address,undefined"]
 if os.environ.get("HEATLINE_WERROR"):

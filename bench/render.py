@@ -84,7 +84,7 @@ def _header(results, source):
     m, g = results["machine"], results.get("git", {})
     dirty = " (working tree with uncommitted changes under src/)" if g.get("dirty_paths") else ""
     load = [results.get("loadavg_start"), results.get("loadavg_after_overhead"), results.get("loadavg_end")]
-    load = ", ".join(f"{l[0]:.2f}" for l in load if l)
+    load = ", ".join(f"{avg[0]:.2f}" for avg in load if avg)
     lines = [
         f"Run of {results['started_at'][:10]} ({results['kind']}, {results['duration_s'] / 60:.0f} min): "
         f"{m['cpu_model']}, {m['cpus']} CPUs, {m['memory_gib']} GiB, Linux {m['kernel']}; "

@@ -104,7 +104,8 @@ def with_gpu(
             (
                 item
                 for item in entry["functions"]
-                if (item["qualname"], item["first_line"]) == (function["qualname"], function["first_line"])
+                if (item["qualname"], item["first_line"])
+                == (function["qualname"], function["first_line"])
             ),
             None,
         )
@@ -177,7 +178,11 @@ def gpu_fields(gpu: dict[str, Any], files: list) -> dict[str, Any]:
                 "calls": k["calls"],
                 "gpu_s": _seconds(k["ns"]),
                 "lines": [
-                    {**(place(key) or {"file": None, "line": None}), "calls": calls, "gpu_s": _seconds(ns)}
+                    {
+                        **(place(key) or {"file": None, "line": None}),
+                        "calls": calls,
+                        "gpu_s": _seconds(ns),
+                    }
                     for key, calls, ns in sorted(k["lines"], key=lambda item: -item[2])
                 ],
                 "other_lines_calls": k["other_lines_calls"],

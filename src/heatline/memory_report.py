@@ -126,7 +126,13 @@ def function_fields(lines: Sequence[dict[str, Any]], end_s: float) -> dict[str, 
     taken from the sum of the lines' timelines (the peak of a sum is not the sum of peaks)."""
     fields = empty_fields()
     timelines = [[(t, v) for t, v in line["timeline"]] for line in lines if line["timeline"]]
-    for key in ("alloc_python_bytes", "alloc_native_bytes", "freed_bytes", "growth_bytes", "copy_bytes"):
+    for key in (
+        "alloc_python_bytes",
+        "alloc_native_bytes",
+        "freed_bytes",
+        "growth_bytes",
+        "copy_bytes",
+    ):
         fields[key] = sum(line[key] for line in lines)
     if not timelines:
         return fields

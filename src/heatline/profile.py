@@ -59,8 +59,8 @@ _MAX_INT = 2**63  # bytes and nanoseconds fit; 9.2e18
 # The documented shape (docs/profile-format.md), checked field by field so a reader can use
 # every field without checking it again. A spec is a Python type (float means any number
 # below 2**63 in size, int an integer; bool never counts as a number), a dict (an object with
-# those keys; more keys are allowed), a one-element list (an array of that spec), a tuple of specs (any
-# of them), or None (JSON null).
+# those keys; more keys are allowed), a one-element list (an array of that spec), a tuple of
+# specs (any of them), or None (JSON null).
 _NUMBER = float
 _TIMES = {
     key: _NUMBER
@@ -79,12 +79,23 @@ _MEMORY_FIELDS = {
 }
 _GPU_FIELDS = {
     key: _NUMBER
-    for key in ("gpu_s", "gpu_launches", "gpu_copy_bytes", "gpu_copy_h2d_bytes",
-                "gpu_copy_d2h_bytes", "gpu_alloc_bytes")
+    for key in (
+        "gpu_s",
+        "gpu_launches",
+        "gpu_copy_bytes",
+        "gpu_copy_h2d_bytes",
+        "gpu_copy_d2h_bytes",
+        "gpu_alloc_bytes",
+    )
 }
 _LINE = {"line": int, "source": str, **_TIMES, **_MEMORY_FIELDS, **_GPU_FIELDS}
 _FUNCTION = {
-    "name": str, "qualname": str, "first_line": int, **_TIMES, **_MEMORY_FIELDS, **_GPU_FIELDS
+    "name": str,
+    "qualname": str,
+    "first_line": int,
+    **_TIMES,
+    **_MEMORY_FIELDS,
+    **_GPU_FIELDS,
 }
 _FILE = {
     **{key: _NUMBER for key in REQUIRED_FILE_KEYS if key not in ("lines", "functions")},
@@ -95,26 +106,45 @@ _SECONDS = {key: _NUMBER for key in ("python_s", "native_s", "system_s")}
 _MEMORY_TOTALS = {
     key: _NUMBER
     for key in (
-        "sampling_window_bytes", "alloc_python_bytes", "alloc_native_bytes", "freed_bytes",
-        "live_bytes_at_end", "copy_bytes", "unattributed_alloc_bytes",
-        "unattributed_copy_bytes", "samples", "untracked_samples", "redirected_slots",
+        "sampling_window_bytes",
+        "alloc_python_bytes",
+        "alloc_native_bytes",
+        "freed_bytes",
+        "live_bytes_at_end",
+        "copy_bytes",
+        "unattributed_alloc_bytes",
+        "unattributed_copy_bytes",
+        "samples",
+        "untracked_samples",
+        "redirected_slots",
     )
 }
 _GPU_TOTALS = {  # when gpu.enabled
     "kernel_tracing": bool,
-    "devices": [{
-        "index": int, "name": str, "memory_total_bytes": _NUMBER, "utilisation_pct": _NUMBER,
-        "idle_share": _NUMBER, "peak_memory_used_bytes": _NUMBER,
-    }],
+    "devices": [
+        {
+            "index": int,
+            "name": str,
+            "memory_total_bytes": _NUMBER,
+            "utilisation_pct": _NUMBER,
+            "idle_share": _NUMBER,
+            "peak_memory_used_bytes": _NUMBER,
+        }
+    ],
     "gpu_s": _NUMBER,
     "unattributed_gpu_s": _NUMBER,
     "launches": int,
     "alloc_peak_bytes": _NUMBER,
     "alloc_peak_at": (None, {"file": str, "line": int, "t_s": _NUMBER}),
-    "kernels": [{
-        "name": str, "calls": int, "gpu_s": _NUMBER, "other_lines_calls": _NUMBER,
-        "lines": [{"file": (None, str), "line": (None, int)}],
-    }],
+    "kernels": [
+        {
+            "name": str,
+            "calls": int,
+            "gpu_s": _NUMBER,
+            "other_lines_calls": _NUMBER,
+            "lines": [{"file": (None, str), "line": (None, int)}],
+        }
+    ],
 }
 _SCHEMA: dict[str, Any] = {
     "schema_version": int,
@@ -141,9 +171,7 @@ _SCHEMA: dict[str, Any] = {
     "files": _FILE,  # an object of these, keyed by path (see _check)
     "stacks": {
         "frames": [{"file": str, "name": str, "qualname": str, "line": int}],
-        "entries": [
-            {"stack": [int], "thread": int, **_SECONDS}
-        ],
+        "entries": [{"stack": [int], "thread": int, **_SECONDS}],
         "dropped_s": _NUMBER,
     },
     "peak_bytes": _NUMBER,
@@ -268,8 +296,10 @@ def _check(value: Any, spec: Any, where: str) -> None:
         for index, item in enumerate(value):
             _check(item, spec[0], f"{where}[{index}]")
     elif spec is _NUMBER:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            (isinstance(value, int) or math.isfinite(value)) and abs(value) < _MAX_INT
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not ((isinstance(value, int) or math.isfinite(value)) and abs(value) < _MAX_INT)
         ):
             raise _Invalid(where, "should be a finite number")
     elif spec is int:

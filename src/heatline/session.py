@@ -206,7 +206,9 @@ def build_profile(
     def function_entry(path: str, function_id: int) -> tuple[str, int]:
         function = functions[function_id]
         key = (function["qualname"], function["first_line"])
-        function_ns.setdefault(path, {}).setdefault(key, {"name": function["name"], "ns": [0, 0, 0]})
+        function_ns.setdefault(path, {}).setdefault(
+            key, {"name": function["name"], "ns": [0, 0, 0]}
+        )
         return key
 
     for file_id, line, function_id, python_ns, native_ns, system_ns in snapshot["lines"]:
@@ -220,7 +222,8 @@ def build_profile(
     line_memory: dict[str, dict[int, dict[str, Any]]] = {}  # path -> line -> memory fields
     for record in memory["lines"] if memory_on else ():
         path = files[record["file"]]["path"]
-        line_memory.setdefault(path, {})[record["line"]] = memory_report.line_fields(record, elapsed_s)
+        fields = memory_report.line_fields(record, elapsed_s)
+        line_memory.setdefault(path, {})[record["line"]] = fields
         line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0])
         line_function.setdefault((path, record["line"]), function_entry(path, record["function"]))
 
@@ -246,7 +249,8 @@ def build_profile(
         source = read_lines(path)
         numbers = set(lines)
         for number in lines:
-            numbers.update(range(max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES) + 1))
+            low, high = max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES)
+            numbers.update(range(low, high + 1))
         numbers.update(first for _, first in function_ns[path] if 1 <= first <= len(source))
         line_list = []
         for number in sorted(numbers):
@@ -268,15 +272,23 @@ def build_profile(
                 "qualname": qualname,
                 "first_line": first_line,
                 **timed(entry["ns"]),
-                **memory_report.function_fields(by_function.get((qualname, first_line), []), elapsed_s),
+                **memory_report.function_fields(
+                    by_function.get((qualname, first_line), []), elapsed_s
+                ),
             }
             for (qualname, first_line), entry in function_ns[path].items()
         ]
         function_list.sort(
-            key=lambda f: (-_total(f), -f["alloc_python_bytes"] - f["alloc_native_bytes"],
-                           f["first_line"], f["qualname"])
+            key=lambda f: (
+                -_total(f),
+                -f["alloc_python_bytes"] - f["alloc_native_bytes"],
+                f["first_line"],
+                f["qualname"],
+            )
         )
-        allocated = sum(m["alloc_python_bytes"] + m["alloc_native_bytes"] for m in memories.values())
+        allocated = sum(
+            m["alloc_python_bytes"] + m["alloc_native_bytes"] for m in memories.values()
+        )
         entry = {**timed(file_total), "lines": line_list, "functions": function_list}
         file_entries.append((sum(file_total), allocated, path, entry))
     file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
@@ -304,7 +316,8 @@ def build_profile(
         "heatline_version": __version__,
         "program": program,
         "argv": list(argv),
-        "python_version": sys.version.split()[0],  # what platform.python_version() gives, without importing platform
+        # What platform.python_version() gives, without importing platform.
+        "python_version": sys.version.split()[0],
         "platform": sys.platform,
         "started_at": started_at,
         "elapsed_s": round(elapsed_s, 6),

@@ -61,7 +61,14 @@ def test_gpu_time_bytes_and_launches_are_charged_exactly_to_the_launching_lines(
 
     def fields(tag):
         e = lines[tag]
-        return (e["gpu_ns"], e["launches"], e["copy_h2d"], e["copy_d2h"], e["copy_other"], e["alloc"])
+        return (
+            e["gpu_ns"],
+            e["launches"],
+            e["copy_h2d"],
+            e["copy_d2h"],
+            e["copy_other"],
+            e["alloc"],
+        )
 
     assert fields("matmul") == (10 * 3 * MS, 10, 0, 0, 0, 0)
     assert fields("h2d") == (500_000, 1, 1 << 20, 0, 0, 0)
@@ -89,7 +96,11 @@ def test_kernels_table_has_demangled_names_calls_time_and_launching_lines(fakes)
     )
     relu = kernels["relu_kernel"]
     assert relu["demangled"] == "relu_kernel"  # not a mangled name: kept as is
-    assert (relu["calls"], relu["ns"], relu["lines"]) == (5, 5 * MS, [[[TRUTH, tags["thread"]], 5, 5 * MS]])
+    assert (relu["calls"], relu["ns"], relu["lines"]) == (
+        5,
+        5 * MS,
+        [[[TRUTH, tags["thread"]], 5, 5 * MS]],
+    )
 
 
 def test_device_timeline_holds_the_values_the_device_reported(fakes):
@@ -136,14 +147,22 @@ def test_auto_without_nvml_is_silently_off(fakes):
 
 
 def test_forced_on_without_nvml_says_why(fakes):
-    gpu = run_engine(fakes, mode=1, HEATLINE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1",
-                     HEATLINE_GPU_PROFILED="")
+    gpu = run_engine(
+        fakes,
+        mode=1,
+        HEATLINE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1",
+        HEATLINE_GPU_PROFILED="",
+    )
     (warning,) = gpu["warnings"]
     assert "NVML could not be loaded" in warning
 
 
 def _cuda_include():
-    candidates = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"))]
+    candidates = [
+        os.environ.get("CUDA_HOME", ""),
+        "/usr/local/cuda",
+        *sorted(glob.glob("/usr/local/cuda-*")),
+    ]
     for root in candidates:
         if root and os.path.exists(os.path.join(root, "include", "cupti.h")):
             return os.path.join(root, "include")
@@ -155,7 +174,8 @@ def test_declared_offsets_and_constants_match_the_real_cupti_headers():
     if include is None or compiler is None:
         pytest.skip("needs NVIDIA's CUPTI headers (CUDA_HOME or /usr/local/cuda*) and a C compiler")
     done = subprocess.run(
-        [compiler, "-fsyntax-only", "-I", include, "-I", NATIVE, os.path.join(HERE, "layout_check.c")],
+        [compiler, "-fsyntax-only", "-I", include, "-I", NATIVE]
+        + [os.path.join(HERE, "layout_check.c")],
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr

@@ -37,8 +37,14 @@ def test_profile_lines_functions_and_gpu_object_hold_the_exact_truth(fakes, tmp_
 
     def fields(tag):
         line = lines[tags[tag]]
-        return (line["gpu_s"], line["gpu_launches"], line["gpu_copy_bytes"], line["gpu_copy_h2d_bytes"],
-                line["gpu_copy_d2h_bytes"], line["gpu_alloc_bytes"])
+        return (
+            line["gpu_s"],
+            line["gpu_launches"],
+            line["gpu_copy_bytes"],
+            line["gpu_copy_h2d_bytes"],
+            line["gpu_copy_d2h_bytes"],
+            line["gpu_alloc_bytes"],
+        )
 
     assert fields("matmul") == (0.03, 10, 0, 0, 0, 0)
     assert fields("h2d") == (0.0005, 1, 1 << 20, 1 << 20, 0, 0)
@@ -51,7 +57,10 @@ def test_profile_lines_functions_and_gpu_object_hold_the_exact_truth(fakes, tmp_
 
     functions = {f["qualname"]: f for f in profile["files"][TRUTH]["functions"]}
     assert (functions["matmuls"]["gpu_s"], functions["matmuls"]["gpu_launches"]) == (0.03, 10)
-    assert (functions["copies"]["gpu_s"], functions["copies"]["gpu_copy_bytes"]) == (0.000527, (1 << 20) + 4096)
+    assert (functions["copies"]["gpu_s"], functions["copies"]["gpu_copy_bytes"]) == (
+        0.000527,
+        (1 << 20) + 4096,
+    )
     assert (functions["worker"]["gpu_s"], functions["worker"]["gpu_launches"]) == (0.007, 6)
 
     gpu = profile["gpu"]
@@ -83,7 +92,11 @@ def test_terminal_report_has_a_gpu_section(fakes):
     assert "GPU 0 (Fake GPU 0)" in report
     assert "GPU work by launching line" in report and "Top kernels" in report
     assert "matmul(float const*, float const*, float*, int)" in report
-    row = next(line for line in report.splitlines() if f"gpu_truth.py:{tags['matmul']}" in line and "fake_launch" in line)
+    row = next(
+        line
+        for line in report.splitlines()
+        if f"gpu_truth.py:{tags['matmul']}" in line and "fake_launch" in line
+    )
     assert row.split()[1:3] == ["30", "10"]  # ms, launches
 
 
@@ -96,8 +109,13 @@ def test_no_gpu_leaves_the_profile_without_gpu_data(fakes, tmp_path):
 
 def test_cupti_unavailable_is_a_warning_and_the_program_is_unaffected(fakes, tmp_path):
     missing = "/nonexistent/libcupti.so"
-    plain = subprocess.run([sys.executable, TRUTH], env=gpu_env(fakes, HEATLINE_GPU_PROFILED=""), capture_output=True,
-                           text=True, timeout=120)
+    plain = subprocess.run(
+        [sys.executable, TRUTH],
+        env=gpu_env(fakes, HEATLINE_GPU_PROFILED=""),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     profile, report = profiled(fakes, tmp_path, "--gpu", HEATLINE_CUPTI_LIBRARY=missing)
     assert plain.returncode == 0 and plain.stdout == "done\n"
     assert profile["gpu"]["enabled"] and not profile["gpu"]["kernel_tracing"]
@@ -120,7 +138,8 @@ def test_forked_child_launching_work_is_not_profiled_and_runs_normally(fakes, tm
         "    cupti.fake_deliver(0)\n"
         "    os._exit(7)\n"
         "_, status = os.waitpid(pid, 0)\n"
-        "print('child', os.waitstatus_to_exitcode(status) if hasattr(os, 'waitstatus_to_exitcode') else status >> 8)\n"
+        "print('child', os.waitstatus_to_exitcode(status)"
+        " if hasattr(os, 'waitstatus_to_exitcode') else status >> 8)\n"
     )
     out = tmp_path / "profile.json"
     done = heatline(fakes, "--gpu", "-o", str(out), program=str(program), HEATLINE_GPU_PROFILED="")

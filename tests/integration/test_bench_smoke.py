@@ -53,7 +53,9 @@ def test_results_have_the_documented_shape(smoke):
 
     bench = data["overhead"]["benchmarks"]["smoke"]
     plain = bench["summary"]["python"]
-    assert plain["status"] == "ok" and plain["wall_ratio"] == 1.0 and plain["median_peak_rss_kb"] > 0
+    assert (
+        plain["status"] == "ok" and plain["wall_ratio"] == 1.0 and plain["median_peak_rss_kb"] > 0
+    )
     heatline = bench["summary"]["heatline"]
     assert heatline["status"] == "ok", heatline
     assert heatline["wall_ratio"] > 0 and heatline["rss_ratio"] > 0

@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 
-import pytest
 
 from _tools import require
 

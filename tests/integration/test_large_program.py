@@ -70,5 +70,8 @@ def test_a_large_program_gets_a_bounded_profile_and_report(tmp_path):
     assert listed <= (2 * CONTEXT + 1) * costly + functions
     report = result.stderr.decode().splitlines()
     # One row per listed line, at most one "..." per gap, a header per file, the rest fixed.
-    assert len(report) <= 2 * sum(len(e["lines"]) for e in data["files"].values()) + 8 * len(data["files"]) + 120
+    assert (
+        len(report)
+        <= 2 * sum(len(e["lines"]) for e in data["files"].values()) + 8 * len(data["files"]) + 120
+    )
     assert sum(1 for line in report if line.strip() == "...") >= len(modules) // 2

@@ -409,7 +409,7 @@ def test_at_80_columns_every_function_name_and_leak_location_is_whole(
         assert result.returncode == 0, result.stderr
         out = result.stdout.decode()
         lines = out.splitlines()
-        assert max(len(line) for line in lines) <= 80, [l for l in lines if len(l) > 80]
+        assert max(len(line) for line in lines) <= 80, [ln for ln in lines if len(ln) > 80]
         functions = [
             (f["qualname"], shown(file), f["first_line"])
             for file, entry in data["files"].items() for f in entry["functions"]

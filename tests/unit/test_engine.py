@@ -2,7 +2,6 @@
 
 import glob
 import os
-import sys
 import threading
 import time
 import traceback

@@ -62,7 +62,12 @@ def test_decimate_bounds_points_and_keeps_the_peak_and_the_end():
 
 def test_function_fields_take_the_peak_of_the_sum():
     line_a = {**mr.empty_fields(), "alloc_python_bytes": 10, "timeline": [[1.0, 10], [2.0, 0]]}
-    line_b = {**mr.empty_fields(), "alloc_native_bytes": 7, "timeline": [[3.0, 7]], "growth_bytes": 7}
+    line_b = {
+        **mr.empty_fields(),
+        "alloc_native_bytes": 7,
+        "timeline": [[3.0, 7]],
+        "growth_bytes": 7,
+    }
     fields = mr.function_fields([line_a, line_b], end_s=4.0)
     assert fields["peak_bytes"] == 10  # not 17: the two never coexisted
     assert fields["alloc_python_bytes"] == 10 and fields["alloc_native_bytes"] == 7

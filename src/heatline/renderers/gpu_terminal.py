@@ -30,7 +30,9 @@ def render(console: Console, profile: dict[str, Any], short_path: Callable[[str]
     for device in gpu["devices"]:
         console.print(_device_line(device), style="dim")
     if not gpu["kernel_tracing"]:
-        console.print("No per-line GPU time: kernel tracing (CUPTI) was off; see the warnings.", style="dim")
+        console.print(
+            "No per-line GPU time: kernel tracing (CUPTI) was off; see the warnings.", style="dim"
+        )
         return
     lines = _gpu_lines(profile)
     if lines:
@@ -64,7 +66,8 @@ def _ms(seconds: float) -> str:
 
 def _device_line(device: dict[str, Any]) -> str:
     return (
-        f"GPU {device['index']} ({visible(device['name'])}): utilisation {device['utilisation_pct']:.0f}% "
+        f"GPU {device['index']} ({visible(device['name'])}): "
+        f"utilisation {device['utilisation_pct']:.0f}% "
         f"on average, idle in {device['idle_share'] * 100:.0f}% of samples; memory peak "
         f"{_mb(device['peak_memory_used_bytes'])} MB of {_mb(device['memory_total_bytes'])} MB "
         "(device-wide, all processes)"
@@ -78,14 +81,21 @@ def _gpu_lines(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         for line in entry["lines"]
         if line.get("gpu_launches") or line.get("gpu_alloc_bytes")
     ]
-    rows.sort(key=lambda row: (-row[1]["gpu_s"], -row[1]["gpu_alloc_bytes"], row[0], row[1]["line"]))
+    rows.sort(
+        key=lambda row: (-row[1]["gpu_s"], -row[1]["gpu_alloc_bytes"], row[0], row[1]["line"])
+    )
     return rows[:MAX_LINE_ROWS]
 
 
 def _new_table(title: str) -> Table:
     return Table(
-        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold",
-        title=title, title_justify="left", title_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+        title=title,
+        title_justify="left",
+        title_style="bold",
     )
 
 
@@ -122,5 +132,10 @@ def _kernel_table(kernels: list[dict[str, Any]], short_path: Callable[[str], str
         more = len(kernel["lines"]) - MAX_LAUNCHERS + (1 if kernel["other_lines_calls"] else 0)
         if more > 0:
             launchers.append(f"+{more} more")
-        table.add_row(Text(visible(kernel["name"])), str(kernel["calls"]), _ms(kernel["gpu_s"]), ", ".join(launchers))
+        table.add_row(
+            Text(visible(kernel["name"])),
+            str(kernel["calls"]),
+            _ms(kernel["gpu_s"]),
+            ", ".join(launchers),
+        )
     return table

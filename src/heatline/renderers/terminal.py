@@ -92,7 +92,9 @@ def render(
         if leaks:
             console.print(_leak_table(leaks, console))
         else:
-            console.print("No likely leaks: no line's memory kept growing over the run.", style="dim")
+            console.print(
+                "No likely leaks: no line's memory kept growing over the run.", style="dim"
+            )
         console.print()
         console.print(_memory_footer(profile), style="dim")
     gpu_terminal.render(console, profile, _short_path)
@@ -136,7 +138,9 @@ def _file_header(path: str, entry: dict[str, Any]) -> Text:
         f"{kind} {entry[kind + '_pct']:.1f}%" for kind in _KINDS if entry[kind + "_pct"]
     )
     total = sum(entry[kind + "_pct"] for kind in _KINDS)
-    return Text.assemble((visible(path), "bold cyan"), f"  {total:.1f}% of the time", f" ({shares})")
+    return Text.assemble(
+        (visible(path), "bold cyan"), f"  {total:.1f}% of the time", f" ({shares})"
+    )
 
 
 def _new_table(**options: Any) -> Table:
@@ -219,7 +223,9 @@ def _allocated(profile: dict[str, Any]) -> int:
 
 def _has_memory(entry: dict[str, Any]) -> bool:
     return bool(
-        entry.get("alloc_python_bytes") or entry.get("alloc_native_bytes") or entry.get("copy_bytes")
+        entry.get("alloc_python_bytes")
+        or entry.get("alloc_native_bytes")
+        or entry.get("copy_bytes")
     )
 
 
@@ -305,7 +311,10 @@ def _functions(profile: dict[str, Any], reduced: bool, threshold_pct: float) -> 
             ):
                 rows.append((total, path, function))
     rows.sort(
-        key=lambda row: (-row[0], -row[2].get("alloc_python_bytes", 0) - row[2].get("alloc_native_bytes", 0))
+        key=lambda row: (
+            -row[0],
+            -row[2].get("alloc_python_bytes", 0) - row[2].get("alloc_native_bytes", 0),
+        )
     )
     return rows
 
@@ -325,12 +334,16 @@ def _function_table(
             "total %": _pct(total),
         }
         if memory:
-            numbers.update({
-                "alloc MB": _mb(function["alloc_python_bytes"] + function["alloc_native_bytes"]),
-                "peak MB": _mb(function["peak_bytes"]),
-                "growth MB": _mb(function["growth_bytes"]),
-                "copy MB": _mb(function["copy_bytes"]),
-            })
+            numbers.update(
+                {
+                    "alloc MB": _mb(
+                        function["alloc_python_bytes"] + function["alloc_native_bytes"]
+                    ),
+                    "peak MB": _mb(function["peak_bytes"]),
+                    "growth MB": _mb(function["growth_bytes"]),
+                    "copy MB": _mb(function["copy_bytes"]),
+                }
+            )
         location = f"{_short_path(path)}:{function['first_line']}"
         cells.append((visible(function["qualname"]), location, style, numbers))
     memory_headers = ("alloc MB", "peak MB", "growth MB", "copy MB") if memory else ()
@@ -346,7 +359,9 @@ def _function_table(
         _add_number_columns(table, *columns)
         for name, location, style, numbers in cells:
             # Text, not str: names and paths must not be parsed as rich markup.
-            label = Text.assemble((name, style or "bold"), (("\n" if stacked else " ") + location, "dim"))
+            label = Text.assemble(
+                (name, style or "bold"), (("\n" if stacked else " ") + location, "dim")
+            )
             table.add_row(label, *(Text(numbers[title], style=style) for title in columns))
         if len(rows) > MAX_FUNCTION_ROWS:
             table.caption = f"... and {len(rows) - MAX_FUNCTION_ROWS} more functions"

@@ -7,7 +7,8 @@ import re
 # Characters a terminal would act on rather than show: C0 and C1 controls (ESC starts colour,
 # screen-clearing, title and hyperlink sequences), DEL, and the bidirectional overrides that
 # reorder what is displayed; also lone surrogates (undecodable bytes of argv or paths, PEP 383),
-# which no terminal encoding can write. Every string of a profile passes through visible() before printing.
+# which no terminal encoding can write. Every string of a profile passes through visible()
+# before printing.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 

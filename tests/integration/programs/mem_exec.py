@@ -16,7 +16,9 @@ import time
 import numpy as np
 
 CHILD = "import os, sys; print('after exec', sys.argv[1:], os.environ.get('MARK')); sys.exit(3)"
-NUMPY_CHILD = "import numpy as np; a = np.ones(10**6); print('numpy child', a.sum(), len(a.tolist()))"
+NUMPY_CHILD = (
+    "import numpy as np; a = np.ones(10**6); print('numpy child', a.sum(), len(a.tolist()))"
+)
 
 
 def churn():
