@@ -560,10 +560,14 @@ static void *hook_pvalloc(size_t size) {
     return p;
 }
 
-/* Anonymous mappings are memory allocations; file mappings are not counted. */
+/* Accessible anonymous mappings are memory allocations, counted whole when mapped, touched or
+ * not, as malloc'd memory is. Reservations are not: a PROT_NONE mapping (address space set
+ * aside, as allocators and JITs do, 64 GiB at a time) or one mapped MAP_NORESERVE (sparse by
+ * intent) holds no memory the program asked to use. File mappings are not counted. */
 static void *hook_mmap(void *address, size_t length, int prot, int flags, int fd, off_t offset) {
     void *p = real_mmap(address, length, prot, flags, fd, offset);
-    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS)) on_allocation(p, length, HL_ALLOC_NATIVE);
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && prot != PROT_NONE && !(flags & MAP_NORESERVE))
+        on_allocation(p, length, HL_ALLOC_NATIVE);
     return p;
 }
 
