@@ -600,7 +600,8 @@ static const hl_got_symbol *symbols(size_t *count);
 
 /* A library loaded while sampling gets the same redirections as those loaded before. */
 static void *hook_dlopen(const char *file, int flags) {
-    void *handle = real_dlopen(file, flags);
+    /* Searched with the caller's own RPATH/RUNPATH, not heatline's (got.h). */
+    void *handle = hl_dlopen_as_caller(real_dlopen, file, flags, __builtin_return_address(0));
     if (handle != NULL && sampling() && !tls.inside) {
         size_t n;
         const hl_got_symbol *s = symbols(&n);
