@@ -79,18 +79,21 @@ static int cpu_now(const hl_thread *t, uint64_t *ns) {
 /* Whether a thread whose CPU clock stood still during the probe is nevertheless runnable:
  * ready to run but waiting for a CPU (state R in /proc). On a busy machine the sampler itself
  * can be what pushed the thread off its CPU, so standing still is not proof of blocking.
- * Only asked when the clock stood still. The file is opened, read and closed on each use:
- * a descriptor kept open between ticks would be one the program can close (os.closerange)
- * and reuse, after which heatline would read or close the program's file, and it would cost
- * the program one descriptor per waiting thread against its RLIMIT_NOFILE. */
-static int runnable(const hl_thread *t) {
-    char buffer[512];
+ * The file is opened during the probe (before the second clock read, so the state read follows
+ * it closely, as it must) and closed in the same tick: a descriptor kept between ticks would be
+ * one the program can close (os.closerange) and reuse, after which heatline would read or close
+ * the program's file, and it would cost the program one descriptor per waiting thread against
+ * its RLIMIT_NOFILE. */
+static int open_stat(const hl_thread *t) {
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buffer, sizeof(buffer) - 1);
-    close(fd);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static int runnable(int stat_fd) {
+    char buffer[512];
+    if (stat_fd < 0) return 0;
+    ssize_t n = read(stat_fd, buffer, sizeof(buffer) - 1);
     if (n <= 0) return 0;
     buffer[n] = '\0';
     const char *end_of_name = strrchr(buffer, ')'); /* the name itself may hold ')' */
@@ -221,15 +224,19 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     for (int attempt = 0; attempt < WALK_ATTEMPTS && !complete; attempt++)
         depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &flags, &complete);
     uintptr_t gil_holder = hl_compat_gil_holder();
+    int stat_fd = open_stat(t);
     if (cpu_now(t, &c2) != 0) {
+        if (stat_fd >= 0) close(stat_fd);
         forget_thread(t);
         return;
     }
+    int blocked = c2 == c1 && !runnable(stat_fd);
+    if (stat_fd >= 0) close(stat_fd);
     if (depth < 0) depth = 0;
 
     int category;
     int holds_gil = gil_holder == t->tstate;
-    if (c2 == c1 && !runnable(t) && !hl_memory_thread_waiting(t->native_id)) category = HL_SYSTEM;
+    if (blocked && !hl_memory_thread_waiting(t->native_id)) category = HL_SYSTEM;
     else if (flags & HL_OP_CALL) category = HL_NATIVE;
     else if (holds_gil) category = HL_PYTHON;
     else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */
