@@ -9,7 +9,7 @@
 #include "linetable.h"
 #include "memread.h"
 
-#define MAX_STRING 4096          /* longest file or function name copied, in bytes */
+#define MAX_STRING (1u << 24)    /* longest file or function name copied, in code points */
 #define MAX_TABLE (1u << 20)     /* largest line table copied */
 #define HEADER_BUFFER 512        /* >= every layout's code_read_size */
 #define FRAME_BUFFER 128         /* >= every layout's frame_read_size */
@@ -85,33 +85,48 @@ static size_t put_utf8(char *out, uint32_t cp) {
     return 4;
 }
 
-/* Copies the str object at address into out as NUL-terminated UTF-8 (truncated to fit).
+/* Copies the str object at address into a new NUL-terminated buffer (*out, freed by the
+ * caller) as UTF-8, whole: names are never cut, so two paths that differ only late stay two
+ * files. Lone surrogates (a path's undecodable bytes under surrogateescape) are encoded like
+ * any other code point, so the bytes round-trip with the "surrogatepass" error handler.
  * Only compact strings are read; every name CPython stores in a code object is compact.
- * Returns the length, or -1 if the object is not a readable str. */
-static int read_str(uintptr_t address, char *out, size_t capacity) {
+ * Returns the length, or -1 if the object is not a readable str (or is absurdly long). */
+static int read_str(uintptr_t address, char **out) {
     PyASCIIObject header;
+    *out = NULL;
     if (hl_memread(&header, address, sizeof(header)) != 0) return -1;
     if ((uintptr_t)Py_TYPE((PyObject *)&header) != (uintptr_t)&PyUnicode_Type) return -1;
     if (!header.state.compact) return -1;
     Py_ssize_t length = header.length;
-    if (length < 0) return -1;
+    if (length < 0 || (size_t)length > MAX_STRING) return -1;
     unsigned kind = header.state.kind;
     uintptr_t data = address + (header.state.ascii ? sizeof(PyASCIIObject)
                                                    : sizeof(PyCompactUnicodeObject));
     if (kind != 1 && kind != 2 && kind != 4) return -1;
     size_t count = (size_t)length;
-    if (count > MAX_STRING / 4) count = MAX_STRING / 4;
-    uint8_t raw[MAX_STRING];
-    if (count && hl_memread(raw, data, count * kind) != 0) return -1;
+    uint8_t *raw = malloc(count * kind + 1);
+    char *text = malloc(count * 4 + 1);
+    if (raw == NULL || text == NULL || (count && hl_memread(raw, data, count * kind) != 0)) {
+        free(raw);
+        free(text);
+        return -1;
+    }
     size_t used = 0;
-    for (size_t i = 0; i < count && used + 5 < capacity; i++) {
+    for (size_t i = 0; i < count; i++) {
         uint32_t cp;
         if (kind == 1) cp = raw[i];
         else if (kind == 2) cp = ((uint16_t *)(void *)raw)[i];
         else cp = ((uint32_t *)(void *)raw)[i];
-        used += put_utf8(out + used, cp);
+        if (cp > 0x10FFFF) { /* not a code point: a torn read */
+            free(raw);
+            free(text);
+            return -1;
+        }
+        used += put_utf8(text + used, cp);
     }
-    out[used] = '\0';
+    free(raw);
+    text[used] = '\0';
+    *out = text;
     return (int)used;
 }
 
@@ -134,7 +149,7 @@ static int read_bytes_header(const hl_layout *l, uintptr_t address, size_t *leng
  * Returns 0 or -1 (unreadable, or out of memory). */
 static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header, hl_code *c) {
     const hl_layout *l = &w->layout;
-    char path[MAX_STRING], name[MAX_STRING], qualname[MAX_STRING];
+    char *path = NULL, *name = NULL, *qualname = NULL;
     memset(c, 0, sizeof(*c));
     c->address = address;
     c->filename = word_at(header, l->code_filename);
@@ -152,16 +167,15 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
         c->code_bytes = (size_t)c->size * 2;
     }
 
-    int path_length = read_str(c->filename, path, sizeof(path));
-    if (path_length < 0 || read_str(c->name, name, sizeof(name)) < 0 ||
-        read_str(c->qualname, qualname, sizeof(qualname)) < 0)
-        return -1;
+    int path_length = read_str(c->filename, &path);
+    if (path_length < 0 || read_str(c->name, &name) < 0 || read_str(c->qualname, &qualname) < 0)
+        goto fail_names;
 
     uintptr_t table_data;
-    if (read_bytes_header(l, c->linetable, &c->table_length, &table_data) != 0) return -1;
-    if (c->table_length > MAX_TABLE) return -1;
+    if (read_bytes_header(l, c->linetable, &c->table_length, &table_data) != 0) goto fail_names;
+    if (c->table_length > MAX_TABLE) goto fail_names;
     c->table = malloc(c->table_length ? c->table_length : 1);
-    if (c->table == NULL) return -1;
+    if (c->table == NULL) goto fail_names;
     if (c->table_length && hl_memread(c->table, table_data, c->table_length) != 0) goto fail_table;
 
     /* The scope is decided when a file is first interned; later calls return the same id. */
@@ -172,10 +186,17 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     c->file = (uint32_t)file;
     c->function = (uint32_t)function;
     c->user = w->stats->files[file].user;
+    free(path);
+    free(name);
+    free(qualname);
     return 0;
 fail_table:
     free(c->table);
     c->table = NULL;
+fail_names:
+    free(path);
+    free(name);
+    free(qualname);
     return -1;
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -238,4 +239,94 @@ void hl_got_restore(void) {
     patched = NULL;
     nsaved = saved_capacity = npatched = patched_capacity = 0;
     pthread_mutex_unlock(&got_lock);
+}
+
+/* ---- dlopen with the caller's search path ---------------------------------------------- */
+
+#define SEARCH_PATH_MAX 4096
+
+/* Tries each entry of the colon-separated list as a directory holding file. */
+static void *open_in(void *(*open_path)(const char *, int), const char *list, const char *origin,
+                     const char *file, int flags) {
+    char path[SEARCH_PATH_MAX];
+    size_t file_length = strlen(file);
+    while (list != NULL) {
+        const char *end = strchr(list, ':');
+        size_t n = end != NULL ? (size_t)(end - list) : strlen(list);
+        size_t used = 0;
+        int usable = 1;
+        for (size_t i = 0; i < n && usable;) {
+            const char *token = NULL;
+            size_t skip = 0;
+            if (strncmp(list + i, "${ORIGIN}", 9) == 0) token = origin, skip = 9;
+            else if (strncmp(list + i, "$ORIGIN", 7) == 0) token = origin, skip = 7;
+            else if (list[i] == '$') usable = 0; /* $LIB, $PLATFORM: left to the loader */
+            if (!usable) break;
+            if (token != NULL) {
+                size_t t = strlen(token);
+                if (t == 0 || used + t >= sizeof(path)) usable = 0;
+                else memcpy(path + used, token, t), used += t;
+                i += skip;
+            } else if (used + 1 < sizeof(path)) {
+                path[used++] = list[i++];
+            } else {
+                usable = 0;
+            }
+        }
+        if (used == 0) path[used++] = '.'; /* an empty entry is the current directory */
+        if (usable && used + 1 + file_length < sizeof(path)) {
+            path[used++] = '/';
+            memcpy(path + used, file, file_length + 1);
+            if (access(path, F_OK) == 0) {
+                void *handle = open_path(path, flags);
+                if (handle != NULL) return handle; /* else (wrong class...) go on, as ld.so does */
+            }
+        }
+        list = end != NULL ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+void *hl_dlopen_as_caller(void *(*open_path)(const char *, int), const char *file, int flags,
+                          const void *caller) {
+    if (file == NULL || strchr(file, '/') != NULL) return open_path(file, flags);
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || map == NULL || map->l_ld == NULL)
+        return open_path(file, flags);
+    uintptr_t strtab = 0, rpath = 0, runpath = 0;
+    int has_rpath = 0, has_runpath = 0;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_STRTAB) strtab = relocated(map->l_addr, d->d_un.d_ptr);
+        else if (d->d_tag == DT_RPATH) rpath = d->d_un.d_val, has_rpath = 1;
+        else if (d->d_tag == DT_RUNPATH) runpath = d->d_un.d_val, has_runpath = 1;
+    }
+    if (strtab == 0 || (!has_rpath && !has_runpath)) return open_path(file, flags);
+
+    /* Already loaded under this name: dlopen returns that object whatever the path. */
+    void *handle = open_path(file, flags | RTLD_NOLOAD);
+    if (handle != NULL) return handle;
+
+    char origin[SEARCH_PATH_MAX] = "";
+    const char *name = map->l_name;
+    const char *slash = name != NULL ? strrchr(name, '/') : NULL;
+    if (slash != NULL && (size_t)(slash - name) < sizeof(origin)) {
+        memcpy(origin, name, (size_t)(slash - name));
+        origin[slash == name ? 1 : slash - name] = '\0';
+        if (slash == name) origin[0] = '/';
+    }
+    if (has_rpath && !has_runpath) {
+        handle = open_in(open_path, (const char *)strtab + rpath, origin, file, flags);
+        if (handle != NULL) return handle;
+    }
+    if (has_runpath) {
+        const char *library_path = getauxval(AT_SECURE) ? NULL : getenv("LD_LIBRARY_PATH");
+        if (library_path != NULL && library_path[0] != '\0') {
+            handle = open_in(open_path, library_path, "", file, flags);
+            if (handle != NULL) return handle;
+        }
+        handle = open_in(open_path, (const char *)strtab + runpath, origin, file, flags);
+        if (handle != NULL) return handle;
+    }
+    return open_path(file, flags);
 }

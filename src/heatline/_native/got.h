@@ -32,6 +32,17 @@ typedef struct hl_got_symbol {
  * the number of slots written. */
 int hl_got_patch(const hl_got_symbol *symbols, size_t nsymbols, const void *interpreter_function);
 
+/* dlopen(file, flags) searched as if called from the object containing `caller`, with
+ * `open_path` (the real dlopen) doing each load. A hook that calls the real dlopen makes
+ * heatline's module the caller, so the caller's own DT_RPATH/DT_RUNPATH would not be searched;
+ * this puts them back in glibc's order: an object already loaded under that name first; then
+ * the caller's DT_RPATH (when it has no DT_RUNPATH); LD_LIBRARY_PATH (not in secure mode) and
+ * the caller's DT_RUNPATH; then open_path(file) for the cache and default directories.
+ * $ORIGIN and ${ORIGIN} are expanded; an entry using $LIB or $PLATFORM is skipped. Names with
+ * a '/' and callers with neither tag go straight to open_path. */
+void *hl_dlopen_as_caller(void *(*open_path)(const char *, int), const char *file, int flags,
+                          const void *caller);
+
 /* Puts back every slot written since the last restore, in objects still loaded, and forgets
  * which objects were patched. */
 void hl_got_restore(void);

@@ -560,10 +560,14 @@ static void *hook_pvalloc(size_t size) {
     return p;
 }
 
-/* Anonymous mappings are memory allocations; file mappings are not counted. */
+/* Accessible anonymous mappings are memory allocations, counted whole when mapped, touched or
+ * not, as malloc'd memory is. Reservations are not: a PROT_NONE mapping (address space set
+ * aside, as allocators and JITs do, 64 GiB at a time) or one mapped MAP_NORESERVE (sparse by
+ * intent) holds no memory the program asked to use. File mappings are not counted. */
 static void *hook_mmap(void *address, size_t length, int prot, int flags, int fd, off_t offset) {
     void *p = real_mmap(address, length, prot, flags, fd, offset);
-    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS)) on_allocation(p, length, HL_ALLOC_NATIVE);
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && prot != PROT_NONE && !(flags & MAP_NORESERVE))
+        on_allocation(p, length, HL_ALLOC_NATIVE);
     return p;
 }
 
@@ -596,7 +600,8 @@ static const hl_got_symbol *symbols(size_t *count);
 
 /* A library loaded while sampling gets the same redirections as those loaded before. */
 static void *hook_dlopen(const char *file, int flags) {
-    void *handle = real_dlopen(file, flags);
+    /* Searched with the caller's own RPATH/RUNPATH, not heatline's (got.h). */
+    void *handle = hl_dlopen_as_caller(real_dlopen, file, flags, __builtin_return_address(0));
     if (handle != NULL && sampling() && !tls.inside) {
         size_t n;
         const hl_got_symbol *s = symbols(&n);

@@ -175,10 +175,17 @@ static PyObject *native_is_running(PyObject *module, PyObject *unused) {
 
 /* ---- snapshot ---------------------------------------------------------------------------- */
 
+/* A name read from a code object (frames.c) as a str equal to the original: its UTF-8 may
+ * hold lone surrogates (a path's undecodable bytes, kept by surrogateescape), which
+ * "surrogatepass" turns back into the same code points instead of failing the snapshot. */
+static PyObject *name_str(const char *utf8) {
+    return PyUnicode_DecodeUTF8(utf8, (Py_ssize_t)strlen(utf8), "surrogatepass");
+}
+
 static PyObject *files_list(const hl_stats *s) {
     PyObject *list = PyList_New((Py_ssize_t)s->nfiles);
     for (size_t i = 0; list != NULL && i < s->nfiles; i++) {
-        PyObject *item = Py_BuildValue("{s:s,s:O}", "path", s->files[i].path, "user",
+        PyObject *item = Py_BuildValue("{s:N,s:O}", "path", name_str(s->files[i].path), "user",
                                        s->files[i].user ? Py_True : Py_False);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
@@ -190,8 +197,8 @@ static PyObject *functions_list(const hl_stats *s) {
     PyObject *list = PyList_New((Py_ssize_t)s->nfunctions);
     for (size_t i = 0; list != NULL && i < s->nfunctions; i++) {
         const hl_function *f = &s->functions[i];
-        PyObject *item = Py_BuildValue("{s:I,s:s,s:s,s:i}", "file", f->file, "name", f->name,
-                                       "qualname", f->qualname, "first_line", f->first_line);
+        PyObject *item = Py_BuildValue("{s:I,s:N,s:N,s:i}", "file", f->file, "name", name_str(f->name),
+                                       "qualname", name_str(f->qualname), "first_line", f->first_line);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
     }
@@ -457,7 +464,7 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     for (int i = 0; list != NULL && i < depth; i++) {
         const hl_stats *s = &hl_the_engine.stats;
         const hl_function *f = &s->functions[frames[i].function];
-        PyObject *item = Py_BuildValue("(ssiO)", s->files[frames[i].file].path, f->qualname,
+        PyObject *item = Py_BuildValue("(NNiO)", name_str(s->files[frames[i].file].path), name_str(f->qualname),
                                        frames[i].line, frames[i].user ? Py_True : Py_False);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, item);

@@ -78,27 +78,28 @@ static int cpu_now(const hl_thread *t, uint64_t *ns) {
 /* Whether a thread whose CPU clock stood still during the probe is nevertheless runnable:
  * ready to run but waiting for a CPU (state R in /proc). On a busy machine the sampler itself
  * can be what pushed the thread off its CPU, so standing still is not proof of blocking.
- * Only asked when the clock stood still; a descriptor per thread is kept open meanwhile. */
-static int runnable(hl_thread *t) {
+ * The file is opened during the probe (before the second clock read, so the state read follows
+ * it closely, as it must) and closed in the same tick: a descriptor kept between ticks would be
+ * one the program can close (os.closerange) and reuse, after which heatline would read or close
+ * the program's file, and it would cost the program one descriptor per waiting thread against
+ * its RLIMIT_NOFILE. */
+static int open_stat(const hl_thread *t) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static int runnable(int stat_fd) {
     char buffer[512];
-    if (t->stat_fd < 0) {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
-        t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (t->stat_fd < 0) return 0;
-    }
-    ssize_t n = pread(t->stat_fd, buffer, sizeof(buffer) - 1, 0);
+    if (stat_fd < 0) return 0;
+    ssize_t n = read(stat_fd, buffer, sizeof(buffer) - 1);
     if (n <= 0) return 0;
     buffer[n] = '\0';
     const char *end_of_name = strrchr(buffer, ')'); /* the name itself may hold ')' */
     return end_of_name != NULL && end_of_name[1] == ' ' && end_of_name[2] == 'R';
 }
 
-static void forget_thread(hl_thread *t) {
-    t->alive = 0;
-    if (t->stat_fd >= 0) close(t->stat_fd);
-    t->stat_fd = -1;
-}
+static void forget_thread(hl_thread *t) { t->alive = 0; }
 
 static uint64_t next_interval(hl_engine *e) {
     double u = (double)(hl_next_random(&e->rng) >> 11) / 9007199254740992.0; /* [0, 1) */
@@ -131,7 +132,6 @@ static int add_thread(hl_engine *e, uintptr_t tstate, long native_id) {
     t->tstate = tstate;
     t->native_id = native_id;
     t->clock = thread_clock(native_id);
-    t->stat_fd = -1;
     t->main = native_id == e->main_native_id;
     t->alive = 1;
     return 0;
@@ -219,10 +219,14 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
 
     int depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &flags);
     uintptr_t gil_holder = hl_compat_gil_holder();
+    int stat_fd = open_stat(t);
     if (cpu_now(t, &c2) != 0) {
+        if (stat_fd >= 0) close(stat_fd);
         forget_thread(t);
         return;
     }
+    int blocked = c2 == c1 && !runnable(stat_fd);
+    if (stat_fd >= 0) close(stat_fd);
     if (depth < 0) {
         e->lost_ns += dt;
         return;
@@ -230,7 +234,7 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
 
     int category;
     int holds_gil = gil_holder == t->tstate;
-    if (c2 == c1 && !runnable(t) && !hl_memory_thread_waiting(t->native_id)) category = HL_SYSTEM;
+    if (blocked && !hl_memory_thread_waiting(t->native_id)) category = HL_SYSTEM;
     else if (flags & HL_OP_CALL) category = HL_NATIVE;
     else if (holds_gil) category = HL_PYTHON;
     else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */

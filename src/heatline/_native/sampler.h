@@ -18,7 +18,6 @@ typedef struct hl_thread {
     uintptr_t tstate;   /* its PyThreadState (only compared and read via hl_memread) */
     long native_id;     /* the kernel's thread id */
     clockid_t clock;    /* its CPU-time clock */
-    int stat_fd;        /* /proc/self/task/<id>/stat, opened on first need, or -1 */
     int main;
     int alive;          /* present in the interpreter's thread list at the latest scan */
     uint64_t last_cpu_ns;

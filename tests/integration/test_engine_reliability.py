@@ -1,0 +1,136 @@
+"""The engine must not change or lose a run: descriptors it does not own (issue 7, item 4)
+and long paths (item 13). Names that are not UTF-8 are checked in tests/unit/test_engine_names.py."""
+
+import json
+import os
+
+import pytest
+
+# A program that, while threads wait (so the sampler asks /proc about them), closes every
+# descriptor above 2, opens files that get the freed numbers, lets the threads end and uses the
+# files for the rest of the run. A profiler that kept a descriptor per waiting thread would
+# close the program's file when the thread ends.
+CLOSERANGE = r"""
+import os, sys, threading, time
+
+stop = threading.Event()
+waiters = [threading.Thread(target=stop.wait) for _ in range(8)]
+for t in waiters:
+    t.start()
+time.sleep(0.3)  # the sampler sees the waiting threads
+os.closerange(3, 4096)
+files = [open(os.path.join(sys.argv[1], f"f{i}"), "w+b") for i in range(16)]
+stop.set()  # the waiting threads end while the program's new files are open
+for t in waiters:
+    t.join()
+for round in range(30):
+    for i, f in enumerate(files):
+        f.seek(0)
+        f.write(b"x" * (round + 1))
+        f.flush()
+        os.fsync(f.fileno())
+        f.seek(0)
+        assert f.read() == b"x" * (round + 1), (i, round)
+    time.sleep(0.02)
+for f in files:
+    f.close()
+print("ok")
+"""
+
+# RLIMIT_NOFILE of 64 and 40 waiting threads: the program opens files up to a few below the
+# limit, so a profiler holding a descriptor per waiting thread makes it fail with EMFILE.
+NOFILE = r"""
+import os, resource, threading, time
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+stop = threading.Event()
+waiters = [threading.Thread(target=stop.wait) for _ in range(40)]
+for t in waiters:
+    t.start()
+time.sleep(0.5)  # many ticks with 40 threads waiting
+held = []
+for i in range(40):
+    held.append(os.open(os.devnull, os.O_RDONLY))
+    time.sleep(0.01)
+stop.set()
+for t in waiters:
+    t.join()
+for fd in held:
+    os.close(fd)
+print("ok")
+"""
+
+
+def _profile(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "cpu-only"])
+def test_program_closing_all_descriptors_keeps_its_new_files(
+    run_heatline, run_python, tmp_path, profile_path, memory
+):
+    script = tmp_path / "closer.py"
+    script.write_text(CLOSERANGE)
+    options = ["-q", "-o", profile_path, "--cpu-sampling-interval", "0.002"]
+    if not memory:
+        options.append("--cpu-only")
+    plain = run_python(str(script), str(tmp_path), timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    result = run_heatline(*options, str(script), str(tmp_path), timeout=120)
+    assert result.stderr == b""
+    assert result.stdout == plain.stdout == b"ok\n"
+    assert result.returncode == 0
+    assert _profile(profile_path)["samples"] > 0
+
+
+def test_forty_waiting_threads_cost_the_program_no_descriptors(
+    run_heatline, run_python, tmp_path, profile_path
+):
+    script = tmp_path / "nofile.py"
+    script.write_text(NOFILE)
+    plain = run_python(str(script), timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    result = run_heatline(
+        "-q", "-o", profile_path, "--cpu-sampling-interval", "0.002", str(script), timeout=120
+    )
+    assert result.stdout == b"ok\n", result.stderr
+    assert result.returncode == 0
+    profile = _profile(profile_path)
+    # The threads were seen waiting: their time is system time.
+    assert profile["totals"]["system_s"] > 0
+
+
+def _deep_directory(root, tail):
+    """A directory more than 1,024 characters deep, ending in tail."""
+    path = str(root)
+    while len(path) < 1400:
+        path = os.path.join(path, "d" * 100)
+    path = os.path.join(path, tail)
+    os.makedirs(path)
+    return path
+
+
+def test_long_paths_are_kept_whole_and_apart(run_heatline, tmp_path, profile_path):
+    # Two modules whose paths share their first 1,400+ characters.
+    first = _deep_directory(tmp_path, "first")
+    second = os.path.join(os.path.dirname(first), "second")
+    os.makedirs(second)
+    for directory, name in ((first, "mod_a"), (second, "mod_b")):
+        with open(os.path.join(directory, name + ".py"), "w") as handle:
+            handle.write("def work():\n    t = 0\n    for i in range(1_500_000):\n        t += i\n    return t\n")
+    script = tmp_path / "main.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path[:0] = [{first!r}, {second!r}]\n"
+        "import mod_a, mod_b\n"
+        "print(mod_a.work() + mod_b.work())\n"
+    )
+    result = run_heatline("-q", "-o", profile_path, str(script), timeout=120)
+    assert result.returncode == 0, result.stderr
+    files = _profile(profile_path)["files"]
+    for directory, name in ((first, "mod_a"), (second, "mod_b")):
+        path = os.path.join(directory, name + ".py")
+        assert len(path) > 1024
+        assert path in files, [p[-40:] for p in files]
+        assert files[path]["python_s"] > 0
