@@ -51,7 +51,10 @@ def test_diff_reports_known_phase_changes_and_fails_on_regression(run_heatline, 
     # Lines are matched by function and source text across the edit (two lines down).
     match = re.search(r"phases\.py:(\d+) rest: time\.sleep\(seconds\)  \(was line (\d+)\)", text)
     assert match and int(match.group(1)) == int(match.group(2)) + 2, text
-    assert "(new)" not in text and "(gone)" not in text
+    # Nothing that carries real time is unmatched: only a line with a few samples (the loop's
+    # `pass`, which one short run may catch and the other not) may show as new or gone.
+    unmatched = [line for line in text.splitlines() if line.endswith(("(new)", "(gone)"))]
+    assert all(abs(float(line.split()[0].rstrip("s"))) < 0.05 for line in unmatched), text
     # Exit status for CI: the total grew by about 50 %.
     assert run_heatline("diff", "--fail-on-regression", "20", before, after).returncode == 1
     # ... and the sleep by about 0.6 s, 100 % of the before total: a 150 % allowance passes.
