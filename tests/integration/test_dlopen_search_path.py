@@ -52,7 +52,8 @@ def built(tmp_path_factory):
     (root / "sibling.c").write_text(SIBLING)
     (root / "loader.c").write_text(LOADER)
     subprocess.run(
-        ["gcc", "-O1", "-shared", "-fPIC", "-o", str(root / "libhlsibling.so"), str(root / "sibling.c")],
+        ["gcc", "-O1", "-shared", "-fPIC", "-o", str(root / "libhlsibling.so"),
+         str(root / "sibling.c")],
         check=True,
     )
     loaders = {}

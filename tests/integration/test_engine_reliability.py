@@ -1,5 +1,6 @@
 """The engine must not change or lose a run: descriptors it does not own (issue 7, item 4)
-and long paths (item 13). Names that are not UTF-8 are checked in tests/unit/test_engine_names.py."""
+and long paths (item 13). Names that are not UTF-8 are checked in
+tests/unit/test_engine_names.py."""
 
 import json
 import os
@@ -118,7 +119,10 @@ def test_long_paths_are_kept_whole_and_apart(run_heatline, tmp_path, profile_pat
     os.makedirs(second)
     for directory, name in ((first, "mod_a"), (second, "mod_b")):
         with open(os.path.join(directory, name + ".py"), "w") as handle:
-            handle.write("def work():\n    t = 0\n    for i in range(1_500_000):\n        t += i\n    return t\n")
+            handle.write(
+                "def work():\n    t = 0\n    for i in range(1_500_000):\n        t += i\n"
+                "    return t\n"
+            )
     script = tmp_path / "main.py"
     script.write_text(
         "import sys\n"
