@@ -63,7 +63,7 @@ def _lines(files: dict[str, Any], rename: dict[str, str]) -> dict[tuple, tuple[i
             values = _values(line)
             if not any(values):
                 continue
-            base = (rename.get(path, path), function_of_line(entry, line["line"]),
+            base = (rename.get(path, path), function_of_line(entry, line),
                     line.get("source", "").strip())
             seen[base] = seen.get(base, 0) + 1
             result[base + (seen[base],)] = (line["line"], values)

@@ -255,10 +255,12 @@ def build_profile(
         line_list = []
         for number in sorted(numbers):
             text = source[number - 1] if 1 <= number <= len(source) else ""
+            charged_to = line_function.get((path, number))
             line_list.append(
                 {
                     "line": number,
                     "source": text,
+                    "function": charged_to[0] if charged_to else None,
                     **timed(lines.get(number, (0, 0, 0))),
                     **memories.get(number, memory_report.empty_fields()),
                 }

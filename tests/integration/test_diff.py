@@ -69,3 +69,21 @@ def test_diff_of_a_bad_file_is_a_one_line_error(run_heatline, tmp_path):
     result = run_heatline("diff", str(bad), str(bad), text=True)
     assert result.returncode == 1
     assert result.stderr.startswith("heatline: error: ") and result.stderr.count("\n") == 1
+
+
+def test_module_level_line_after_a_function_is_named_by_its_real_function(run_heatline,
+                                                                          tmp_path):
+    """A module-level line below a def belongs to <module>, as the engine charged it, not to
+    the function defined above it."""
+    program = "import time\n\ndef f():\n    return 1\n\n\nf()\ntime.sleep({})\n"
+    paths = []
+    for name, seconds in (("a", 0.2), ("b", 0.05)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "p.py").write_text(program.format(seconds))
+        out = folder / "p.json"
+        assert run_heatline("-q", "-o", str(out), str(folder / "p.py")).returncode == 0
+        paths.append(str(out))
+    text = run_heatline("diff", *paths, text=True).stdout
+    assert "p.py:8 <module>: time.sleep(" in text, text
+    assert "f: time.sleep" not in text, text

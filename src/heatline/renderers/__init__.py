@@ -157,12 +157,17 @@ def thread_name(profile: dict[str, Any], index: int) -> str:
     return f"thread {index}"
 
 
-def function_of_line(entry: dict[str, Any], line: int) -> str:
-    """The function of a file entry a line belongs to: the one whose ``def`` is the last at
-    or before the line (nested and later functions win), ``<module>`` before any."""
+def function_of_line(entry: dict[str, Any], line: dict[str, Any]) -> str:
+    """The function a line of a file entry belongs to: the one the engine charged it to (the
+    line's ``function``); for a line without one (context lines, profiles before schema 4), the
+    one whose ``def`` is the last at or before the line (nested and later functions win),
+    ``<module>`` before any."""
+    if line.get("function"):
+        return line["function"]
+    number = line["line"]
     best, best_line = "<module>", 0
     for function in entry.get("functions", []):
         first = function.get("first_line", 0)
-        if best_line < first <= line:
+        if best_line < first <= number:
             best, best_line = function.get("qualname") or function.get("name"), first
     return best

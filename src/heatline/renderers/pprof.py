@@ -109,7 +109,7 @@ def encode(profile: dict[str, Any]) -> bytes:
                 alloc = line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)
                 if alloc <= 0:
                     continue
-                function = function_of_line(entry, line["line"])
+                function = function_of_line(entry, line)
                 location = b.location({"qualname": function, "file": path, "line": line["line"]})
                 b.sample([location], [0, 0, 0, 0, alloc, max(line.get("growth_bytes", 0), 0)],
                          "memory")
