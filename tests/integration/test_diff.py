@@ -75,7 +75,10 @@ def test_module_level_line_after_a_function_is_named_by_its_real_function(run_he
                                                                           tmp_path):
     """A module-level line below a def belongs to <module>, as the engine charged it, not to
     the function defined above it."""
-    program = "import time\n\ndef f():\n    return 1\n\n\nf()\ntime.sleep({})\n"
+    program = (
+        "import time\n\ndef f():\n    end = time.process_time() + 0.1\n"
+        "    while time.process_time() < end: pass\n\nf()\ntime.sleep({})\n"
+    )
     paths = []
     for name, seconds in (("a", 0.2), ("b", 0.05)):
         folder = tmp_path / name
