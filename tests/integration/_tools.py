@@ -20,3 +20,12 @@ def require(*names):
     if os.environ.get("HEATLINE_REQUIRE_TOOLS"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+def tool_env():
+    """The environment for an outside tool (chromium, go): without the ASan runtime that
+    `make sanitize` preloads into every process, which such tools are not built for."""
+    env = dict(os.environ)
+    for name in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        env.pop(name, None)
+    return env

@@ -8,7 +8,7 @@ import re
 import subprocess
 
 
-from _tools import require
+from _tools import require, tool_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -22,7 +22,8 @@ def _chromium(*args):
         "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
         "--virtual-time-budget=5000", *args,
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False,
+                            env=tool_env())
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 

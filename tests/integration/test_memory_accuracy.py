@@ -202,7 +202,13 @@ def test_peak_at_of_raw_allocations_is_the_last_scratch_decoder(target):
     scratch = run.exact["peak"]["line"]
     assert run.truth["lines"][str(scratch)]["tag"] == "lzma_scratch"
     peak_at = run.profile["peak_at"]
-    assert (peak_at["file"], peak_at["line"]) == (run.path, scratch), peak_at
+    # The peak is taken at the sampled event that set the highest live estimate. While the
+    # scratch decoder is alive, the truth's own bookkeeping (_memtruth.py, a few hundred bytes
+    # of Python objects per call) may take a sample point (about 1 run in 100 at this window)
+    # and so be the event at the top; any other line of the target would be wrong.
+    assert (peak_at["file"], peak_at["line"]) == (run.path, scratch) or peak_at["file"] == (
+        os.path.join(TARGETS, "_memtruth.py")
+    ), peak_at
     # in the last round: after the last leak
     last_leak = max(run.truth["lines"][str(n)]["last_s"] for n in run.truth["leaks"])
     assert peak_at["t_s"] >= run.to_profile_time(last_leak) - 0.1, peak_at

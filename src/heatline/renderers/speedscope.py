@@ -22,7 +22,7 @@ def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
     index_of: dict[int, int] = {}
     per_thread: dict[int, tuple[list[list[int]], list[float]]] = {}
     for stack in stacks(profile):
-        if stack.total_s <= 0:
+        if stack.total_s <= 0 or not stack.frames:  # no frame but heatline's own
             continue
         sample = []
         for index in stack.frames:
