@@ -270,7 +270,13 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
         e->lost_ns += dt;
     }
 
-    if (!complete) return; /* a partial stack would be charged under the wrong root */
+    if (!complete) {
+        /* A partial stack would be rooted wrongly: the time goes to a one-frame stack of the
+         * line charged, so the stacks still add up to the lines' time. */
+        if (target == NULL) return;
+        frames[0] = *target;
+        depth = 1;
+    }
     for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
         keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
     if (depth > 0) (void)hl_stats_charge_stack(&e->stats, thread_index, keys, (uint32_t)depth, category, dt);
