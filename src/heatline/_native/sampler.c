@@ -267,19 +267,22 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
                                                       target->function, category, dt) == 0) {
         t->ns[category] += dt;
     } else {
-        e->lost_ns += dt;
+        e->lost_ns += dt; /* in no line: in no stack either */
+        return;
     }
 
+    /* From here dt is in a line or unattributed, so it goes to exactly one stack or to
+     * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns. */
     if (!complete) {
         /* A partial stack would be rooted wrongly: the time goes to a one-frame stack of the
-         * line charged, so the stacks still add up to the lines' time. */
-        if (target == NULL) return;
+         * line charged. */
         frames[0] = *target;
         depth = 1;
     }
     for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
         keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
-    if (depth > 0) (void)hl_stats_charge_stack(&e->stats, thread_index, keys, (uint32_t)depth, category, dt);
+    if (depth == 0 || hl_stats_charge_stack(&e->stats, thread_index, keys, (uint32_t)depth, category, dt) != 0)
+        e->stats.stacks_dropped_ns += dt; /* no frame to record, or no memory for the stack */
 }
 
 static void tick(hl_engine *e, uint64_t dt) {
