@@ -138,3 +138,35 @@ def test_long_paths_are_kept_whole_and_apart(run_heatline, tmp_path, profile_pat
         assert len(path) > 1024
         assert path in files, [p[-40:] for p in files]
         assert files[path]["python_s"] > 0
+
+
+# copy.deepcopy of a 300-deep list: a stack deeper than the frames kept per stack (128), made
+# of quick calls that return while the sampler reads them (issue 7, item 15).
+DEEPCOPY = """
+import copy
+x = []
+for _ in range(300):
+    x = [x, 1]
+for _ in range(1500):
+    copy.deepcopy(x)
+"""
+
+
+def test_deep_quick_stacks_are_charged_to_the_users_line_not_lost(
+    run_heatline, tmp_path, profile_path
+):
+    script = tmp_path / "deep.py"
+    script.write_text(DEEPCOPY)
+    result = run_heatline(
+        "-q", "-o", profile_path, "--cpu-sampling-interval", "0.005", str(script), timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    profile = _profile(profile_path)
+    sampled = profile["sampled_s"]
+    assert profile["samples"] >= 20
+    assert profile["lost_s"] <= 0.02 * sampled, (profile["lost_s"], sampled)
+    # The time is the module's loop line's (line 7), not "outside user code".
+    assert profile["totals"]["attributed_s"] >= 0.9 * sampled, profile["totals"]
+    lines = {entry["line"]: entry for entry in profile["files"][str(script)]["lines"]}
+    loop = lines[7]["python_s"] + lines[7]["native_s"] + lines[7]["system_s"]
+    assert loop >= 0.85 * sampled

@@ -273,20 +273,24 @@ static uintptr_t innermost_frame(const hl_walker *w, uintptr_t tstate, int *ok) 
 }
 
 /* The walk behind hl_walk and hl_walk_user: with first_user set, frames before the first user
- * frame are skipped without decoding their lines, and the walk ends at that frame. */
+ * frame are skipped without decoding their lines, and the walk ends at that frame. A walk
+ * that meets an unreadable frame (the thread returned past it while we read: frames live in
+ * memory the interpreter reuses and unmaps) stops there with *complete = 0 and returns the
+ * frames read so far. */
 static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
-                int first_user) {
+                int first_user, int *complete) {
     const hl_layout *l = &w->layout;
     int ok;
     uintptr_t frame = innermost_frame(w, tstate, &ok);
     int depth = 0;
     *leaf_flags = 0;
+    *complete = 0;
     if (!ok) return -1;
 
     for (int visited = 0; frame != 0 && depth < max_depth; visited++) {
         uint8_t buffer[FRAME_BUFFER];
-        if (visited >= MAX_FRAMES_VISITED) return -1;
-        if (hl_memread(buffer, frame, l->frame_read_size) != 0) return -1;
+        if (visited >= MAX_FRAMES_VISITED) return depth;
+        if (hl_memread(buffer, frame, l->frame_read_size) != 0) return depth;
         uintptr_t code_address = word_at(buffer, l->frame_code);
         uintptr_t previous = word_at(buffer, l->frame_previous);
         if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&
@@ -301,7 +305,7 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
                 frame = previous;
                 continue;
             }
-            return -1;
+            return depth;
         }
 
         int offset_bytes;
@@ -328,16 +332,24 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
         if (first_user) break;
         frame = previous;
     }
+    *complete = 1;
     return depth;
 }
 
-int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags) {
-    return walk(w, tstate, frames, max_depth, leaf_flags, 0);
+int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
+            int *complete) {
+    int whole;
+    int depth = walk(w, tstate, frames, max_depth, leaf_flags, 0, &whole);
+    if (complete != NULL) *complete = whole;
+    else if (!whole) return -1;
+    return depth;
 }
 
 int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame) {
-    int flags;
-    return walk(w, tstate, frame, 1, &flags, 1);
+    int flags, complete;
+    int found = walk(w, tstate, frame, 1, &flags, 1, &complete);
+    if (found == 1) return 1;
+    return complete ? 0 : -1;
 }
 
 void hl_walker_clear(hl_walker *w) {

@@ -68,9 +68,12 @@ typedef struct hl_walker {
 
 /* Reads the stack of the thread whose PyThreadState is at tstate into frames (innermost
  * first), and the HL_OP_* flags of the instruction its innermost frame is executing into
- * *leaf_flags (0 if unknown). Returns the depth (0: no Python frame), or -1 if the stack
- * could not be read consistently. */
-int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags);
+ * *leaf_flags (0 if unknown). Returns the depth (0: no Python frame), or -1 if not even the
+ * thread's innermost frame could be read. With complete non-NULL, a walk that met an
+ * unreadable frame returns the frames read before it (innermost first) with *complete = 0
+ * (1 when the chain was read to its end or to max_depth); with complete NULL it returns -1. */
+int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
+            int *complete);
 
 /* The innermost user frame of the thread at tstate, its line decoded (the other frames' lines
  * are not): 1 with *frame set, 0 if it has none, -1 if the stack could not be read. */

@@ -459,7 +459,7 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
         return NULL;
     }
     int depth = hl_walk(&hl_the_engine.walker, (uintptr_t)PyThreadState_Get(), frames,
-                        HL_MAX_DEPTH, &flags);
+                        HL_MAX_DEPTH, &flags, NULL);
     PyObject *list = depth < 0 ? NULL : PyList_New(depth);
     for (int i = 0; list != NULL && i < depth; i++) {
         const hl_stats *s = &hl_the_engine.stats;

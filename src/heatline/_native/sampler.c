@@ -55,6 +55,7 @@ hl_engine hl_the_engine = {
 };
 
 #define MAX_THREADS_SCANNED 4096
+#define WALK_ATTEMPTS 3
 
 uint64_t hl_now_ns(void) {
     struct timespec ts;
@@ -217,7 +218,11 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     t->last_cpu_ns = c1;
     t->has_last_cpu = 1;
 
-    int depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &flags);
+    /* A walk races the thread: a deep stack of quick calls (copy.deepcopy) can return past a
+     * frame while it is read. A torn walk is tried again, a few times. */
+    int complete = 0, depth = -1;
+    for (int attempt = 0; attempt < WALK_ATTEMPTS && !complete; attempt++)
+        depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &flags, &complete);
     uintptr_t gil_holder = hl_compat_gil_holder();
     int stat_fd = open_stat(t);
     if (cpu_now(t, &c2) != 0) {
@@ -227,10 +232,7 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     }
     int blocked = c2 == c1 && !runnable(stat_fd);
     if (stat_fd >= 0) close(stat_fd);
-    if (depth < 0) {
-        e->lost_ns += dt;
-        return;
-    }
+    if (depth < 0) depth = 0;
 
     int category;
     int holds_gil = gil_holder == t->tstate;
@@ -240,21 +242,47 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */
     else category = HL_NATIVE; /* an operator running C code that released the GIL */
 
-    int user = -1;
-    for (int i = 0; i < depth && user < 0; i++)
-        if (frames[i].user) user = i;
-    if (user < 0) {
+    /* The line charged: the innermost user frame. Deeper than the frames kept for the stack
+     * (HL_MAX_DEPTH), it is looked for further down the chain. Where the stack could not be
+     * read to a user frame, the time goes to the deepest user line that could be read: this
+     * sample's, else the thread's previous sample's. Only a thread never read is lost. */
+    const hl_frame *target = NULL;
+    hl_frame beyond;
+    for (int i = 0; i < depth && target == NULL; i++)
+        if (frames[i].user) target = &frames[i];
+    if (target == NULL && complete && depth == HL_MAX_DEPTH) {
+        int found = hl_walk_user(&e->walker, t->tstate, &beyond);
+        if (found == 1) target = &beyond;
+        else if (found < 0) complete = 0;
+    }
+    if (target != NULL) {
+        t->last_user = *target;
+        t->has_last_user = 1;
+    } else if (!complete && t->has_last_user) {
+        target = &t->last_user;
+    }
+    if (target == NULL && complete) {
         t->unattributed_ns += dt;
-    } else if (hl_stats_charge_line(&e->stats, frames[user].file, frames[user].line,
-                                    frames[user].function, category, dt) == 0) {
+    } else if (target != NULL && hl_stats_charge_line(&e->stats, target->file, target->line,
+                                                      target->function, category, dt) == 0) {
         t->ns[category] += dt;
     } else {
-        e->lost_ns += dt;
+        e->lost_ns += dt; /* in no line: in no stack either */
+        return;
     }
 
+    /* From here dt is in a line or unattributed, so it goes to exactly one stack or to
+     * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns. */
+    if (!complete) {
+        /* A partial stack would be rooted wrongly: the time goes to a one-frame stack of the
+         * line charged. */
+        frames[0] = *target;
+        depth = 1;
+    }
     for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
         keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
-    if (depth > 0) (void)hl_stats_charge_stack(&e->stats, thread_index, keys, (uint32_t)depth, category, dt);
+    if (depth == 0 || hl_stats_charge_stack(&e->stats, thread_index, keys, (uint32_t)depth, category, dt) != 0)
+        e->stats.stacks_dropped_ns += dt; /* no frame to record, or no memory for the stack */
 }
 
 static void tick(hl_engine *e, uint64_t dt) {

@@ -25,6 +25,8 @@ typedef struct hl_thread {
     uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
     uint64_t unattributed_ns;    /* sampled while no user frame was on its stack */
     uint64_t cpu_ns;             /* CPU time measured between its samples */
+    hl_frame last_user;          /* the user line its latest readable sample was charged to */
+    int has_last_user;
 } hl_thread;
 
 typedef struct hl_config {
