@@ -58,7 +58,7 @@ def with_gpu(
 ) -> dict[str, Any]:
     """Add the GPU fields to a profile built from ``snapshot``: per line and function, the
     top-level ``gpu`` object and the GPU warnings. Returns ``profile`` (changed in place)."""
-    from heatline import memory_report
+    from heatline.profile import memory as memory_report
 
     gpu = snapshot.get("gpu") or {}
     files = snapshot["files"]
@@ -127,7 +127,7 @@ def with_gpu(
 
 def gpu_fields(gpu: dict[str, Any], files: list) -> dict[str, Any]:
     """The top-level ``gpu`` object of the profile from the snapshot's ``gpu`` part."""
-    from heatline import memory_report
+    from heatline.profile import memory as memory_report
 
     def place(key: Any) -> dict[str, Any] | None:
         return None if key is None else {"file": files[key[0]]["path"], "line": key[1]}

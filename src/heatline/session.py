@@ -189,7 +189,8 @@ def build_profile(
 
     Pure apart from ``read_lines``, so it can be tested with synthetic snapshots.
     """
-    from heatline import gpu_report, memory_report
+    from heatline import gpu_report
+    from heatline.profile import memory as memory_report
     from heatline.profile import SCHEMA_VERSION
 
     files = snapshot["files"]
@@ -346,7 +347,7 @@ def build_profile(
 
 def _memory_summary(memory: dict[str, Any], files: list) -> dict[str, Any]:
     """The profile's top-level memory fields (docs/profile-format.md)."""
-    from heatline import memory_report
+    from heatline.profile import memory as memory_report
 
     if not memory.get("enabled"):
         return {

@@ -1,4 +1,4 @@
-"""Reading and writing heatline profile files (JSON; see docs/profile-format.md)."""
+"""Reading, validating and writing heatline profile files (JSON; see docs/profile-format.md)."""
 
 from __future__ import annotations
 
