@@ -1,4 +1,4 @@
-"""gpu_report.py: the GPU fields of the profile from synthetic engine snapshots."""
+"""profile/gpu.py: the GPU fields of the profile from synthetic engine snapshots."""
 
 import test_profile
 from test_profile import MS, build, snapshot

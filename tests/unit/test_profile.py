@@ -1,11 +1,12 @@
 """Profile files (heatline.profile) and the snapshot -> profile conversion
-(heatline.session.build_profile), without the engine."""
+(heatline.profile.build), without the engine."""
 
 import json
 
 import pytest
 
-from heatline import profile, session
+from heatline import profile
+from heatline.profile import build as profile_build
 from heatline.profile import ProfileError
 
 MS = 1_000_000  # nanoseconds
@@ -67,7 +68,7 @@ def snapshot(**overrides):
 
 
 def build(snap=None, sources=SOURCES):
-    return session.build_profile(
+    return profile_build.build_profile(
         snap or snapshot(),
         program="/src/app.py",
         argv=["app.py", "-v"],

@@ -1,0 +1,337 @@
+"""The profile dict (docs/profile-format.md) built from an engine snapshot
+(docs/engine-api.md): per-line and per-function times and percentages, the listed source
+lines, threads, stacks, warnings, the memory fields from memory.py and the GPU fields from
+gpu.py. Pure apart from reading source files, so it can be tested with synthetic
+snapshots; never imports the engine."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from heatline import __version__
+
+# A file's lines are listed only where they have time or memory, with this many lines of
+# context either side (and the first line of each listed function), so the profile and the
+# report grow with what was measured, never with the size of the program's source.
+CONTEXT_LINES = 2
+# Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
+LOST_WARNING_FRACTION = 0.05
+# Points kept in the program's memory timeline in the profile.
+PROGRAM_TIMELINE_POINTS = 200
+
+
+def read_source_lines(path: str) -> list[str]:
+    """The lines of a source file without line endings, [] if it cannot be read.
+
+    linecache decodes with the file's PEP 263 encoding (via tokenize.open) and splits lines the
+    way the compiler numbers them.
+    """
+    import linecache
+
+    try:
+        return [line.rstrip("\r\n") for line in linecache.getlines(path)]
+    except Exception:  # noqa: BLE001 -- an unreadable file must not cost the whole profile
+        return []
+
+
+def _seconds(ns: float) -> float:
+    return round(ns / 1e9, 6)
+
+
+def build_profile(
+    snapshot: dict[str, Any],
+    *,
+    program: str,
+    argv: Sequence[str],
+    started_at: str,
+    elapsed_s: float,
+    cpu_s: float,
+    interval_s: float,
+    read_lines: Callable[[str], list[str]] = read_source_lines,
+) -> dict[str, Any]:
+    """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
+
+    Pure apart from ``read_lines``, so it can be tested with synthetic snapshots.
+    """
+    from heatline.profile import gpu as gpu_report
+    from heatline.profile import memory as memory_report
+    from heatline.profile import SCHEMA_VERSION
+
+    files = snapshot["files"]
+    functions = snapshot["functions"]
+    memory = snapshot.get("memory") or {"enabled": False, "lines": []}
+    memory_on = bool(memory.get("enabled"))
+
+    # Sum the engine's (file, line, function) cells per line and per function. Functions are
+    # keyed by what the user sees, so two code objects of one function merge.
+    line_ns: dict[str, dict[int, list[int]]] = {}  # path -> line -> ns
+    line_function: dict[tuple[str, int], tuple[str, int]] = {}  # (path, line) -> function key
+    function_ns: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}  # path -> key -> entry
+
+    def function_entry(path: str, function_id: int) -> tuple[str, int]:
+        function = functions[function_id]
+        key = (function["qualname"], function["first_line"])
+        function_ns.setdefault(path, {}).setdefault(
+            key, {"name": function["name"], "ns": [0, 0, 0]}
+        )
+        return key
+
+    for file_id, line, function_id, python_ns, native_ns, system_ns in snapshot["lines"]:
+        path = files[file_id]["path"]
+        times = (python_ns, native_ns, system_ns)
+        _add(line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0]), times)
+        key = function_entry(path, function_id)
+        line_function.setdefault((path, line), key)
+        _add(function_ns[path][key]["ns"], times)
+
+    line_memory: dict[str, dict[int, dict[str, Any]]] = {}  # path -> line -> memory fields
+    for record in memory["lines"] if memory_on else ():
+        path = files[record["file"]]["path"]
+        fields = memory_report.line_fields(record, elapsed_s)
+        line_memory.setdefault(path, {})[record["line"]] = fields
+        line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0])
+        line_function.setdefault((path, record["line"]), function_entry(path, record["function"]))
+
+    attributed_ns = sum(sum(ns) for lines in line_ns.values() for ns in lines.values())
+
+    def pct(ns: float) -> float:
+        return round(ns * 100.0 / attributed_ns, 3) if attributed_ns else 0.0
+
+    def timed(ns: Sequence[int]) -> dict[str, float]:
+        return {
+            "python_s": _seconds(ns[0]),
+            "native_s": _seconds(ns[1]),
+            "system_s": _seconds(ns[2]),
+            "python_pct": pct(ns[0]),
+            "native_pct": pct(ns[1]),
+            "system_pct": pct(ns[2]),
+        }
+
+    file_entries: list[tuple[int, int, str, dict[str, Any]]] = []
+    for path, lines in line_ns.items():
+        file_total = [sum(ns[i] for ns in lines.values()) for i in range(3)]
+        memories = line_memory.get(path, {})
+        source = read_lines(path)
+        numbers = set(lines)
+        for number in lines:
+            low, high = max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES)
+            numbers.update(range(low, high + 1))
+        numbers.update(first for _, first in function_ns[path] if 1 <= first <= len(source))
+        line_list = []
+        for number in sorted(numbers):
+            text = source[number - 1] if 1 <= number <= len(source) else ""
+            charged_to = line_function.get((path, number))
+            line_list.append(
+                {
+                    "line": number,
+                    "source": text,
+                    "function": charged_to[0] if charged_to else None,
+                    **timed(lines.get(number, (0, 0, 0))),
+                    **memories.get(number, memory_report.empty_fields()),
+                }
+            )
+        by_function: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for number, fields in memories.items():
+            by_function.setdefault(line_function[(path, number)], []).append(fields)
+        function_list = [
+            {
+                "name": entry["name"],
+                "qualname": qualname,
+                "first_line": first_line,
+                **timed(entry["ns"]),
+                **memory_report.function_fields(
+                    by_function.get((qualname, first_line), []), elapsed_s
+                ),
+            }
+            for (qualname, first_line), entry in function_ns[path].items()
+        ]
+        function_list.sort(
+            key=lambda f: (
+                -_total(f),
+                -f["alloc_python_bytes"] - f["alloc_native_bytes"],
+                f["first_line"],
+                f["qualname"],
+            )
+        )
+        allocated = sum(
+            m["alloc_python_bytes"] + m["alloc_native_bytes"] for m in memories.values()
+        )
+        entry = {**timed(file_total), "lines": line_list, "functions": function_list}
+        file_entries.append((sum(file_total), allocated, path, entry))
+    file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
+
+    threads = [
+        {
+            "native_id": t["native_id"],
+            "main": bool(t["main"]),
+            "python_s": _seconds(t["python_ns"]),
+            "native_s": _seconds(t["native_ns"]),
+            "system_s": _seconds(t["system_ns"]),
+            "unattributed_s": _seconds(t["unattributed_ns"]),
+            "cpu_s": _seconds(t["cpu_ns"]),
+        }
+        for t in snapshot["threads"]
+    ]
+    unattributed_ns = sum(t["unattributed_ns"] for t in snapshot["threads"])
+    totals_ns = [
+        sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
+    ]
+
+    interval_ns = snapshot.get("interval_ns") or interval_s * 1e9
+    profile = {
+        "schema_version": SCHEMA_VERSION,
+        "heatline_version": __version__,
+        "program": program,
+        "argv": list(argv),
+        # What platform.python_version() gives, without importing platform.
+        "python_version": sys.version.split()[0],
+        "platform": sys.platform,
+        "started_at": started_at,
+        "elapsed_s": round(elapsed_s, 6),
+        "cpu_s": round(cpu_s, 6),
+        "sampling_interval_s": _seconds(interval_ns),
+        "samples": snapshot["samples"],
+        "sampled_s": _seconds(snapshot["sampled_ns"]),
+        "lost_s": _seconds(snapshot["lost_ns"]),
+        "totals": {
+            "python_s": _seconds(totals_ns[0]),
+            "native_s": _seconds(totals_ns[1]),
+            "system_s": _seconds(totals_ns[2]),
+            "attributed_s": _seconds(attributed_ns),
+            "unattributed_s": _seconds(unattributed_ns),
+        },
+        "threads": threads,
+        "files": {path: entry for _, _, path, entry in file_entries},
+        "stacks": _stacks(snapshot, files, functions),
+        **_memory_summary(memory, files),
+        "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory),
+    }
+    return gpu_report.with_gpu(profile, snapshot, read_lines)
+
+
+def _memory_summary(memory: dict[str, Any], files: list) -> dict[str, Any]:
+    """The profile's top-level memory fields (docs/profile-format.md)."""
+    from heatline.profile import memory as memory_report
+
+    if not memory.get("enabled"):
+        return {
+            "peak_bytes": 0,
+            "peak_at": None,
+            "memory_timeline": [],
+            "memory": {"enabled": False},
+        }
+    timeline = memory_report.timeline_seconds(memory["timeline"])
+    peak_line = memory.get("peak_line")
+    return {
+        "peak_bytes": max(int(memory["peak"]), 0),
+        "peak_at": None
+        if peak_line is None
+        else {
+            "file": files[peak_line[0]]["path"],
+            "line": peak_line[1],
+            "t_s": _seconds(memory["peak_t_ns"]),
+        },
+        "memory_timeline": [
+            [t, v] for t, v in memory_report.decimate(timeline, PROGRAM_TIMELINE_POINTS)
+        ],
+        "memory": {
+            "enabled": True,
+            "sampling_window_bytes": int(memory["window"]),
+            "alloc_python_bytes": int(memory["alloc_python"]),
+            "alloc_native_bytes": int(memory["alloc_native"]),
+            "freed_bytes": int(memory["freed"]),
+            "live_bytes_at_end": max(int(memory["live"]), 0),
+            "copy_bytes": int(memory["copied"]),
+            "unattributed_alloc_bytes": int(memory["unattributed_alloc"]),
+            "unattributed_copy_bytes": int(memory["unattributed_copied"]),
+            "samples": int(memory["samples"]),
+            "untracked_samples": int(memory["untracked"]),
+            "redirected_slots": int(memory["slots_patched"]),
+        },
+    }
+
+
+def _memory_warnings(memory: dict[str, Any]) -> list[str]:
+    warnings = []
+    if memory.get("enabled") and memory.get("untracked"):
+        warnings.append(
+            f"{memory['untracked']} sampled allocations could not be tracked (out of memory for "
+            "the live table): their frees are not seen, so growth and leaks may be overstated"
+        )
+    if memory.get("enabled") and not memory.get("slots_patched"):
+        warnings.append(
+            "native allocations and copies could not be intercepted (no library call sites "
+            "were redirected): only Python allocations are measured"
+        )
+    return warnings
+
+
+def _add(into: list[int], times: Sequence[int]) -> None:
+    for i in range(3):
+        into[i] += times[i]
+
+
+def _total(entry: dict[str, Any]) -> float:
+    return entry["python_s"] + entry["native_s"] + entry["system_s"]
+
+
+def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str, Any]:
+    """Re-index the engine's (function id, line) frames into a shared frame table."""
+    frame_index: dict[tuple[int, int], int] = {}
+    frames: list[dict[str, Any]] = []
+    entries = []
+    for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
+        indices = []
+        for function_id, line in stack:
+            index = frame_index.get((function_id, line))
+            if index is None:
+                function = functions[function_id]
+                index = frame_index[(function_id, line)] = len(frames)
+                frames.append(
+                    {
+                        "file": files[function["file"]]["path"],
+                        "name": function["name"],
+                        "qualname": function["qualname"],
+                        "line": line,
+                    }
+                )
+            indices.append(index)
+        entries.append(
+            {
+                "stack": indices,
+                "thread": thread_index,
+                "python_s": _seconds(python_ns),
+                "native_s": _seconds(native_ns),
+                "system_s": _seconds(system_ns),
+            }
+        )
+    return {
+        "frames": frames,
+        "entries": entries,
+        "dropped_s": _seconds(snapshot.get("stacks_dropped_ns", 0)),
+    }
+
+
+def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int) -> list[str]:
+    warnings = []
+    sampled_ns = snapshot["sampled_ns"]
+    if snapshot["samples"] and not attributed_ns and unattributed_ns:
+        warnings.append(
+            "no time was spent in user code: all samples were in the standard library or "
+            "installed packages (use --profile-all to include them)"
+        )
+    lost_ns = snapshot["lost_ns"]
+    if sampled_ns and lost_ns > LOST_WARNING_FRACTION * sampled_ns:
+        warnings.append(
+            f"{lost_ns / 1e9:.3f} s of thread time ({lost_ns * 100.0 / sampled_ns:.1f}% of the "
+            "sampled time) was lost because the stack could not be read"
+        )
+    dropped_ns = snapshot.get("stacks_dropped_ns", 0)
+    if dropped_ns:
+        warnings.append(
+            f"the stack table was full: {dropped_ns / 1e9:.3f} s of time is missing from 'stacks' "
+            "(line and function times are complete)"
+        )
+    return warnings
