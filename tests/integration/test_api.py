@@ -202,7 +202,9 @@ def test_memory_allocated_before_start_is_not_counted(tmp_path, run_python):
     for line in out["lines"]:
         assert line["growth_bytes"] >= 0 and line["peak_bytes"] >= 0, line
     (alloc,) = [line for line in out["lines"] if "after = " in line["source"]]
-    assert alloc["alloc_native_bytes"] == 8 * mib
+    # The array exactly (8 MiB is over the sampling window), plus at most a few sampled
+    # small native allocations.
+    assert 8 * mib <= alloc["alloc_native_bytes"] < 8 * mib + 512 * 1024, alloc
 
 
 def test_misuse_raises_heatline_error(tmp_path, run_python):
