@@ -9,7 +9,7 @@ import os
 from setuptools import Extension, setup
 
 NATIVE = "src/heatline/_native"
-SOURCES = ["module.c", "sampler.c", "memory.c", "got.c", "frames.c", "stats.c", "linetable.c"]
+SOURCES = ["module.c", "engine.c", "sampler.c", "memory.c", "got.c", "frames.c", "stats.c", "linetable.c"]
 SOURCES += ["memread.c", "compat.c", "gpu.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]

@@ -2,7 +2,7 @@
 heatline's options and the program's command line, the values the runner gets
 (:class:`Options`) and the engine's start arguments (``Session``) are all derived from it,
 and every default lives here. (The engine's own fallback for the sampling interval, in
-_native/sampler.c, only applies when no interval is passed, which heatline never does.)
+_native/engine.c, only applies when no interval is passed, which heatline never does.)
 
 This module is imported with the CLI, before the program runs: it imports nothing.
 """

@@ -49,9 +49,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "engine.h"
 #include "got.h"
-#include "memread.h"
-#include "sampler.h"
 
 /* ---- per-thread state -------------------------------------------------------------------- */
 
@@ -66,8 +66,8 @@ typedef struct hl_thread_memory {
 
 static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
 
-void hl_memory_enter_engine(void) { tls.inside++; }
-void hl_memory_leave_engine(void) { tls.inside--; }
+static void enter_engine(void) { tls.inside++; }
+static void leave_engine(void) { tls.inside--; }
 
 /* ---- the live table ---------------------------------------------------------------------- */
 
@@ -241,58 +241,7 @@ static uint64_t weight_of(hl_thread_memory *m, int64_t *countdown, size_t size) 
     return points * mem.window;
 }
 
-/* ---- the engine lock, taken from a hook ----------------------------------------------------- */
-
-/* A thread that waits for the engine lock in a hook while the sampler holds it (during a tick)
- * would look blocked to that very tick, and its time would be charged as system time: the
- * profiler's own doing. Such a thread announces itself here first, and the sampler classifies
- * it by what it was doing (hl_memory_thread_waiting). */
-#define WAITING_SLOTS 64
-static long waiting[WAITING_SLOTS];
-
-static void lock_from_hook(hl_engine *e) {
-    if (pthread_mutex_trylock(&e->lock) == 0) return;
-    long self = (long)gettid();
-    long *slot = NULL;
-    for (int i = 0; i < WAITING_SLOTS && slot == NULL; i++) {
-        long expected = 0;
-        if (__atomic_compare_exchange_n(&waiting[i], &expected, self, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
-            slot = &waiting[i];
-    }
-    pthread_mutex_lock(&e->lock);
-    if (slot != NULL) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
-}
-
-int hl_memory_thread_waiting(long native_id) {
-    for (int i = 0; i < WAITING_SLOTS; i++)
-        if (__atomic_load_n(&waiting[i], __ATOMIC_ACQUIRE) == native_id) return 1;
-    return 0;
-}
-
 /* ---- charging (engine lock held) ---------------------------------------------------------- */
-
-/* The line the calling thread is on: its innermost user frame, read with the engine's walker
- * (never by calling into the interpreter, which this thread may not hold the GIL of); its own
- * stack with plain loads (see hl_memread_direct). A thread without a Python thread state (a
- * BLAS or OpenMP worker) is charged to the line the main thread is on, read with the
- * fault-tolerant reads. */
-static uint32_t current_line(hl_engine *e) {
-    uintptr_t tstate = (uintptr_t)PyGILState_GetThisThreadState();
-    int own = tstate != 0;
-    if (tstate == 0) {
-        for (size_t i = 0; i < e->nthreads && tstate == 0; i++)
-            if (e->threads[i].alive && e->threads[i].main) tstate = e->threads[i].tstate;
-        if (tstate == 0) return HL_NO_LINE;
-    }
-    hl_frame frame;
-    hl_memread_direct(own);
-    int found = hl_walk_user(&e->walker, tstate, &frame);
-    hl_memread_direct(0);
-    if (found != 1) return HL_NO_LINE;
-    int64_t id = hl_stats_line(&e->stats, frame.file, frame.line, frame.function);
-    return id < 0 ? HL_NO_LINE : (uint32_t)id;
-}
 
 static void program_changed(uint64_t t, uint32_t line) {
     hl_memory_totals *m = &mem.totals;
@@ -340,7 +289,7 @@ static void forget_block(live_table *t, long slot, uint64_t now) {
     m->freed += r.weight;
     m->live -= (int64_t)r.weight;
     if (r.line != HL_NO_LINE) {
-        hl_line_memory *lm = hl_the_engine.stats.lines[r.line].memory;
+        hl_line_memory *lm = hl_engine_stats()->lines[r.line].memory;
         if (lm != NULL) {
             lm->freed += r.weight;
             lm->freed_samples++;
@@ -352,14 +301,13 @@ static void forget_block(live_table *t, long slot, uint64_t now) {
 }
 
 static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
-    hl_engine *e = &hl_the_engine;
-    lock_from_hook(e);
-    if (!__atomic_load_n(&mem.active, __ATOMIC_RELAXED) || __atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
-        pthread_mutex_unlock(&e->lock);
+    hl_engine_lock_from_hook();
+    if (!__atomic_load_n(&mem.active, __ATOMIC_RELAXED) || hl_engine_paused()) {
+        hl_engine_unlock_from_hook();
         return;
     }
     uint64_t now = hl_now_ns() - mem.start_ns;
-    uint32_t line = current_line(e);
+    uint32_t line = hl_engine_current_line();
     hl_memory_totals *m = &mem.totals;
     m->samples++;
     m->alloc[kind] += weight;
@@ -368,7 +316,7 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
     live_table *t = table_for_insert();
     if (t == NULL) {
         m->untracked++;
-        pthread_mutex_unlock(&e->lock);
+        hl_engine_unlock_from_hook();
         return;
     }
     /* The address may still be listed if its earlier free was not seen (freed by an object
@@ -385,7 +333,7 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
 
     m->live += (int64_t)weight;
     if (line != HL_NO_LINE) {
-        hl_line_memory *lm = hl_stats_line_memory(&e->stats, line);
+        hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats(), line);
         if (lm != NULL) {
             lm->alloc[kind] += weight;
             lm->alloc_samples++;
@@ -395,32 +343,30 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
         }
     }
     program_changed(now, line);
-    pthread_mutex_unlock(&e->lock);
+    hl_engine_unlock_from_hook();
 }
 
 static void record_free(uintptr_t address) {
-    hl_engine *e = &hl_the_engine;
-    lock_from_hook(e);
+    hl_engine_lock_from_hook();
     live_table *t = mem.table;
     long slot = t ? table_find(t, address) : -1;
     if (slot >= 0) forget_block(t, slot, hl_now_ns() - mem.start_ns);
-    pthread_mutex_unlock(&e->lock);
+    hl_engine_unlock_from_hook();
 }
 
 static void record_copy(uint64_t weight) {
-    hl_engine *e = &hl_the_engine;
-    lock_from_hook(e);
-    if (__atomic_load_n(&mem.active, __ATOMIC_RELAXED) && !__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
-        uint32_t line = current_line(e);
+    hl_engine_lock_from_hook();
+    if (__atomic_load_n(&mem.active, __ATOMIC_RELAXED) && !hl_engine_paused()) {
+        uint32_t line = hl_engine_current_line();
         mem.totals.copied += weight;
         if (line == HL_NO_LINE) {
             mem.totals.unattributed_copied += weight;
         } else {
-            hl_line_memory *lm = hl_stats_line_memory(&e->stats, line);
+            hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats(), line);
             if (lm != NULL) lm->copied += weight;
         }
     }
-    pthread_mutex_unlock(&e->lock);
+    hl_engine_unlock_from_hook();
 }
 
 /* ---- the hooks' fast paths ---------------------------------------------------------------- */
@@ -746,10 +692,11 @@ static const PyMemAllocatorDomain python_domains[3] = {PYMEM_DOMAIN_MEM, PYMEM_D
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
-int hl_memory_start(uint64_t window) {
-    if (window == 0) return -EINVAL;
+static int memory_start(const hl_config *config) {
+    uint64_t window = config->memory_window;
+    if (window == 0) return 0; /* memory profiling is off */
     if (resolve_real_functions() != 0) return -ENOSYS;
-    hl_engine_lock(); /* the tables were just reset by hl_engine_start (reset_results) */
+    hl_engine_lock(); /* the tables were just reset by hl_engine_start (memory_reset) */
     mem.window = window;
     mem.totals.enabled = 1;
     mem.totals.window = window;
@@ -777,7 +724,7 @@ int hl_memory_start(uint64_t window) {
     return 0;
 }
 
-void hl_memory_stop(void) {
+static void memory_stop(void) {
     if (!__atomic_exchange_n(&mem.active, 0, __ATOMIC_ACQ_REL)) return;
     hl_got_restore();
     /* Put the previous allocators back only if ours are still the installed ones: a hook
@@ -798,7 +745,7 @@ void hl_memory_stop(void) {
     }
 }
 
-void hl_memory_reset(void) {
+static void memory_reset(void) {
     live_table *t = mem.table;
     __atomic_store_n(&mem.table, NULL, __ATOMIC_RELEASE);
     table_free_all(t);
@@ -810,6 +757,13 @@ void hl_memory_reset(void) {
 
 const hl_memory_totals *hl_memory_totals_get(void) { return &mem.totals; }
 
-void hl_memory_after_fork_child(void) { __atomic_store_n(&mem.active, 0, __ATOMIC_RELAXED); }
+static void memory_after_fork_child(void) { __atomic_store_n(&mem.active, 0, __ATOMIC_RELAXED); }
 
-uint32_t hl_memory_current_line(void) { return current_line(&hl_the_engine); }
+const hl_engine_part hl_memory_part = {
+    .start = memory_start,
+    .stop = memory_stop,
+    .reset = memory_reset,
+    .after_fork_child = memory_after_fork_child,
+    .enter = enter_engine,
+    .leave = leave_engine,
+};
