@@ -435,28 +435,60 @@ static inline __attribute__((always_inline)) void on_copy(size_t size) {
 
 /* ---- native hooks (installed in other libraries' GOTs) ------------------------------------- */
 
-static void *(*real_malloc)(size_t);
-static void *(*real_calloc)(size_t, size_t);
-static void *(*real_realloc)(void *, size_t);
-static void (*real_free)(void *);
-static int (*real_posix_memalign)(void **, size_t, size_t);
-static void *(*real_aligned_alloc)(size_t, size_t);
-static void *(*real_memalign)(size_t, size_t);
-static void *(*real_valloc)(size_t);
-static void *(*real_pvalloc)(size_t);
-static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
-static int (*real_munmap)(void *, size_t);
-static void *(*real_memcpy)(void *, const void *, size_t);
-static void *(*real_memmove)(void *, const void *, size_t);
-static void *(*real_memcpy_chk)(void *, const void *, size_t, size_t);
-static void *(*real_memmove_chk)(void *, const void *, size_t, size_t);
-static void *(*real_dlopen)(const char *, int);
+/* The redirected functions, listed once: X(name, symbol, return type, parameters, everywhere).
+ * From this list come the pointers to the real functions (real_NAME, resolved by symbol), the
+ * hooks' prototypes (hook_NAME) and the GOT table installed (got.h; hl_got_restore puts back
+ * whatever was written). `everywhere`: copies and dlopen are redirected in the interpreter too;
+ * allocations are seen there through the Python allocator hooks instead. */
+#define HL_HOOKED_FUNCTIONS(X)                                                          \
+    X(malloc, "malloc", void *, (size_t), 0)                                            \
+    X(calloc, "calloc", void *, (size_t, size_t), 0)                                    \
+    X(realloc, "realloc", void *, (void *, size_t), 0)                                  \
+    X(free, "free", void, (void *), 0)                                                  \
+    X(posix_memalign, "posix_memalign", int, (void **, size_t, size_t), 0)              \
+    X(aligned_alloc, "aligned_alloc", void *, (size_t, size_t), 0)                      \
+    X(memalign, "memalign", void *, (size_t, size_t), 0)                                \
+    X(valloc, "valloc", void *, (size_t), 0)                                            \
+    X(pvalloc, "pvalloc", void *, (size_t), 0)                                          \
+    X(mmap, "mmap", void *, (void *, size_t, int, int, int, off_t), 0)                  \
+    X(munmap, "munmap", int, (void *, size_t), 0)                                       \
+    X(memcpy, "memcpy", void *, (void *, const void *, size_t), 1)                      \
+    X(memmove, "memmove", void *, (void *, const void *, size_t), 1)                    \
+    X(memcpy_chk, "__memcpy_chk", void *, (void *, const void *, size_t, size_t), 1)    \
+    X(memmove_chk, "__memmove_chk", void *, (void *, const void *, size_t, size_t), 1)  \
+    X(dlopen, "dlopen", void *, (const char *, int), 1)
 
-static void *hook_malloc(size_t size) {
-    void *p = real_malloc(size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
+/* Other names of the same functions, redirected to the same hooks: X(name, symbol, everywhere). */
+#define HL_HOOK_ALIASES(X) X(mmap, "mmap64", 0)
+
+#define REAL_POINTER(name, symbol, type, params, everywhere) static type(*real_##name) params;
+#define HOOK_PROTOTYPE(name, symbol, type, params, everywhere) static type hook_##name params;
+HL_HOOKED_FUNCTIONS(REAL_POINTER)
+HL_HOOKED_FUNCTIONS(HOOK_PROTOTYPE)
+
+/* The allocators whose result is a block of `size` bytes, or NULL. */
+#define ALLOCATOR_HOOK(name, params, args)                 \
+    static void *hook_##name params {                      \
+        void *p = real_##name args;                        \
+        on_allocation(p, size, HL_ALLOC_NATIVE);           \
+        return p;                                          \
+    }
+ALLOCATOR_HOOK(malloc, (size_t size), (size))
+ALLOCATOR_HOOK(aligned_alloc, (size_t alignment, size_t size), (alignment, size))
+ALLOCATOR_HOOK(memalign, (size_t alignment, size_t size), (alignment, size))
+ALLOCATOR_HOOK(valloc, (size_t size), (size))
+ALLOCATOR_HOOK(pvalloc, (size_t size), (size))
+
+/* The copies of `n` bytes. */
+#define COPY_HOOK(name, params, args)  \
+    static void *hook_##name params {  \
+        on_copy(n);                    \
+        return real_##name args;       \
+    }
+COPY_HOOK(memcpy, (void *dst, const void *src, size_t n), (dst, src, n))
+COPY_HOOK(memmove, (void *dst, const void *src, size_t n), (dst, src, n))
+COPY_HOOK(memcpy_chk, (void *dst, const void *src, size_t n, size_t dst_size), (dst, src, n, dst_size))
+COPY_HOOK(memmove_chk, (void *dst, const void *src, size_t n, size_t dst_size), (dst, src, n, dst_size))
 
 static void *hook_calloc(size_t n, size_t size) {
     void *p = real_calloc(n, size);
@@ -482,30 +514,6 @@ static int hook_posix_memalign(void **out, size_t alignment, size_t size) {
     return err;
 }
 
-static void *hook_aligned_alloc(size_t alignment, size_t size) {
-    void *p = real_aligned_alloc(alignment, size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *hook_memalign(size_t alignment, size_t size) {
-    void *p = real_memalign(alignment, size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *hook_valloc(size_t size) {
-    void *p = real_valloc(size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *hook_pvalloc(size_t size) {
-    void *p = real_pvalloc(size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
 /* Accessible anonymous mappings are memory allocations, counted whole when mapped, touched or
  * not, as malloc'd memory is. Reservations are not: a PROT_NONE mapping (address space set
  * aside, as allocators and JITs do, 64 GiB at a time) or one mapped MAP_NORESERVE (sparse by
@@ -520,26 +528,6 @@ static void *hook_mmap(void *address, size_t length, int prot, int flags, int fd
 static int hook_munmap(void *address, size_t length) {
     on_free(address);
     return real_munmap(address, length);
-}
-
-static void *hook_memcpy(void *dst, const void *src, size_t n) {
-    on_copy(n);
-    return real_memcpy(dst, src, n);
-}
-
-static void *hook_memmove(void *dst, const void *src, size_t n) {
-    on_copy(n);
-    return real_memmove(dst, src, n);
-}
-
-static void *hook_memcpy_chk(void *dst, const void *src, size_t n, size_t dst_size) {
-    on_copy(n);
-    return real_memcpy_chk(dst, src, n, dst_size);
-}
-
-static void *hook_memmove_chk(void *dst, const void *src, size_t n, size_t dst_size) {
-    on_copy(n);
-    return real_memmove_chk(dst, src, n, dst_size);
 }
 
 static const hl_got_symbol *symbols(size_t *count);
@@ -559,17 +547,13 @@ static void *hook_dlopen(const char *file, int flags) {
     return handle;
 }
 
-#define REAL(name) {#name, (void **)&real_##name}
 static int resolve_real_functions(void) {
+#define REAL_ENTRY(name, symbol, type, params, everywhere) {symbol, (void **)&real_##name},
     static const struct {
         const char *name;
         void **slot;
-    } table[] = {
-        REAL(malloc), REAL(calloc), REAL(realloc), REAL(free), REAL(posix_memalign),
-        REAL(aligned_alloc), REAL(memalign), REAL(valloc), REAL(pvalloc), REAL(mmap),
-        REAL(munmap), REAL(memcpy), REAL(memmove), REAL(dlopen),
-        {"__memcpy_chk", (void **)&real_memcpy_chk}, {"__memmove_chk", (void **)&real_memmove_chk},
-    };
+    } table[] = {HL_HOOKED_FUNCTIONS(REAL_ENTRY)};
+#undef REAL_ENTRY
     /* RTLD_DEFAULT, not RTLD_NEXT: a preloaded allocator (or a sanitizer runtime) comes first in
      * the global scope and is what the libraries were calling. */
     for (size_t i = 0; i < sizeof(table) / sizeof(*table); i++) {
@@ -582,27 +566,11 @@ static int resolve_real_functions(void) {
 }
 
 static const hl_got_symbol *symbols(size_t *count) {
-    /* `everywhere`: copies and dlopen are redirected in the interpreter too; allocations are
-     * seen there through the Python allocator hooks instead. */
-    static const hl_got_symbol table[] = {
-        {"malloc", (void *)hook_malloc, 0},
-        {"calloc", (void *)hook_calloc, 0},
-        {"realloc", (void *)hook_realloc, 0},
-        {"free", (void *)hook_free, 0},
-        {"posix_memalign", (void *)hook_posix_memalign, 0},
-        {"aligned_alloc", (void *)hook_aligned_alloc, 0},
-        {"memalign", (void *)hook_memalign, 0},
-        {"valloc", (void *)hook_valloc, 0},
-        {"pvalloc", (void *)hook_pvalloc, 0},
-        {"mmap", (void *)hook_mmap, 0},
-        {"mmap64", (void *)hook_mmap, 0},
-        {"munmap", (void *)hook_munmap, 0},
-        {"memcpy", (void *)hook_memcpy, 1},
-        {"memmove", (void *)hook_memmove, 1},
-        {"__memcpy_chk", (void *)hook_memcpy_chk, 1},
-        {"__memmove_chk", (void *)hook_memmove_chk, 1},
-        {"dlopen", (void *)hook_dlopen, 1},
-    };
+#define GOT_ENTRY(name, symbol, type, params, everywhere) {symbol, (void *)hook_##name, everywhere},
+#define ALIAS_ENTRY(name, symbol, everywhere) {symbol, (void *)hook_##name, everywhere},
+    static const hl_got_symbol table[] = {HL_HOOKED_FUNCTIONS(GOT_ENTRY) HL_HOOK_ALIASES(ALIAS_ENTRY)};
+#undef GOT_ENTRY
+#undef ALIAS_ENTRY
     *count = sizeof(table) / sizeof(*table);
     return table;
 }
