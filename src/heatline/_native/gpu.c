@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "clock.h"
 #include "engine.h"
 #include "gpu_abi.h"
@@ -349,13 +350,7 @@ static void alloc_changed(int64_t delta, uint32_t line) {
 static void record_alloc(uint64_t address, uint64_t bytes, uint32_t line) {
     hl_gpu_line *l = line_record(line);
     if (l != NULL) l->alloc += bytes;
-    if (gpu.nallocs == gpu.allocs_capacity) {
-        size_t grown = gpu.allocs_capacity ? gpu.allocs_capacity * 2 : 64;
-        live_alloc *allocs = realloc(gpu.allocs, grown * sizeof(*allocs));
-        if (allocs == NULL) return;
-        gpu.allocs = allocs;
-        gpu.allocs_capacity = grown;
-    }
+    if (HL_ARRAY_RESERVE(gpu.allocs, gpu.allocs_capacity, gpu.nallocs + 1, 64) != 0) return;
     gpu.allocs[gpu.nallocs++] = (live_alloc){address, bytes, line};
     alloc_changed((int64_t)bytes, line);
 }

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "clock.h"
 #include "memread.h"
 
@@ -111,13 +112,7 @@ static hl_thread *find_thread(hl_sampler *e, long native_id) {
 }
 
 static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
-    if (e->nthreads == e->threads_capacity) {
-        size_t grown = e->threads_capacity ? e->threads_capacity * 2 : 16;
-        hl_thread *threads = realloc(e->threads, grown * sizeof(*threads));
-        if (threads == NULL) return -1;
-        e->threads = threads;
-        e->threads_capacity = grown;
-    }
+    if (HL_ARRAY_RESERVE(e->threads, e->threads_capacity, e->nthreads + 1, 16) != 0) return -1;
     hl_thread *t = &e->threads[e->nthreads++];
     memset(t, 0, sizeof(*t));
     t->tstate = tstate;
