@@ -52,6 +52,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "got.h"
+#include "livetable.h"
 
 /* ---- per-thread state -------------------------------------------------------------------- */
 
@@ -69,146 +70,12 @@ static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
 static void enter_engine(void) { tls.inside++; }
 static void leave_engine(void) { tls.inside--; }
 
-/* ---- the live table ---------------------------------------------------------------------- */
-
-/* Open addressing with linear probing. Keys are block addresses; 0 marks an empty slot and 1 a
- * removed one. Writers hold the engine lock; readers (every free) only load keys atomically.
- * A quarter of the slots at most are used (live or removed), so probes stay short; past that
- * the table is copied into a fresh one (dropping removed slots), published with a release
- * store; the old one is kept (a reader may still be probing it) until the next session starts.
- *
- * Nearly every free is of a block that was never sampled, so the table is fronted by a filter
- * of FILTER_BITS bits, one fixed array for all tables: a bit is set while at least one listed
- * key hashes to it (writers keep a count per bit, under the lock, and clear the bit when its
- * count drops to 0). A clear bit proves the block is not listed with one load from a 16 KB
- * array at a fixed address; a set bit (for an absent block: listed keys / FILTER_BITS, under
- * 1% for the few hundred samples a program usually holds) sends the free on to the probe.
- * - Fixed, not sized with the table: the common free then depends on one load instead of
- *   three chained ones (table, its filter pointer, the word), which measured 2.2 points of
- *   run time on an int-heavy loop (bench/hooks.py pure_python: +7.1% -> +4.9%). Its cost: a program holding many thousands of samples
- *   (gigabytes of sampled memory) probes more often.
- * - Clearing matters: allocators reuse a freed block's address first (pymalloc's free lists are
- *   LIFO), so with bits left set, the addresses of sampled-then-freed blocks became the most
- *   often freed addresses of all, each free of them probing the table.
- * - Indexing the filter by page instead, for cache locality across runs of frees, was measured
- *   and lost: small objects share pages with sampled ones, so many more frees were probed. */
-#define EMPTY 0u
-#define REMOVED 1u
-#define MIN_TABLE 4096u
-
-typedef struct live_record {
-    uint64_t weight;
-    uint32_t line;
-    uint8_t kind;
-} live_record;
-
-#define FILTER_BITS (1u << 17)
-
-static uint64_t filter[FILTER_BITS / 64];
-static uint16_t filter_counts[FILTER_BITS]; /* writers only: listed keys per bit (saturating) */
-
-typedef struct live_table {
-    size_t mask;
-    size_t used; /* live + removed slots */
-    size_t live;
-    uintptr_t *keys;
-    live_record *records;
-    struct live_table *retired; /* older tables, kept until reset */
-} live_table;
-
-static size_t slot_of(uintptr_t key) {
-    uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
-    return (size_t)(x >> 20);
-}
-
-static size_t filter_bit_of(uintptr_t key) {
-    uint64_t x = ((uint64_t)key ^ ((uint64_t)key >> 29)) * 0xBF58476D1CE4E5B9ULL;
-    return (size_t)(x >> 24);
-}
-
-static size_t filter_index(uintptr_t key) { return filter_bit_of(key) & (FILTER_BITS - 1); }
-
-/* Under the lock, before the key is published. */
-static void filter_add(uintptr_t key) {
-    size_t bit = filter_index(key);
-    if (filter_counts[bit] == UINT16_MAX) return; /* saturated: the bit stays set */
-    if (filter_counts[bit]++ == 0)
-        __atomic_or_fetch(&filter[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELEASE);
-}
-
-/* Under the lock, once the key is no longer listed. No reader can be looking for this key:
- * the block is being freed by the one thread that owns it, so clearing the bit is safe. */
-static void filter_remove(uintptr_t key) {
-    size_t bit = filter_index(key);
-    if (filter_counts[bit] == UINT16_MAX) return;
-    if (--filter_counts[bit] == 0)
-        __atomic_and_fetch(&filter[bit / 64], ~((uint64_t)1 << (bit % 64)), __ATOMIC_RELEASE);
-}
-
-static int filter_may_contain(uintptr_t key) {
-    size_t bit = filter_index(key);
-    return (__atomic_load_n(&filter[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64)) & 1;
-}
-
-/* Only while no key is listed and no table is published. */
-static void filter_clear(void) {
-    memset(filter_counts, 0, sizeof(filter_counts));
-    for (size_t i = 0; i < FILTER_BITS / 64; i++) __atomic_store_n(&filter[i], 0, __ATOMIC_RELEASE);
-}
-
-static live_table *table_new(size_t capacity) {
-    live_table *t = calloc(1, sizeof(*t));
-    if (t == NULL) return NULL;
-    t->keys = calloc(capacity, sizeof(*t->keys));
-    t->records = calloc(capacity, sizeof(*t->records));
-    if (t->keys == NULL || t->records == NULL) {
-        free(t->keys);
-        free(t->records);
-        free(t);
-        return NULL;
-    }
-    t->mask = capacity - 1;
-    return t;
-}
-
-static void table_free_all(live_table *t) {
-    while (t != NULL) {
-        live_table *older = t->retired;
-        free(t->keys);
-        free(t->records);
-        free(t);
-        t = older;
-    }
-}
-
-/* Lock-free: whether key is in t. */
-static int table_contains(const live_table *t, uintptr_t key) {
-    size_t i = slot_of(key) & t->mask;
-    for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-        uintptr_t k = __atomic_load_n(&t->keys[i], __ATOMIC_ACQUIRE);
-        if (k == key) return 1;
-        if (k == EMPTY) return 0;
-    }
-    return 0;
-}
-
-/* Under the lock: the slot holding key, or -1. */
-static long table_find(const live_table *t, uintptr_t key) {
-    size_t i = slot_of(key) & t->mask;
-    for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-        if (t->keys[i] == key) return (long)i;
-        if (t->keys[i] == EMPTY) return -1;
-    }
-    return -1;
-}
-
 /* ---- the memory engine's state ------------------------------------------------------------ */
 
 static struct {
     int active; /* read by every hook: relaxed atomic */
     uint64_t window;
     uint64_t start_ns;
-    live_table *table; /* published with release, read with acquire */
     hl_memory_totals totals;
     int python_hooked;
     PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW */
@@ -253,38 +120,8 @@ static void program_changed(uint64_t t, uint32_t line) {
     (void)hl_timeline_add(&m->timeline, HL_PROGRAM_TIMELINE_BUCKETS, t, m->live);
 }
 
-/* Makes room for one more key, copying into a fresh table (removed slots dropped) once a
- * quarter of the slots are used. */
-static live_table *table_for_insert(void) {
-    live_table *t = mem.table;
-    if (t != NULL && (t->used + 1) * 4 <= t->mask + 1) return t;
-    size_t capacity = MIN_TABLE;
-    while (t != NULL && capacity < 8 * (t->live + 1)) capacity *= 2;
-    live_table *grown = table_new(capacity);
-    if (grown == NULL) return NULL;
-    if (t != NULL) {
-        for (size_t i = 0; i <= t->mask; i++) {
-            uintptr_t key = t->keys[i];
-            if (key == EMPTY || key == REMOVED) continue;
-            size_t j = slot_of(key) & grown->mask;
-            while (grown->keys[j] != EMPTY) j = (j + 1) & grown->mask;
-            grown->keys[j] = key;
-            grown->records[j] = t->records[i];
-            grown->used++;
-            grown->live++;
-        }
-        grown->retired = t;
-    }
-    __atomic_store_n(&mem.table, grown, __ATOMIC_RELEASE);
-    return grown;
-}
-
-static void forget_block(live_table *t, long slot, uint64_t now) {
-    live_record r = t->records[slot];
-    uintptr_t key = t->keys[slot];
-    __atomic_store_n(&t->keys[slot], (uintptr_t)REMOVED, __ATOMIC_RELEASE);
-    filter_remove(key);
-    t->live--;
+/* Subtracts a block that left the live table from its line and from the program. */
+static void forget_block(hl_live_record r, uint64_t now) {
     hl_memory_totals *m = &mem.totals;
     m->freed += r.weight;
     m->live -= (int64_t)r.weight;
@@ -313,23 +150,16 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
     m->alloc[kind] += weight;
     if (line == HL_NO_LINE) m->unattributed_alloc += weight;
 
-    live_table *t = table_for_insert();
-    if (t == NULL) {
+    if (hl_live_reserve() != 0) {
         m->untracked++;
         hl_engine_unlock_from_hook();
         return;
     }
     /* The address may still be listed if its earlier free was not seen (freed by an object
      * that is not redirected): that block is gone, so it is forgotten first. */
-    long stale = table_find(t, address);
-    if (stale >= 0) forget_block(t, stale, now);
-    size_t i = slot_of(address) & t->mask;
-    while (t->keys[i] != EMPTY && t->keys[i] != REMOVED) i = (i + 1) & t->mask;
-    if (t->keys[i] == EMPTY) t->used++;
-    t->records[i] = (live_record){weight, line, (uint8_t)kind};
-    filter_add(address);
-    __atomic_store_n(&t->keys[i], address, __ATOMIC_RELEASE);
-    t->live++;
+    hl_live_record stale;
+    if (hl_live_take(address, &stale)) forget_block(stale, now);
+    hl_live_add(address, (hl_live_record){weight, line, (uint8_t)kind});
 
     m->live += (int64_t)weight;
     if (line != HL_NO_LINE) {
@@ -348,9 +178,8 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
 
 static void record_free(uintptr_t address) {
     hl_engine_lock_from_hook();
-    live_table *t = mem.table;
-    long slot = t ? table_find(t, address) : -1;
-    if (slot >= 0) forget_block(t, slot, hl_now_ns() - mem.start_ns);
+    hl_live_record r;
+    if (hl_live_take(address, &r)) forget_block(r, hl_now_ns() - mem.start_ns);
     hl_engine_unlock_from_hook();
 }
 
@@ -403,8 +232,7 @@ static inline __attribute__((always_inline)) void on_allocation(void *p, size_t 
 
 /* Out of line, so that the common case below needs no stack frame. */
 static __attribute__((noinline)) void free_maybe_sampled(void *p) {
-    const live_table *t = __atomic_load_n(&mem.table, __ATOMIC_ACQUIRE);
-    if (t == NULL || !table_contains(t, (uintptr_t)p) || tls.inside) return;
+    if (!hl_live_contains((uintptr_t)p) || tls.inside) return;
     tls.inside++;
     record_free((uintptr_t)p);
     tls.inside--;
@@ -414,7 +242,7 @@ static __attribute__((noinline)) void free_maybe_sampled(void *p) {
  * every call ends at the filter. */
 static inline __attribute__((always_inline)) void on_free(void *p) {
     if (!sampling()) return;
-    if (p == NULL || !filter_may_contain((uintptr_t)p)) return;
+    if (p == NULL || !hl_live_may_contain((uintptr_t)p)) return;
     free_maybe_sampled(p);
 }
 
@@ -714,10 +542,7 @@ static void memory_stop(void) {
 }
 
 static void memory_reset(void) {
-    live_table *t = mem.table;
-    __atomic_store_n(&mem.table, NULL, __ATOMIC_RELEASE);
-    table_free_all(t);
-    filter_clear();
+    hl_live_reset();
     hl_timeline_free(&mem.totals.timeline);
     memset(&mem.totals, 0, sizeof(mem.totals));
     mem.totals.peak_line = HL_NO_LINE;
