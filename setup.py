@@ -10,7 +10,7 @@ from setuptools import Extension, setup
 
 NATIVE = "src/heatline/_native"
 SOURCES = ["module.c", "engine.c", "sampler.c", "memory.c", "got.c", "frames.c", "stats.c", "linetable.c"]
-SOURCES += ["livetable.c", "memread.c", "compat.c", "gpu.c"]
+SOURCES += ["memhooks.c", "livetable.c", "memread.c", "compat.c", "gpu.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []
