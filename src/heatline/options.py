@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 DEFAULT_INTERVAL_S = 0.01
-# Mean bytes allocated (or copied) between memory samples; see memory.c for the maths. At this
+# Mean bytes allocated (or copied) between memory samples; see memhooks.c for the maths. At this
 # window a line that allocates 10 MB in small objects gets ~160 samples (about 3% error) and an
 # allocation-heavy program takes a few thousand samples per second.
 DEFAULT_MEMORY_WINDOW = 64 * 1024

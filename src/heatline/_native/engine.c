@@ -5,7 +5,7 @@
  * file holds the lifecycle (start, stop, pause, fork, reset) and what the parts and the binding
  * may read; it does no sampling itself.
  *
- * Lock order: a part's start or stop runs without the engine lock (it may take it); the
+ * Locking: a part's start or stop runs without the engine lock (it may take it); the
  * sampler thread holds it for each tick, readers for each snapshot. The Python allocator hooks
  * can run in any thread that holds it, so every holder is marked as inside the engine first
  * (hl_engine_lock), and its allocations pass through unsampled.

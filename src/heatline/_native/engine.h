@@ -2,10 +2,11 @@
  * lifecycle (start, stop, pause, fork, reset) and the read side (snapshot).
  *
  * The engine is made of the sampler thread (sampler.c, the tick), which charges time, and of
- * parts that charge into the same tables: the memory hooks (memory.c) and the GPU collection
- * (gpu.c). The engine calls the parts at its lifecycle points through hl_engine_part (a new
- * part adds one to the list in engine.c); the parts call the engine only through the narrow
- * functions at the end of this file. The Python binding (module.c) uses this header only.
+ * parts that charge into the same tables: the memory part (memory.c, memhooks.c, livetable.c)
+ * and the GPU part (gpu.c). The engine calls the parts at its lifecycle points through
+ * hl_engine_part (a new part adds one to the list in engine.c); the parts call the engine only
+ * through the narrow functions at the end of this file. The Python binding (module.c) calls the
+ * engine through this header only (it includes memory.h and gpu.h for their results' types).
  */
 #ifndef HEATLINE_ENGINE_H
 #define HEATLINE_ENGINE_H
