@@ -101,3 +101,5 @@ uintptr_t hl_compat_gil_holder(void) {
     if (!locked) return 0;
     return __atomic_load_n((uintptr_t *)&gil->last_holder, __ATOMIC_RELAXED);
 }
+
+int hl_compat_fork_counts_threads_after_hooks(void) { return PY_VERSION_HEX >= 0x030D0000; }

@@ -70,4 +70,9 @@ void hl_compat_init(hl_layout *layout);
  * it reads two machine words that live in memory the interpreter never frees. */
 uintptr_t hl_compat_gil_holder(void);
 
+/* Whether os.fork() counts the process's threads (and warns when there is more than one)
+ * after running the os.register_at_fork(after_in_parent=...) hooks rather than before them:
+ * 3.13+. Then the sampler thread cannot be started again from that hook (see module.c). */
+int hl_compat_fork_counts_threads_after_hooks(void);
+
 #endif

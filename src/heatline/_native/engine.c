@@ -251,11 +251,61 @@ void hl_engine_suspend_for_fork(void) {
     pthread_mutex_unlock(&e->lock);
 }
 
-void hl_engine_resume_after_fork(void) {
+static void respawn_sampler(void) {
     hl_engine *e = &hl_the_engine;
     pthread_mutex_lock(&e->lock);
     if (e->running && e->suspended && hl_sampler_spawn(&e->sampler) == 0) e->suspended = 0;
     pthread_mutex_unlock(&e->lock);
+}
+
+/* The thread that forked and its Python stack depth at the after_in_parent hook, for
+ * respawn_when_fork_returned. */
+static struct {
+    PyThreadState *tstate;
+    int depth;
+    int tries;
+} forked;
+
+static int python_depth(void) {
+    int depth = 0;
+    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(frame);
+    while (frame != NULL && depth < 100000) {
+        PyFrameObject *back = PyFrame_GetBack(frame); /* new reference */
+        Py_DECREF(frame);
+        frame = back;
+        depth++;
+    }
+    Py_XDECREF(frame);
+    return depth;
+}
+
+/* A pending call runs at the main thread's next check of the eval breaker, and that can still
+ * be inside os.fork(): in a Python after_in_parent hook registered after heatline's (logging
+ * has one). Deeper than the frame that called os.fork(), it asks to be run again, a bounded
+ * number of times. */
+static int respawn_when_fork_returned(void *unused) {
+    (void)unused;
+    if (PyThreadState_Get() == forked.tstate && python_depth() > forked.depth && forked.tries++ < 10000) {
+        if (Py_AddPendingCall(respawn_when_fork_returned, NULL) == 0) return 0;
+    }
+    respawn_sampler();
+    return 0;
+}
+
+void hl_engine_resume_after_fork(void) {
+    /* Where os.fork() counts threads after its after_in_parent hooks (3.13+), a sampler
+     * started in the hook would make it warn that the process is multi-threaded: it is
+     * started by a pending call instead, once os.fork() has returned. Known limit: after a
+     * fork from another thread while the main thread waits in C, sampling resumes when the
+     * main thread next runs Python code. */
+    if (hl_compat_fork_counts_threads_after_hooks()) {
+        forked.tstate = PyThreadState_Get();
+        forked.depth = python_depth();
+        forked.tries = 0;
+        if (Py_AddPendingCall(respawn_when_fork_returned, NULL) == 0) return;
+    }
+    respawn_sampler();
 }
 
 void hl_engine_set_paused(int paused) {

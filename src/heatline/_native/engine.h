@@ -57,8 +57,10 @@ int hl_engine_running(void);
  * joined before the fork and started again in the parent after it, so that at the moment of
  * the fork the process has only the program's own threads. CPython 3.12+ counts the process's
  * threads right after fork() and warns when there is more than one; the profiled program must
- * not see that because of heatline. Results are kept across. Call with the GIL held. (fork()
- * itself is handled by pthread_atfork handlers: the child has no sampler thread.) */
+ * not see that because of heatline (3.13+ counts them after the after_in_parent hooks, so
+ * there the thread is started from a pending call: engine.c). Results are kept across. Call
+ * with the GIL held. (fork() itself is handled by pthread_atfork handlers: the child has no
+ * sampler thread.) */
 void hl_engine_suspend_for_fork(void);
 void hl_engine_resume_after_fork(void);
 

@@ -284,6 +284,7 @@ static unsigned char tid_matches[TID_SCAN_BYTES / sizeof(int)];
 static void *sampler_main(void *arg) {
     hl_sampler *e = arg;
     e->on_thread_start(); /* the engine marks it as its own: nothing it allocates is sampled */
+    __atomic_store_n(&e->thread_tid, (int)gettid(), __ATOMIC_RELEASE);
     pthread_mutex_lock(e->lock);
     if (!e->walker.layout.has_native_thread_id) {
         tid_offsets(tid_matches); /* the starting thread scanned first */
@@ -328,11 +329,27 @@ void hl_sampler_prepare(hl_sampler *e) {
 
 void hl_sampler_release(hl_sampler *e) { pthread_cond_destroy(&e->wake); }
 
+/* pthread_join() returns once the kernel has cleared the thread's id, which is a little before
+ * the process stops counting the thread (/proc/self/stat, /proc/self/task). CPython 3.12+
+ * counts threads right before fork() and warns when there is more than one, so the fork
+ * handler waits, a bounded 100 ms at most, until the joined thread is no longer listed (seen:
+ * a DeprecationWarning in the program's output under load). */
+static void wait_until_gone(int tid) {
+    if (tid <= 0) return;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+    for (int i = 0; i < 1000 && access(path, F_OK) == 0; i++) {
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 int hl_sampler_spawn(hl_sampler *e) {
     /* The sampler must never receive the program's signals: block them all in it. */
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
+    e->thread_tid = 0;
     int err = pthread_create(&e->thread, NULL, sampler_main, e);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     return -err;
@@ -343,6 +360,7 @@ void hl_sampler_join(hl_sampler *e) {
     pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(e->lock);
     pthread_join(e->thread, NULL);
+    wait_until_gone(__atomic_load_n(&e->thread_tid, __ATOMIC_ACQUIRE));
     pthread_mutex_lock(e->lock);
     e->stop_requested = 0;
 }

@@ -45,6 +45,7 @@ typedef struct hl_sampler {
     int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine.h) */
 
     pthread_t thread;
+    int thread_tid; /* its kernel thread id, for hl_sampler_join */
     pthread_cond_t wake;
     int stop_requested;
     int paused; /* read at each tick; written atomically */
