@@ -10,7 +10,7 @@ from setuptools import Extension, setup
 
 NATIVE = "src/heatline/_native"
 SOURCES = ["module.c", "sampler.c", "memory.c", "got.c", "frames.c", "stats.c", "linetable.c"]
-SOURCES += ["memread.c", "compat.c", "gpu.c"]
+SOURCES += ["memread.c", "compat.c", "gpu.c", "control.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []

@@ -27,7 +27,8 @@ heatline [options] script.py [args...]
                      profile.json
        heatline diff [--fail-on-regression PCT] before.json after.json
        heatline check [limits] profile.json
-       heatline check [limits] [options] script.py [args...]   (or -m module [args...])"""
+       heatline check [limits] [options] script.py [args...]   (or -m module [args...])
+       heatline ctl on|off|status PID"""
 
 DESCRIPTION = """\
 Run a Python program and show, line by line, where its time goes: running Python code
@@ -41,7 +42,7 @@ after the script (or -m module) is passed to the program."""
 EPILOG = """\
 To profile a script named 'run' or 'view', use 'heatline ./view' (or 'heatline run view').
 Profile just part of a program by starting with --off and calling heatline.resume() (and
-heatline.pause()) in it."""
+heatline.pause()) in it, or from another shell with 'heatline ctl on PID' (and off)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -202,6 +203,8 @@ def prepare(argv: Sequence[str] | None = None) -> int | Launch:
         return _diff(args[1:])
     if args[:1] == ["check"]:
         return _check(args[1:])
+    if args[:1] == ["ctl"]:
+        return _ctl(args[1:])
     if args[:1] == ["run"]:
         args = args[1:]
     return _run(args)
@@ -406,3 +409,30 @@ def _report_check(data: dict, budget: object, stream: object) -> int:
         stream.write(f"heatline: {check.summary(data, budget)}\n")  # type: ignore
     stream.flush()  # type: ignore[attr-defined]
     return 1 if found else 0
+
+
+def _ctl(args: list[str]) -> int:
+    from heatline import control
+
+    parser = _Parser(
+        prog="heatline ctl",
+        description="Turn the profiling of a running 'heatline' process on or off (start it "
+        "with --off to profile only what you choose), or show whether it is on. Only your own "
+        "processes can be controlled; no signal is sent.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("action", choices=("on", "off", "status"))
+    parser.add_argument("pid", metavar="PID", type=int, help="the process id of the heatline run")
+    options = parser.parse_args(args)
+    try:
+        if options.action == "status":
+            state = control.status(options.pid)
+        else:
+            control.switch(options.pid, options.action == "on")
+            state = options.action
+    except control.ControlError as exc:
+        fail(str(exc), 1)
+    except OSError as exc:
+        fail(f"can't control process {options.pid}: {exc.strerror or exc}", 1)
+    sys.stdout.write(f"{options.pid}: profiling {state}\n")
+    return 0

@@ -46,6 +46,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "gpu.h"
 #include "memory.h"
 #include "memread.h"
@@ -314,6 +315,7 @@ static void *sampler_main(void *arg) {
         if (e->stop_requested) break;
         uint64_t now = hl_now_ns();
         if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
+        hl_control_poll(now); /* heatline ctl on/off: applied before this tick */
         if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) tick(e, now - last);
         last = now;
         deadline = hl_now_ns() + next_interval(e);
