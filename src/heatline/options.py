@@ -48,13 +48,11 @@ def _percent(text: str) -> float:
 
 
 def _window(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    number, scale = text.strip().lower().rstrip("ib"), 1
-    if number[-1:] in units:
-        number, scale = number[:-1], units[number[-1]]
+    from heatline.units import parse_size  # converters only run while parsing
+
     try:
-        value = int(float(number) * scale)
-    except (ValueError, OverflowError):  # OverflowError: inf, 1e400
+        value = parse_size(text)
+    except ValueError:
         value = 0
     if not 64 <= value <= 1 << 30:
         raise _usage_error(
@@ -211,6 +209,15 @@ RUN_OPTIONS = (
         session="paused",
     ),
 )
+
+
+def only_implies_all(values: dict[str, Any], own_dir: str) -> None:
+    """As in Scalene, --profile-only names the files to profile even in the standard library
+    or installed packages: files it does not name stay out anyway, only heatline's own
+    package (``own_dir``) needs excluding. Changes ``values`` (keyed by dest) in place."""
+    if values.get("profile_only") and not values.get("profile_all"):
+        values["profile_all"] = True
+        values["profile_exclude"] = [*values.get("profile_exclude", []), own_dir]
 
 
 class Options:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from heatline import scope
@@ -61,6 +61,7 @@ class Session:
         paused: bool = False,
         memory_window: int = 0,
         gpu: int = 0,  # 0 off, 1 on, 2 auto (on where NVML loads and reports a device)
+        main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
     ) -> None:
         self.program = program
         self.argv = list(argv)
@@ -71,6 +72,10 @@ class Session:
         self.paused = paused
         self.memory_window = memory_window
         self.gpu = gpu
+        self.main_native_id = main_native_id
+        # Applied to the engine's snapshot before the profile is built (@profile under the
+        # CLI keeps only the decorated functions: heatline/marked.py).
+        self.snapshot_filter: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._started_at = ""
         self._wall_start = self._wall_stop = 0.0
         self._cpu_start = self._cpu_stop = 0.0
@@ -95,6 +100,7 @@ class Session:
             paused=self.paused,
             memory_window=self.memory_window,
             gpu=self.gpu,
+            main_native_id=self.main_native_id,
         )
         self._running = True
         _active = self
@@ -132,8 +138,11 @@ class Session:
 
         wall_stop = self._wall_stop if not self._running else time.perf_counter()
         cpu_stop = self._cpu_stop if not self._running else time.process_time()
+        snapshot = _native.snapshot()
+        if self.snapshot_filter is not None:
+            snapshot = self.snapshot_filter(snapshot)
         return build_profile(
-            _native.snapshot(),
+            snapshot,
             program=self.program,
             argv=self.argv,
             started_at=self._started_at,
