@@ -88,11 +88,26 @@ def _value(option: Any, value: Any) -> Any:
 class _Run(NamedTuple):
     session: Any  # heatline.session.Session
     options: Options
-    pid: int
 
 
 _lock = threading.Lock()
 _run: _Run | None = None
+
+
+def _forget_in_child() -> None:
+    """After fork(): the child's engine is stopped (docs/engine-api.md) and the parent's
+    profile is the parent's; the child may start its own."""
+    global _run, _lock
+    _lock = threading.Lock()  # another thread may have held it across the fork
+    if _run is not None:
+        session = sys.modules.get("heatline.session")
+        if session is not None and session._active is _run.session:
+            session._active = None
+        _run = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _cli_session() -> Any:
@@ -115,8 +130,6 @@ def start(**options: Any) -> None:
 def _start(options: Options) -> None:
     global _run
     with _lock:
-        if _run is not None and _run.pid != os.getpid():
-            _run = None  # started in the parent before a fork: nothing runs in this child
         if _run is not None:
             raise HeatlineError(
                 "heatline is already profiling this process (heatline.start() was called "
@@ -142,7 +155,7 @@ def _start(options: Options) -> None:
             session.start()
         except (RuntimeError, OSError) as exc:
             raise HeatlineError(f"could not start the profiler: {exc}") from None
-        _run = _Run(session, options, os.getpid())
+        _run = _Run(session, options)
 
 
 def stop() -> Profile:
@@ -152,8 +165,7 @@ def stop() -> Profile:
     global _run
     with _lock:
         run = _run
-        if run is None or run.pid != os.getpid():
-            _run = None
+        if run is None:
             raise HeatlineError("heatline is not profiling: call heatline.start() first")
         _run = None
     run.session.stop()
@@ -172,7 +184,7 @@ def stop() -> Profile:
 
 def is_running() -> bool:
     """Whether a profile started by :func:`start` is being taken in this process."""
-    return _run is not None and _run.pid == os.getpid()
+    return _run is not None
 
 
 # --- with heatline.profile() / @heatline.profile ---------------------------------------------
@@ -251,57 +263,48 @@ class Profiler:
 # --- the result ---------------------------------------------------------------------------------
 
 
-class LineStats(NamedTuple):
-    """One line that took time or memory."""
+# The numbers of a line or function (docs/profile-format.md): seconds, then bytes.
+_STAT_FIELDS = [(key, float if key.endswith("_s") else int) for key in (
+    "python_s", "native_s", "system_s", "alloc_python_bytes", "alloc_native_bytes",
+    "peak_bytes", "growth_bytes", "copy_bytes")]
+_STAT_KEYS = tuple(key for key, _ in _STAT_FIELDS)
 
-    file: str
-    line: int
-    function: str
-    source: str
-    python_s: float
-    native_s: float
-    system_s: float
-    alloc_python_bytes: int
-    alloc_native_bytes: int
-    peak_bytes: int
-    growth_bytes: int
-    copy_bytes: int
+
+class _Totals:
+    """The sums every stats tuple has."""
 
     @property
     def time_s(self) -> float:
-        return self.python_s + self.native_s + self.system_s
+        return self.python_s + self.native_s + self.system_s  # type: ignore[attr-defined]
 
     @property
     def alloc_bytes(self) -> int:
-        return self.alloc_python_bytes + self.alloc_native_bytes
+        return self.alloc_python_bytes + self.alloc_native_bytes  # type: ignore[attr-defined]
+
+
+class LineStats(  # type: ignore[misc]
+    _Totals,
+    NamedTuple("LineStats", [("file", str), ("line", int), ("function", str),
+                             ("source", str), *_STAT_FIELDS]),
+):
+    """One line that took time or memory: ``file``, ``line``, ``function`` (qualname),
+    ``source``, then the profile's numbers (python_s... copy_bytes), ``time_s``, ``alloc_bytes``."""
+
+    __slots__ = ()
 
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 
 
-class FunctionStats(NamedTuple):
+class FunctionStats(  # type: ignore[misc]
+    _Totals,
+    NamedTuple("FunctionStats", [("file", str), ("qualname", str), ("first_line", int),
+                                 *_STAT_FIELDS]),
+):
     """One function's own lines summed (time in your other functions it calls is theirs)."""
 
-    file: str
-    qualname: str
-    first_line: int
-    python_s: float
-    native_s: float
-    system_s: float
-    alloc_python_bytes: int
-    alloc_native_bytes: int
-    peak_bytes: int
-    growth_bytes: int
-    copy_bytes: int
-
-    @property
-    def time_s(self) -> float:
-        return self.python_s + self.native_s + self.system_s
-
-    @property
-    def alloc_bytes(self) -> int:
-        return self.alloc_python_bytes + self.alloc_native_bytes
+    __slots__ = ()
 
 
 class Leak(NamedTuple):
@@ -313,10 +316,6 @@ class Leak(NamedTuple):
     likelihood: float
     growth_bytes: int
     growth_bytes_per_s: float
-
-
-_STAT_KEYS = ("python_s", "native_s", "system_s", "alloc_python_bytes", "alloc_native_bytes",
-              "peak_bytes", "growth_bytes", "copy_bytes")
 
 
 class Profile:

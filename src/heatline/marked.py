@@ -3,8 +3,9 @@
 While ``heatline script.py`` runs, ``profile`` is a builtin (the only name heatline adds to
 the program's builtins, and only under the command). It marks the function it decorates and
 returns that very function (no wrapper: no extra frame, nothing changes for the program). When
-the program marked any function, the profile is limited to the marked functions: only their
-lines, with the time and memory the engine charges to those lines (library code they call
+the program marked any function, the profile is limited to the marked functions (with the code
+defined inside them: comprehensions, generator expressions, lambdas, inner functions): only
+their lines, with the time and memory the engine charges to those lines (library code they call
 included, as always; the program's own functions they call keep their own lines, shown only
 when decorated too). Without the command the program runs unchanged with the usual
 ``profile = getattr(builtins, "profile", lambda f: f)``, or with ``from heatline import
@@ -26,8 +27,11 @@ def profile(function: Any) -> Any:
     while getattr(target, "__wrapped__", None) is not None:
         target = target.__wrapped__
     code = getattr(target, "__code__", None)
-    if code is not None:
+    pending = [code] if code is not None else []
+    while pending:  # with the code nested in it: comprehensions, lambdas, inner functions
+        code = pending.pop()
         _marked.add((code.co_filename, code.co_firstlineno, code.co_name))
+        pending.extend(const for const in code.co_consts if isinstance(const, type(code)))
     return function
 
 

@@ -1,8 +1,8 @@
 """heatline's pytest plugin (entry point ``pytest11``; inactive unless asked).
 
-- ``pytest --heatline[=DIR]`` (the ``=`` is needed: a bare ``--heatline`` takes no value) profiles each test's call (not its fixtures) and writes one
-  profile per test, ``DIR/<test id>.json`` (DIR: ``.heatline`` in the directory pytest was
-  started from); ``heatline view`` shows them.
+- ``pytest --heatline[=DIR]`` (with ``=``: a bare ``--heatline`` takes no value) profiles each
+  test's call (not its fixtures) and writes one profile per test, ``DIR/<test id>.json``
+  (DIR: ``.heatline`` in the directory pytest was started from); ``heatline view`` shows them.
 - ``@pytest.mark.heatline_limit(peak="200 MB", leaks=0, time_s=2.5)`` profiles that test (with
   or without --heatline) and fails it when it goes over a budget, naming the lines
   responsible: ``peak`` is the most memory allocated during the test and alive at once (sizes
@@ -66,7 +66,7 @@ def pytest_configure(config: Any) -> None:
 
 def _limits(marker: Any) -> dict[str, Any]:
     if marker.args:
-        raise pytest.UsageError(f"{MARKER} takes keywords only: peak=, leaks=, time_s=")
+        pytest.fail(f"{MARKER} takes keywords only: peak=, leaks=, time_s=", pytrace=False)
     unknown = sorted(set(marker.kwargs) - set(_LIMITS))
     if unknown:
         raise pytest.UsageError(f"{MARKER}: unknown limit {', '.join(unknown)} (peak, leaks, "
@@ -85,7 +85,7 @@ def _limits(marker: Any) -> dict[str, Any]:
         elif leaks is not None:
             limits["leak_bytes"] = parse_size(leaks)
     except ValueError as exc:
-        raise pytest.UsageError(f"{MARKER}: must be {exc}") from None
+        pytest.fail(f"{MARKER}: must be {exc}", pytrace=False)
     return limits
 
 
@@ -147,36 +147,35 @@ def _where(line: Any, root: str) -> str:
     return f"{path}:{line.line} ({line.function})" if line.function else f"{path}:{line.line}"
 
 
+def _blame(lines: list[Any], key: str, describe: Any, root: str) -> str:
+    """The lines with the most of ``key``, most first: "file:line (function) <describe>"."""
+    top = sorted((line for line in lines if getattr(line, key)), key=lambda x: -getattr(x, key))
+    text = ", ".join(f"{_where(line, root)} {describe(getattr(line, key))}"
+                     for line in top[:_BLAME])
+    return text or "no line of yours"
+
+
 def _breaches(profile: Any, limits: dict[str, Any], root: str) -> list[str]:
     """One sentence per limit exceeded, naming the lines responsible."""
     found = []
     lines = profile.lines()
     if "peak" in limits and profile.peak_bytes > limits["peak"]:
-        top = sorted((line for line in lines if line.peak_bytes), key=lambda l: -l.peak_bytes)
-        blame = ", ".join(f"{_where(line, root)} held {format_size(line.peak_bytes)}"
-                          for line in top[:_BLAME])
+        blame = _blame(lines, "peak_bytes", lambda v: f"held {format_size(v)}", root)
         found.append(f"peak memory {format_size(profile.peak_bytes)} is over the limit of "
-                     f"{format_size(limits['peak'])}; most held by {blame or 'no line of yours'}")
+                     f"{format_size(limits['peak'])}; most held by {blame}")
     if "time_s" in limits and profile.elapsed_s > limits["time_s"]:
-        top = sorted((line for line in lines if line.time_s), key=lambda l: -l.time_s)
-        blame = ", ".join(f"{_where(line, root)} {line.time_s:.2f} s" for line in top[:_BLAME])
+        blame = _blame(lines, "time_s", lambda v: f"{v:.2f} s", root)
         found.append(f"the test took {profile.elapsed_s:.2f} s, over the limit of "
-                     f"{limits['time_s']:g} s; most time in {blame or 'no line of yours'}")
+                     f"{limits['time_s']:g} s; most time in {blame}")
     leaks = profile.leaks()
     if "leak_lines" in limits and len(leaks) > limits["leak_lines"]:
-        blame = ", ".join(
-            f"{_where(leak, root)} grew {format_size(leak.growth_bytes)}" for leak in leaks
-        )
+        blame = _blame(leaks, "growth_bytes", lambda v: f"grew {format_size(v)}", root)
         found.append(f"{len(leaks)} likely leak(s), over the limit of {limits['leak_lines']}: "
                      f"{blame}")
-    if "leak_bytes" in limits:
-        alive = int(profile.data["memory"].get("live_bytes_at_end", 0))
-        if alive > limits["leak_bytes"]:
-            top = sorted((line for line in lines if line.growth_bytes),
-                         key=lambda l: -l.growth_bytes)
-            blame = ", ".join(f"{_where(line, root)} kept {format_size(line.growth_bytes)}"
-                              for line in top[:_BLAME])
-            found.append(f"{format_size(alive)} allocated during the test is still alive at its "
-                         f"end, over the limit of {format_size(limits['leak_bytes'])}; kept by "
-                         f"{blame or 'no line of yours'}")
+    alive = int(profile.data["memory"].get("live_bytes_at_end", 0))
+    if "leak_bytes" in limits and alive > limits["leak_bytes"]:
+        blame = _blame(lines, "growth_bytes", lambda v: f"kept {format_size(v)}", root)
+        found.append(f"{format_size(alive)} allocated during the test is still alive at its "
+                     f"end, over the limit of {format_size(limits['leak_bytes'])}; kept by "
+                     f"{blame}")
     return found
