@@ -1,18 +1,49 @@
 """heatline: a line-level profiler for Python whose sampling engine is written in C.
 
-Run a program under it with ``heatline script.py`` (see ``heatline --help``). A profiled
-program may call :func:`pause` and :func:`resume` to profile only part of its run.
+Run a program under it with ``heatline script.py`` (see ``heatline --help``), or profile
+from inside a program (heatline/api.py)::
 
-Importing this package is cheap on purpose: the engine (``heatline._native``) and rich are only
-imported when a profile is actually taken or shown.
+    heatline.start(cpu_only=False)          # options as on the command line
+    ...
+    p = heatline.stop()                     # a heatline.Profile: p.print(), p.save("x.html")
+
+    with heatline.profile() as p: ...       # the same around a block
+
+    @heatline.profile                       # each call of a function
+    def work(): ...
+
+A profiled program may call :func:`pause` and :func:`resume` to profile only part of its run.
+
+Importing this package is cheap on purpose: the API (heatline.api), the engine
+(``heatline._native``) and rich are only imported when they are used.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "pause", "resume"]
+__all__ = [
+    "__version__", "pause", "resume", "start", "stop", "profile", "Profile", "HeatlineError",
+    "is_running",
+]
+
+# Imported from heatline.api on first use (PEP 562). `profile` is the heatline.profile
+# package, which is callable (heatline/profile/__init__.py).
+_API = frozenset({"start", "stop", "Profile", "HeatlineError", "is_running"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from heatline import api
+
+        return getattr(api, name)
+    if name == "profile":
+        import heatline.profile
+
+        return heatline.profile
+    raise AttributeError(f"module 'heatline' has no attribute {name!r}")
 
 
 def pause() -> None:

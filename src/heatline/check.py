@@ -10,7 +10,7 @@ A budget file (``--budget``) holds the same limits, keys named like the flags (`
 ``max_peak``): JSON when its name ends in ``.json``, TOML otherwise (Python 3.11's tomllib, or
 the ``tomli`` package before 3.11). In a ``pyproject.toml`` the limits live in
 ``[tool.heatline.check]``. Sizes and durations are strings as units.py reads them (``"500MB"``,
-``"30s"``) or plain numbers (bytes, seconds).
+``"30s"``; sizes are binary: MB = MiB = 2^20 bytes) or plain numbers (bytes, seconds).
 """
 
 from __future__ import annotations
@@ -117,9 +117,9 @@ def apply(budget: Budget, data: dict[str, Any]) -> None:
             if name == "max-peak":
                 budget.max_peak = units.parse_size(value)
             elif name == "max-time":
-                budget.max_time = units.parse_duration(value)
+                budget.max_time = units.parse_seconds(value)
             elif name == "max-cpu":
-                budget.max_cpu = units.parse_duration(value)
+                budget.max_cpu = units.parse_seconds(value)
             elif name == "no-leaks":
                 if not isinstance(value, bool):
                     raise ValueError("should be true or false")
@@ -152,11 +152,11 @@ def breaches(profile: dict[str, Any], budget: Budget) -> list[str]:
             f"{units.format_size(budget.max_peak)}{_peak_blame(profile)}"
         )
     if budget.max_time is not None and profile["elapsed_s"] > budget.max_time:
-        found.append(f"wall time {units.format_duration(profile['elapsed_s'])} exceeds "
-                     f"--max-time {units.format_duration(budget.max_time)}")
+        found.append(f"wall time {_duration(profile['elapsed_s'])} exceeds "
+                     f"--max-time {_duration(budget.max_time)}")
     if budget.max_cpu is not None and profile["cpu_s"] > budget.max_cpu:
-        found.append(f"CPU time {units.format_duration(profile['cpu_s'])} exceeds "
-                     f"--max-cpu {units.format_duration(budget.max_cpu)}")
+        found.append(f"CPU time {_duration(profile['cpu_s'])} exceeds "
+                     f"--max-cpu {_duration(budget.max_cpu)}")
     if budget.no_leaks:
         for path, line in _lines(profile):
             leak = line.get("leak")
@@ -190,16 +190,21 @@ def summary(profile: dict[str, Any], budget: Budget) -> str:
         parts.append(f"peak {units.format_size(profile['peak_bytes'])} <= "
                      f"{units.format_size(budget.max_peak)}")
     if budget.max_time is not None:
-        parts.append(f"wall {units.format_duration(profile['elapsed_s'])} <= "
-                     f"{units.format_duration(budget.max_time)}")
+        parts.append(f"wall {_duration(profile['elapsed_s'])} <= "
+                     f"{_duration(budget.max_time)}")
     if budget.max_cpu is not None:
-        parts.append(f"CPU {units.format_duration(profile['cpu_s'])} <= "
-                     f"{units.format_duration(budget.max_cpu)}")
+        parts.append(f"CPU {_duration(profile['cpu_s'])} <= "
+                     f"{_duration(budget.max_cpu)}")
     if budget.no_leaks:
         parts.append("no likely leaks")
     if budget.max_line_peak:
         parts.append(f"{len(budget.max_line_peak)} line limit(s) met")
     return "within budget: " + ", ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    """``31.25`` -> ``"31.25 s"``, ``0.0123`` -> ``"12.3 ms"``."""
+    return f"{seconds * 1000:.3g} ms" if abs(seconds) < 1 else f"{seconds:.2f} s"
 
 
 def _same_file(path: str, name: str) -> bool:

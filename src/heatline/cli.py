@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from heatline import __version__
-from heatline.options import CHECK_OPTIONS, RUN_OPTIONS, Option, Options
+from heatline.options import CHECK_OPTIONS, RUN_OPTIONS, Option, Options, only_implies_all
 
 if TYPE_CHECKING:
     from heatline.runner import Launch
@@ -226,12 +226,7 @@ def _run(args: list[str]) -> Launch:
     del values["module"]  # (-m MODULE never reaches argparse: split_argv put it in program)
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
-    if values["profile_only"] and not values["profile_all"]:
-        # As in Scalene, --profile-only names the files to profile even in the standard library
-        # or installed packages: files it does not name stay out anyway, only heatline's own
-        # package needs excluding.
-        values["profile_all"] = True
-        values["profile_exclude"].append(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    only_implies_all(values, os.path.dirname(os.path.abspath(__file__)) + os.sep)
     run_options = Options(**values)
     if run_options.outfile is not None:
         run_options.outfile = check_outfile(run_options.outfile)

@@ -48,13 +48,11 @@ def _percent(text: str) -> float:
 
 
 def _window(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    number, scale = text.strip().lower().rstrip("ib"), 1
-    if number[-1:] in units:
-        number, scale = number[:-1], units[number[-1]]
+    from heatline.units import parse_size  # converters only run while parsing
+
     try:
-        value = int(float(number) * scale)
-    except (ValueError, OverflowError):  # OverflowError: inf, 1e400
+        value = parse_size(text)
+    except ValueError:
         value = 0
     if not 64 <= value <= 1 << 30:
         raise _usage_error(
@@ -233,9 +231,9 @@ def _size(text: str) -> int:
 
 
 def _duration(text: str) -> float:
-    from heatline.units import parse_duration
+    from heatline.units import parse_seconds
 
-    return _units(parse_duration)(text)
+    return _units(parse_seconds)(text)
 
 
 def _line_limit(text: str) -> tuple[str, int, int]:
@@ -251,8 +249,8 @@ CHECK_OPTIONS = (
            "[tool.heatline.check] table of a pyproject.toml); flags given too override it",
            default=None, metavar="FILE"),
     Option(("--max-peak",), "fail when the program's peak memory exceeds SIZE (e.g. 500MB; "
-           "MB = 10^6 bytes as in the report, MiB = 2^20)", default=None, metavar="SIZE",
-           parse=_size),
+           "K, M, G are powers of 1024, as in --memory-sampling-window)", default=None,
+           metavar="SIZE", parse=_size),
     Option(("--max-time",), "fail when the wall time exceeds DURATION (e.g. 30s, 500ms, 2m)",
            default=None, metavar="DURATION", parse=_duration),
     Option(("--max-cpu",), "fail when the process's CPU time exceeds DURATION",
@@ -262,6 +260,15 @@ CHECK_OPTIONS = (
            "app.py) held more than SIZE at its peak; may be repeated", default=[],
            metavar="FILE:LINE=SIZE", parse=_line_limit, repeat=True),
 )
+
+
+def only_implies_all(values: dict[str, Any], own_dir: str) -> None:
+    """As in Scalene, --profile-only names the files to profile even in the standard library
+    or installed packages: files it does not name stay out anyway, only heatline's own
+    package (``own_dir``) needs excluding. Changes ``values`` (keyed by dest) in place."""
+    if values.get("profile_only") and not values.get("profile_all"):
+        values["profile_all"] = True
+        values["profile_exclude"] = [*values.get("profile_exclude", []), own_dir]
 
 
 class Options:

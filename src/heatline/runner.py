@@ -244,6 +244,10 @@ def _run(program: _Program, options: Options) -> Launch:
     sys.argv = list(program.argv)
 
     session = Session(program=program.label, argv=program.argv, **options.session_arguments())
+    from heatline import marked
+
+    marked.install(builtins)  # @profile: the one builtin heatline adds (heatline/marked.py)
+    session.snapshot_filter = marked.keep_marked
     finisher = _Finisher(session, options)
     atexit.register(finisher)
     try:

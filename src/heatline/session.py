@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from heatline import scope
@@ -62,6 +62,7 @@ class Session:
         memory_window: int = 0,
         gpu: int = 0,  # 0 off, 1 on, 2 auto (on where NVML loads and reports a device)
         control: bool = True,  # files through which `heatline ctl` turns profiling on/off
+        main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
     ) -> None:
         self.program = program
         self.argv = list(argv)
@@ -75,6 +76,10 @@ class Session:
         self.control = control
         self._endpoint: Any = None
         self._warnings: list[str] = []
+        self.main_native_id = main_native_id
+        # Applied to the engine's snapshot before the profile is built (@profile under the
+        # CLI keeps only the decorated functions: heatline/marked.py).
+        self.snapshot_filter: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._started_at = ""
         self._wall_start = self._wall_stop = 0.0
         self._cpu_start = self._cpu_stop = 0.0
@@ -127,6 +132,7 @@ class Session:
             memory_window=self.memory_window,
             gpu=self.gpu,
             control=None if endpoint is None else (endpoint.command, endpoint.state),
+            main_native_id=self.main_native_id,
         )
 
     def stop(self) -> None:
@@ -163,8 +169,11 @@ class Session:
 
         wall_stop = self._wall_stop if not self._running else time.perf_counter()
         cpu_stop = self._cpu_stop if not self._running else time.process_time()
+        snapshot = _native.snapshot()
+        if self.snapshot_filter is not None:
+            snapshot = self.snapshot_filter(snapshot)
         profile = build_profile(
-            _native.snapshot(),
+            snapshot,
             program=self.program,
             argv=self.argv,
             started_at=self._started_at,

@@ -60,13 +60,16 @@ def _profile_target(run_heatline, tmp_path, name):
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    truth = json.loads(truth_path.read_text())
-    profile = json.loads(profile_path.read_text())
-    measured = {}
-    for entry in profile["files"].values():
-        for function in entry["functions"]:
-            measured[function["qualname"]] = function
-    return truth, measured
+    return json.loads(truth_path.read_text()), measured(json.loads(profile_path.read_text()))
+
+
+def measured(profile):
+    """{qualname: function entry} of a profile, for _check."""
+    return {
+        function["qualname"]: function
+        for entry in profile["files"].values()
+        for function in entry["functions"]
+    }
 
 
 def _shares(table, names, key):

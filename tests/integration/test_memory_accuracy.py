@@ -98,18 +98,22 @@ class Run:
         self.window = window
         self.exact = _exact_truth(name, directory)
         truth_path, profile_path = directory / "truth.json", directory / "profile.json"
-        options = [] if window is None else ["--memory-sampling-window", str(window)]
-        result = _heatline(
-            "-q", *options, "-o", str(profile_path), self.path,
-            env={"HEATLINE_TRUTH": str(truth_path)},
-        )
-        assert result.returncode == 0, result.stderr
+        self.record(truth_path, profile_path)
         self.truth = json.loads(truth_path.read_text())
         self.profile = json.loads(profile_path.read_text())
         assert self.path in self.profile["files"], sorted(self.profile["files"])
         entry = self.profile["files"][self.path]
         self.lines = {line["line"]: line for line in entry["lines"]}
         self.functions = {function["qualname"]: function for function in entry["functions"]}
+
+    def record(self, truth_path, profile_path):
+        """Profile the target (here with the heatline command) into profile_path."""
+        options = [] if self.window is None else ["--memory-sampling-window", str(self.window)]
+        result = _heatline(
+            "-q", *options, "-o", str(profile_path), self.path,
+            env={"HEATLINE_TRUTH": str(truth_path)},
+        )
+        assert result.returncode == 0, result.stderr
 
     def line(self, number):
         return self.lines[int(number)]

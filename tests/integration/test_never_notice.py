@@ -241,8 +241,13 @@ def test_program_runs_on_as_few_heatline_frames_as_python_allows(
 
 
 def _terminated(command):
-    """Run command, send SIGTERM once it printed 'ready', return (status, stdout, stderr)."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """Run command, send SIGTERM once it printed 'ready', return (status, stdout, stderr).
+
+    The programs rely on stdout being block-buffered (what was not flushed is lost when SIGTERM
+    kills them), so PYTHONUNBUFFERED is not passed on: with it, whether 'never flushed' gets out
+    depends on how fast the signal arrives (seen on CI)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         out = b""
         while not out.endswith(b"ready\n"):

@@ -2,7 +2,10 @@
 to end. build.py turns an engine snapshot into a profile, memory.py its memory fields and the
 leak rule, io.py reads, validates and writes profile files. Nothing here imports the engine.
 
-Imported once the program is done (or by `heatline view`), never while it runs."""
+Imported once the program is done (or by `heatline view`), never while it runs, unless the
+program itself uses ``heatline.profile`` (the API's context manager and decorator, below)."""
+
+import sys
 
 from heatline.profile.io import (
     MAX_PROFILE_BYTES,
@@ -31,3 +34,18 @@ __all__ = [
     "validate",
     "write_bytes",
 ]
+
+
+class _CallableModule(type(sys)):  # type: ignore[misc]
+    """``heatline.profile`` is this package and also the profiling API's context manager and
+    decorator (``with heatline.profile() as p:``, ``@heatline.profile``): calling the module
+    calls heatline.api.profile. (Importing a submodule sets the package's attribute to the
+    module, so a function of that name in heatline/__init__.py could not stay there.)"""
+
+    def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003
+        from heatline.api import profile
+
+        return profile(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

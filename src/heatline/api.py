@@ -1,0 +1,410 @@
+"""Profiling from inside a program: ``heatline.start()`` / ``heatline.stop()``, ``with
+heatline.profile() as p:``, ``@heatline.profile`` and the :class:`Profile` they give.
+
+One engine per process: one profile at a time, whoever started it (this API, or the
+``heatline`` command, which profiles the whole program and owns its session). The guarantees
+are in docs/engine-api.md ("Profiling from inside: heatline.start/stop").
+
+Imported by ``heatline.start`` and the like, never by ``import heatline``; the engine itself
+is imported only when a profile starts (heatline.session).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+from typing import Any, Callable, NamedTuple
+
+from heatline.options import RUN_OPTIONS, Options, only_implies_all
+
+
+class HeatlineError(RuntimeError):
+    """A misuse of the profiling API (starting twice, stopping when not started, a bad
+    option); str() is one sentence that says what to do."""
+
+
+# --- options ------------------------------------------------------------------------------
+
+# Each option's keyword names: every long flag spelled as a Python name
+# (--cpu-sampling-interval and Scalene's --cpu-sampling-rate, --memory-sampling-window...).
+_KEYWORDS = {
+    flag[2:].replace("-", "_"): option
+    for option in RUN_OPTIONS
+    for flag in option.flags
+    if flag.startswith("--")
+}
+
+
+def options_from_keywords(keywords: dict[str, Any]) -> Options:
+    """The run options named by keyword, as on the command line (``cpu_only=True``,
+    ``memory_sampling_window="16K"``, ``profile_only="mypkg,other"``); each value is checked by
+    the option's own parser. Raises HeatlineError naming the option."""
+    values: dict[str, Any] = {}
+    for name, value in keywords.items():
+        option = _KEYWORDS.get(name)
+        if option is None:
+            known = ", ".join(sorted(_KEYWORDS))
+            raise HeatlineError(f"unknown option {name!r}; the options are: {known}")
+        if option.dest in values:
+            raise HeatlineError(f"option {name!r} is given twice (also by another name)")
+        try:
+            values[option.dest] = _value(option, value)
+        except (TypeError, ValueError) as exc:  # argparse.ArgumentTypeError is a ValueError
+            raise HeatlineError(f"option {name}: {exc}") from None
+    only_implies_all(values, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    if values.get("outfile") is not None:
+        values["outfile"] = os.path.abspath(os.fspath(values["outfile"]))
+    return Options(**values)
+
+
+def _value(option: Any, value: Any) -> Any:
+    if not option.takes_value:
+        if option.negatable and value is None:
+            return None
+        if not isinstance(value, bool):
+            raise TypeError(f"must be True or False, not {value!r}")
+        return value
+    if option.dest == "outfile":
+        return None if value is None else os.fspath(value)
+    if option.dest == "format" and value is None:
+        return None
+    if isinstance(option.default, list) and isinstance(value, (list, tuple)):
+        return [str(part) for part in value]
+    if option.parse is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise TypeError(f"must be a string or a number, not {value!r}")
+    try:
+        return option.parse(str(value))
+    except Exception as exc:  # noqa: BLE001 -- argparse.ArgumentTypeError, without argparse
+        raise ValueError(str(exc)) from None
+
+
+# --- one profile at a time ---------------------------------------------------------------------
+
+
+class _Run(NamedTuple):
+    session: Any  # heatline.session.Session
+    options: Options
+
+
+_lock = threading.Lock()
+_run: _Run | None = None
+
+
+def _forget_in_child() -> None:
+    """After fork(): the child's engine is stopped (docs/engine-api.md) and the parent's
+    profile is the parent's; the child may start its own."""
+    global _run, _lock
+    _lock = threading.Lock()  # another thread may have held it across the fork
+    if _run is not None:
+        session = sys.modules.get("heatline.session")
+        if session is not None and session._active is _run.session:
+            session._active = None
+        _run = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _cli_session() -> Any:
+    """The session of a `heatline script.py` run this program is part of, if any."""
+    session = sys.modules.get("heatline.session")
+    active = getattr(session, "_active", None)
+    if active is None or (_run is not None and active is _run.session):
+        return None
+    return active
+
+
+def start(**options: Any) -> None:
+    """Start profiling the whole process (every thread, native memory included) until
+    :func:`stop`. ``options`` are the command line's, named as keywords (see
+    :func:`options_from_keywords`). Raises HeatlineError if a profile is already being taken
+    in this process, including the one of ``heatline script.py``."""
+    _start(options_from_keywords(options))
+
+
+def _start(options: Options) -> None:
+    global _run
+    with _lock:
+        if _run is not None:
+            raise HeatlineError(
+                "heatline is already profiling this process (heatline.start() was called "
+                "before); call heatline.stop() first"
+            )
+        if _cli_session() is not None:
+            raise HeatlineError(
+                "this program runs under the heatline command, which already profiles all of "
+                "it: use heatline.pause()/resume() (or --off), or the @profile decorator to "
+                "limit the report"
+            )
+        from heatline.session import Session
+
+        main = sys.modules.get("__main__")
+        main_file = getattr(main, "__file__", None)
+        session = Session(
+            program=os.path.abspath(main_file) if isinstance(main_file, str) else "<python>",
+            argv=[str(arg) for arg in sys.argv],
+            main_native_id=threading.main_thread().native_id or 0,
+            **options.session_arguments(),
+        )
+        try:
+            session.start()
+        except (RuntimeError, OSError) as exc:
+            raise HeatlineError(f"could not start the profiler: {exc}") from None
+        _run = _Run(session, options)
+
+
+def stop() -> Profile:
+    """Stop the profile :func:`start` began and return it (written to ``outfile`` too when
+    that option was given). May be called from any thread. Raises HeatlineError when no
+    profile was started in this process."""
+    global _run
+    with _lock:
+        run = _run
+        if run is None:
+            raise HeatlineError("heatline is not profiling: call heatline.start() first")
+        _run = None
+    run.session.stop()
+    data = run.session.profile()
+    options = run.options
+    if options.use_virtual_time:
+        from heatline.virtual_time import running_time_only
+
+        running_time_only(data)
+    result = Profile(data, reduced=options.reduced_profile,
+                     threshold_pct=options.cpu_percent_threshold)
+    if options.outfile:
+        result.save(options.outfile, format=options.format)
+    return result
+
+
+def is_running() -> bool:
+    """Whether a profile started by :func:`start` is being taken in this process."""
+    return _run is not None
+
+
+# --- with heatline.profile() / @heatline.profile ---------------------------------------------
+
+
+def profile(function: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """``with heatline.profile(**options) as p:`` profiles the block (``p`` is the
+    :class:`Profile`, complete once the block is left); ``@heatline.profile`` or
+    ``@heatline.profile(**options)`` profiles each call of a function and prints its report
+    on stderr (``quiet=True``: not; the last one is ``function.heatline_profile``).
+
+    Under the ``heatline`` command the decorator marks the function instead, as the builtin
+    ``profile`` does there: the report is limited to the decorated functions."""
+    profiler = Profiler(options_from_keywords(options))
+    return profiler if function is None else profiler(function)
+
+
+# CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR (inspect's flags,
+# without importing inspect).
+_RETURNS_EARLY = 0x20 | 0x80 | 0x100 | 0x200
+
+
+class Profiler:
+    """What :func:`profile` returns: a context manager, and a decorator."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self._profiles: list[Profile] = []
+
+    def __enter__(self) -> Profile:
+        _start(self.options)
+        result = Profile(None)
+        self._profiles.append(result)
+        return result
+
+    def __exit__(self, *exc_info: Any) -> None:
+        result = self._profiles.pop()
+        result._data = stop()._data
+
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        if _cli_session() is not None:
+            from heatline import marked
+
+            return marked.profile(function)
+        if not callable(function):
+            raise HeatlineError(f"@heatline.profile decorates a function, not {function!r}")
+        code = getattr(function, "__code__", None)
+        if code is not None and code.co_flags & _RETURNS_EARLY:
+            raise HeatlineError(
+                f"@heatline.profile cannot profile {function.__qualname__}: its calls return "
+                "before its work runs (a coroutine or generator); use `with heatline.profile()` "
+                "around the code that runs it"
+            )
+        options = self.options
+
+        @functools.wraps(function)
+        def profiled(*args: Any, **kwargs: Any) -> Any:
+            try:
+                _start(options)
+            except HeatlineError:
+                if _run is None and _cli_session() is None:
+                    raise  # the engine could not start: say so
+                return function(*args, **kwargs)  # inside a profile already: part of it
+            try:
+                return function(*args, **kwargs)
+            finally:
+                result = stop()
+                profiled.heatline_profile = result  # type: ignore[attr-defined]
+                if not options.quiet:
+                    result.print(file=sys.stderr)
+
+        profiled.heatline_profile = None  # type: ignore[attr-defined]
+        return profiled
+
+
+# --- the result ---------------------------------------------------------------------------------
+
+
+# The numbers of a line or function (docs/profile-format.md): seconds, then bytes.
+_STAT_FIELDS = [(key, float if key.endswith("_s") else int) for key in (
+    "python_s", "native_s", "system_s", "alloc_python_bytes", "alloc_native_bytes",
+    "peak_bytes", "growth_bytes", "copy_bytes")]
+_STAT_KEYS = tuple(key for key, _ in _STAT_FIELDS)
+
+
+class _Totals:
+    """The sums every stats tuple has."""
+
+    @property
+    def time_s(self) -> float:
+        return self.python_s + self.native_s + self.system_s  # type: ignore[attr-defined]
+
+    @property
+    def alloc_bytes(self) -> int:
+        return self.alloc_python_bytes + self.alloc_native_bytes  # type: ignore[attr-defined]
+
+
+class LineStats(  # type: ignore[misc]
+    _Totals,
+    NamedTuple("LineStats", [("file", str), ("line", int), ("function", str),
+                             ("source", str), *_STAT_FIELDS]),
+):
+    """One line that took time or memory: ``file``, ``line``, ``function`` (qualname),
+    ``source``, then the profile's numbers (python_s... copy_bytes), ``time_s``, ``alloc_bytes``."""
+
+    __slots__ = ()
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class FunctionStats(  # type: ignore[misc]
+    _Totals,
+    NamedTuple("FunctionStats", [("file", str), ("qualname", str), ("first_line", int),
+                                 *_STAT_FIELDS]),
+):
+    """One function's own lines summed (time in your other functions it calls is theirs)."""
+
+    __slots__ = ()
+
+
+class Leak(NamedTuple):
+    """A line whose held memory grew steadily until the end (the leak rule: docs/design.md)."""
+
+    file: str
+    line: int
+    function: str
+    likelihood: float
+    growth_bytes: int
+    growth_bytes_per_s: float
+
+
+class Profile:
+    """A finished profile: ``data`` is the profile dict (docs/profile-format.md, the same as
+    ``heatline -o prof.json`` writes); the methods render it and give its numbers."""
+
+    def __init__(self, data: dict[str, Any] | None, *, reduced: bool = False,
+                 threshold_pct: float = 1.0) -> None:
+        self._data = data
+        self.reduced = reduced
+        self.threshold_pct = threshold_pct
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            raise HeatlineError("the profile is complete once its `with` block is left")
+        return self._data
+
+    def print(self, file: Any = None, *, reduced: bool | None = None,
+              threshold_pct: float | None = None) -> None:
+        """The terminal report (as ``heatline script.py`` prints it) on ``file`` (stdout)."""
+        from heatline.renderers.terminal import render
+
+        render(self.data, file=sys.stdout if file is None else file,
+               reduced=self.reduced if reduced is None else reduced,
+               threshold_pct=self.threshold_pct if threshold_pct is None else threshold_pct)
+
+    def save(self, path: Any, format: str | None = None) -> None:  # noqa: A002 -- the CLI's word
+        """Write the profile to ``path`` in ``format`` (default: from the suffix, as ``-o``)."""
+        from heatline.options import FORMATS
+        from heatline.renderers import render_to
+
+        if format is not None and format not in FORMATS:
+            raise HeatlineError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+        render_to(self.data, format, os.fspath(path))
+
+    @property
+    def elapsed_s(self) -> float:
+        return float(self.data["elapsed_s"])
+
+    @property
+    def time_s(self) -> float:
+        """All time charged to lines, summed over threads (``totals.attributed_s``)."""
+        return float(self.data["totals"]["attributed_s"])
+
+    @property
+    def peak_bytes(self) -> int:
+        """Peak of the memory allocated while profiling and alive at once (0 with cpu_only)."""
+        return int(self.data["peak_bytes"])
+
+    @property
+    def peak_at(self) -> tuple[str, int] | None:
+        """(file, line) allocating when the peak was reached, or None."""
+        at = self.data.get("peak_at")
+        return None if not at else (at["file"], at["line"])
+
+    def lines(self) -> list[LineStats]:
+        """Every line that took time or memory, by file then line number."""
+        result = []
+        for path, entry in self.data["files"].items():
+            for line in entry["lines"]:
+                if line.get("function") is None and not any(line[k] for k in _STAT_KEYS):
+                    continue  # a context line
+                result.append(LineStats(path, line["line"], line.get("function") or "",
+                                        line["source"], *(line[k] for k in _STAT_KEYS)))
+        return result
+
+    def functions(self) -> list[FunctionStats]:
+        """Every function that took time or memory."""
+        return [
+            FunctionStats(path, function["qualname"], function["first_line"],
+                          *(function[k] for k in _STAT_KEYS))
+            for path, entry in self.data["files"].items()
+            for function in entry["functions"]
+        ]
+
+    def leaks(self) -> list[Leak]:
+        """The lines flagged as likely leaks, most likely first."""
+        found = [
+            Leak(path, line["line"], line.get("function") or "", line["leak"]["likelihood"],
+                 line["growth_bytes"], line["leak"]["growth_bytes_per_s"])
+            for path, entry in self.data["files"].items()
+            for line in entry["lines"]
+            if line.get("leak")
+        ]
+        return sorted(found, key=lambda leak: -leak.likelihood)
+
+    def __repr__(self) -> str:
+        if self._data is None:
+            return "<heatline.Profile (being taken)>"
+        return (f"<heatline.Profile {self.elapsed_s:.3f}s, {len(self.lines())} lines, "
+                f"peak {self.peak_bytes} bytes>")
