@@ -22,6 +22,7 @@ SHARE_TOLERANCE_PCT = 3.0
 
 DEFINE = """\
 import json, time
+import numpy as np
 
 walls = []
 
@@ -38,6 +39,7 @@ PROFILED = """\
 %%heatline --cpu-sampling-interval 0.01
 t0 = time.perf_counter()
 held = bytearray(64 * 1024 * 1024)
+native = np.ones(8 * 1024 * 1024)
 t1 = time.perf_counter()
 burn(0.8)
 t2 = time.perf_counter()
@@ -46,11 +48,13 @@ t3 = time.perf_counter()
 """
 
 LINE_MAGIC = """\
+cell_lines = {l.source: [l.alloc_python_bytes, l.alloc_native_bytes]
+              for l in _heatline_profile.lines()}
 start = time.perf_counter()
 %heatline -q burn(0.5)
 line_wall = time.perf_counter() - start
 print(json.dumps({"alloc": t1 - t0, "burn": t2 - t1, "sleep": t3 - t2, "line_wall": line_wall,
-                  "line_burn_wall": walls[-1],
+                  "line_burn_wall": walls[-1], "cell_lines": cell_lines,
                   "line_burn_s": [f.time_s for f in _heatline_profile.functions()
                                   if f.qualname == "burn"]}))
 """
@@ -90,7 +94,12 @@ def test_cell_magic_renders_the_cells_lines_with_true_shares_and_memory(executed
     assert abs(sleep_row[4] - 100 * truth["sleep"] / total) <= SHARE_TOLERANCE_PCT, sleep_row
     # 64 MiB (and the bytearray's header): counted exactly, above the sampling window.
     assert HELD <= rows["held = bytearray(64 * 1024 * 1024)"][5] <= HELD + 4096
-    assert data["summary"]["peak_bytes"] >= HELD
+    assert data["summary"]["peak_bytes"] >= 2 * HELD
+    # Python and native memory apart (the profile kept for code, _heatline_profile): numpy's
+    # 64 MiB buffer is native (malloc, seen without LD_PRELOAD), the bytearray Python's.
+    lines = truth["cell_lines"]
+    assert HELD <= lines["held = bytearray(64 * 1024 * 1024)"][0] <= HELD + 4096
+    assert HELD <= lines["native = np.ones(8 * 1024 * 1024)"][1] <= HELD + 4096
 
     # burn(), defined in the earlier cell, is reported under that cell with its source.
     [burn] = [f for f in data["functions"] if f[0] == "burn"]
