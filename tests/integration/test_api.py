@@ -128,8 +128,10 @@ def test_pause_and_resume_drive_the_api_session(tmp_path, run_python):
     test_accuracy._check({k: truth[k] for k in ("python_loop", "hash_buffer")}, dict(got))
     for paused in ("python_worker", "sleep_phase"):
         charged = sum(got.get(paused, {}).get(k, 0) for k in ("python_s", "native_s", "system_s"))
-        # At most the one sample that straddles pause() may land there; the truth is ~0.5 s.
-        assert charged < 0.1 * truth[paused]["wall_s"], (paused, charged)
+        # Unpaused, all of its ~0.5 s would be charged here. A tick that had begun just before
+        # pause() may still land on the first paused line (the engine checks the flag, then
+        # walks the stack), and a loaded machine can stretch one tick's span: a quarter.
+        assert charged < 0.25 * truth[paused]["wall_s"], (paused, charged)
 
 
 class ApiRun(test_memory_accuracy.Run):
@@ -200,7 +202,9 @@ def test_memory_allocated_before_start_is_not_counted(tmp_path, run_python):
     for line in out["lines"]:
         assert line["growth_bytes"] >= 0 and line["peak_bytes"] >= 0, line
     (alloc,) = [line for line in out["lines"] if "after = " in line["source"]]
-    assert alloc["alloc_native_bytes"] == 8 * mib
+    # The array exactly (8 MiB is over the sampling window), plus at most a few sampled
+    # small native allocations.
+    assert 8 * mib <= alloc["alloc_native_bytes"] < 8 * mib + 512 * 1024, alloc
 
 
 def test_misuse_raises_heatline_error(tmp_path, run_python):
