@@ -47,8 +47,11 @@ def test_peak_over_budget_names_the_peak_the_limit_and_the_line(run_heatline, re
     assert "exceeds --max-peak 60.0 MiB" in line  # sizes are binary (units.py): MB = MiB
     assert HELD <= _mib(line, "peak memory") <= HELD * 1.15  # the 64 MiB and the interpreter's
     # The line holding the 64 MiB at the peak is named first, with its size (exact: an
-    # allocation of at least the sampling window is always counted).
-    assert _mib(line, f"held at the peak by: [^ ]*budget.py:{LINE}") == HELD
+    # allocation of at least the sampling window is always counted). When no user line was
+    # allocating at the peak (peak_at null: seen on 3.13, the peak fell in the interpreter's
+    # own work), the lines are ranked by their own peaks.
+    label = "held at the peak by" if json.load(open(path))["peak_at"] else "largest line peaks"
+    assert _mib(line, f"{label}: [^ ]*budget.py:{LINE}") == HELD
 
 
 def test_within_budget_exits_0(run_heatline, recorded):
