@@ -9,8 +9,8 @@ import os
 from setuptools import Extension, setup
 
 NATIVE = "src/heatline/_native"
-SOURCES = ["module.c", "sampler.c", "memory.c", "got.c", "frames.c", "stats.c", "linetable.c"]
-SOURCES += ["memread.c", "compat.c", "gpu.c", "control.c"]
+SOURCES = ["module.c", "engine.c", "sampler.c", "memory.c", "memhooks.c", "livetable.c", "got.c"]
+SOURCES += ["frames.c", "stats.c", "linetable.c", "memread.c", "compat.c", "gpu.c", "control.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []

@@ -2,7 +2,7 @@
 heatline's options and the program's command line, the values the runner gets
 (:class:`Options`) and the engine's start arguments (``Session``) are all derived from it,
 and every default lives here. (The engine's own fallback for the sampling interval, in
-_native/sampler.c, only applies when no interval is passed, which heatline never does.)
+_native/engine.c, only applies when no interval is passed, which heatline never does.)
 
 This module is imported with the CLI, before the program runs: it imports nothing.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 DEFAULT_INTERVAL_S = 0.01
-# Mean bytes allocated (or copied) between memory samples; see memory.c for the maths. At this
+# Mean bytes allocated (or copied) between memory samples; see memhooks.c for the maths. At this
 # window a line that allocates 10 MB in small objects gets ~160 samples (about 3% error) and an
 # allocation-heavy program takes a few thousand samples per second.
 DEFAULT_MEMORY_WINDOW = 64 * 1024

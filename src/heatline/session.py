@@ -24,7 +24,7 @@ _fork_hooks_registered = False
 
 def _register_fork_hooks(native: Any) -> None:
     """Keep heatline's sampler thread out of the program's fork()s (see
-    hl_engine_suspend_for_fork in sampler.h): once per process, harmless when not running."""
+    hl_engine_suspend_for_fork in engine.h): once per process, harmless when not running."""
     global _fork_hooks_registered
     if _fork_hooks_registered or not hasattr(os, "register_at_fork"):
         return

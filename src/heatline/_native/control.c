@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sampler.h"
+#include "clock.h"
+#include "engine.h"
 
 #define PATH_BYTES 4096
 
@@ -29,16 +30,18 @@ static struct {
     uint64_t dropped;
 } ctl = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-int hl_control_start(const char *command_path, const char *state_path, int paused) {
+static int control_start(const hl_config *config) {
+    const char *command = config->control_command, *state = config->control_state;
+    int err = 0;
+    hl_engine_lock(); /* the sampler thread is running: it polls under this lock */
     pthread_mutex_lock(&ctl.lock);
     ctl.command[0] = ctl.state[0] = '\0';
-    int err = 0;
-    if (command_path != NULL && state_path != NULL) {
-        if (strlen(command_path) >= PATH_BYTES || strlen(state_path) >= PATH_BYTES) {
+    if (command != NULL && state != NULL) {
+        if (strlen(command) >= PATH_BYTES || strlen(state) >= PATH_BYTES) {
             err = -ENAMETOOLONG;
         } else {
-            strcpy(ctl.command, command_path);
-            strcpy(ctl.state, state_path);
+            strcpy(ctl.command, command);
+            strcpy(ctl.state, state);
         }
     }
     ctl.start_ns = hl_now_ns();
@@ -47,18 +50,26 @@ int hl_control_start(const char *command_path, const char *state_path, int pause
     ctl.applied = ctl.written = 0;
     ctl.written_paused = -1; /* the state file is written at the first poll */
     ctl.nchanges = 0;
-    ctl.first_on = !paused;
-    ctl.paused = paused ? 1 : 0;
+    ctl.first_on = !config->paused;
+    ctl.paused = config->paused ? 1 : 0;
     ctl.dropped = 0;
     pthread_mutex_unlock(&ctl.lock);
+    hl_engine_unlock();
     return err;
 }
 
-void hl_control_stop(void) {
+static void control_stop(void) {
+    hl_engine_lock();
     pthread_mutex_lock(&ctl.lock);
     ctl.command[0] = ctl.state[0] = '\0';
     if (ctl.stop_ns == 0) ctl.stop_ns = hl_now_ns();
     pthread_mutex_unlock(&ctl.lock);
+    hl_engine_unlock();
+}
+
+static void control_after_fork_child(void) {
+    pthread_mutex_init(&ctl.lock, NULL);
+    ctl.command[0] = ctl.state[0] = '\0'; /* the parent's files */
 }
 
 void hl_control_set_paused(int paused) {
@@ -104,7 +115,7 @@ static void read_command(void) {
 }
 
 static void write_state(void) {
-    int paused = __atomic_load_n(&hl_the_engine.paused, __ATOMIC_RELAXED);
+    int paused = hl_engine_paused();
     if (ctl.written == ctl.applied && ctl.written_paused == paused) return;
     char text[64];
     int n = snprintf(text, sizeof(text), "%llu %s\n", ctl.applied, paused ? "off" : "on");
@@ -117,9 +128,9 @@ static void write_state(void) {
     close(fd);
 }
 
-void hl_control_poll(uint64_t now_ns) {
-    /* Only the sampler thread reads or writes the paths and sequence numbers while the engine
-     * runs (start and stop happen when it is not running). */
+static void control_wake(uint64_t now_ns) {
+    /* The paths change only under the engine lock, which the sampler holds here; the sequence
+     * numbers are the sampler thread's alone while a session runs. */
     if (ctl.command[0] == '\0' || now_ns < ctl.next_poll_ns) return;
     ctl.next_poll_ns = now_ns + HL_CONTROL_POLL_NS;
     read_command();
@@ -148,3 +159,10 @@ size_t hl_control_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dro
     pthread_mutex_unlock(&ctl.lock);
     return count;
 }
+
+const hl_engine_part hl_control_part = {
+    .start = control_start,
+    .stop = control_stop,
+    .wake = control_wake,
+    .after_fork_child = control_after_fork_child,
+};

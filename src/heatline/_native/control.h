@@ -16,16 +16,11 @@
 #define HL_CONTROL_POLL_NS 100000000u /* 100 ms */
 #define HL_CONTROL_MAX_CHANGES 4096   /* on/off changes recorded; later ones are counted */
 
-/* Before the engine starts (the sampler thread is not running): the paths of the command and
- * state files (NULL: no control from outside; the on/off record is still kept) and whether
- * profiling starts paused. Returns 0, or -ENAMETOOLONG. */
-int hl_control_start(const char *command_path, const char *state_path, int paused);
-
-/* After the engine stopped: no more polling; the record ends now. */
-void hl_control_stop(void);
-
-/* From the sampler thread, each time it wakes (paused or not). */
-void hl_control_poll(uint64_t now_ns);
+/* The engine part (engine.h: hl_control_part) starts with the session, taking the paths of the
+ * command and state files from hl_config (NULL: no control from outside; the on/off record is
+ * still kept; a path too long fails the start with -ENAMETOOLONG), polls the command file at
+ * each wake-up of the sampler thread, paused or not, and ends the record when the session
+ * stops. */
 
 /* Pause or resume (heatline.pause()/resume(), or a command), recording the change. */
 void hl_control_set_paused(int paused);

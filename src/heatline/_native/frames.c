@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "linetable.h"
 #include "memread.h"
 
@@ -231,13 +232,7 @@ static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
         w->codes[index] = fresh;
         return &w->codes[index];
     }
-    if (w->ncodes == w->codes_capacity) {
-        size_t grown = w->codes_capacity ? w->codes_capacity * 2 : 256;
-        hl_code *codes = realloc(w->codes, grown * sizeof(*codes));
-        if (codes == NULL) goto fail_fresh;
-        w->codes = codes;
-        w->codes_capacity = grown;
-    }
+    if (HL_ARRAY_RESERVE(w->codes, w->codes_capacity, w->ncodes + 1, 256) != 0) goto fail_fresh;
     if (hl_map_put(&w->code_index, address, (uint32_t)w->ncodes) != 0) goto fail_fresh;
     w->codes[w->ncodes] = fresh;
     return &w->codes[w->ncodes++];

@@ -7,7 +7,9 @@
  * freed code object's address can be reused, every lookup re-reads the code object's header
  * and compares it with the cached one before trusting the entry.
  *
- * Only the sampler thread calls hl_walk; hl_walker_clear runs after it has stopped.
+ * The walker is the engine's (engine.c): the sampler thread walks with it at each tick, the
+ * memory and GPU parts (hl_engine_current_line) and the test hooks under the engine lock;
+ * hl_walker_clear runs after the sampler has stopped.
  */
 #ifndef HEATLINE_FRAMES_H
 #define HEATLINE_FRAMES_H

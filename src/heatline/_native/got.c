@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "array.h"
+
 #if defined(__x86_64__)
 #define HL_R_JUMP_SLOT R_X86_64_JUMP_SLOT
 #define HL_R_GLOB_DAT R_X86_64_GLOB_DAT
@@ -48,16 +50,6 @@ static object_id *patched;
 static size_t npatched, patched_capacity;
 static saved_slot *saved;
 static size_t nsaved, saved_capacity;
-
-static int grow(void **items, size_t *capacity, size_t count, size_t size) {
-    if (count < *capacity) return 0;
-    size_t grown = *capacity ? *capacity * 2 : 64;
-    void *p = realloc(*items, grown * size);
-    if (p == NULL) return -1;
-    *items = p;
-    *capacity = grown;
-    return 0;
-}
 
 static int was_patched(object_id id) {
     for (size_t i = 0; i < npatched; i++)
@@ -102,7 +94,7 @@ static void write_slot(object_id id, uintptr_t *slot, uintptr_t value, uintptr_t
     long page_size = sysconf(_SC_PAGESIZE);
     void *page = (void *)(address & ~((uintptr_t)page_size - 1));
     if (read_only && mprotect(page, (size_t)page_size, PROT_READ | PROT_WRITE) != 0) return;
-    if (grow((void **)&saved, &saved_capacity, nsaved, sizeof(*saved)) == 0) {
+    if (HL_ARRAY_RESERVE(saved, saved_capacity, nsaved + 1, 64) == 0) {
         saved[nsaved++] = (saved_slot){id, slot, *slot};
         __atomic_store_n(slot, value, __ATOMIC_RELEASE);
     }
@@ -140,7 +132,7 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
     object_id id = {info->dlpi_addr, info->dlpi_phdr};
     if (was_patched(id) || never_patched(name)) return 0;
     if (r->self != NULL && strcmp(name, r->self) == 0) return 0;
-    if (grow((void **)&patched, &patched_capacity, npatched, sizeof(*patched)) != 0) return 0;
+    if (HL_ARRAY_RESERVE(patched, patched_capacity, npatched + 1, 64) != 0) return 0;
     patched[npatched++] = id;
     int interpreter = name[0] == '\0' || (r->interpreter != NULL && strcmp(name, r->interpreter) == 0);
 

@@ -1,6 +1,6 @@
 /* gpu.c: GPU profiling through NVML and CUPTI, loaded at run time. See gpu.h.
  *
- * Device level (NVML): the sampler thread calls hl_gpu_tick at every tick; every 100 ms (NVML's
+ * Device level (NVML): the sampler thread calls gpu_tick at every tick; every 100 ms (NVML's
  * own utilisation figure is a duty cycle over a driver period of 1/6 s to 1 s, so sampling
  * faster only repeats values) it reads each device's utilisation and memory in use into
  * per-device timelines and counters (mean utilisation, the share of samples at 0%, peak memory).
@@ -9,7 +9,7 @@
  * launches go through (torch, CuPy, Numba, JAX, Triton). Each driver function is classified once
  * by name (launch, copy, memset, allocation, free, or of no interest), and cached per callback id.
  * At the entry of a launch, copy or memset the calling thread's line is found with the walker the
- * memory hooks use (hl_memory_current_line: the thread's own stack, no GIL needed) and stored in a
+ * memory hooks use (hl_engine_current_line: the thread's own stack, no GIL needed) and stored in a
  * ring under CUPTI's correlation id. CUPTI's activity records (concurrent kernels, memcpy, memset)
  * carry the same correlation id and the operation's device start and end: when CUPTI hands over a
  * completed buffer, each record is matched to its line through the ring, and its duration (and
@@ -32,9 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+#include "clock.h"
+#include "engine.h"
 #include "gpu_abi.h"
-#include "memory.h"
-#include "sampler.h"
 
 #define SAMPLE_PERIOD_NS 100000000u /* NVML every 100 ms */
 #define RING_SIZE (1u << 20)        /* correlation ids kept in flight */
@@ -162,7 +163,7 @@ static void nvml_sample(uint64_t t) {
     }
 }
 
-void hl_gpu_tick(uint64_t now_ns) {
+static void gpu_tick(uint64_t now_ns) {
     if (!gpu.nvml_on || now_ns < gpu.next_sample_ns) return;
     gpu.next_sample_ns = now_ns + SAMPLE_PERIOD_NS;
     nvml_sample(now_ns - gpu.start_ns);
@@ -349,13 +350,7 @@ static void alloc_changed(int64_t delta, uint32_t line) {
 static void record_alloc(uint64_t address, uint64_t bytes, uint32_t line) {
     hl_gpu_line *l = line_record(line);
     if (l != NULL) l->alloc += bytes;
-    if (gpu.nallocs == gpu.allocs_capacity) {
-        size_t grown = gpu.allocs_capacity ? gpu.allocs_capacity * 2 : 64;
-        live_alloc *allocs = realloc(gpu.allocs, grown * sizeof(*allocs));
-        if (allocs == NULL) return;
-        gpu.allocs = allocs;
-        gpu.allocs_capacity = grown;
-    }
+    if (HL_ARRAY_RESERVE(gpu.allocs, gpu.allocs_capacity, gpu.nallocs + 1, 64) != 0) return;
     gpu.allocs[gpu.nallocs++] = (live_alloc){address, bytes, line};
     alloc_changed((int64_t)bytes, line);
 }
@@ -390,7 +385,7 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
         uint32_t correlation = read_u32(data, HL_CB_CORRELATION_ID);
         hl_engine_lock();
         if (gpu.active && gpu.ring != NULL) {
-            uint32_t line = hl_memory_current_line();
+            uint32_t line = hl_engine_current_line();
             gpu.ring[correlation & (RING_SIZE - 1)] = (ring_slot){correlation, line};
             hl_gpu_line *l = line_record(line);
             if (l != NULL) l->launches++;
@@ -415,7 +410,7 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
                 memcpy(&pitch, params + HL_PARAM_PITCH_PITCH, sizeof(pitch));
                 bytes = pitch ? *pitch * read_u64(params, HL_PARAM_PITCH_HEIGHT) : 0;
             }
-            if (dptr != NULL) record_alloc(*dptr, bytes, hl_memory_current_line());
+            if (dptr != NULL) record_alloc(*dptr, bytes, hl_engine_current_line());
         }
     }
     hl_engine_unlock();
@@ -506,23 +501,43 @@ fail:
     return -1;
 }
 
-int hl_gpu_start(int mode) {
+/* Forgets all results (engine lock held). */
+static void gpu_reset(void) {
+    free(gpu.r.lines);
+    for (size_t i = 0; i < gpu.r.nkernels; i++) {
+        free(gpu.r.kernels[i].name);
+        free(gpu.r.kernels[i].demangled);
+    }
+    free(gpu.r.kernels);
+    for (unsigned i = 0; i < gpu.r.ndevices; i++) {
+        hl_timeline_free(&gpu.r.devices[i].util);
+        hl_timeline_free(&gpu.r.devices[i].used);
+    }
+    free(gpu.allocs);
+    gpu.allocs = NULL;
+    gpu.nallocs = gpu.allocs_capacity = 0;
+    memset(&gpu.r, 0, sizeof(gpu.r));
+    gpu.r.alloc_peak_line = HL_NO_LINE;
+}
+
+static void gpu_start(const hl_config *config) {
+    int mode = config->gpu_mode;
     hl_engine_lock();
-    hl_gpu_reset();
+    gpu_reset();
     gpu.start_ns = hl_now_ns();
     gpu.next_sample_ns = 0;
     hl_engine_unlock();
-    if (mode == HL_GPU_OFF) return 0;
+    if (mode == HL_GPU_OFF) return;
 
     int nvml = nvml_open();
     if (nvml != 0) {
-        if (mode == HL_GPU_AUTO) return 0; /* no NVIDIA GPU here: nothing changes */
+        if (mode == HL_GPU_AUTO) return; /* no NVIDIA GPU here: nothing changes */
         const char *why = nvml == -1 ? dlerror() : "libnvidia-ml";
         warn(nvml == -1 ? "GPU profiling is off: NVML could not be loaded (%s)"
              : nvml == -4 ? "GPU profiling is off: NVML reports no usable GPU (%s)"
                           : "GPU profiling is off: NVML could not be initialised (%s)",
              why ? why : "unknown error");
-        return 0;
+        return;
     }
     int cupti = cupti_open();
     hl_engine_lock();
@@ -531,10 +546,9 @@ int hl_gpu_start(int mode) {
     nvml_sample(0); /* a first point at the start */
     gpu.next_sample_ns = gpu.start_ns + SAMPLE_PERIOD_NS;
     hl_engine_unlock();
-    return 1;
 }
 
-void hl_gpu_stop(void) {
+static void gpu_stop(void) {
     if (__atomic_load_n(&gpu.active, __ATOMIC_RELAXED)) {
         (void)gpu.cuptiActivityFlushAll(HL_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* completes buffers */
         for (size_t i = 0; i < NKINDS; i++) (void)gpu.cuptiActivityDisable(activity_kinds[i]);
@@ -554,28 +568,17 @@ void hl_gpu_stop(void) {
     hl_engine_unlock();
 }
 
-void hl_gpu_reset(void) {
-    free(gpu.r.lines);
-    for (size_t i = 0; i < gpu.r.nkernels; i++) {
-        free(gpu.r.kernels[i].name);
-        free(gpu.r.kernels[i].demangled);
-    }
-    free(gpu.r.kernels);
-    for (unsigned i = 0; i < gpu.r.ndevices; i++) {
-        hl_timeline_free(&gpu.r.devices[i].util);
-        hl_timeline_free(&gpu.r.devices[i].used);
-    }
-    free(gpu.allocs);
-    gpu.allocs = NULL;
-    gpu.nallocs = gpu.allocs_capacity = 0;
-    memset(&gpu.r, 0, sizeof(gpu.r));
-    gpu.r.alloc_peak_line = HL_NO_LINE;
-}
-
-void hl_gpu_after_fork_child(void) {
+static void gpu_after_fork_child(void) {
     /* CUPTI and NVML state does not survive fork(); the child records nothing. Memory is not
      * freed: another thread of the parent may have been using it at the moment of the fork. */
     __atomic_store_n(&gpu.active, 0, __ATOMIC_RELAXED);
     gpu.ring = NULL;
     gpu.nvml_on = 0;
 }
+
+const hl_engine_part hl_gpu_part = {
+    .start_released = gpu_start,
+    .stop_released = gpu_stop,
+    .tick = gpu_tick,
+    .after_fork_child = gpu_after_fork_child,
+};

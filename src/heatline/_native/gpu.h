@@ -9,7 +9,7 @@
  * CUDA is needed to build or to run without a GPU. A library that is missing, fails, or (CUPTI)
  * is already used by another profiler leaves a warning in the results, never an error.
  *
- * Results are read and written under the engine lock (sampler.h).
+ * Results are read and written under the engine lock (engine.h).
  */
 #ifndef HEATLINE_GPU_H
 #define HEATLINE_GPU_H
@@ -77,23 +77,11 @@ typedef struct hl_gpu_results {
     uint32_t alloc_peak_line; /* line id allocating when the peak was reached, or HL_NO_LINE */
 } hl_gpu_results;
 
-/* Starts GPU profiling for a session (mode: enum hl_gpu_mode). HL_GPU_AUTO turns it on only
- * when NVML loads and reports a device; HL_GPU_ON also records why not in the warnings. Call
- * without the engine lock, after hl_engine_start. Returns 1 if anything GPU is being recorded. */
-int hl_gpu_start(int mode);
-
-/* Flushes CUPTI's buffers into the results, then stops tracing. Call without the engine lock,
- * before hl_engine_stop. Idempotent. */
-void hl_gpu_stop(void);
-
-/* Called by the sampler at every tick (engine lock held); samples NVML every 100 ms. */
-void hl_gpu_tick(uint64_t now_ns);
-
-/* Forgets all results (engine lock held; before the line table is cleared). */
-void hl_gpu_reset(void);
-
-/* In the child after fork(): every callback becomes a no-op there. */
-void hl_gpu_after_fork_child(void);
+/* The part's lifecycle (engine.h) is hl_gpu_part: start_released (the session's mode, enum
+ * hl_gpu_mode: HL_GPU_AUTO turns it on only when NVML loads and reports a device, HL_GPU_ON
+ * also records why not in the warnings; the results are reset in every mode),
+ * stop_released (flushes CUPTI's buffers into the results, then stops tracing; idempotent),
+ * tick (samples NVML every 100 ms), after_fork_child (every callback becomes a no-op). */
 
 /* The results (engine lock held). */
 const hl_gpu_results *hl_gpu_results_get(void);

@@ -1,20 +1,6 @@
-/* memory.c: allocation and copy sampling. See memory.h.
- *
- * Sampling by bytes. Every thread keeps a countdown of bytes. Allocations of at least W bytes
- * (the window) are always recorded, with their exact size. Smaller ones are charged against the
- * countdown; each time it runs out, a sample point falls inside the allocation that exhausted it
- * and the countdown is rewound by a fresh distance drawn uniformly from [W/2, 3W/2). An
- * allocation containing K points is recorded with weight K x W (K is 0 for most, 1 for some).
- *
- * Why this is unbiased: the points form a stationary renewal process over the thread's stream
- * of small-allocation bytes with mean spacing W, and for such a process the expected number of
- * points in any stretch of s bytes is s / W, whatever s. So E[K x W] = s for every small
- * allocation, and a line's estimate (the sum of its weights) has the line's true total as its
- * expectation. Random spacing (rather than exactly W) keeps the points from locking onto a
- * repeating allocation pattern; a spread of only +-W/2 (rather than exponential spacing) keeps
- * the variance low: a burst of N bytes gets N/W points, give or take about sqrt(N/W/12) + 1,
- * against sqrt(N/W) for a Poisson process. Large allocations, which dominate footprints in ML
- * code, carry no sampling error at all.
+/* memory.c: the memory part of the engine: what a sampled allocation, free or copy is charged
+ * to, and the part's lifecycle (hl_memory_part). See memory.h; the hooks that see and sample
+ * the events are memhooks.c's (with the sampling maths), the live table livetable.c's.
  *
  * Frees. Each recorded allocation is entered in the live table (address -> weight, line, kind).
  * Every free looks its address up there without taking a lock; only a hit (a recorded block)
@@ -22,277 +8,24 @@
  * the program's. The program's live estimate and its peak therefore change only at recorded
  * events, which is where the peak is taken (with the time and the line allocating at that
  * moment).
- *
- * Copies use a second countdown over memcpy/memmove sizes, with the same rule.
- *
- * No double counting: the Python hooks sit on the MEM and OBJ domains, whose allocator
- * (pymalloc) gets its arenas from mmap inside the interpreter and its large blocks from the RAW
- * domain; the RAW hooks ignore calls made from inside a MEM/OBJ hook (a thread-local depth),
- * and count the rest (C code's own PyMem_RawMalloc buffers) as native. The interpreter's own
- * objects are never redirected for the malloc family or mmap (got.c patches only copies and
- * dlopen there), so the RAW domain's malloc is not seen a second time.
- *
- * Reentrancy: a thread-local flag marks a thread that is inside the engine (the sampler
- * thread, a hook's slow path, a reader holding the engine lock); its allocations pass through
- * unsampled, so a hook never waits for a lock its own thread holds.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h> /* first, as CPython requires; it also defines _GNU_SOURCE */
-
+#define _GNU_SOURCE
 #include "memory.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "got.h"
-#include "memread.h"
-#include "sampler.h"
-
-/* ---- per-thread state -------------------------------------------------------------------- */
-
-typedef struct hl_thread_memory {
-    int64_t countdown;      /* bytes of small allocations until the next sample point */
-    int64_t copy_countdown; /* the same for copies */
-    uint64_t rng;
-    int ready;
-    int inside; /* > 0: this thread is inside the engine */
-    int in_python_allocator; /* > 0: inside a MEM/OBJ hook (pymalloc may call RAW) */
-} hl_thread_memory;
-
-static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
-
-void hl_memory_enter_engine(void) { tls.inside++; }
-void hl_memory_leave_engine(void) { tls.inside--; }
-
-/* ---- the live table ---------------------------------------------------------------------- */
-
-/* Open addressing with linear probing. Keys are block addresses; 0 marks an empty slot and 1 a
- * removed one. Writers hold the engine lock; readers (every free) only load keys atomically.
- * A quarter of the slots at most are used (live or removed), so probes stay short; past that
- * the table is copied into a fresh one (dropping removed slots), published with a release
- * store; the old one is kept (a reader may still be probing it) until the next session starts.
- *
- * Nearly every free is of a block that was never sampled, so the table is fronted by a filter
- * of FILTER_BITS bits, one fixed array for all tables: a bit is set while at least one listed
- * key hashes to it (writers keep a count per bit, under the lock, and clear the bit when its
- * count drops to 0). A clear bit proves the block is not listed with one load from a 16 KB
- * array at a fixed address; a set bit (for an absent block: listed keys / FILTER_BITS, under
- * 1% for the few hundred samples a program usually holds) sends the free on to the probe.
- * - Fixed, not sized with the table: the common free then depends on one load instead of
- *   three chained ones (table, its filter pointer, the word), which measured 2.2 points of
- *   run time on an int-heavy loop (bench/hooks.py pure_python: +7.1% -> +4.9%). Its cost: a program holding many thousands of samples
- *   (gigabytes of sampled memory) probes more often.
- * - Clearing matters: allocators reuse a freed block's address first (pymalloc's free lists are
- *   LIFO), so with bits left set, the addresses of sampled-then-freed blocks became the most
- *   often freed addresses of all, each free of them probing the table.
- * - Indexing the filter by page instead, for cache locality across runs of frees, was measured
- *   and lost: small objects share pages with sampled ones, so many more frees were probed. */
-#define EMPTY 0u
-#define REMOVED 1u
-#define MIN_TABLE 4096u
-
-typedef struct live_record {
-    uint64_t weight;
-    uint32_t line;
-    uint8_t kind;
-} live_record;
-
-#define FILTER_BITS (1u << 17)
-
-static uint64_t filter[FILTER_BITS / 64];
-static uint16_t filter_counts[FILTER_BITS]; /* writers only: listed keys per bit (saturating) */
-
-typedef struct live_table {
-    size_t mask;
-    size_t used; /* live + removed slots */
-    size_t live;
-    uintptr_t *keys;
-    live_record *records;
-    struct live_table *retired; /* older tables, kept until reset */
-} live_table;
-
-static size_t slot_of(uintptr_t key) {
-    uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
-    return (size_t)(x >> 20);
-}
-
-static size_t filter_bit_of(uintptr_t key) {
-    uint64_t x = ((uint64_t)key ^ ((uint64_t)key >> 29)) * 0xBF58476D1CE4E5B9ULL;
-    return (size_t)(x >> 24);
-}
-
-static size_t filter_index(uintptr_t key) { return filter_bit_of(key) & (FILTER_BITS - 1); }
-
-/* Under the lock, before the key is published. */
-static void filter_add(uintptr_t key) {
-    size_t bit = filter_index(key);
-    if (filter_counts[bit] == UINT16_MAX) return; /* saturated: the bit stays set */
-    if (filter_counts[bit]++ == 0)
-        __atomic_or_fetch(&filter[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELEASE);
-}
-
-/* Under the lock, once the key is no longer listed. No reader can be looking for this key:
- * the block is being freed by the one thread that owns it, so clearing the bit is safe. */
-static void filter_remove(uintptr_t key) {
-    size_t bit = filter_index(key);
-    if (filter_counts[bit] == UINT16_MAX) return;
-    if (--filter_counts[bit] == 0)
-        __atomic_and_fetch(&filter[bit / 64], ~((uint64_t)1 << (bit % 64)), __ATOMIC_RELEASE);
-}
-
-static int filter_may_contain(uintptr_t key) {
-    size_t bit = filter_index(key);
-    return (__atomic_load_n(&filter[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64)) & 1;
-}
-
-/* Only while no key is listed and no table is published. */
-static void filter_clear(void) {
-    memset(filter_counts, 0, sizeof(filter_counts));
-    for (size_t i = 0; i < FILTER_BITS / 64; i++) __atomic_store_n(&filter[i], 0, __ATOMIC_RELEASE);
-}
-
-static live_table *table_new(size_t capacity) {
-    live_table *t = calloc(1, sizeof(*t));
-    if (t == NULL) return NULL;
-    t->keys = calloc(capacity, sizeof(*t->keys));
-    t->records = calloc(capacity, sizeof(*t->records));
-    if (t->keys == NULL || t->records == NULL) {
-        free(t->keys);
-        free(t->records);
-        free(t);
-        return NULL;
-    }
-    t->mask = capacity - 1;
-    return t;
-}
-
-static void table_free_all(live_table *t) {
-    while (t != NULL) {
-        live_table *older = t->retired;
-        free(t->keys);
-        free(t->records);
-        free(t);
-        t = older;
-    }
-}
-
-/* Lock-free: whether key is in t. */
-static int table_contains(const live_table *t, uintptr_t key) {
-    size_t i = slot_of(key) & t->mask;
-    for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-        uintptr_t k = __atomic_load_n(&t->keys[i], __ATOMIC_ACQUIRE);
-        if (k == key) return 1;
-        if (k == EMPTY) return 0;
-    }
-    return 0;
-}
-
-/* Under the lock: the slot holding key, or -1. */
-static long table_find(const live_table *t, uintptr_t key) {
-    size_t i = slot_of(key) & t->mask;
-    for (size_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-        if (t->keys[i] == key) return (long)i;
-        if (t->keys[i] == EMPTY) return -1;
-    }
-    return -1;
-}
-
-/* ---- the memory engine's state ------------------------------------------------------------ */
+#include "clock.h"
+#include "engine.h"
+#include "livetable.h"
+#include "memhooks.h"
 
 static struct {
-    int active; /* read by every hook: relaxed atomic */
-    uint64_t window;
     uint64_t start_ns;
-    live_table *table; /* published with release, read with acquire */
     hl_memory_totals totals;
-    int python_hooked;
-    PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW */
 } mem;
 
-/* A distance drawn uniformly from [W/2, 3W/2). */
-static int64_t next_distance(hl_thread_memory *m) {
-    uint64_t w = mem.window;
-    return (int64_t)(w / 2 + hl_next_random(&m->rng) % (w ? w : 1)) + 1;
-}
-
-static void thread_init(hl_thread_memory *m) {
-    m->rng = hl_now_ns() ^ ((uint64_t)gettid() << 32) ^ (uintptr_t)m ^ 0x9E3779B97F4A7C15ULL;
-    if (m->rng == 0) m->rng = 1;
-    /* Start as if the process had been running: a uniform position within a spacing. */
-    m->countdown = (int64_t)(hl_next_random(&m->rng) % (mem.window ? mem.window : 1)) + 1;
-    m->copy_countdown = (int64_t)(hl_next_random(&m->rng) % (mem.window ? mem.window : 1)) + 1;
-    m->ready = 1;
-}
-
-/* The weight of an event of `size` bytes that exhausted *countdown (already decremented), or of
- * a large one. Rewinds the countdown. */
-static uint64_t weight_of(hl_thread_memory *m, int64_t *countdown, size_t size) {
-    if (size >= mem.window) return size;
-    uint64_t points = 0;
-    while (*countdown <= 0) {
-        points++;
-        *countdown += next_distance(m);
-    }
-    return points * mem.window;
-}
-
-/* ---- the engine lock, taken from a hook ----------------------------------------------------- */
-
-/* A thread that waits for the engine lock in a hook while the sampler holds it (during a tick)
- * would look blocked to that very tick, and its time would be charged as system time: the
- * profiler's own doing. Such a thread announces itself here first, and the sampler classifies
- * it by what it was doing (hl_memory_thread_waiting). */
-#define WAITING_SLOTS 64
-static long waiting[WAITING_SLOTS];
-
-static void lock_from_hook(hl_engine *e) {
-    if (pthread_mutex_trylock(&e->lock) == 0) return;
-    long self = (long)gettid();
-    long *slot = NULL;
-    for (int i = 0; i < WAITING_SLOTS && slot == NULL; i++) {
-        long expected = 0;
-        if (__atomic_compare_exchange_n(&waiting[i], &expected, self, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
-            slot = &waiting[i];
-    }
-    pthread_mutex_lock(&e->lock);
-    if (slot != NULL) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
-}
-
-int hl_memory_thread_waiting(long native_id) {
-    for (int i = 0; i < WAITING_SLOTS; i++)
-        if (__atomic_load_n(&waiting[i], __ATOMIC_ACQUIRE) == native_id) return 1;
-    return 0;
-}
-
 /* ---- charging (engine lock held) ---------------------------------------------------------- */
-
-/* The line the calling thread is on: its innermost user frame, read with the engine's walker
- * (never by calling into the interpreter, which this thread may not hold the GIL of); its own
- * stack with plain loads (see hl_memread_direct). A thread without a Python thread state (a
- * BLAS or OpenMP worker) is charged to the line the main thread is on, read with the
- * fault-tolerant reads. */
-static uint32_t current_line(hl_engine *e) {
-    uintptr_t tstate = (uintptr_t)PyGILState_GetThisThreadState();
-    int own = tstate != 0;
-    if (tstate == 0) {
-        for (size_t i = 0; i < e->nthreads && tstate == 0; i++)
-            if (e->threads[i].alive && e->threads[i].main) tstate = e->threads[i].tstate;
-        if (tstate == 0) return HL_NO_LINE;
-    }
-    hl_frame frame;
-    hl_memread_direct(own);
-    int found = hl_walk_user(&e->walker, tstate, &frame);
-    hl_memread_direct(0);
-    if (found != 1) return HL_NO_LINE;
-    int64_t id = hl_stats_line(&e->stats, frame.file, frame.line, frame.function);
-    return id < 0 ? HL_NO_LINE : (uint32_t)id;
-}
 
 static void program_changed(uint64_t t, uint32_t line) {
     hl_memory_totals *m = &mem.totals;
@@ -304,43 +37,13 @@ static void program_changed(uint64_t t, uint32_t line) {
     (void)hl_timeline_add(&m->timeline, HL_PROGRAM_TIMELINE_BUCKETS, t, m->live);
 }
 
-/* Makes room for one more key, copying into a fresh table (removed slots dropped) once a
- * quarter of the slots are used. */
-static live_table *table_for_insert(void) {
-    live_table *t = mem.table;
-    if (t != NULL && (t->used + 1) * 4 <= t->mask + 1) return t;
-    size_t capacity = MIN_TABLE;
-    while (t != NULL && capacity < 8 * (t->live + 1)) capacity *= 2;
-    live_table *grown = table_new(capacity);
-    if (grown == NULL) return NULL;
-    if (t != NULL) {
-        for (size_t i = 0; i <= t->mask; i++) {
-            uintptr_t key = t->keys[i];
-            if (key == EMPTY || key == REMOVED) continue;
-            size_t j = slot_of(key) & grown->mask;
-            while (grown->keys[j] != EMPTY) j = (j + 1) & grown->mask;
-            grown->keys[j] = key;
-            grown->records[j] = t->records[i];
-            grown->used++;
-            grown->live++;
-        }
-        grown->retired = t;
-    }
-    __atomic_store_n(&mem.table, grown, __ATOMIC_RELEASE);
-    return grown;
-}
-
-static void forget_block(live_table *t, long slot, uint64_t now) {
-    live_record r = t->records[slot];
-    uintptr_t key = t->keys[slot];
-    __atomic_store_n(&t->keys[slot], (uintptr_t)REMOVED, __ATOMIC_RELEASE);
-    filter_remove(key);
-    t->live--;
+/* Subtracts a block that left the live table from its line and from the program. */
+static void forget_block(hl_live_record r, uint64_t now) {
     hl_memory_totals *m = &mem.totals;
     m->freed += r.weight;
     m->live -= (int64_t)r.weight;
     if (r.line != HL_NO_LINE) {
-        hl_line_memory *lm = hl_the_engine.stats.lines[r.line].memory;
+        hl_line_memory *lm = hl_engine_stats()->lines[r.line].memory;
         if (lm != NULL) {
             lm->freed += r.weight;
             lm->freed_samples++;
@@ -352,40 +55,32 @@ static void forget_block(live_table *t, long slot, uint64_t now) {
 }
 
 static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
-    hl_engine *e = &hl_the_engine;
-    lock_from_hook(e);
-    if (!__atomic_load_n(&mem.active, __ATOMIC_RELAXED) || __atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
-        pthread_mutex_unlock(&e->lock);
+    hl_engine_lock_from_hook();
+    if (!hl_memhooks_sampling() || hl_engine_paused()) {
+        hl_engine_unlock_from_hook();
         return;
     }
     uint64_t now = hl_now_ns() - mem.start_ns;
-    uint32_t line = current_line(e);
+    uint32_t line = hl_engine_current_line();
     hl_memory_totals *m = &mem.totals;
     m->samples++;
     m->alloc[kind] += weight;
     if (line == HL_NO_LINE) m->unattributed_alloc += weight;
 
-    live_table *t = table_for_insert();
-    if (t == NULL) {
+    if (hl_live_reserve() != 0) {
         m->untracked++;
-        pthread_mutex_unlock(&e->lock);
+        hl_engine_unlock_from_hook();
         return;
     }
     /* The address may still be listed if its earlier free was not seen (freed by an object
      * that is not redirected): that block is gone, so it is forgotten first. */
-    long stale = table_find(t, address);
-    if (stale >= 0) forget_block(t, stale, now);
-    size_t i = slot_of(address) & t->mask;
-    while (t->keys[i] != EMPTY && t->keys[i] != REMOVED) i = (i + 1) & t->mask;
-    if (t->keys[i] == EMPTY) t->used++;
-    t->records[i] = (live_record){weight, line, (uint8_t)kind};
-    filter_add(address);
-    __atomic_store_n(&t->keys[i], address, __ATOMIC_RELEASE);
-    t->live++;
+    hl_live_record stale;
+    if (hl_live_take(address, &stale)) forget_block(stale, now);
+    hl_live_add(address, (hl_live_record){weight, line, (uint8_t)kind});
 
     m->live += (int64_t)weight;
     if (line != HL_NO_LINE) {
-        hl_line_memory *lm = hl_stats_line_memory(&e->stats, line);
+        hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats(), line);
         if (lm != NULL) {
             lm->alloc[kind] += weight;
             lm->alloc_samples++;
@@ -395,414 +90,54 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
         }
     }
     program_changed(now, line);
-    pthread_mutex_unlock(&e->lock);
+    hl_engine_unlock_from_hook();
 }
 
 static void record_free(uintptr_t address) {
-    hl_engine *e = &hl_the_engine;
-    lock_from_hook(e);
-    live_table *t = mem.table;
-    long slot = t ? table_find(t, address) : -1;
-    if (slot >= 0) forget_block(t, slot, hl_now_ns() - mem.start_ns);
-    pthread_mutex_unlock(&e->lock);
+    hl_engine_lock_from_hook();
+    hl_live_record r;
+    if (hl_live_take(address, &r)) forget_block(r, hl_now_ns() - mem.start_ns);
+    hl_engine_unlock_from_hook();
 }
 
 static void record_copy(uint64_t weight) {
-    hl_engine *e = &hl_the_engine;
-    lock_from_hook(e);
-    if (__atomic_load_n(&mem.active, __ATOMIC_RELAXED) && !__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
-        uint32_t line = current_line(e);
+    hl_engine_lock_from_hook();
+    if (hl_memhooks_sampling() && !hl_engine_paused()) {
+        uint32_t line = hl_engine_current_line();
         mem.totals.copied += weight;
         if (line == HL_NO_LINE) {
             mem.totals.unattributed_copied += weight;
         } else {
-            hl_line_memory *lm = hl_stats_line_memory(&e->stats, line);
+            hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats(), line);
             if (lm != NULL) lm->copied += weight;
         }
     }
-    pthread_mutex_unlock(&e->lock);
+    hl_engine_unlock_from_hook();
 }
 
-/* ---- the hooks' fast paths ---------------------------------------------------------------- */
+/* ---- the part's lifecycle ---------------------------------------------------------------------- */
 
-static inline int sampling(void) { return __atomic_load_n(&mem.active, __ATOMIC_RELAXED); }
-
-/* The slow path shared by allocations and copies, once `countdown` has run out (or the
- * thread is new, or the event is large): the weight to record, 0 for none. */
-static uint64_t slow_weight(hl_thread_memory *m, int64_t *countdown, size_t size) {
-    if (m->inside) return 0;
-    if (!m->ready) {
-        thread_init(m);
-        if (size < mem.window && (*countdown -= (int64_t)size) > 0) return 0;
-    }
-    return weight_of(m, countdown, size);
+static void slots_patched(int written) {
+    __atomic_add_fetch(&mem.totals.slots_patched, (uint64_t)written, __ATOMIC_RELAXED);
 }
 
-/* The slow paths are out of line, and the fast paths below forced inline into each hook: left
- * to itself, gcc split on_allocation and called its countdown part on every allocation. */
-static __attribute__((noinline)) void slow_allocation(void *p, size_t size, int kind) {
-    uint64_t weight = slow_weight(&tls, &tls.countdown, size);
-    if (weight == 0) return;
-    tls.inside++;
-    record_allocation((uintptr_t)p, weight, kind);
-    tls.inside--;
-}
+static const hl_memhooks_sink sink = {record_allocation, record_free, record_copy, slots_patched};
 
-static inline __attribute__((always_inline)) void on_allocation(void *p, size_t size, int kind) {
-    if (p == NULL || !sampling()) return;
-    hl_thread_memory *m = &tls;
-    if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return;
-    slow_allocation(p, size, kind);
-}
-
-/* Out of line, so that the common case below needs no stack frame. */
-static __attribute__((noinline)) void free_maybe_sampled(void *p) {
-    const live_table *t = __atomic_load_n(&mem.table, __ATOMIC_ACQUIRE);
-    if (t == NULL || !table_contains(t, (uintptr_t)p) || tls.inside) return;
-    tls.inside++;
-    record_free((uintptr_t)p);
-    tls.inside--;
-}
-
-/* Must run before the block is released, so its address cannot be reused meanwhile. Nearly
- * every call ends at the filter. */
-static inline __attribute__((always_inline)) void on_free(void *p) {
-    if (!sampling()) return;
-    if (p == NULL || !filter_may_contain((uintptr_t)p)) return;
-    free_maybe_sampled(p);
-}
-
-static __attribute__((noinline)) void slow_copy(size_t size) {
-    uint64_t weight = slow_weight(&tls, &tls.copy_countdown, size);
-    if (weight == 0) return;
-    tls.inside++;
-    record_copy(weight);
-    tls.inside--;
-}
-
-static inline __attribute__((always_inline)) void on_copy(size_t size) {
-    if (!sampling()) return;
-    hl_thread_memory *m = &tls;
-    if (size < mem.window && (m->copy_countdown -= (int64_t)size) > 0) return;
-    slow_copy(size);
-}
-
-/* ---- native hooks (installed in other libraries' GOTs) ------------------------------------- */
-
-static void *(*real_malloc)(size_t);
-static void *(*real_calloc)(size_t, size_t);
-static void *(*real_realloc)(void *, size_t);
-static void (*real_free)(void *);
-static int (*real_posix_memalign)(void **, size_t, size_t);
-static void *(*real_aligned_alloc)(size_t, size_t);
-static void *(*real_memalign)(size_t, size_t);
-static void *(*real_valloc)(size_t);
-static void *(*real_pvalloc)(size_t);
-static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
-static int (*real_munmap)(void *, size_t);
-static void *(*real_memcpy)(void *, const void *, size_t);
-static void *(*real_memmove)(void *, const void *, size_t);
-static void *(*real_memcpy_chk)(void *, const void *, size_t, size_t);
-static void *(*real_memmove_chk)(void *, const void *, size_t, size_t);
-static void *(*real_dlopen)(const char *, int);
-
-static void *hook_malloc(size_t size) {
-    void *p = real_malloc(size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *hook_calloc(size_t n, size_t size) {
-    void *p = real_calloc(n, size);
-    if (p != NULL) on_allocation(p, n * size, HL_ALLOC_NATIVE); /* calloc checked the product */
-    return p;
-}
-
-static void *hook_realloc(void *old, size_t size) {
-    on_free(old); /* before: once realloc returns, the address may be reused by anyone */
-    void *p = real_realloc(old, size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void hook_free(void *p) {
-    on_free(p);
-    real_free(p);
-}
-
-static int hook_posix_memalign(void **out, size_t alignment, size_t size) {
-    int err = real_posix_memalign(out, alignment, size);
-    if (err == 0) on_allocation(*out, size, HL_ALLOC_NATIVE);
-    return err;
-}
-
-static void *hook_aligned_alloc(size_t alignment, size_t size) {
-    void *p = real_aligned_alloc(alignment, size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *hook_memalign(size_t alignment, size_t size) {
-    void *p = real_memalign(alignment, size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *hook_valloc(size_t size) {
-    void *p = real_valloc(size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *hook_pvalloc(size_t size) {
-    void *p = real_pvalloc(size);
-    on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-/* Accessible anonymous mappings are memory allocations, counted whole when mapped, touched or
- * not, as malloc'd memory is. Reservations are not: a PROT_NONE mapping (address space set
- * aside, as allocators and JITs do, 64 GiB at a time) or one mapped MAP_NORESERVE (sparse by
- * intent) holds no memory the program asked to use. File mappings are not counted. */
-static void *hook_mmap(void *address, size_t length, int prot, int flags, int fd, off_t offset) {
-    void *p = real_mmap(address, length, prot, flags, fd, offset);
-    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && prot != PROT_NONE && !(flags & MAP_NORESERVE))
-        on_allocation(p, length, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static int hook_munmap(void *address, size_t length) {
-    on_free(address);
-    return real_munmap(address, length);
-}
-
-static void *hook_memcpy(void *dst, const void *src, size_t n) {
-    on_copy(n);
-    return real_memcpy(dst, src, n);
-}
-
-static void *hook_memmove(void *dst, const void *src, size_t n) {
-    on_copy(n);
-    return real_memmove(dst, src, n);
-}
-
-static void *hook_memcpy_chk(void *dst, const void *src, size_t n, size_t dst_size) {
-    on_copy(n);
-    return real_memcpy_chk(dst, src, n, dst_size);
-}
-
-static void *hook_memmove_chk(void *dst, const void *src, size_t n, size_t dst_size) {
-    on_copy(n);
-    return real_memmove_chk(dst, src, n, dst_size);
-}
-
-static const hl_got_symbol *symbols(size_t *count);
-
-/* A library loaded while sampling gets the same redirections as those loaded before. */
-static void *hook_dlopen(const char *file, int flags) {
-    /* Searched with the caller's own RPATH/RUNPATH, not heatline's (got.h). */
-    void *handle = hl_dlopen_as_caller(real_dlopen, file, flags, __builtin_return_address(0));
-    if (handle != NULL && sampling() && !tls.inside) {
-        size_t n;
-        const hl_got_symbol *s = symbols(&n);
-        tls.inside++;
-        int written = hl_got_patch(s, n, (const void *)&PyMem_Malloc);
-        tls.inside--;
-        __atomic_add_fetch(&mem.totals.slots_patched, (uint64_t)written, __ATOMIC_RELAXED);
-    }
-    return handle;
-}
-
-#define REAL(name) {#name, (void **)&real_##name}
-static int resolve_real_functions(void) {
-    static const struct {
-        const char *name;
-        void **slot;
-    } table[] = {
-        REAL(malloc), REAL(calloc), REAL(realloc), REAL(free), REAL(posix_memalign),
-        REAL(aligned_alloc), REAL(memalign), REAL(valloc), REAL(pvalloc), REAL(mmap),
-        REAL(munmap), REAL(memcpy), REAL(memmove), REAL(dlopen),
-        {"__memcpy_chk", (void **)&real_memcpy_chk}, {"__memmove_chk", (void **)&real_memmove_chk},
-    };
-    /* RTLD_DEFAULT, not RTLD_NEXT: a preloaded allocator (or a sanitizer runtime) comes first in
-     * the global scope and is what the libraries were calling. */
-    for (size_t i = 0; i < sizeof(table) / sizeof(*table); i++) {
-        if (*table[i].slot != NULL) continue;
-        void *f = dlsym(RTLD_DEFAULT, table[i].name);
-        if (f == NULL) return -1;
-        *table[i].slot = f;
-    }
-    return 0;
-}
-
-static const hl_got_symbol *symbols(size_t *count) {
-    /* `everywhere`: copies and dlopen are redirected in the interpreter too; allocations are
-     * seen there through the Python allocator hooks instead. */
-    static const hl_got_symbol table[] = {
-        {"malloc", (void *)hook_malloc, 0},
-        {"calloc", (void *)hook_calloc, 0},
-        {"realloc", (void *)hook_realloc, 0},
-        {"free", (void *)hook_free, 0},
-        {"posix_memalign", (void *)hook_posix_memalign, 0},
-        {"aligned_alloc", (void *)hook_aligned_alloc, 0},
-        {"memalign", (void *)hook_memalign, 0},
-        {"valloc", (void *)hook_valloc, 0},
-        {"pvalloc", (void *)hook_pvalloc, 0},
-        {"mmap", (void *)hook_mmap, 0},
-        {"mmap64", (void *)hook_mmap, 0},
-        {"munmap", (void *)hook_munmap, 0},
-        {"memcpy", (void *)hook_memcpy, 1},
-        {"memmove", (void *)hook_memmove, 1},
-        {"__memcpy_chk", (void *)hook_memcpy_chk, 1},
-        {"__memmove_chk", (void *)hook_memmove_chk, 1},
-        {"dlopen", (void *)hook_dlopen, 1},
-    };
-    *count = sizeof(table) / sizeof(*table);
-    return table;
-}
-
-/* ---- Python allocator hooks ---------------------------------------------------------------- */
-
-/* MEM and OBJ: Python objects and their buffers. pymalloc serves requests above 512 bytes (its
- * SMALL_REQUEST_THRESHOLD since 3.8; and requests it cannot serve, which only happens when out
- * of memory) through the RAW domain, so the RAW hooks below must know when pymalloc is the
- * caller: a thread-local depth, raised only around the calls that can reach RAW, which keeps
- * the common small allocation free of it. A free needs no mark: the block has already left the
- * live table when the RAW hook sees its address. */
-#define PYMALLOC_LARGEST 512
-
-static void *python_malloc(void *ctx, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    void *p;
-    if (size <= PYMALLOC_LARGEST && size != 0) {
-        p = previous->malloc(previous->ctx, size);
-    } else {
-        tls.in_python_allocator++;
-        p = previous->malloc(previous->ctx, size);
-        tls.in_python_allocator--;
-    }
-    on_allocation(p, size, HL_ALLOC_PYTHON);
-    return p;
-}
-
-static void *python_calloc(void *ctx, size_t n, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    tls.in_python_allocator++;
-    void *p = previous->calloc(previous->ctx, n, size);
-    tls.in_python_allocator--;
-    if (p != NULL) on_allocation(p, n * size, HL_ALLOC_PYTHON);
-    return p;
-}
-
-static void *python_realloc(void *ctx, void *old, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    on_free(old);
-    tls.in_python_allocator++;
-    void *p = previous->realloc(previous->ctx, old, size);
-    tls.in_python_allocator--;
-    on_allocation(p, size, HL_ALLOC_PYTHON);
-    return p;
-}
-
-static void python_free(void *ctx, void *p) {
-    PyMemAllocatorEx *previous = ctx;
-    on_free(p);
-    previous->free(previous->ctx, p);
-}
-
-/* RAW: C code's own buffers (lzma, bz2 and zlib state, extension modules that use
- * PyMem_RawMalloc): native memory, unless pymalloc is the caller. */
-static void *raw_malloc(void *ctx, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    void *p = previous->malloc(previous->ctx, size);
-    if (!tls.in_python_allocator) on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *raw_calloc(void *ctx, size_t n, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    void *p = previous->calloc(previous->ctx, n, size);
-    if (p != NULL && !tls.in_python_allocator) on_allocation(p, n * size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void *raw_realloc(void *ctx, void *old, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    int outer = !tls.in_python_allocator;
-    if (outer) on_free(old);
-    void *p = previous->realloc(previous->ctx, old, size);
-    if (outer) on_allocation(p, size, HL_ALLOC_NATIVE);
-    return p;
-}
-
-static void raw_free(void *ctx, void *p) {
-    PyMemAllocatorEx *previous = ctx;
-    on_free(p);
-    previous->free(previous->ctx, p);
-}
-
-static const PyMemAllocatorDomain python_domains[3] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ,
-                                                       PYMEM_DOMAIN_RAW};
-
-/* ---- lifecycle ----------------------------------------------------------------------------- */
-
-int hl_memory_start(uint64_t window) {
-    if (window == 0) return -EINVAL;
-    if (resolve_real_functions() != 0) return -ENOSYS;
-    hl_engine_lock(); /* the tables were just reset by hl_engine_start (reset_results) */
-    mem.window = window;
+static int memory_start(const hl_config *config) {
+    uint64_t window = config->memory_window;
+    if (window == 0) return 0; /* memory profiling is off */
+    if (hl_memhooks_resolve() != 0) return -ENOSYS;
+    hl_engine_lock(); /* the tables were just reset by hl_engine_start (memory_reset) */
     mem.totals.enabled = 1;
     mem.totals.window = window;
     mem.start_ns = hl_now_ns();
     hl_engine_unlock();
-
-    /* The hooks wrap whatever allocator is installed (pymalloc, the debug hooks, tracemalloc). */
-    if (!mem.python_hooked) {
-        for (int i = 0; i < 3; i++) {
-            PyMem_GetAllocator(python_domains[i], &mem.python_previous[i]);
-            PyMemAllocatorEx python = {&mem.python_previous[i], python_malloc, python_calloc,
-                                       python_realloc, python_free};
-            PyMemAllocatorEx raw = {&mem.python_previous[i], raw_malloc, raw_calloc, raw_realloc,
-                                    raw_free};
-            PyMem_SetAllocator(python_domains[i], python_domains[i] == PYMEM_DOMAIN_RAW ? &raw : &python);
-        }
-        mem.python_hooked = 1;
-    }
-    __atomic_store_n(&mem.active, 1, __ATOMIC_RELEASE);
-    size_t n;
-    const hl_got_symbol *s = symbols(&n);
-    tls.inside++;
-    mem.totals.slots_patched = (uint64_t)hl_got_patch(s, n, (const void *)&PyMem_Malloc);
-    tls.inside--;
+    mem.totals.slots_patched = (uint64_t)hl_memhooks_install(window, &sink);
     return 0;
 }
 
-void hl_memory_stop(void) {
-    if (!__atomic_exchange_n(&mem.active, 0, __ATOMIC_ACQ_REL)) return;
-    hl_got_restore();
-    /* Put the previous allocators back only if ours are still the installed ones: a hook
-     * installed after ours (tracemalloc started later) still calls ours, which now only passes
-     * calls through. */
-    if (mem.python_hooked) {
-        int ours = 1;
-        for (int i = 0; i < 3; i++) {
-            PyMemAllocatorEx current;
-            PyMem_GetAllocator(python_domains[i], &current);
-            ours = ours && (current.malloc == python_malloc || current.malloc == raw_malloc) &&
-                   current.ctx == &mem.python_previous[i];
-        }
-        if (ours) {
-            for (int i = 0; i < 3; i++) PyMem_SetAllocator(python_domains[i], &mem.python_previous[i]);
-            mem.python_hooked = 0;
-        }
-    }
-}
-
-void hl_memory_reset(void) {
-    live_table *t = mem.table;
-    __atomic_store_n(&mem.table, NULL, __ATOMIC_RELEASE);
-    table_free_all(t);
-    filter_clear();
+static void memory_reset(void) {
+    hl_live_reset();
     hl_timeline_free(&mem.totals.timeline);
     memset(&mem.totals, 0, sizeof(mem.totals));
     mem.totals.peak_line = HL_NO_LINE;
@@ -810,6 +145,11 @@ void hl_memory_reset(void) {
 
 const hl_memory_totals *hl_memory_totals_get(void) { return &mem.totals; }
 
-void hl_memory_after_fork_child(void) { __atomic_store_n(&mem.active, 0, __ATOMIC_RELAXED); }
-
-uint32_t hl_memory_current_line(void) { return current_line(&hl_the_engine); }
+const hl_engine_part hl_memory_part = {
+    .start = memory_start,
+    .stop = hl_memhooks_remove,
+    .reset = memory_reset,
+    .after_fork_child = hl_memhooks_off,
+    .enter = hl_memhooks_enter,
+    .leave = hl_memhooks_leave,
+};

@@ -9,11 +9,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "control.h"
-#include "frames.h"
-#include "gpu.h"
-#include "memory.h"
-#include "sampler.h"
+#include "control.h" /* heatline ctl and the on/off record */
+#include "engine.h"
+#include "gpu.h"    /* the GPU part's results, converted in the snapshot */
+#include "memory.h" /* the memory part's results, likewise */
 
 /* Copies a sequence of str into a malloc'ed array of UTF-8 strings. Returns 0, or -1 with a
  * Python exception set. */
@@ -63,20 +62,20 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
     Py_buffer opcodes = {0};
     long main_native_id = 0;
     unsigned long long memory_window = 0;
-    int gpu_mode = HL_GPU_OFF;
     PyObject *control = Py_None;
-    const char *command_path = NULL, *state_path = NULL;
     hl_config config;
     (void)module;
 
     memset(&config, 0, sizeof(config));
+    config.gpu_mode = HL_GPU_OFF;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plKiO:start", keywords, &interval_s,
                                      &exclude_prefixes, &only, &exclude, &profile_all, &opcodes,
-                                     &paused, &main_native_id, &memory_window, &gpu_mode, &control))
+                                     &paused, &main_native_id, &memory_window, &config.gpu_mode,
+                                     &control))
         return NULL;
     if (control != Py_None &&
         !PyArg_ParseTuple(control, "ss;control must be (command_path, state_path) or None",
-                          &command_path, &state_path))
+                          &config.control_command, &config.control_state))
         goto fail;
     if (!(interval_s > 0.0) || interval_s > 10.0) {
         PyErr_SetString(PyExc_ValueError, "interval_s must be in (0, 10]");
@@ -99,17 +98,7 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
     config.memory_window = memory_window;
     PyBuffer_Release(&opcodes);
 
-    hl_engine_lock();
-    int busy = hl_the_engine.running;
-    hl_engine_unlock();
-    /* Not while running: the sampler thread of the running session polls those paths. */
-    int err = busy ? -EBUSY : hl_control_start(command_path, state_path, paused);
-    if (err == 0) {
-        err = hl_engine_start(&config); /* takes the scope */
-        if (err != 0) hl_control_stop();
-    } else {
-        hl_scope_clear(&config.scope);
-    }
+    int err = hl_engine_start(&config); /* takes the scope */
     if (err == -EBUSY) {
         PyErr_SetString(PyExc_RuntimeError, "heatline is already profiling this process");
         return NULL;
@@ -119,7 +108,7 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
         return PyErr_SetFromErrno(PyExc_OSError);
     }
     Py_BEGIN_ALLOW_THREADS
-    (void)hl_gpu_start(gpu_mode); /* never fails: what went wrong is in the snapshot's warnings */
+    hl_engine_start_released(); /* never fails: what went wrong is in the snapshot's warnings */
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 fail:
@@ -134,13 +123,12 @@ static PyObject *native_stop(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     Py_BEGIN_ALLOW_THREADS
-    hl_gpu_stop(); /* flushes CUPTI's buffers, whose callbacks take the engine lock */
+    hl_engine_stop_released(); /* flushes CUPTI's buffers, whose callbacks take the engine lock */
     Py_END_ALLOW_THREADS
-    hl_memory_stop(); /* with the GIL: it puts the Python allocators back */
+    hl_engine_stop_parts(); /* with the GIL: it puts the Python allocators back */
     Py_BEGIN_ALLOW_THREADS
     hl_engine_stop();
     Py_END_ALLOW_THREADS
-    hl_control_stop();
     Py_RETURN_NONE;
 }
 
@@ -185,10 +173,7 @@ PyDoc_STRVAR(is_running_doc, "is_running($module, /)\n--\n\nWhether the sampler 
 static PyObject *native_is_running(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    hl_engine_lock();
-    int running = hl_the_engine.running;
-    hl_engine_unlock();
-    return PyBool_FromLong(running);
+    return PyBool_FromLong(hl_engine_running());
 }
 
 /* ---- snapshot ---------------------------------------------------------------------------- */
@@ -237,10 +222,12 @@ static PyObject *lines_list(const hl_stats *s) {
     return list;
 }
 
-static PyObject *threads_list(const hl_engine *e) {
-    PyObject *list = PyList_New((Py_ssize_t)e->nthreads);
-    for (size_t i = 0; list != NULL && i < e->nthreads; i++) {
-        const hl_thread *t = &e->threads[i];
+static PyObject *threads_list(const hl_snapshot *view) {
+    PyObject *list = PyList_New((Py_ssize_t)view->nthreads);
+    for (size_t i = 0; list != NULL && i < view->nthreads; i++) {
+        hl_thread_stat stat;
+        const hl_thread_stat *t = &stat;
+        hl_engine_thread_stat(i, &stat);
         PyObject *item = Py_BuildValue(
             "{s:l,s:O,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
             t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
@@ -408,10 +395,11 @@ static PyObject *gpu_dict(const hl_stats *s) {
         gpu_line_key(s, g->alloc_peak_line));
 }
 
-/* {"periods": [(start_ns, end_ns), ...], "dropped_changes": n}: when profiling was on. */
+/* {"periods": [(start_ns, end_ns), ...], "count": n, "dropped_changes": n}: when profiling
+ * was on. */
 static PyObject *on_periods(void) {
     enum { SHOWN = 1024 };
-    static uint64_t periods[SHOWN][2];
+    static uint64_t periods[SHOWN][2]; /* under the engine lock, taken by the snapshot */
     uint64_t dropped = 0;
     size_t count = hl_control_periods(periods, SHOWN, &dropped);
     size_t shown = count < SHOWN ? count : SHOWN;
@@ -433,17 +421,18 @@ PyDoc_STRVAR(snapshot_doc,
 static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    const hl_engine *e = &hl_the_engine;
-    hl_engine_lock();
+    hl_snapshot view;
+    hl_engine_snapshot_begin(&view);
+    const hl_stats *s = view.stats;
     PyObject *result = Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "on", on_periods(), "samples", (unsigned long long)e->samples,
-        "sampled_ns", (unsigned long long)e->sampled_ns, "interval_ns",
-        (unsigned long long)e->interval_ns, "lost_ns", (unsigned long long)e->lost_ns, "files",
-        files_list(&e->stats), "functions", functions_list(&e->stats), "lines",
-        lines_list(&e->stats), "threads", threads_list(e), "stacks", stacks_list(&e->stats),
-        "stacks_dropped_ns", (unsigned long long)e->stats.stacks_dropped_ns, "memory",
-        memory_dict(&e->stats), "gpu", gpu_dict(&e->stats));
-    hl_engine_unlock();
+        "{s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "on", on_periods(), "samples",
+        (unsigned long long)view.samples,
+        "sampled_ns", (unsigned long long)view.sampled_ns, "interval_ns",
+        (unsigned long long)view.interval_ns, "lost_ns", (unsigned long long)view.lost_ns, "files",
+        files_list(s), "functions", functions_list(s), "lines", lines_list(s), "threads",
+        threads_list(&view), "stacks", stacks_list(s), "stacks_dropped_ns",
+        (unsigned long long)s->stacks_dropped_ns, "memory", memory_dict(s), "gpu", gpu_dict(s));
+    hl_engine_snapshot_end();
     return result;
 }
 
@@ -461,17 +450,13 @@ static PyObject *native_line_of(PyObject *module, PyObject *const *args, Py_ssiz
     }
     int offset = (int)PyLong_AsLong(args[1]);
     if (offset == -1 && PyErr_Occurred()) return NULL;
-    hl_engine_prepare_walker();
-    hl_engine_lock();
-    if (hl_the_engine.running) {
-        hl_engine_unlock();
+    int line;
+    int err = hl_engine_line_of((uintptr_t)args[0], offset, &line);
+    if (err == -EBUSY) {
         PyErr_SetString(PyExc_RuntimeError, "_line_of cannot run while profiling");
         return NULL;
     }
-    int ok;
-    int line = hl_walker_line_of(&hl_the_engine.walker, (uintptr_t)args[0], offset, &ok);
-    hl_engine_unlock();
-    if (!ok) {
+    if (err != 0) {
         PyErr_SetString(PyExc_RuntimeError, "the code object could not be read");
         return NULL;
     }
@@ -487,26 +472,24 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     hl_frame frames[HL_MAX_DEPTH];
-    int flags;
-    hl_engine_prepare_walker();
-    hl_engine_lock();
-    if (hl_the_engine.running) {
-        hl_engine_unlock();
+    hl_snapshot view;
+    hl_engine_snapshot_begin(&view);
+    int depth = hl_engine_walk((uintptr_t)PyThreadState_Get(), frames, HL_MAX_DEPTH);
+    if (depth == -EBUSY) {
+        hl_engine_snapshot_end();
         PyErr_SetString(PyExc_RuntimeError, "_current_stack cannot run while profiling");
         return NULL;
     }
-    int depth = hl_walk(&hl_the_engine.walker, (uintptr_t)PyThreadState_Get(), frames,
-                        HL_MAX_DEPTH, &flags, NULL);
     PyObject *list = depth < 0 ? NULL : PyList_New(depth);
     for (int i = 0; list != NULL && i < depth; i++) {
-        const hl_stats *s = &hl_the_engine.stats;
+        const hl_stats *s = view.stats;
         const hl_function *f = &s->functions[frames[i].function];
         PyObject *item = Py_BuildValue("(NNiO)", name_str(s->files[frames[i].file].path), name_str(f->qualname),
                                        frames[i].line, frames[i].user ? Py_True : Py_False);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, item);
     }
-    hl_engine_unlock();
+    hl_engine_snapshot_end();
     if (depth < 0) PyErr_SetString(PyExc_RuntimeError, "the stack could not be read");
     return list;
 }

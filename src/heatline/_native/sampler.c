@@ -1,4 +1,5 @@
-/* sampler.c: the sampling thread.
+/* sampler.c: the tick: the sampling thread and how it classifies each sample. The engine
+ * (engine.c) owns its state and starts and joins it (sampler.h).
  *
  * Why a thread and no signals: a timer signal must be delivered to some thread, interrupts its
  * system calls (EINTR), competes with the program's own SIGALRM/SIGPROF handlers and timers,
@@ -46,23 +47,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "control.h"
-#include "gpu.h"
-#include "memory.h"
+#include "array.h"
+#include "clock.h"
 #include "memread.h"
-
-hl_engine hl_the_engine = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-};
 
 #define MAX_THREADS_SCANNED 4096
 #define WALK_ATTEMPTS 3
-
-uint64_t hl_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Linux encodes a thread's CPU clock id from its kernel id (as glibc's pthread_getcpuclockid
  * does); deriving it from the id avoids touching a pthread_t we cannot validate. */
@@ -103,7 +93,7 @@ static int runnable(int stat_fd) {
 
 static void forget_thread(hl_thread *t) { t->alive = 0; }
 
-static uint64_t next_interval(hl_engine *e) {
+static uint64_t next_interval(hl_sampler *e) {
     double u = (double)(hl_next_random(&e->rng) >> 11) / 9007199254740992.0; /* [0, 1) */
     uint64_t wait = (uint64_t)((0.5 + u) * (double)e->interval_ns);
     return wait ? wait : 1;
@@ -115,20 +105,14 @@ static uint64_t next_interval(hl_engine *e) {
  * oldest state is the one it runs: a newer one with the same id is usually a state that
  * thread preallocated for a thread it is starting, which carries its creator's id until the
  * new thread binds it. */
-static hl_thread *find_thread(hl_engine *e, long native_id) {
+static hl_thread *find_thread(hl_sampler *e, long native_id) {
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive && e->threads[i].native_id == native_id) return &e->threads[i];
     return NULL;
 }
 
-static int add_thread(hl_engine *e, uintptr_t tstate, long native_id) {
-    if (e->nthreads == e->threads_capacity) {
-        size_t grown = e->threads_capacity ? e->threads_capacity * 2 : 16;
-        hl_thread *threads = realloc(e->threads, grown * sizeof(*threads));
-        if (threads == NULL) return -1;
-        e->threads = threads;
-        e->threads_capacity = grown;
-    }
+static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
+    if (HL_ARRAY_RESERVE(e->threads, e->threads_capacity, e->nthreads + 1, 16) != 0) return -1;
     hl_thread *t = &e->threads[e->nthreads++];
     memset(t, 0, sizeof(*t));
     t->tstate = tstate;
@@ -155,7 +139,7 @@ static void tid_offsets(unsigned char *matches) {
     }
 }
 
-static long native_id_of(hl_engine *e, uintptr_t tstate) {
+static long native_id_of(hl_sampler *e, uintptr_t tstate) {
     const hl_layout *l = &e->walker.layout;
     if (l->has_native_thread_id) {
         unsigned long native_id = 0;
@@ -175,7 +159,7 @@ static long native_id_of(hl_engine *e, uintptr_t tstate) {
 
 /* Re-reads the interpreter's thread list, every tick: a thread state's id changes when the
  * thread it was made for starts, which leaves no other trace in the list. */
-static void refresh_threads(hl_engine *e) {
+static void refresh_threads(hl_sampler *e) {
     const hl_layout *l = &e->walker.layout;
     uintptr_t head;
     if (hl_memread_ptr(&head, l->interp + l->interp_threads_head) != 0) return;
@@ -205,7 +189,7 @@ abandon:
 
 /* ---- one tick -------------------------------------------------------------------------- */
 
-static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
+static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
     hl_frame frames[HL_MAX_DEPTH];
     uint64_t keys[HL_MAX_DEPTH];
     uint64_t c1, c2;
@@ -237,7 +221,7 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
 
     int category;
     int holds_gil = gil_holder == t->tstate;
-    if (blocked && !hl_memory_thread_waiting(t->native_id)) category = HL_SYSTEM;
+    if (blocked && !e->waiting_for_lock(t->native_id)) category = HL_SYSTEM;
     else if (flags & HL_OP_CALL) category = HL_NATIVE;
     else if (holds_gil) category = HL_PYTHON;
     else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */
@@ -264,7 +248,7 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     }
     if (target == NULL && complete) {
         t->unattributed_ns += dt;
-    } else if (target != NULL && hl_stats_charge_line(&e->stats, target->file, target->line,
+    } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
                                                       target->function, category, dt) == 0) {
         t->ns[category] += dt;
     } else {
@@ -282,25 +266,25 @@ static void sample_thread(hl_engine *e, hl_thread *t, uint32_t thread_index, uin
     }
     for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
         keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
-    if (depth == 0 || hl_stats_charge_stack(&e->stats, thread_index, keys, (uint32_t)depth, category, dt) != 0)
-        e->stats.stacks_dropped_ns += dt; /* no frame to record, or no memory for the stack */
+    if (depth == 0 || hl_stats_charge_stack(e->stats, thread_index, keys, (uint32_t)depth, category, dt) != 0)
+        e->stats->stacks_dropped_ns += dt; /* no frame to record, or no memory for the stack */
 }
 
-static void tick(hl_engine *e, uint64_t dt) {
+static void tick(hl_sampler *e, uint64_t dt) {
     refresh_threads(e);
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
     e->samples++;
     e->sampled_ns += dt;
-    hl_gpu_tick(hl_now_ns());
+    e->after_tick(hl_now_ns());
 }
 
 static unsigned char tid_matches[TID_SCAN_BYTES / sizeof(int)];
 
 static void *sampler_main(void *arg) {
-    hl_engine *e = arg;
-    hl_memory_enter_engine(); /* for good: nothing this thread allocates is the program's */
-    pthread_mutex_lock(&e->lock);
+    hl_sampler *e = arg;
+    e->on_thread_start(); /* the engine marks it as its own: nothing it allocates is sampled */
+    pthread_mutex_lock(e->lock);
     if (!e->walker.layout.has_native_thread_id) {
         tid_offsets(tid_matches); /* the starting thread scanned first */
         e->pthread_tid_offset = -1;
@@ -311,81 +295,23 @@ static void *sampler_main(void *arg) {
     uint64_t deadline = last + next_interval(e);
     while (!e->stop_requested) {
         struct timespec until = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
-        int rc = pthread_cond_timedwait(&e->wake, &e->lock, &until);
+        int rc = pthread_cond_timedwait(&e->wake, e->lock, &until);
         if (e->stop_requested) break;
         uint64_t now = hl_now_ns();
         if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
-        hl_control_poll(now); /* heatline ctl on/off: applied before this tick */
+        if (e->on_wake) e->on_wake(now); /* heatline ctl on/off: applied before this tick */
         if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) tick(e, now - last);
         last = now;
         deadline = hl_now_ns() + next_interval(e);
     }
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(e->lock);
     return NULL;
 }
 
-/* ---- lifecycle ------------------------------------------------------------------------ */
+/* ---- started and joined by the engine ------------------------------------------------- */
 
-/* fork(): the child has no sampler thread. Holding the lock across fork() gives the child
- * consistent tables; the child then marks the engine stopped so stop() is a no-op there. */
-static void before_fork(void) { pthread_mutex_lock(&hl_the_engine.lock); }
-static void after_fork_parent(void) { pthread_mutex_unlock(&hl_the_engine.lock); }
-static void after_fork_child(void) {
-    pthread_mutex_init(&hl_the_engine.lock, NULL);
-    hl_the_engine.running = 0;
-    hl_the_engine.suspended = 0;
-    hl_the_engine.stop_requested = 0;
-    hl_memory_after_fork_child();
-    hl_gpu_after_fork_child();
-}
-
-static void reset_results(hl_engine *e) {
-    for (size_t i = 0; i < e->nthreads; i++) forget_thread(&e->threads[i]);
-    hl_walker_clear(&e->walker); /* code entries point into the tables cleared next */
-    hl_memory_reset(); /* its live table refers to lines in the tables cleared next */
-    hl_stats_clear(&e->stats);
-    free(e->threads);
-    e->threads = NULL;
-    e->nthreads = e->threads_capacity = 0;
-    e->samples = e->sampled_ns = e->lost_ns = 0;
-}
-
-void hl_engine_prepare_walker(void) {
-    hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
-    if (!e->running) {
-        hl_compat_init(&e->walker.layout);
-        e->walker.stats = &e->stats;
-        (void)hl_memread_init();
-    }
-    pthread_mutex_unlock(&e->lock);
-}
-
-static int spawn_sampler(hl_engine *e);
-
-int hl_engine_start(hl_config *config) {
-    static int atfork_registered = 0;
-    hl_engine *e = &hl_the_engine;
-    int err = 0;
-
-    pthread_mutex_lock(&e->lock);
-    if (e->running) {
-        err = -EBUSY;
-        goto fail_locked;
-    }
-    err = hl_memread_init();
-    if (err != 0) goto fail_locked;
-    reset_results(e);
-    hl_compat_init(&e->walker.layout);
-    e->walker.scope = config->scope;
-    memset(&config->scope, 0, sizeof(config->scope));
-    memcpy(e->walker.opcode_flags, config->opcode_flags, sizeof(e->walker.opcode_flags));
-    e->walker.stats = &e->stats;
-    e->interval_ns = config->interval_ns ? config->interval_ns : 10000000u;
-    e->main_native_id = config->main_native_id;
-    e->paused = config->paused;
+void hl_sampler_prepare(hl_sampler *e) {
     e->stop_requested = 0;
-    e->suspended = 0;
     e->rng = hl_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
     if (e->rng == 0) e->rng = 1;
 
@@ -399,44 +325,11 @@ int hl_engine_start(hl_config *config) {
         memset(tid_matches, 1, sizeof(tid_matches));
         tid_offsets(tid_matches);
     }
-
-    err = spawn_sampler(e);
-    if (err != 0) goto fail_cond;
-    e->running = 1;
-    if (!atfork_registered) {
-        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-        atfork_registered = 1;
-    }
-    pthread_mutex_unlock(&e->lock);
-    if (config->memory_window != 0) {
-        err = hl_memory_start(config->memory_window);
-        if (err != 0) {
-            hl_engine_stop();
-            return err;
-        }
-    }
-    return 0;
-
-fail_cond:
-    pthread_cond_destroy(&e->wake);
-fail_locked:
-    pthread_mutex_unlock(&e->lock);
-    hl_scope_clear(&config->scope);
-    return err;
 }
 
-/* Asks the sampler thread to finish and joins it. Called with the lock held; returns with it
- * held (it is released while joining). */
-static void join_sampler(hl_engine *e) {
-    e->stop_requested = 1;
-    pthread_cond_signal(&e->wake);
-    pthread_mutex_unlock(&e->lock);
-    pthread_join(e->thread, NULL);
-    pthread_mutex_lock(&e->lock);
-    e->stop_requested = 0;
-}
+void hl_sampler_release(hl_sampler *e) { pthread_cond_destroy(&e->wake); }
 
-static int spawn_sampler(hl_engine *e) {
+int hl_sampler_spawn(hl_sampler *e) {
     /* The sampler must never receive the program's signals: block them all in it. */
     sigset_t all, previous;
     sigfillset(&all);
@@ -446,47 +339,19 @@ static int spawn_sampler(hl_engine *e) {
     return -err;
 }
 
-void hl_engine_stop(void) {
-    hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
-    if (!e->running) {
-        pthread_mutex_unlock(&e->lock);
-        return;
-    }
-    if (!e->suspended) join_sampler(e);
-    e->running = 0;
-    e->suspended = 0;
-    pthread_cond_destroy(&e->wake);
-    pthread_mutex_unlock(&e->lock);
+void hl_sampler_join(hl_sampler *e) {
+    e->stop_requested = 1;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(e->lock);
+    pthread_join(e->thread, NULL);
+    pthread_mutex_lock(e->lock);
+    e->stop_requested = 0;
 }
 
-void hl_engine_suspend_for_fork(void) {
-    hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
-    if (e->running && !e->suspended) {
-        join_sampler(e);
-        e->suspended = 1;
-    }
-    pthread_mutex_unlock(&e->lock);
-}
-
-void hl_engine_resume_after_fork(void) {
-    hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
-    if (e->running && e->suspended && spawn_sampler(e) == 0) e->suspended = 0;
-    pthread_mutex_unlock(&e->lock);
-}
-
-void hl_engine_set_paused(int paused) {
-    __atomic_store_n(&hl_the_engine.paused, paused ? 1 : 0, __ATOMIC_RELAXED);
-}
-
-void hl_engine_lock(void) {
-    hl_memory_enter_engine();
-    pthread_mutex_lock(&hl_the_engine.lock);
-}
-
-void hl_engine_unlock(void) {
-    pthread_mutex_unlock(&hl_the_engine.lock);
-    hl_memory_leave_engine();
+void hl_sampler_reset(hl_sampler *e) {
+    for (size_t i = 0; i < e->nthreads; i++) forget_thread(&e->threads[i]);
+    free(e->threads);
+    e->threads = NULL;
+    e->nthreads = e->threads_capacity = 0;
+    e->samples = e->sampled_ns = e->lost_ns = 0;
 }

@@ -1,8 +1,10 @@
-/* sampler.h: the sampling engine: one background thread that periodically charges every
- * Python thread's time to the line it is executing, as Python, native or system time.
+/* sampler.h: the tick: one background thread that periodically charges every Python thread's
+ * time to the line it is executing, as Python, native or system time.
  *
- * See the block comment at the top of sampler.c for how each sample is classified, and
- * docs/design.md for why the engine samples from its own thread instead of using signals.
+ * The sampler knows nothing of the engine around it: the engine (engine.c) owns its state,
+ * hands it the lock, the tables and three callbacks, and starts and joins the thread. See the
+ * block comment at the top of sampler.c for how each sample is classified, and docs/design.md
+ * for why the engine samples from its own thread instead of using signals.
  */
 #ifndef HEATLINE_SAMPLER_H
 #define HEATLINE_SAMPLER_H
@@ -14,6 +16,7 @@
 #include "frames.h"
 #include "stats.h"
 
+/* One entry of the thread registry: an OS thread that runs Python code. */
 typedef struct hl_thread {
     uintptr_t tstate;   /* its PyThreadState (only compared and read via hl_memread) */
     long native_id;     /* the kernel's thread id */
@@ -29,31 +32,26 @@ typedef struct hl_thread {
     int has_last_user;
 } hl_thread;
 
-typedef struct hl_config {
+/* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it
+ * ticks; everything below `lock` is read and written under it. */
+typedef struct hl_sampler {
+    /* Set by the engine before hl_sampler_spawn. */
+    pthread_mutex_t *lock;
+    hl_stats *stats;
     uint64_t interval_ns;
     long main_native_id;
-    int paused;
-    hl_scope scope;            /* ownership moves to the engine */
-    uint8_t opcode_flags[256]; /* HL_OP_* flags per opcode (frames.h) */
-    uint64_t memory_window;    /* bytes between memory samples on average; 0: no memory */
-} hl_config;
+    void (*on_thread_start)(void);           /* first thing in the new thread */
+    void (*after_tick)(uint64_t now_ns);     /* after each tick, lock held */
+    void (*on_wake)(uint64_t now_ns);        /* each wake-up, paused or not, lock held */
+    int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine.h) */
 
-/* The engine's state. Fields below `lock` are protected by it: the sampler holds it while it
- * samples, readers (hl_engine_lock) while they copy results out. */
-typedef struct hl_engine {
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
     pthread_t thread;
-    int running;        /* a session is on (changed only by start/stop/fork child) */
-    int suspended;      /* running, but the thread is stopped around a fork() (see below) */
+    pthread_cond_t wake;
     int stop_requested;
-    int paused;         /* read by the sampler at each tick; written atomically */
+    int paused; /* read at each tick; written atomically */
 
-    uint64_t interval_ns;
-    long main_native_id;
     uint64_t rng;
     hl_walker walker;
-    hl_stats stats;
     hl_thread *threads;
     size_t nthreads, threads_capacity;
     long pthread_tid_offset; /* 3.9/3.10: where glibc keeps the kernel id, or -1 */
@@ -61,40 +59,24 @@ typedef struct hl_engine {
     uint64_t samples;    /* ticks that charged time */
     uint64_t sampled_ns; /* wall time those ticks covered */
     uint64_t lost_ns;    /* thread time whose stack could not be read */
-} hl_engine;
+} hl_sampler;
 
-/* CLOCK_MONOTONIC in nanoseconds: the engine's one clock, for ticks and memory events. */
-uint64_t hl_now_ns(void);
+/* Prepares a session in the starting thread (lock held, GIL held): seeds the generator, creates
+ * the wake-up condition, and on 3.9/3.10 scans the starting thread for glibc's kernel-id offset
+ * (the thread finishes the scan). */
+void hl_sampler_prepare(hl_sampler *s);
 
-/* The one engine of this process. */
-extern hl_engine hl_the_engine;
+/* Destroys what hl_sampler_prepare created, once the thread is joined (lock held). */
+void hl_sampler_release(hl_sampler *s);
 
-/* Starts sampling. The caller holds the GIL (the layout is read from the interpreter).
- * Takes ownership of config->scope in every case. Returns 0, -EBUSY if already running, or
- * another -errno if the thread could not be started. */
-int hl_engine_start(hl_config *config);
+/* Starts the thread with every signal blocked in it. Returns 0 or -errno. Lock held. */
+int hl_sampler_spawn(hl_sampler *s);
 
-/* Stops and joins the sampler thread; results stay readable. Holding the GIL is not required
- * (the sampler never takes the GIL), but memory sampling must have been stopped first, with
- * the GIL held (hl_memory_stop). Idempotent. */
-void hl_engine_stop(void);
+/* Asks the thread to finish and joins it. Called with *lock held; returns with it held (it is
+ * released while joining). */
+void hl_sampler_join(hl_sampler *s);
 
-void hl_engine_set_paused(int paused);
-
-/* Around os.fork() (registered with os.register_at_fork by the shell): the sampler thread is
- * joined before the fork and started again in the parent after it, so that at the moment of
- * the fork the process has only the program's own threads. CPython 3.12+ counts the process's
- * threads right after fork() and warns when there is more than one; the profiled program must
- * not see that because of heatline. Results are kept across. Call with the GIL held. */
-void hl_engine_suspend_for_fork(void);
-void hl_engine_resume_after_fork(void);
-
-/* Serialise with the sampler (and the memory hooks) to read results. The calling thread's own
- * allocations are not sampled while it holds the lock. */
-void hl_engine_lock(void);
-void hl_engine_unlock(void);
-
-/* Prepares the walker's layout for the test hooks without starting the thread. */
-void hl_engine_prepare_walker(void);
+/* Forgets the thread registry and the counters (lock held, thread not running). */
+void hl_sampler_reset(hl_sampler *s);
 
 #endif

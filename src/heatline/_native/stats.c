@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+
 uint64_t hl_hash(const void *data, size_t len, uint64_t seed) {
     const unsigned char *p = data;
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -78,17 +80,6 @@ void hl_map_free(hl_map *map) {
     memset(map, 0, sizeof(*map));
 }
 
-/* Makes room for one more element in a growable array. Returns 0 or -1. */
-static int reserve(void **items, size_t *capacity, size_t count, size_t item_size) {
-    if (count < *capacity) return 0;
-    size_t grown = *capacity ? *capacity * 2 : 64;
-    void *p = realloc(*items, grown * item_size);
-    if (p == NULL) return -1;
-    *items = p;
-    *capacity = grown;
-    return 0;
-}
-
 static char *copy_string(const char *s, size_t len) {
     char *copy = malloc(len + 1);
     if (copy == NULL) return NULL;
@@ -104,7 +95,7 @@ int64_t hl_stats_file(hl_stats *s, const char *path, size_t len, int user) {
     uint32_t id;
     for (; hl_map_get(&s->file_index, key, &id); key = key + 1 ? key + 1 : 1)
         if (strlen(s->files[id].path) == len && memcmp(s->files[id].path, path, len) == 0) return id;
-    if (reserve((void **)&s->files, &s->files_capacity, s->nfiles, sizeof(hl_file)) != 0)
+    if (HL_ARRAY_RESERVE(s->files, s->files_capacity, s->nfiles + 1, 64) != 0)
         return -1;
     char *copy = copy_string(path, len);
     if (copy == NULL) return -1;
@@ -125,8 +116,7 @@ int64_t hl_stats_function(hl_stats *s, uint32_t file, const char *name, const ch
         if (f->file == file && f->first_line == first_line && strcmp(f->qualname, qualname) == 0)
             return id;
     }
-    if (reserve((void **)&s->functions, &s->functions_capacity, s->nfunctions,
-                sizeof(hl_function)) != 0)
+    if (HL_ARRAY_RESERVE(s->functions, s->functions_capacity, s->nfunctions + 1, 64) != 0)
         return -1;
     char *name_copy = copy_string(name, strlen(name));
     char *qualname_copy = copy_string(qualname, strlen(qualname));
@@ -145,7 +135,7 @@ int64_t hl_stats_line(hl_stats *s, uint32_t file, int line, uint32_t function) {
     uint64_t key = (((uint64_t)file << 32) | (uint32_t)line) + 1;
     uint32_t id;
     if (hl_map_get(&s->line_index, key, &id)) return id;
-    if (reserve((void **)&s->lines, &s->lines_capacity, s->nlines, sizeof(hl_line_stat)) != 0)
+    if (HL_ARRAY_RESERVE(s->lines, s->lines_capacity, s->nlines + 1, 64) != 0)
         return -1;
     if (hl_map_put(&s->line_index, key, (uint32_t)s->nlines) != 0) return -1;
     id = (uint32_t)s->nlines++;
@@ -228,14 +218,8 @@ int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, 
             s->stacks_dropped_ns += ns;
             return 0;
         }
-        while (s->pool_length + depth > s->pool_capacity) {
-            size_t grown = s->pool_capacity ? s->pool_capacity * 2 : 4096;
-            uint64_t *pool = realloc(s->frame_pool, grown * sizeof(*pool));
-            if (pool == NULL) return -1;
-            s->frame_pool = pool;
-            s->pool_capacity = grown;
-        }
-        if (reserve((void **)&s->stacks, &s->stacks_capacity, s->nstacks, sizeof(hl_stack_stat)) != 0)
+        if (HL_ARRAY_RESERVE(s->frame_pool, s->pool_capacity, s->pool_length + depth, 4096) != 0 ||
+            HL_ARRAY_RESERVE(s->stacks, s->stacks_capacity, s->nstacks + 1, 64) != 0)
             return -1;
         if (hl_map_put(&s->stack_index, key, (uint32_t)s->nstacks) != 0) return -1;
         if (depth) memcpy(s->frame_pool + s->pool_length, frames, depth * sizeof(*frames));

@@ -6,7 +6,7 @@
  * that does not fit is counted in stacks_dropped_ns instead of being lost silently.
  *
  * Concurrency: the sampler thread is the only writer. Readers (snapshot) and the writer
- * serialise on the engine lock in sampler.c; nothing here locks.
+ * serialise on the engine lock (engine.h); nothing here locks.
  */
 #ifndef HEATLINE_STATS_H
 #define HEATLINE_STATS_H
@@ -15,6 +15,9 @@
 #include <stdint.h>
 
 enum hl_category { HL_PYTHON = 0, HL_NATIVE = 1, HL_SYSTEM = 2, HL_NCATEGORIES = 3 };
+
+/* No line: a line id for an event made while no user frame was on the stack. */
+#define HL_NO_LINE UINT32_MAX
 
 /* Largest number of distinct stacks kept, and deepest stack kept (innermost frames win). */
 #define HL_MAX_STACKS 20000
@@ -48,7 +51,7 @@ uint64_t hl_hash(const void *data, size_t len, uint64_t seed);
 
 typedef struct hl_file {
     char *path; /* owned, NUL-terminated UTF-8 */
-    int user;   /* 1 if the file is the user's code (see the scope rules in sampler.h) */
+    int user;   /* 1 if the file is the user's code (the scope rules: hl_scope in frames.h) */
 } hl_file;
 
 typedef struct hl_function {

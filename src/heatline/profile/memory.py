@@ -1,6 +1,6 @@
 """Memory fields of the profile, built once from the engine's per-line memory records.
 
-The engine (memory.c) samples allocations by bytes and keeps, for each user line, estimates of
+The engine (memhooks.c) samples allocations by bytes and keeps, for each user line, estimates of
 the bytes it allocated (Python / native), freed, still holds, its peak, the bytes copied while
 on it, and a bounded timeline of what it holds. This module turns those into the profile's
 fields (docs/profile-format.md) and applies the leak rule below. It runs once per profile, not

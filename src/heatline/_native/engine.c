@@ -1,0 +1,324 @@
+/* engine.c: the engine room. See engine.h.
+ *
+ * One engine per process (hl_the_engine below): the lock, the tables (stats.h), the sampler's
+ * state (sampler.h) and the parts (memory.c, gpu.c) that plug in through hl_engine_part. This
+ * file holds the lifecycle (start, stop, pause, fork, reset) and what the parts and the binding
+ * may read; it does no sampling itself.
+ *
+ * Locking: a part's start or stop runs without the engine lock (it may take it); the
+ * sampler thread holds it for each tick, readers for each snapshot. The Python allocator hooks
+ * can run in any thread that holds it, so every holder is marked as inside the engine first
+ * (hl_engine_lock), and its allocations pass through unsampled.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h> /* first, as CPython requires (it defines _GNU_SOURCE); only for
+                     * PyGILState_GetThisThreadState */
+
+#include "engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "memread.h"
+#include "sampler.h"
+
+typedef struct hl_engine {
+    pthread_mutex_t lock;
+    int running;   /* a session is on (changed only by start/stop/fork child) */
+    int suspended; /* running, but the thread is stopped around a fork() */
+    hl_config config; /* the session's settings (its scope moved into the walker) */
+    hl_stats stats;
+    hl_sampler sampler;
+} hl_engine;
+
+static hl_engine hl_the_engine = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part, &hl_control_part};
+#define NPARTS (sizeof(parts) / sizeof(*parts))
+
+/* ---- marking threads inside the engine ------------------------------------------------------ */
+
+static void enter_engine(void) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->enter) parts[i]->enter();
+}
+
+static void leave_engine(void) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->leave) parts[i]->leave();
+}
+
+void hl_engine_lock(void) {
+    enter_engine();
+    pthread_mutex_lock(&hl_the_engine.lock);
+}
+
+void hl_engine_unlock(void) {
+    pthread_mutex_unlock(&hl_the_engine.lock);
+    leave_engine();
+}
+
+/* ---- the lock, taken from a hook ------------------------------------------------------------ */
+
+#define WAITING_SLOTS 64
+static long waiting[WAITING_SLOTS];
+
+void hl_engine_lock_from_hook(void) {
+    pthread_mutex_t *lock = &hl_the_engine.lock;
+    if (pthread_mutex_trylock(lock) == 0) return;
+    long self = (long)gettid();
+    long *slot = NULL;
+    for (int i = 0; i < WAITING_SLOTS && slot == NULL; i++) {
+        long expected = 0;
+        if (__atomic_compare_exchange_n(&waiting[i], &expected, self, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            slot = &waiting[i];
+    }
+    pthread_mutex_lock(lock);
+    if (slot != NULL) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
+}
+
+void hl_engine_unlock_from_hook(void) { pthread_mutex_unlock(&hl_the_engine.lock); }
+
+/* The sampler's waiting_for_lock: lock-free. */
+static int thread_waiting(long native_id) {
+    for (int i = 0; i < WAITING_SLOTS; i++)
+        if (__atomic_load_n(&waiting[i], __ATOMIC_ACQUIRE) == native_id) return 1;
+    return 0;
+}
+
+/* ---- what the parts read -------------------------------------------------------------------- */
+
+int hl_engine_paused(void) { return __atomic_load_n(&hl_the_engine.sampler.paused, __ATOMIC_RELAXED); }
+
+hl_stats *hl_engine_stats(void) { return &hl_the_engine.stats; }
+
+uint32_t hl_engine_current_line(void) {
+    hl_engine *e = &hl_the_engine;
+    const hl_sampler *s = &e->sampler;
+    uintptr_t tstate = (uintptr_t)PyGILState_GetThisThreadState();
+    int own = tstate != 0;
+    if (tstate == 0) {
+        for (size_t i = 0; i < s->nthreads && tstate == 0; i++)
+            if (s->threads[i].alive && s->threads[i].main) tstate = s->threads[i].tstate;
+        if (tstate == 0) return HL_NO_LINE;
+    }
+    hl_frame frame;
+    hl_memread_direct(own);
+    int found = hl_walk_user(&e->sampler.walker, tstate, &frame);
+    hl_memread_direct(0);
+    if (found != 1) return HL_NO_LINE;
+    int64_t id = hl_stats_line(&e->stats, frame.file, frame.line, frame.function);
+    return id < 0 ? HL_NO_LINE : (uint32_t)id;
+}
+
+/* ---- the sampler's callbacks ---------------------------------------------------------------- */
+
+static void parts_tick(uint64_t now_ns) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->tick) parts[i]->tick(now_ns);
+}
+
+static void parts_wake(uint64_t now_ns) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->wake) parts[i]->wake(now_ns);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+/* fork(): the child has no sampler thread. Holding the lock across fork() gives the child
+ * consistent tables; the child then marks the engine stopped so stop() is a no-op there. */
+static void before_fork(void) { pthread_mutex_lock(&hl_the_engine.lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&hl_the_engine.lock); }
+static void after_fork_child(void) {
+    pthread_mutex_init(&hl_the_engine.lock, NULL);
+    hl_the_engine.running = 0;
+    hl_the_engine.suspended = 0;
+    hl_the_engine.sampler.stop_requested = 0;
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->after_fork_child) parts[i]->after_fork_child();
+}
+
+static void reset_results(hl_engine *e) {
+    hl_sampler_reset(&e->sampler);
+    hl_walker_clear(&e->sampler.walker); /* code entries point into the tables cleared next */
+    for (size_t i = 0; i < NPARTS; i++) /* their results refer to lines in the tables */
+        if (parts[i]->reset) parts[i]->reset();
+    hl_stats_clear(&e->stats);
+}
+
+/* The walker's layout, for the test hooks outside a session (lock held). */
+static void prepare_walker(hl_engine *e) {
+    if (!e->running) {
+        hl_compat_init(&e->sampler.walker.layout);
+        e->sampler.walker.stats = &e->stats;
+        (void)hl_memread_init();
+    }
+}
+
+int hl_engine_start(hl_config *config) {
+    static int atfork_registered = 0;
+    hl_engine *e = &hl_the_engine;
+    hl_sampler *s = &e->sampler;
+    int err = 0;
+
+    pthread_mutex_lock(&e->lock);
+    if (e->running) {
+        err = -EBUSY;
+        goto fail_locked;
+    }
+    err = hl_memread_init();
+    if (err != 0) goto fail_locked;
+    reset_results(e);
+    hl_compat_init(&s->walker.layout);
+    s->walker.scope = config->scope;
+    memset(&config->scope, 0, sizeof(config->scope));
+    memcpy(s->walker.opcode_flags, config->opcode_flags, sizeof(s->walker.opcode_flags));
+    s->walker.stats = &e->stats;
+    e->config = *config;
+    s->lock = &e->lock;
+    s->stats = &e->stats;
+    s->interval_ns = config->interval_ns ? config->interval_ns : 10000000u;
+    s->main_native_id = config->main_native_id;
+    s->paused = config->paused;
+    s->on_thread_start = enter_engine; /* for good: nothing the sampler allocates is sampled */
+    s->after_tick = parts_tick;
+    s->on_wake = parts_wake;
+    s->waiting_for_lock = thread_waiting;
+    e->suspended = 0;
+    hl_sampler_prepare(s);
+
+    err = hl_sampler_spawn(s);
+    if (err != 0) goto fail_cond;
+    e->running = 1;
+    if (!atfork_registered) {
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        atfork_registered = 1;
+    }
+    pthread_mutex_unlock(&e->lock);
+    for (size_t i = 0; i < NPARTS; i++) {
+        err = parts[i]->start ? parts[i]->start(&e->config) : 0;
+        if (err != 0) break;
+    }
+    e->config.control_command = e->config.control_state = NULL; /* the caller's, copied */
+    if (err != 0) {
+        hl_engine_stop();
+        return err;
+    }
+    return 0;
+
+fail_cond:
+    hl_sampler_release(s);
+fail_locked:
+    pthread_mutex_unlock(&e->lock);
+    hl_scope_clear(&config->scope);
+    return err;
+}
+
+void hl_engine_start_released(void) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->start_released) parts[i]->start_released(&hl_the_engine.config);
+}
+
+void hl_engine_stop_released(void) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->stop_released) parts[i]->stop_released();
+}
+
+void hl_engine_stop_parts(void) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->stop) parts[i]->stop();
+}
+
+void hl_engine_stop(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (!e->running) {
+        pthread_mutex_unlock(&e->lock);
+        return;
+    }
+    if (!e->suspended) hl_sampler_join(&e->sampler);
+    e->running = 0;
+    e->suspended = 0;
+    hl_sampler_release(&e->sampler);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void hl_engine_suspend_for_fork(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (e->running && !e->suspended) {
+        hl_sampler_join(&e->sampler);
+        e->suspended = 1;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void hl_engine_resume_after_fork(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    if (e->running && e->suspended && hl_sampler_spawn(&e->sampler) == 0) e->suspended = 0;
+    pthread_mutex_unlock(&e->lock);
+}
+
+void hl_engine_set_paused(int paused) {
+    __atomic_store_n(&hl_the_engine.sampler.paused, paused ? 1 : 0, __ATOMIC_RELAXED);
+}
+
+int hl_engine_running(void) {
+    hl_engine_lock();
+    int running = hl_the_engine.running;
+    hl_engine_unlock();
+    return running;
+}
+
+/* ---- reading results ------------------------------------------------------------------------ */
+
+void hl_engine_snapshot_begin(hl_snapshot *view) {
+    hl_engine *e = &hl_the_engine;
+    hl_engine_lock();
+    view->samples = e->sampler.samples;
+    view->sampled_ns = e->sampler.sampled_ns;
+    view->interval_ns = e->sampler.interval_ns;
+    view->lost_ns = e->sampler.lost_ns;
+    view->stats = &e->stats;
+    view->nthreads = e->sampler.nthreads;
+}
+
+void hl_engine_thread_stat(size_t index, hl_thread_stat *out) {
+    const hl_thread *t = &hl_the_engine.sampler.threads[index];
+    out->native_id = t->native_id;
+    out->main = t->main;
+    memcpy(out->ns, t->ns, sizeof(out->ns));
+    out->unattributed_ns = t->unattributed_ns;
+    out->cpu_ns = t->cpu_ns;
+}
+
+void hl_engine_snapshot_end(void) { hl_engine_unlock(); }
+
+int hl_engine_line_of(uintptr_t code, int offset, int *line) {
+    hl_engine *e = &hl_the_engine;
+    int ok = 0;
+    hl_engine_lock();
+    int running = e->running;
+    if (!running) {
+        prepare_walker(e);
+        *line = hl_walker_line_of(&e->sampler.walker, code, offset, &ok);
+    }
+    hl_engine_unlock();
+    return running ? -EBUSY : ok ? 0 : -EFAULT;
+}
+
+int hl_engine_walk(uintptr_t tstate, hl_frame *frames, int max_depth) {
+    hl_engine *e = &hl_the_engine;
+    if (e->running) return -EBUSY;
+    prepare_walker(e);
+    int flags;
+    int depth = hl_walk(&e->sampler.walker, tstate, frames, max_depth, &flags, NULL);
+    return depth < 0 ? -EFAULT : depth;
+}

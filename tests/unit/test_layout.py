@@ -1,0 +1,85 @@
+"""The C engine's layout (issue 8): its rooms depend on each other without a cycle, the engine's
+state is private to the engine room, and every file says what its room is for.
+
+A room is a .c file and its .h (foo.c + foo.h); room A depends on room B when A's .c or .h
+includes B's .h. Read from the #include lines, so it checks the tree as it is."""
+
+import re
+from pathlib import Path
+
+NATIVE = Path(__file__).resolve().parents[2] / "src" / "heatline" / "_native"
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def _sources():
+    return sorted(p for p in NATIVE.iterdir() if p.suffix in (".c", ".h"))
+
+
+def _includes(path):
+    return INCLUDE.findall(path.read_text(encoding="utf-8"))
+
+
+def _dependencies():
+    """room -> the rooms it includes (its own header aside)."""
+    graph = {}
+    for path in _sources():
+        room = path.stem
+        for header in _includes(path):
+            if not (NATIVE / header).exists():
+                continue  # CPython's own (internal/pycore_*.h)
+            other = Path(header).stem
+            if other != room:
+                graph.setdefault(room, set()).add(other)
+        graph.setdefault(room, set())
+    return graph
+
+
+def _find_cycle(graph):
+    state, path = {}, []
+
+    def visit(room):
+        state[room] = "open"
+        path.append(room)
+        for other in sorted(graph.get(room, ())):
+            if state.get(other) == "open":
+                return path[path.index(other):] + [other]
+            if other not in state:
+                cycle = visit(other)
+                if cycle:
+                    return cycle
+        state[room] = "done"
+        path.pop()
+        return None
+
+    for room in sorted(graph):
+        if room not in state:
+            cycle = visit(room)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_find_cycle_sees_a_cycle():
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_include_cycle_between_rooms():
+    graph = _dependencies()
+    assert {"engine", "sampler", "memory", "gpu", "module"} <= set(graph)
+    assert _find_cycle(graph) is None
+
+
+def test_engine_state_is_private_to_the_engine_room():
+    """Only engine.c sees the sampler's state; the parts and the binding talk to engine.h."""
+    users = {p.name for p in _sources() if "sampler.h" in _includes(p)}
+    assert users == {"engine.c", "sampler.c"}
+    assert "engine.h" in _includes(NATIVE / "module.c")
+    assert "engine.h" in _includes(NATIVE / "memory.c")
+    assert "engine.h" in _includes(NATIVE / "gpu.c")
+
+
+def test_every_file_names_its_room_in_its_header_comment():
+    for path in _sources():
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith(f"/* {path.name}: "), path.name
