@@ -46,6 +46,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'heatline' has no attribute {name!r}")
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext heatline``: the %heatline and %%heatline magics (heatline/ipython.py)."""
+    from heatline.ipython import load
+
+    load(ipython)
+
+
 def pause() -> None:
     """Stop charging time until :func:`resume`. Does nothing when no profile is being taken."""
     # A running profile always lives in heatline.session, so if that module was never imported

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from heatline import __version__
-from heatline.options import RUN_OPTIONS, Option, Options, only_implies_all
+from heatline.options import CHECK_OPTIONS, RUN_OPTIONS, Option, Options, only_implies_all
 
 if TYPE_CHECKING:
     from heatline.runner import Launch
@@ -25,7 +25,10 @@ heatline [options] script.py [args...]
        heatline run [options] script.py [args...]
        heatline view [--format F] [-o OUT] [--reduced-profile] [--cpu-percent-threshold N]
                      profile.json
-       heatline diff [--fail-on-regression PCT] before.json after.json"""
+       heatline diff [--fail-on-regression PCT] before.json after.json
+       heatline check [limits] profile.json
+       heatline check [limits] [options] script.py [args...]   (or -m module [args...])
+       heatline ctl on|off|status PID"""
 
 DESCRIPTION = """\
 Run a Python program and show, line by line, where its time goes: running Python code
@@ -39,7 +42,7 @@ after the script (or -m module) is passed to the program."""
 EPILOG = """\
 To profile a script named 'run' or 'view', use 'heatline ./view' (or 'heatline run view').
 Profile just part of a program by starting with --off and calling heatline.resume() (and
-heatline.pause()) in it."""
+heatline.pause()) in it, or from another shell with 'heatline ctl on PID' (and off)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +61,8 @@ def fail(message: str, status: int = 2) -> NoReturn:
 def _add(parser: argparse.ArgumentParser, option: Option) -> None:
     if option.takes_value:
         kwargs: dict = {"metavar": option.metavar, "default": option.default}
+        if option.repeat:
+            kwargs.update(action="append", default=None)
         if option.parse is not None:
             kwargs["type"] = option.parse
     elif option.negatable:
@@ -105,24 +110,30 @@ def _view_parser() -> _Parser:
     return parser
 
 
-# What split_argv needs to know of the run parser's options: which take a value (so the
-# scan skips it), and which single letters are flags that may be combined (-q; -h from argparse).
-_VALUE_OPTIONS = frozenset(
-    flag for option in RUN_OPTIONS if option.takes_value for flag in option.flags
-)
-_SHORT_FLAGS = frozenset(
-    {"h"}
-    | {
-        flag[1]
-        for option in RUN_OPTIONS
-        if not option.takes_value
-        for flag in option.all_flags
-        if len(flag) == 2
-    }
-)
+def _option_sets(options: Sequence[Option]) -> tuple[frozenset[str], frozenset[str]]:
+    """What split_argv needs to know of a parser's options: which take a value (so the scan
+    skips it), and which single letters are flags that may be combined (-q; -h from argparse)."""
+    values = frozenset(flag for option in options if option.takes_value for flag in option.flags)
+    shorts = frozenset(
+        {"h"}
+        | {
+            flag[1]
+            for option in options
+            if not option.takes_value
+            for flag in option.all_flags
+            if len(flag) == 2
+        }
+    )
+    return values, shorts
 
 
-def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+_VALUE_OPTIONS, _SHORT_FLAGS = _option_sets(RUN_OPTIONS)
+
+
+def split_argv(
+    argv: Sequence[str], value_options: frozenset[str] = _VALUE_OPTIONS,
+    short_flags: frozenset[str] = _SHORT_FLAGS,
+) -> tuple[list[str], list[str]]:
     """Split ``argv`` into heatline's options and the program's command line.
 
     The program's command line starts at the first positional argument (the script) or at
@@ -138,7 +149,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
             return argv[:i], argv[i + 1 :]
         if arg.startswith("--"):
             # "--opt=value" carries its own value; "--opt value" takes the next argument.
-            i += 2 if arg in _VALUE_OPTIONS else 1
+            i += 2 if arg in value_options else 1
         elif arg.startswith("-") and arg != "-":
             cluster = arg[1:]  # short options, possibly combined: -q, -ofile, -qo file, -mmod
             for position, letter in enumerate(cluster):
@@ -150,8 +161,8 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
                     if i + 1 == len(argv):
                         return argv, []  # argparse reports the missing module name
                     return argv[:i] + flags, ["-m", *argv[i + 1 :]]
-                if letter not in _SHORT_FLAGS:  # -o (or an unknown option argparse reports)
-                    i += 2 if f"-{letter}" in _VALUE_OPTIONS and not attached else 1
+                if letter not in short_flags:  # -o (or an unknown option argparse reports)
+                    i += 2 if f"-{letter}" in value_options and not attached else 1
                     break
             else:
                 i += 1
@@ -190,6 +201,10 @@ def prepare(argv: Sequence[str] | None = None) -> int | Launch:
         return _view(args[1:])
     if args[:1] == ["diff"]:
         return _diff(args[1:])
+    if args[:1] == ["check"]:
+        return _check(args[1:])
+    if args[:1] == ["ctl"]:
+        return _ctl(args[1:])
     if args[:1] == ["run"]:
         args = args[1:]
     return _run(args)
@@ -284,4 +299,135 @@ def _diff(args: list[str]) -> int:
         for line in found:
             sys.stdout.write(f"regression: {line}\n")
         return 1 if found else 0
+    return 0
+
+
+# Options of `heatline check` that check itself uses in a run: the limits, and where (and in
+# which format) to keep the profile; the other run options go to the profiled run.
+_KEEP_OPTIONS = ("-o", "--outfile", "--format", "--html", "--json")
+_CHECK_VALUES, _CHECK_SHORTS = _option_sets(CHECK_OPTIONS + RUN_OPTIONS)
+
+
+def _check(args: list[str]) -> int:
+    from heatline import check, profile
+
+    option_args, program = split_argv(args, _CHECK_VALUES, _CHECK_SHORTS)
+    if program[:1] and program[0].endswith(".json"):
+        # A profile, not a program: the limits may come after it (heatline check p.json --no-leaks)
+        option_args, program = option_args + program[1:], program[:1]
+    parser = _Parser(
+        prog="heatline check",
+        usage="heatline check [limits] profile.json\n"
+        "       heatline check [limits] [options] script.py [args...]  (or -m module ...)",
+        description="Check a profile (a .json file), or the run of a program, against limits: "
+        "exit status 0 within budget, 1 with one line per limit exceeded, 2 for bad input. "
+        "Running a program, the run options of 'heatline --help' apply, and a program "
+        "that fails keeps its own exit status.",
+        allow_abbrev=False,
+    )
+    for option in CHECK_OPTIONS + RUN_OPTIONS:
+        _add(parser, option)
+    _add_format_shortcuts(parser)
+    options = parser.parse_args(option_args)
+    budget = check.Budget()
+    try:
+        if options.budget is not None:
+            budget = check.load_budget(options.budget)
+        given = {option.dest: getattr(options, option.dest) for option in CHECK_OPTIONS[1:]}
+        for name, value in given.items():
+            if name == "max_line_peak":
+                budget.max_line_peak.extend(value or [])
+            elif value not in (None, False):
+                setattr(budget, name, value)
+    except check.BudgetError as exc:
+        fail(str(exc))
+    if budget.empty():
+        fail("no limits to check: give --max-peak, --max-time, --max-cpu, --no-leaks, "
+             "--max-line-peak or --budget FILE")
+    if not program:
+        fail("nothing to check: give a profile (.json) or a program to run")
+    if program[0].endswith(".json"):
+        _no_run_options(options, parser)
+        try:
+            data = profile.load(program[0])
+        except profile.ProfileError as exc:
+            fail(str(exc))
+        return _report_check(data, budget, sys.stdout)
+    keep = options.outfile and check_outfile(options.outfile)
+    run_args = _without_keep_options(option_args, parser)
+    return check.run_and_check(run_args, program, budget, keep, options.format,
+                               lambda data, stream: _report_check(data, budget, stream))
+
+
+def _no_run_options(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    for option in RUN_OPTIONS:
+        if getattr(options, option.dest) != parser.get_default(option.dest):
+            fail(f"{option.flags[-1]} applies to a run, not to a saved profile")
+
+
+def _without_keep_options(option_args: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """The run options to hand to the profiled run: all but the limits and -o/--format."""
+    values = {flag for option in CHECK_OPTIONS for flag in option.flags if option.takes_value}
+    values |= {"-o", "--outfile", "--format"}
+    flags = {"--no-leaks", "--html", "--json"}
+    kept, i = [], 0
+    while i < len(option_args):
+        arg = option_args[i]
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name in values:
+            i += 1 if "=" in arg and arg.startswith("--") else 2
+            continue
+        if name in flags or (arg.startswith("-o") and not arg.startswith("--")):
+            i += 1
+            continue
+        if not arg.startswith("--") and "o" in arg[1:]:  # -qo FILE
+            fail("give -o on its own (not combined with other short options) to heatline check")
+        takes_value = arg in _VALUE_OPTIONS  # (--opt=value carries its own)
+        kept.extend(option_args[i : i + 2] if takes_value else [arg])
+        i += 2 if takes_value else 1
+    return kept
+
+
+def _report_check(data: dict, budget: object, stream: object) -> int:
+    from heatline import check
+
+    try:
+        found = check.breaches(data, budget)  # type: ignore[arg-type]
+    except check.BudgetError as exc:
+        fail(str(exc))
+    for where in check.unmatched_line_limits(data, budget):  # type: ignore[arg-type]
+        sys.stderr.write(f"heatline: warning: --max-line-peak {where}: no such file in the "
+                         "profile (a file without time or memory is not listed)\n")
+    for line in found:
+        stream.write(f"heatline: over budget: {line}\n")  # type: ignore[attr-defined]
+    if not found:
+        stream.write(f"heatline: {check.summary(data, budget)}\n")  # type: ignore
+    stream.flush()  # type: ignore[attr-defined]
+    return 1 if found else 0
+
+
+def _ctl(args: list[str]) -> int:
+    from heatline import control
+
+    parser = _Parser(
+        prog="heatline ctl",
+        description="Turn the profiling of a running 'heatline' process on or off (start it "
+        "with --off to profile only what you choose), or show whether it is on. Only your own "
+        "processes can be controlled; no signal is sent.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("action", choices=("on", "off", "status"))
+    parser.add_argument("pid", metavar="PID", type=int, help="the process id of the heatline run")
+    options = parser.parse_args(args)
+    try:
+        if options.action == "status":
+            state = control.status(options.pid)
+        else:
+            control.switch(options.pid, options.action == "on")
+            state = options.action
+    except control.ControlError as exc:
+        fail(str(exc), 1)
+    except OSError as exc:
+        fail(f"can't control process {options.pid}: {exc.strerror or exc}", 1)
+    sys.stdout.write(f"{options.pid}: profiling {state}\n")
     return 0

@@ -83,7 +83,8 @@ class Option:
     """
 
     __slots__ = (
-        "flags", "dest", "default", "metavar", "parse", "help", "session", "view", "negatable"
+        "flags", "dest", "default", "metavar", "parse", "help", "session", "view", "negatable",
+        "repeat",
     )
 
     def __init__(
@@ -97,6 +98,7 @@ class Option:
         session: str | None = None,
         view: bool = False,
         negatable: bool = False,  # also --no-FLAG; the default None means "not given"
+        repeat: bool = False,  # may be given more than once: the values are collected in a list
     ) -> None:
         self.flags = flags
         self.dest = flags[-1].lstrip("-").replace("-", "_")
@@ -107,6 +109,7 @@ class Option:
         self.session = session
         self.view = view
         self.negatable = negatable
+        self.repeat = repeat
 
     @property
     def takes_value(self) -> bool:
@@ -208,6 +211,54 @@ RUN_OPTIONS = (
         "start paused; the program calls heatline.resume() to start",
         session="paused",
     ),
+)
+
+
+def _units(parse: Callable[[Any], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise _usage_error(str(exc)) from None
+
+    return convert
+
+
+def _size(text: str) -> int:
+    from heatline.units import parse_size
+
+    return _units(parse_size)(text)
+
+
+def _duration(text: str) -> float:
+    from heatline.units import parse_seconds
+
+    return _units(parse_seconds)(text)
+
+
+def _line_limit(text: str) -> tuple[str, int, int]:
+    from heatline.check import parse_line_limit
+
+    return _units(parse_line_limit)(text)
+
+
+# The limits of `heatline check` (heatline.check.Budget has the same names; a budget file's
+# keys are these flags without the dashes in front).
+CHECK_OPTIONS = (
+    Option(("--budget",), "read limits from FILE (TOML, or JSON when it ends in .json; the "
+           "[tool.heatline.check] table of a pyproject.toml); flags given too override it",
+           default=None, metavar="FILE"),
+    Option(("--max-peak",), "fail when the program's peak memory exceeds SIZE (e.g. 500MB; "
+           "K, M, G are powers of 1024, as in --memory-sampling-window)", default=None,
+           metavar="SIZE", parse=_size),
+    Option(("--max-time",), "fail when the wall time exceeds DURATION (e.g. 30s, 500ms, 2m)",
+           default=None, metavar="DURATION", parse=_duration),
+    Option(("--max-cpu",), "fail when the process's CPU time exceeds DURATION",
+           default=None, metavar="DURATION", parse=_duration),
+    Option(("--no-leaks",), "fail when any line is flagged as a likely leak"),
+    Option(("--max-line-peak",), "fail when line LINE of FILE (a path or its end, e.g. "
+           "app.py) held more than SIZE at its peak; may be repeated", default=[],
+           metavar="FILE:LINE=SIZE", parse=_line_limit, repeat=True),
 )
 
 

@@ -61,6 +61,7 @@ class Session:
         paused: bool = False,
         memory_window: int = 0,
         gpu: int = 0,  # 0 off, 1 on, 2 auto (on where NVML loads and reports a device)
+        control: bool = True,  # files through which `heatline ctl` turns profiling on/off
         main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
     ) -> None:
         self.program = program
@@ -72,6 +73,9 @@ class Session:
         self.paused = paused
         self.memory_window = memory_window
         self.gpu = gpu
+        self.control = control
+        self._endpoint: Any = None
+        self._warnings: list[str] = []
         self.main_native_id = main_native_id
         # Applied to the engine's snapshot before the profile is built (@profile under the
         # CLI keeps only the decorated functions: heatline/marked.py).
@@ -90,6 +94,33 @@ class Session:
         self._wall_start = time.perf_counter()
         self._cpu_start = time.process_time()
         _register_fork_hooks(_native)
+        self._open_control()
+        try:
+            self._start_engine(_native)
+        except BaseException:
+            self._close_control()
+            raise
+        self._running = True
+        _active = self
+
+    def _open_control(self) -> None:
+        if not self.control:
+            return
+        from heatline import control
+
+        try:
+            self._endpoint = control.Endpoint(self.paused)
+        except (OSError, control.ControlError) as exc:
+            reason = str(exc) if isinstance(exc, control.ControlError) else (exc.strerror or exc)
+            self._warnings.append(f"heatline ctl cannot reach this run: {reason}")
+
+    def _close_control(self) -> None:
+        if self._endpoint is not None:
+            self._endpoint.close()
+            self._endpoint = None
+
+    def _start_engine(self, _native: Any) -> None:
+        endpoint = self._endpoint
         _native.start(
             self.interval_s,
             exclude_prefixes=scope.default_exclude_prefixes(),
@@ -100,10 +131,9 @@ class Session:
             paused=self.paused,
             memory_window=self.memory_window,
             gpu=self.gpu,
+            control=None if endpoint is None else (endpoint.command, endpoint.state),
             main_native_id=self.main_native_id,
         )
-        self._running = True
-        _active = self
 
     def stop(self) -> None:
         """Stop sampling (idempotent) and fix the end of the measured span."""
@@ -113,6 +143,7 @@ class Session:
         from heatline import _native
 
         _native.stop()
+        self._close_control()
         self._wall_stop = time.perf_counter()
         self._cpu_stop = time.process_time()
         self._running = False
@@ -141,7 +172,7 @@ class Session:
         snapshot = _native.snapshot()
         if self.snapshot_filter is not None:
             snapshot = self.snapshot_filter(snapshot)
-        return build_profile(
+        profile = build_profile(
             snapshot,
             program=self.program,
             argv=self.argv,
@@ -150,6 +181,8 @@ class Session:
             cpu_s=cpu_stop - self._cpu_start,
             interval_s=self.interval_s,
         )
+        profile["warnings"] += self._warnings
+        return profile
 
 
 def _utc_now_iso() -> str:

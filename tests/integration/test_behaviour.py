@@ -203,10 +203,14 @@ def test_off_starts_paused_until_program_calls_resume(run_heatline, program, pro
         text=True,
     )
     assert result.returncode == 0, result.stderr
-    functions = profile.load(profile_path)["files"][program("resume_midway.py")]["functions"]
+    data = profile.load(profile_path)
+    functions = data["files"][program("resume_midway.py")]["functions"]
     names = {f["qualname"] for f in functions}
     assert "profiled_part" in names
     assert "unprofiled_part" not in names
+    # The one period on: after the first 0.15 s phase, lasting the 0.15 s phase.
+    [[start, end]] = data["profiled_periods"]
+    assert 0.15 <= start and 0.15 <= end - start and end <= data["elapsed_s"] - 0.15
 
 
 def test_internal_failure_at_exit_is_one_line_and_keeps_exit_status(

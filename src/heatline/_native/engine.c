@@ -38,7 +38,7 @@ static hl_engine hl_the_engine = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part};
+static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part, &hl_control_part};
 #define NPARTS (sizeof(parts) / sizeof(*parts))
 
 /* ---- marking threads inside the engine ------------------------------------------------------ */
@@ -124,6 +124,11 @@ static void parts_tick(uint64_t now_ns) {
         if (parts[i]->tick) parts[i]->tick(now_ns);
 }
 
+static void parts_wake(uint64_t now_ns) {
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->wake) parts[i]->wake(now_ns);
+}
+
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
 /* fork(): the child has no sampler thread. Holding the lock across fork() gives the child
@@ -183,6 +188,7 @@ int hl_engine_start(hl_config *config) {
     s->paused = config->paused;
     s->on_thread_start = enter_engine; /* for good: nothing the sampler allocates is sampled */
     s->after_tick = parts_tick;
+    s->on_wake = parts_wake;
     s->waiting_for_lock = thread_waiting;
     e->suspended = 0;
     hl_sampler_prepare(s);
@@ -197,10 +203,12 @@ int hl_engine_start(hl_config *config) {
     pthread_mutex_unlock(&e->lock);
     for (size_t i = 0; i < NPARTS; i++) {
         err = parts[i]->start ? parts[i]->start(&e->config) : 0;
-        if (err != 0) {
-            hl_engine_stop();
-            return err;
-        }
+        if (err != 0) break;
+    }
+    e->config.control_command = e->config.control_state = NULL; /* the caller's, copied */
+    if (err != 0) {
+        hl_engine_stop();
+        return err;
     }
     return 0;
 

@@ -25,6 +25,9 @@ typedef struct hl_config {
     uint8_t opcode_flags[256]; /* HL_OP_* flags per opcode (frames.h) */
     uint64_t memory_window;    /* bytes between memory samples on average; 0: no memory */
     int gpu_mode;              /* enum hl_gpu_mode (gpu.h) */
+    /* heatline ctl's command and state files (control.h), or NULL: read during
+     * hl_engine_start only (the control part copies them). */
+    const char *control_command, *control_state;
 } hl_config;
 
 /* ---- the lifecycle (called by module.c) --------------------------------------------------- */
@@ -110,6 +113,8 @@ typedef struct hl_engine_part {
     void (*stop)(void);          /* GIL held, lock not held */
     void (*reset)(void);         /* lock held: forget results before the tables are cleared */
     void (*tick)(uint64_t now_ns); /* the sampler thread, at every tick, lock held */
+    void (*wake)(uint64_t now_ns); /* the sampler thread, at every wake-up (paused or not),
+                                    * before the tick, lock held */
     void (*after_fork_child)(void); /* in the child of fork(): the part records nothing there */
     /* Marks the calling thread as working inside the engine (nests): see hl_engine_lock. */
     void (*enter)(void);
@@ -119,6 +124,7 @@ typedef struct hl_engine_part {
 /* The parts, in the order they start (defined in their rooms). */
 extern const hl_engine_part hl_memory_part; /* memory.c */
 extern const hl_engine_part hl_gpu_part;    /* gpu.c */
+extern const hl_engine_part hl_control_part; /* control.c: heatline ctl, the on/off record */
 
 /* ---- what the parts may call ---------------------------------------------------------------- */
 

@@ -19,7 +19,8 @@
 /* ---- scope ------------------------------------------------------------------------- */
 
 int hl_scope_is_user(const hl_scope *scope, const char *path) {
-    if (path[0] == '<' || path[0] == '\0') return 0; /* <string>, <frozen ...>, <stdin> */
+    /* <string>, <frozen ...>, <stdin> are not user code; terminal IPython's cells are. */
+    if (path[0] == '\0' || (path[0] == '<' && strncmp(path, "<ipython-input-", 15) != 0)) return 0;
     for (size_t i = 0; i < scope->nexclude; i++)
         if (strstr(path, scope->exclude[i])) return 0;
     if (scope->nonly) {

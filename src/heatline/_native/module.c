@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "control.h" /* heatline ctl and the on/off record */
 #include "engine.h"
 #include "gpu.h"    /* the GPU part's results, converted in the snapshot */
 #include "memory.h" /* the memory part's results, likewise */
@@ -47,29 +48,35 @@ fail_strings:
 PyDoc_STRVAR(start_doc,
 "start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
 "      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0,\n"
-"      memory_window=0, gpu=0)\n"
+"      memory_window=0, gpu=0, control=None)\n"
 "--\n\n"
 "Start the sampler thread. See docs/engine-api.md.");
 
 static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"interval_s", "exclude_prefixes", "only", "exclude", "profile_all",
                                "opcode_flags", "paused", "main_native_id", "memory_window",
-                               "gpu", NULL};
+                               "gpu", "control", NULL};
     double interval_s;
     PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
     int profile_all = 0, paused = 0;
     Py_buffer opcodes = {0};
     long main_native_id = 0;
     unsigned long long memory_window = 0;
+    PyObject *control = Py_None;
     hl_config config;
     (void)module;
 
     memset(&config, 0, sizeof(config));
     config.gpu_mode = HL_GPU_OFF;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plKi:start", keywords, &interval_s,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plKiO:start", keywords, &interval_s,
                                      &exclude_prefixes, &only, &exclude, &profile_all, &opcodes,
-                                     &paused, &main_native_id, &memory_window, &config.gpu_mode))
+                                     &paused, &main_native_id, &memory_window, &config.gpu_mode,
+                                     &control))
         return NULL;
+    if (control != Py_None &&
+        !PyArg_ParseTuple(control, "ss;control must be (command_path, state_path) or None",
+                          &config.control_command, &config.control_state))
+        goto fail;
     if (!(interval_s > 0.0) || interval_s > 10.0) {
         PyErr_SetString(PyExc_ValueError, "interval_s must be in (0, 10]");
         goto fail;
@@ -129,7 +136,7 @@ PyDoc_STRVAR(pause_doc, "pause($module, /)\n--\n\nStop charging time until resum
 static PyObject *native_pause(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    hl_engine_set_paused(1);
+    hl_control_set_paused(1);
     Py_RETURN_NONE;
 }
 
@@ -137,7 +144,7 @@ PyDoc_STRVAR(resume_doc, "resume($module, /)\n--\n\nCharge time again after paus
 static PyObject *native_resume(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    hl_engine_set_paused(0);
+    hl_control_set_paused(0);
     Py_RETURN_NONE;
 }
 
@@ -388,6 +395,26 @@ static PyObject *gpu_dict(const hl_stats *s) {
         gpu_line_key(s, g->alloc_peak_line));
 }
 
+/* {"periods": [(start_ns, end_ns), ...], "count": n, "dropped_changes": n}: when profiling
+ * was on. */
+static PyObject *on_periods(void) {
+    enum { SHOWN = 1024 };
+    static uint64_t periods[SHOWN][2]; /* under the engine lock, taken by the snapshot */
+    uint64_t dropped = 0;
+    size_t count = hl_control_periods(periods, SHOWN, &dropped);
+    size_t shown = count < SHOWN ? count : SHOWN;
+    PyObject *list = PyList_New((Py_ssize_t)shown);
+    for (size_t i = 0; list != NULL && i < shown; i++) {
+        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)periods[i][0],
+                                       (unsigned long long)periods[i][1]);
+        if (pair == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
+    }
+    if (list == NULL) return NULL;
+    return Py_BuildValue("{s:N,s:K,s:K}", "periods", list, "count", (unsigned long long)count,
+                         "dropped_changes", (unsigned long long)dropped);
+}
+
 PyDoc_STRVAR(snapshot_doc,
 "snapshot($module, /)\n--\n\nThe data aggregated so far, as documented in docs/engine-api.md.");
 
@@ -398,7 +425,8 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     hl_engine_snapshot_begin(&view);
     const hl_stats *s = view.stats;
     PyObject *result = Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "samples", (unsigned long long)view.samples,
+        "{s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "on", on_periods(), "samples",
+        (unsigned long long)view.samples,
         "sampled_ns", (unsigned long long)view.sampled_ns, "interval_ns",
         (unsigned long long)view.interval_ns, "lost_ns", (unsigned long long)view.lost_ns, "files",
         files_list(s), "functions", functions_list(s), "lines", lines_list(s), "threads",

@@ -300,6 +300,7 @@ static void *sampler_main(void *arg) {
         if (e->stop_requested) break;
         uint64_t now = hl_now_ns();
         if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
+        if (e->on_wake) e->on_wake(now); /* heatline ctl on/off: applied before this tick */
         if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) tick(e, now - last);
         last = now;
         deadline = hl_now_ns() + next_interval(e);

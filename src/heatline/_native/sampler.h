@@ -42,6 +42,7 @@ typedef struct hl_sampler {
     long main_native_id;
     void (*on_thread_start)(void);           /* first thing in the new thread */
     void (*after_tick)(uint64_t now_ns);     /* after each tick, lock held */
+    void (*on_wake)(uint64_t now_ns);        /* each wake-up, paused or not, lock held */
     int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine.h) */
 
     pthread_t thread;

@@ -195,6 +195,7 @@ def build_profile(
         "samples": snapshot["samples"],
         "sampled_s": _seconds(snapshot["sampled_ns"]),
         "lost_s": _seconds(snapshot["lost_ns"]),
+        **_profiled_periods(snapshot),
         "totals": {
             "python_s": _seconds(totals_ns[0]),
             "native_s": _seconds(totals_ns[1]),
@@ -206,9 +207,28 @@ def build_profile(
         "files": {path: entry for _, _, path, entry in file_entries},
         "stacks": _stacks(snapshot, files, functions),
         **_memory_summary(memory, files),
-        "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory),
+        "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory)
+        + _control_warnings(snapshot),
     }
     return gpu_report.with_gpu(profile, snapshot, read_lines)
+
+
+def _profiled_periods(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """When profiling was on (heatline.pause()/resume(), --off, heatline ctl), as
+    [start_s, end_s] pairs since the start; absent from snapshots without the record."""
+    on = snapshot.get("on")
+    if on is None:
+        return {}
+    return {"profiled_periods": [[_seconds(start), _seconds(end)] for start, end in on["periods"]]}
+
+
+def _control_warnings(snapshot: dict[str, Any]) -> list[str]:
+    on = snapshot.get("on") or {}
+    warnings = []
+    if on.get("dropped_changes") or on.get("count", 0) > len(on.get("periods", [])):
+        warnings.append("profiling was paused and resumed too often to record every period: "
+                        "profiled_periods lists the first ones only")
+    return warnings
 
 
 def _memory_summary(memory: dict[str, Any], files: list) -> dict[str, Any]:

@@ -255,6 +255,8 @@ def validate(data: Any, path: str = "profile") -> None:
             _check(data["memory"], _MEMORY_TOTALS, "memory")
         if data["gpu"]["enabled"]:
             _check(data["gpu"], _GPU_TOTALS, "gpu")
+        if "profiled_periods" in data:  # optional: added in schema 4 without a bump
+            _check(data["profiled_periods"], [_POINT], "profiled_periods")
     except _Invalid as exc:
         raise ProfileError(f"'{path}': {exc.where} {exc.problem}") from None
 

@@ -115,6 +115,8 @@ def _console(file: TextIO) -> Console:
         markup=False,
         color_system=None if no_color else "auto",
         force_terminal=True if os.environ.get("FORCE_COLOR") else None,
+        # In a Jupyter kernel rich would otherwise ignore `file` and display HTML itself.
+        force_jupyter=False,
     )
 
 

@@ -1,0 +1,148 @@
+"""The IPython magics run as a user runs them: a notebook executed in a real Jupyter kernel
+(ipykernel, driven by nbclient), and a script run by terminal IPython. The cells time their own
+phases; the report they render must agree within the CLI's tolerances (3 percentage points of
+share, as tests/integration/test_accuracy.py; an allocation of at least the sampling window is
+counted exactly, as test_memory_accuracy.py)."""
+
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+HELD = 64 * 1024 * 1024
+SHARE_TOLERANCE_PCT = 3.0
+
+DEFINE = """\
+import json, time
+import numpy as np
+
+walls = []
+
+def burn(seconds):
+    wall, cpu = time.perf_counter(), time.thread_time()
+    total = 0
+    while time.thread_time() - cpu < seconds:
+        total += sum(range(100))
+    walls.append(time.perf_counter() - wall)
+    return total
+"""
+
+PROFILED = """\
+%%heatline --cpu-sampling-interval 0.01
+t0 = time.perf_counter()
+held = bytearray(64 * 1024 * 1024)
+native = np.ones(8 * 1024 * 1024)
+t1 = time.perf_counter()
+burn(0.8)
+t2 = time.perf_counter()
+time.sleep(0.6)
+t3 = time.perf_counter()
+"""
+
+LINE_MAGIC = """\
+cell_lines = {l.source: [l.alloc_python_bytes, l.alloc_native_bytes]
+              for l in _heatline_profile.lines()}
+start = time.perf_counter()
+%heatline -q burn(0.5)
+line_wall = time.perf_counter() - start
+print(json.dumps({"alloc": t1 - t0, "burn": t2 - t1, "sleep": t3 - t2, "line_wall": line_wall,
+                  "line_burn_wall": walls[-1], "cell_lines": cell_lines,
+                  "line_burn_s": [f.time_s for f in _heatline_profile.functions()
+                                  if f.qualname == "burn"]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def executed():
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in
+                      ("%load_ext heatline", DEFINE, PROFILED, LINE_MAGIC,
+                       "%heatline --no-such-option x = 1")]
+    client = nbclient.NotebookClient(notebook, timeout=600, startup_timeout=600,
+                                     allow_errors=True, kernel_name="python3")
+    client.execute()  # hang guards only: a loaded machine starts kernels slowly
+    return notebook
+
+
+def _page_data(frame):
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))
+    found = re.search(r'<script id="heatline-data" type="application/json">(.*?)</script>',
+                      page, re.S)
+    return json.loads(found.group(1))
+
+
+def test_cell_magic_renders_the_cells_lines_with_true_shares_and_memory(executed):
+    [output] = executed.cells[2].outputs
+    assert output["output_type"] == "display_data"
+    data = _page_data(output["data"]["text/html"])
+    truth = json.loads(executed.cells[3].outputs[0]["text"])
+    total = truth["alloc"] + truth["burn"] + truth["sleep"]
+
+    # The profiled cell's own lines, under the file name IPython gave the cell.
+    [cell] = [f for f in data["files"] if any(row[1] == "time.sleep(0.6)" for row in f["lines"])]
+    rows = {row[1]: row for row in cell["lines"]}
+    assert set(PROFILED.splitlines()[1:]) <= set(rows)
+    sleep_row = rows["time.sleep(0.6)"]
+    assert abs(sleep_row[4] - 100 * truth["sleep"] / total) <= SHARE_TOLERANCE_PCT, sleep_row
+    # 64 MiB (and the bytearray's header): counted exactly, above the sampling window.
+    assert HELD <= rows["held = bytearray(64 * 1024 * 1024)"][5] <= HELD + 4096
+    assert data["summary"]["peak_bytes"] >= 2 * HELD
+    # Python and native memory apart (the profile kept for code, _heatline_profile): numpy's
+    # 64 MiB buffer is native (malloc, seen without LD_PRELOAD), the bytearray Python's.
+    lines = truth["cell_lines"]
+    assert HELD <= lines["held = bytearray(64 * 1024 * 1024)"][0] <= HELD + 4096
+    assert HELD <= lines["native = np.ones(8 * 1024 * 1024)"][1] <= HELD + 4096
+
+    # burn(), defined in the earlier cell, is reported under that cell with its source.
+    [burn] = [f for f in data["functions"] if f[0] == "burn"]
+    assert burn[1] != cell["path"]
+    [defining] = [f for f in data["files"] if f["path"] == burn[1]]
+    assert any(row[1] == "def burn(seconds):" for row in defining["lines"])
+    assert abs(sum(burn[3:6]) - 100 * truth["burn"] / total) <= SHARE_TOLERANCE_PCT, burn
+
+    # The plain-text alternative is the terminal report of the same profile.
+    text = output["data"]["text/plain"]
+    assert "time.sleep(0.6)" in text and "def burn(seconds):" in text
+    held_line = next(line for line in text.splitlines() if "held = bytearray" in line)
+    assert f"{HELD / 1e6:.1f}" in held_line  # the report's MB are 10^6 bytes
+
+
+def test_line_magic_profiles_the_statement_and_keeps_the_profile(executed):
+    cell = executed.cells[3]
+    assert [o["output_type"] for o in cell.outputs] == ["stream"]  # -q: no report
+    truth = json.loads(cell.outputs[0]["text"])
+    [burn_s] = truth["line_burn_s"]
+    # The statement's busy time (its wall time: a thread waiting for a CPU is busy), within a
+    # sample at each end and 10%, and never more than the wall time around the magic.
+    want = truth["line_burn_wall"]
+    assert abs(burn_s - want) <= 0.1 * want + 0.02, (burn_s, want)
+    assert burn_s <= truth["line_wall"]
+
+
+def test_a_bad_option_is_a_one_line_usage_error(executed):
+    [output] = executed.cells[4].outputs  # ipykernel shows a UsageError as one stderr line
+    assert output["output_type"] == "stream" and output["name"] == "stderr"
+    assert output["text"] == ("UsageError: heatline: error: unrecognized arguments: "
+                              "--no-such-option\n")
+
+
+def test_terminal_ipython_prints_the_text_report(tmp_path):
+    script = tmp_path / "session.ipy"
+    script.write_text("%load_ext heatline\n" + DEFINE + "%heatline burn(0.3)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "COLUMNS")}
+    done = subprocess.run([sys.executable, "-m", "IPython", "--no-banner", "--colors=NoColor",
+                           "--HistoryManager.enabled=False", str(script)], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "heatline profile of" in done.stdout
+    # burn's lines come from the cell IPython compiled them in (its source from linecache).
+    assert "<ipython-input-" in done.stdout
+    assert "def burn(seconds):" in done.stdout
