@@ -320,6 +320,12 @@ void hl_engine_set_paused(int paused) {
     __atomic_store_n(&hl_the_engine.sampler.paused, paused ? 1 : 0, __ATOMIC_RELAXED);
 }
 
+void hl_engine_wait_for_tick(void) {
+    /* A tick runs with the lock held, from its check of the paused flag to its last charge. */
+    pthread_mutex_lock(&hl_the_engine.lock);
+    pthread_mutex_unlock(&hl_the_engine.lock);
+}
+
 int hl_engine_running(void) {
     hl_engine_lock();
     int running = hl_the_engine.running;

@@ -53,6 +53,11 @@ void hl_engine_stop(void);
 
 void hl_engine_set_paused(int paused);
 
+/* Returns once no tick is under way: after hl_engine_set_paused(1), nothing the program does
+ * from then on is charged (a tick that had read the flag before could otherwise charge the
+ * code that follows pause()). Do not call with the engine lock held. */
+void hl_engine_wait_for_tick(void);
+
 /* Whether a session is on. */
 int hl_engine_running(void);
 

@@ -137,6 +137,9 @@ static PyObject *native_pause(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     hl_control_set_paused(1);
+    Py_BEGIN_ALLOW_THREADS
+    hl_engine_wait_for_tick();
+    Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
