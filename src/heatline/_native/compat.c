@@ -103,3 +103,17 @@ uintptr_t hl_compat_gil_holder(void) {
 }
 
 int hl_compat_fork_counts_threads_after_hooks(void) { return PY_VERSION_HEX >= 0x030D0000; }
+
+int hl_compat_python_depth(void) {
+    int depth = 0;
+    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(frame);
+    while (frame != NULL && depth < 100000) {
+        PyFrameObject *back = PyFrame_GetBack(frame); /* a new reference */
+        Py_DECREF(frame);
+        frame = back;
+        depth++;
+    }
+    Py_XDECREF(frame);
+    return depth;
+}

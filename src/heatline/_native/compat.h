@@ -75,4 +75,8 @@ uintptr_t hl_compat_gil_holder(void);
  * 3.13+. Then the sampler thread cannot be started again from that hook (see module.c). */
 int hl_compat_fork_counts_threads_after_hooks(void);
 
+/* How many Python frames the calling thread's stack holds (GIL held; frameobject.h is not
+ * part of Python.h before 3.11). */
+int hl_compat_python_depth(void);
+
 #endif

@@ -274,19 +274,6 @@ static struct {
     int tries;
 } forked;
 
-static int python_depth(void) {
-    int depth = 0;
-    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
-    Py_XINCREF(frame);
-    while (frame != NULL && depth < 100000) {
-        PyFrameObject *back = PyFrame_GetBack(frame); /* new reference */
-        Py_DECREF(frame);
-        frame = back;
-        depth++;
-    }
-    Py_XDECREF(frame);
-    return depth;
-}
 
 /* A pending call runs at the main thread's next check of the eval breaker, and that can still
  * be inside os.fork(): in a Python after_in_parent hook registered after heatline's (logging
@@ -294,7 +281,7 @@ static int python_depth(void) {
  * number of times. */
 static int respawn_when_fork_returned(void *unused) {
     (void)unused;
-    if (PyThreadState_Get() == forked.tstate && python_depth() > forked.depth && forked.tries++ < 10000) {
+    if (PyThreadState_Get() == forked.tstate && hl_compat_python_depth() > forked.depth && forked.tries++ < 10000) {
         if (Py_AddPendingCall(respawn_when_fork_returned, NULL) == 0) return 0;
     }
     respawn_sampler();
@@ -309,7 +296,7 @@ void hl_engine_resume_after_fork(void) {
      * main thread next runs Python code. */
     if (hl_compat_fork_counts_threads_after_hooks()) {
         forked.tstate = PyThreadState_Get();
-        forked.depth = python_depth();
+        forked.depth = hl_compat_python_depth();
         forked.tries = 0;
         if (Py_AddPendingCall(respawn_when_fork_returned, NULL) == 0) return;
     }
