@@ -415,7 +415,6 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
     if carrier is None:
         return main_profile
     import marshal
-    import shutil
 
     from heatline.profile.build import build_profile
     from heatline.profile.merge import merge_processes
@@ -449,7 +448,7 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
         info["offset_s"] = payload["start_epoch"] - carrier.config["start_epoch"]
         children.append((info, profile))
-    shutil.rmtree(directory, ignore_errors=True)
+    _remove_dir(directory)
     missing = len(started - finished)
     if not children and not missing:
         return main_profile
@@ -461,6 +460,24 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
 def discard() -> None:
     """Remove the run directory without merging (the main profile could not be built)."""
     if _carrier is not None:
-        import shutil
+        _remove_dir(_carrier.config["dir"])
 
-        shutil.rmtree(_carrier.config["dir"], ignore_errors=True)
+
+def _remove_dir(directory: str) -> None:
+    """Remove the run directory (flat: files only). With os alone: this may run outside
+    heatline's own imports, where `shutil` could be the program's."""
+    for _ in range(5):  # a child still running may add a file meanwhile
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        for name in names:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+        try:
+            os.rmdir(directory)
+            return
+        except OSError:
+            pass

@@ -257,9 +257,14 @@ def _run(program: _Program, options: Options) -> Launch:
         raise ProgramError(f"could not start the profiler: {exc}", 1) from None
 
     if not options.no_children:
-        from heatline import children
+        program_path = list(sys.path)
+        sys.path[:] = _OWN_PATH  # heatline's imports, never the program's json.py, random.py
+        try:
+            from heatline import children
 
-        children.enable(options.session_arguments())
+            children.enable(options.session_arguments())
+        finally:
+            sys.path[:] = program_path
     finisher.own_modules = _set_aside_own_modules()
     _SigtermGuard(finisher).install()
     if not options.no_children:

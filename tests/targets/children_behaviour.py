@@ -37,9 +37,9 @@ def spin_then_exit(code):
 if __name__ == "__main__":
     case = sys.argv[1]
     if case == "subprocess":
-        out = subprocess.run([sys.executable, "-c",
-                              "import json,os,sys; os.environ.pop('_', None); print(json.dumps([sorted(os.environ.items()),"
-                              " sys.argv]))", "x", "y"],
+        code = ("import json, os, sys; os.environ.pop('_', None); "  # '_' is the shell's
+                "print(json.dumps([sorted(os.environ.items()), sys.argv]))")
+        out = subprocess.run([sys.executable, "-c", code, "x", "y"],
                              capture_output=True, text=True, check=True).stdout
         print(out, end="")
         print(os.environ.get("PYTHONPATH"))

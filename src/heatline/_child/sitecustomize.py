@@ -6,6 +6,33 @@ sys.path, the real sitecustomize (if any) run, the modules imported here taken o
 sys.modules; then starts profiling with the parent's settings."""
 
 
+def _profile(config: dict, before: set) -> None:
+    import sys
+
+    root = config.get("root", "")
+    added = root not in sys.path
+    if added:
+        sys.path.insert(0, root)
+    try:
+        from heatline import children
+
+        children.start_spawned(config)
+    except Exception:  # noqa: BLE001 -- the child runs unprofiled rather than not at all
+        pass
+    finally:
+        if added and root in sys.path:
+            sys.path.remove(root)
+        keep = set(sys.builtin_module_names) | {"sitecustomize"}
+        for name in list(sys.modules):
+            if name in before or name in keep or name == "heatline" or name.startswith(
+                "heatline."
+            ):
+                continue
+            if name in ("_posixsubprocess",):  # wrapped: the program must use this copy
+                continue
+            del sys.modules[name]
+
+
 def _start() -> None:
     import os
     import sys
@@ -47,32 +74,4 @@ def _start() -> None:
             _profile(config, before)
 
 
-def _profile(config: dict, before: set) -> None:
-    import sys
-
-    root = config.get("root", "")
-    added = root not in sys.path
-    if added:
-        sys.path.insert(0, root)
-    try:
-        from heatline import children
-
-        children.start_spawned(config)
-    except Exception:  # noqa: BLE001 -- the child runs unprofiled rather than not at all
-        pass
-    finally:
-        if added and root in sys.path:
-            sys.path.remove(root)
-        keep = set(sys.builtin_module_names) | {"sitecustomize"}
-        for name in list(sys.modules):
-            if name in before or name in keep or name == "heatline" or name.startswith(
-                "heatline."
-            ):
-                continue
-            if name in ("_posixsubprocess",):  # wrapped: the program must use this copy
-                continue
-            del sys.modules[name]
-
-
 _start()
-del _start, _profile

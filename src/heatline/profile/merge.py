@@ -184,7 +184,8 @@ def _set_percentages(profile: dict[str, Any]) -> None:
 
     def fill(entry: dict[str, Any]) -> None:
         for key in _TIME_KEYS:
-            entry[key.replace("_s", "_pct")] = round(entry[key] * 100.0 / total, 3) if total else 0.0
+            share = entry[key] * 100.0 / total if total else 0.0
+            entry[key.replace("_s", "_pct")] = round(share, 3)
 
     for entry in profile["files"].values():
         fill(entry)

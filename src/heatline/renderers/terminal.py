@@ -467,9 +467,11 @@ def _process_table(processes: list[dict[str, Any]]) -> Table:
     widest_pid = max(len(str(p[key])) for p in processes for key in ("pid", "ppid"))
     for header in ("PID", "ppid"):
         table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
-    table.add_column("role", no_wrap=True, min_width=min(26, max(len(p["role"]) for p in processes)))
+    widest_role = max(len(p["role"]) for p in processes)
+    table.add_column("role", no_wrap=True, min_width=min(26, widest_role))
     _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s", "peak MB")
-    table.add_column("exit", no_wrap=True, min_width=min(14, max(len(p["exit"]) for p in processes)))
+    widest_exit = max(len(p["exit"]) for p in processes)
+    table.add_column("exit", no_wrap=True, min_width=min(14, widest_exit))
     table.add_column("command line", no_wrap=True, overflow="ellipsis", min_width=12)
     for process in processes:
         table.add_row(
