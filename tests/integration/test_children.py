@@ -61,7 +61,7 @@ def test_pool_workers_time_and_memory_are_merged(run_heatline, tmp_path, method)
     path = _target("children_pool.py")
     profile, run = _profile(run_heatline, tmp_path, path, method)
     truth = json.loads(run.stdout)
-    work = _function(profile, "python_work", path)
+    work = _function(profile, "loop", path)
     # The workers' loop is Python time, within 15% of what the workers measured themselves.
     assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15)
     assert work["native_s"] + work["system_s"] < 0.1 * work["python_s"]
@@ -85,7 +85,7 @@ def test_pool_workers_time_and_memory_are_merged(run_heatline, tmp_path, method)
     assert not [w for w in profile["warnings"] if "left no profile" in w]
     # Each process's own profile is kept for `view --pid`; the workers' sum is the merged one.
     workers = [profile["process_profiles"][str(p["pid"])] for p in profile["processes"][1:]]
-    assert sum(_function(w, "python_work", path)["python_s"] for w in workers) == (
+    assert sum(_function(w, "loop", path)["python_s"] for w in workers) == (
         pytest.approx(work["python_s"], abs=1e-5)
     )
     # The run directory is gone.
@@ -97,7 +97,7 @@ def test_python_subprocess_is_profiled(run_heatline, tmp_path):
     path = _target("children_subprocess.py")
     profile, run = _profile(run_heatline, tmp_path, path)
     truth = json.loads(run.stdout)
-    work = _function(profile, "child_work", path)
+    work = _function(profile, "loop", path)
     assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15)
     waiting = _line(profile, path, "the parent waits here")
     assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
@@ -111,7 +111,7 @@ def test_no_children_restores_single_process_profiles(run_heatline, tmp_path):
     profile, run = _profile(run_heatline, tmp_path, path, "fork", "2",
                             options=("--no-children",))
     assert "processes" not in profile
-    assert "python_work" not in {
+    assert "loop" not in {
         f["qualname"] for e in profile["files"].values() for f in e["functions"]
     }
     assert json.loads(run.stdout)["busy_s"] > 0
@@ -165,7 +165,7 @@ def test_view_pid_shows_one_process(run_heatline, tmp_path):
     assert shown.returncode == 0, shown.stderr
     own = json.loads(shown.stdout)
     assert own == profile["process_profiles"][str(worker)]
-    assert _function(own, "python_work")["python_s"] < _function(profile, "python_work")[
+    assert _function(own, "loop")["python_s"] < _function(profile, "loop")[
         "python_s"]
     missing = run_heatline("view", "--pid", "1", str(tmp_path / "profile.json"), text=True)
     assert missing.returncode == 1

@@ -7,26 +7,21 @@ import json
 import multiprocessing
 import os
 import sys
-import threading
-import time
+
+from _truth import busy_s
 
 BUFFER_BYTES = 64 * 1024 * 1024
 
 
-def _runqueue_wait_s():
-    try:
-        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def python_work(n):
-    waited, cpu = _runqueue_wait_s(), time.thread_time()
+def loop(n):
     total = 0
     for i in range(n):
         total += i % 7
-    return time.thread_time() - cpu + _runqueue_wait_s() - waited
+    return total
+
+
+def python_work(n):
+    return busy_s(loop, n)
 
 
 def allocate(size):

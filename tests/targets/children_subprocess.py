@@ -4,24 +4,19 @@ pure-Python loop and prints its busy time; the parent runs it with subprocess an
 import json
 import subprocess
 import sys
-import threading
-import time
+
+from _truth import busy_s
 
 
-def _runqueue_wait_s():
-    try:
-        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def child_work(n):
-    waited, cpu = _runqueue_wait_s(), time.thread_time()
+def loop(n):
     total = 0
     for i in range(n):
         total += i % 7
-    return time.thread_time() - cpu + _runqueue_wait_s() - waited
+    return total
+
+
+def child_work(n):
+    return busy_s(loop, n)
 
 
 if __name__ == "__main__":
