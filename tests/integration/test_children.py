@@ -117,7 +117,9 @@ def test_no_children_restores_single_process_profiles(run_heatline, tmp_path):
     assert json.loads(run.stdout)["busy_s"] > 0
 
 
-@pytest.mark.parametrize("case", ["subprocess", "spawn", "fork", "forkserver", "exits"])
+@pytest.mark.parametrize(
+    "case", ["subprocess", "spawn", "fork", "forkserver", "exits", "thread"]
+)
 def test_children_see_what_they_see_under_python(run_heatline, run_python, tmp_path, case):
     """Environment, sys.argv, sys.path, SIGTERM disposition, exit statuses and output: the
     same bytes as under python (the target compares child and parent for mp children)."""
@@ -142,6 +144,15 @@ def test_exits_crashes_and_sigkill(run_heatline, tmp_path):
     assert "1 child process left no profile" in " ".join(profile["warnings"])
     spin = _function(profile, "spin_then_exit", path)
     assert spin["python_s"] > 0
+
+
+def test_fork_from_a_thread_is_profiled(run_heatline, tmp_path):
+    path = _target("children_behaviour.py")
+    profile, run = _profile(run_heatline, tmp_path, path, "thread")
+    assert run.stdout == "4\n"
+    [child] = profile["processes"][1:]
+    assert (child["role"], child["exit"]) == ("fork child", "os._exit(4)")
+    assert _function(profile, "spin_then_exit", path)["python_s"] > 0
 
 
 def test_a_child_outliving_the_program_does_not_hold_it(run_heatline, tmp_path):

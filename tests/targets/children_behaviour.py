@@ -70,6 +70,18 @@ if __name__ == "__main__":
             os.kill(os.getpid(), signal.SIGKILL)
         statuses.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
         print(statuses)
+    elif case == "thread":  # fork from a thread other than the main one
+        import threading
+
+        def fork_and_wait():
+            pid = os.fork()
+            if pid == 0:
+                spin_then_exit(4)
+            print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+
+        thread = threading.Thread(target=fork_and_wait)
+        thread.start()
+        thread.join()
     elif case == "outlive":
         child = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
