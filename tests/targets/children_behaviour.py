@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 
 def seen():
@@ -29,7 +28,7 @@ def crash():
 
 def spin_then_exit(code):
     total = 0
-    for i in range(300_000):
+    for i in range(1_000_000):
         total += i
     os._exit(code)
 
@@ -84,8 +83,8 @@ if __name__ == "__main__":
         thread.join()
     elif case == "outlive":
         child = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
-        time.sleep(0.5)  # it is running (and profiled) before the parent ends
+        child.stdout.readline()  # it is running (and profiled) before the parent ends
         print(child.pid)
