@@ -264,6 +264,7 @@ def start_child(carrier: _Carrier, role: str, ppid: int, gpu: int | None) -> Non
     from heatline import runner, session as session_module
 
     arguments = dict(carrier.config["session"])
+    arguments["control"] = False  # `heatline ctl PID` acts on the main process only
     if gpu is not None:
         arguments["gpu"] = gpu  # CUPTI and NVML state does not survive fork()
     previous = carrier.finisher

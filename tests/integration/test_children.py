@@ -36,6 +36,14 @@ def _private_tmp(tmp_path):
     return directory
 
 
+def _left_in(tmp):
+    """What a run left in its temporary directory: the run directory must be gone; the
+    directory of `heatline ctl` (heatline-UID, shared by the user's runs) must be empty."""
+    control = tmp / f"heatline-{os.getuid()}"
+    left = [name for name in os.listdir(tmp) if name != control.name]
+    return left + (os.listdir(control) if control.is_dir() else [])
+
+
 def _function(profile, name, path=None):
     """The merged entry of function `name` (summed over the files that define it)."""
     found = [
@@ -90,7 +98,7 @@ def test_pool_workers_time_and_memory_are_merged(run_heatline, tmp_path, method)
         pytest.approx(work["python_s"], abs=1e-5)
     )
     # The run directory is gone.
-    assert os.listdir(_private_tmp(tmp_path)) == []
+    assert _left_in(_private_tmp(tmp_path)) == []
 
 
 @timing
@@ -132,7 +140,7 @@ def test_children_see_what_they_see_under_python(run_heatline, run_python, tmp_p
     assert plain.returncode == 0, plain.stderr
     assert (profiled.returncode, profiled.stdout) == (0, plain.stdout)
     assert _stderr(profiled.stderr) == _stderr(plain.stderr)
-    assert os.listdir(_private_tmp(tmp_path)) == []
+    assert _left_in(_private_tmp(tmp_path)) == []
 
 
 def _stderr(text):
@@ -176,7 +184,7 @@ def test_a_child_outliving_the_program_does_not_hold_it(run_heatline, tmp_path):
     try:
         os.kill(child, 0)  # still running: heatline did not wait for it
         assert "1 child process left no profile" in " ".join(profile["warnings"])
-        assert os.listdir(_private_tmp(tmp_path)) == []
+        assert _left_in(_private_tmp(tmp_path)) == []
     finally:
         os.kill(child, signal.SIGKILL)
 
