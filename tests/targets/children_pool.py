@@ -34,6 +34,6 @@ if __name__ == "__main__":
     context = multiprocessing.get_context(sys.argv[1])
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     with context.Pool(2) as pool:
-        busy = pool.map(python_work, [1_500_000] * rounds)  # the parent waits here
+        busy = pool.map(python_work, [3_000_000] * rounds)  # the parent waits here
         allocated = pool.map(allocate, [BUFFER_BYTES] * 2)
     print(json.dumps({"busy_s": sum(busy), "allocated": sum(allocated), "pid": os.getpid()}))

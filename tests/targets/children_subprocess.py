@@ -21,7 +21,7 @@ def child_work(n):
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["child"]:
-        print(json.dumps({"busy_s": child_work(3_000_000)}))
+        print(json.dumps({"busy_s": child_work(8_000_000)}))
     else:
         done = subprocess.run(  # the parent waits here
             [sys.executable, __file__, "child"], capture_output=True, text=True, check=True
