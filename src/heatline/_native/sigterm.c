@@ -14,8 +14,7 @@ static pthread_t main_thread;
 static void on_sigterm(int signum, siginfo_t *info, void *context) {
     int saved = errno;
     pending = 1;
-    if (python_action.sa_flags & SA_SIGINFO)
-        python_action.sa_sigaction(signum, info, context);
+    if (python_action.sa_flags & SA_SIGINFO) python_action.sa_sigaction(signum, info, context);
     else if (python_action.sa_handler != SIG_DFL && python_action.sa_handler != SIG_IGN)
         python_action.sa_handler(signum);
     errno = saved;
