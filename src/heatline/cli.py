@@ -106,6 +106,10 @@ def _view_parser() -> _Parser:
             _add(parser, option)
     _add_format_shortcuts(parser)
     parser.add_argument("-o", "--outfile", metavar="FILE", help="write to FILE, not stdout")
+    parser.add_argument(
+        "--pid", type=int, default=None, metavar="PID",
+        help="show only this process of a profile with child processes",
+    )
     parser.add_argument("profile", metavar="profile.json", help="the profile to show")
     return parser
 
@@ -246,6 +250,14 @@ def _view(args: list[str]) -> int:
         data = profile.load(options.profile)
     except profile.ProfileError as exc:
         fail(str(exc), 1)
+    if options.pid is not None:
+        from heatline.profile.merge import process_view
+
+        try:
+            data = process_view(data, options.pid)
+        except KeyError:
+            pids = ", ".join(str(p["pid"]) for p in data.get("processes", [])) or "none"
+            fail(f"'{options.profile}' has no process {options.pid} (processes: {pids})", 1)
     from heatline.renderers import format_for_path, render_bytes, render_to
 
     report = {"reduced": options.reduced_profile, "threshold_pct": options.cpu_percent_threshold}

@@ -207,6 +207,11 @@ RUN_OPTIONS = (
         view=True,
     ),
     Option(
+        ("--no-children",),
+        "do not profile the Python child processes the program starts (fork, "
+        "multiprocessing, subprocess of python); by default they are profiled and merged",
+    ),
+    Option(
         ("--off",),
         "start paused; the program calls heatline.resume() to start",
         session="paused",

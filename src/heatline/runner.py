@@ -256,8 +256,19 @@ def _run(program: _Program, options: Options) -> Launch:
         atexit.unregister(finisher)
         raise ProgramError(f"could not start the profiler: {exc}", 1) from None
 
+    if not options.no_children:
+        program_path = list(sys.path)
+        sys.path[:] = _OWN_PATH  # heatline's imports, never the program's json.py, random.py
+        try:
+            from heatline import children
+
+            children.enable(options.session_arguments())
+        finally:
+            sys.path[:] = program_path
     finisher.own_modules = _set_aside_own_modules()
     _SigtermGuard(finisher).install()
+    if not options.no_children:
+        children.install()  # its fork hook must run after the guard's (in a child)
     return Launch(program.code, main.__dict__, finisher)
 
 
@@ -314,8 +325,10 @@ def _set_aside_own_modules() -> dict[str, Any]:
     into the interpreter, which no file can shadow.
     """
     own = dict(sys.modules)
+    # Modules whose functions heatline wrapped to follow child processes stay too.
+    wrapped = getattr(sys.modules.get("heatline.children"), "WRAPPED_MODULES", ())
     for name in own:
-        if name in _STARTUP_MODULES or name in sys.builtin_module_names:
+        if name in _STARTUP_MODULES or name in sys.builtin_module_names or name in wrapped:
             continue
         if _is_heatline(name) or name == "__main__":
             continue
@@ -434,6 +447,9 @@ class _Finisher:
             with _own_imports(self.own_modules):
                 self._finish()
         finally:
+            children = sys.modules.get("heatline.children")
+            if children is not None:
+                children.discard()  # merged already, unless building the profile failed
             if self.interrupted:
                 _rearm_sigint_exit()
 
@@ -441,6 +457,9 @@ class _Finisher:
         try:
             self.session.stop()
             profile = self.session.profile()
+            children = sys.modules.get("heatline.children")
+            if children is not None:
+                profile = children.collect(profile)
             if self.options.use_virtual_time:
                 from heatline.virtual_time import running_time_only
 
@@ -507,7 +526,7 @@ class _SigtermGuard:
         self.finisher = finisher
         self.armed = False
 
-    def install(self) -> None:
+    def install(self, at_fork: bool = True) -> None:
         module = self._module
         if not hasattr(module, "SIGTERM") or not hasattr(os, "register_at_fork"):
             return
@@ -519,7 +538,8 @@ class _SigtermGuard:
             return
         self.armed = True
         module.signal, module.getsignal = self.signal, self.getsignal
-        os.register_at_fork(after_in_child=self._in_child)
+        if at_fork:
+            os.register_at_fork(after_in_child=self._in_child)
 
     def signal(self, signalnum: Any, handler: Any) -> Any:
         module = self._module
@@ -546,12 +566,14 @@ class _SigtermGuard:
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         global _terminating
         module = self._module
-        self._signal(module.SIGTERM, module.SIG_DFL)
+        # Ignored while the profile is written (a second SIGTERM must not cut it short).
+        self._signal(module.SIGTERM, module.SIG_IGN)
         if os.getpid() == self.finisher.pid:
             _terminating = True
             self.finisher.succeeded = False
             self.finisher()
             self.finisher.pid = -1  # written: the atexit handler must not write it again
+        self._signal(module.SIGTERM, module.SIG_DFL)
         os.kill(os.getpid(), module.SIGTERM)
 
 

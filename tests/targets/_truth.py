@@ -90,3 +90,12 @@ def _write():
     if path:
         with open(path, "w") as f:
             json.dump(_truth, f, indent=1)
+
+
+def busy_s(function, *args):
+    """Run ``function(*args)`` on this thread; the thread's busy time while it ran (CPU time
+    plus time runnable but waiting for a CPU, as @phase measures it). For work done in child
+    processes, which report it back to the parent."""
+    waited, cpu = _runqueue_wait_s(), time.thread_time()
+    function(*args)
+    return time.thread_time() - cpu + _runqueue_wait_s() - waited

@@ -302,5 +302,6 @@ def test_version_3_profiles_are_still_read(tmp_path):
     path = tmp_path / "v3.json"
     path.write_text(json.dumps(prof))
     assert profile.load(str(path))["schema_version"] == 3
-    assert profile.SCHEMA_VERSION == 4
+    assert profile.SCHEMA_VERSION == 5
+    assert profile.load(str(path))["schema_version"] == 3  # nor has it `processes` (version 5)
     assert "schema version True" in _load_error(tmp_path, dict(build(), schema_version=True))

@@ -222,6 +222,13 @@ static int restore_object(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
+size_t hl_got_redirected_slots(void) {
+    pthread_mutex_lock(&got_lock);
+    size_t n = nsaved;
+    pthread_mutex_unlock(&got_lock);
+    return n;
+}
+
 void hl_got_restore(void) {
     pthread_mutex_lock(&got_lock);
     if (nsaved) dl_iterate_phdr(restore_object, NULL);

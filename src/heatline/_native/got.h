@@ -47,4 +47,8 @@ void *hl_dlopen_as_caller(void *(*open_path)(const char *, int), const char *fil
  * which objects were patched. */
 void hl_got_restore(void);
 
+/* Slots redirected now: those written since the last hl_got_restore(), in this process or,
+ * in a fork child, in the parent before the fork (the child inherits them). */
+size_t hl_got_redirected_slots(void);
+
 #endif

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "got.h"
 #include "livetable.h"
 #include "memhooks.h"
 
@@ -132,7 +133,9 @@ static int memory_start(const hl_config *config) {
     mem.totals.window = window;
     mem.start_ns = hl_now_ns();
     hl_engine_unlock();
-    mem.totals.slots_patched = (uint64_t)hl_memhooks_install(window, &sink);
+    (void)hl_memhooks_install(window, &sink);
+    /* In a fork child the parent's redirections are still in place: they count too. */
+    mem.totals.slots_patched = (uint64_t)hl_got_redirected_slots();
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "gpu.h"    /* the GPU part's results, converted in the snapshot */
 #include "memory.h" /* the memory part's results, likewise */
+#include "sigterm.h"
 
 /* Copies a sequence of str into a malloc'ed array of UTF-8 strings. Returns 0, or -1 with a
  * Python exception set. */
@@ -149,6 +150,16 @@ static PyObject *native_resume(PyObject *module, PyObject *unused) {
     (void)unused;
     hl_control_set_paused(0);
     Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(chain_sigterm_doc,
+"_chain_sigterm($module, /)\n--\n\n"
+"After Python's SIGTERM handler is installed: make sure it runs even when the signal comes\n"
+"just before the main thread blocks (sigterm.h). Returns False when there is no handler.");
+static PyObject *native_chain_sigterm(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(hl_sigterm_chain() == 0);
 }
 
 PyDoc_STRVAR(suspend_doc,
@@ -504,6 +515,7 @@ static PyMethodDef native_methods[] = {
     {"resume", native_resume, METH_NOARGS, resume_doc},
     {"is_running", native_is_running, METH_NOARGS, is_running_doc},
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
+    {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},

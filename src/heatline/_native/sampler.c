@@ -38,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include "sampler.h"
+#include "sigterm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -302,6 +303,7 @@ static void *sampler_main(void *arg) {
         if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
         if (e->on_wake) e->on_wake(now); /* heatline ctl on/off: applied before this tick */
         if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) tick(e, now - last);
+        hl_sigterm_tick();
         last = now;
         deadline = hl_now_ns() + next_interval(e);
     }

@@ -7,10 +7,11 @@ import math
 import os
 from typing import Any, Callable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Versions this heatline can still show: version 3 differs only in listing every line of files
-# up to 5000 lines (idle ones too), which reads the same.
-READABLE_VERSIONS = (3, 4)
+# up to 5000 lines (idle ones too), which reads the same; version 4 has no child processes
+# (`processes`, `process_profiles`), which are optional.
+READABLE_VERSIONS = (3, 4, 5)
 
 REQUIRED_KEYS = (
     "schema_version",
@@ -183,6 +184,18 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
+# Present when child processes were profiled (docs/profile-format.md, "Child processes").
+_PROCESS = {
+    "pid": int,
+    "ppid": int,
+    "role": str,
+    "argv": [str],
+    "exit": str,
+    **{key: _NUMBER for key in ("start_s", "elapsed_s", "cpu_s", "peak_bytes")},
+    **_SECONDS,
+}
+
+
 class ProfileError(Exception):
     """A profile file cannot be used; str() is a one-line message naming the file."""
 
@@ -257,8 +270,17 @@ def validate(data: Any, path: str = "profile") -> None:
             _check(data["gpu"], _GPU_TOTALS, "gpu")
         if "profiled_periods" in data:  # optional: added in schema 4 without a bump
             _check(data["profiled_periods"], [_POINT], "profiled_periods")
+        if "processes" in data:
+            _check(data["processes"], [_PROCESS], "processes")
+            own = data.get("process_profiles")
+            if not isinstance(own, dict) or any(
+                not isinstance(p, dict) or "processes" in p for p in own.values()
+            ):
+                raise _Invalid("process_profiles", "should be an object of profiles")
     except _Invalid as exc:
         raise ProfileError(f"'{path}': {exc.where} {exc.problem}") from None
+    for pid, own_profile in data.get("process_profiles", {}).items():
+        validate(own_profile, f"{path}: process_profiles[{pid}]")
 
 
 class _Invalid(Exception):

@@ -98,6 +98,9 @@ def render(
         console.print()
         console.print(_memory_footer(profile), style="dim")
     gpu_terminal.render(console, profile, _short_path)
+    if len(profile.get("processes", ())) > 1:
+        console.print()
+        console.print(_process_table(profile["processes"]), no_wrap=True, overflow="ellipsis")
     console.print()
     console.print(_footer(profile), style="dim")
     _print_warnings(console, profile)
@@ -456,6 +459,34 @@ def _short_path(path: str) -> str:
     except ValueError:  # another drive on Windows
         return visible(path)
     return visible(path if relative.startswith("..") else relative)
+
+
+def _process_table(processes: list[dict[str, Any]]) -> Table:
+    """The processes of a run with children (one line each; `view --pid` shows one)."""
+    table = _new_table(title="Processes (heatline view --pid PID shows one)")
+    widest_pid = max(len(str(p[key])) for p in processes for key in ("pid", "ppid"))
+    for header in ("PID", "ppid"):
+        table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
+    widest_role = max(len(p["role"]) for p in processes)
+    table.add_column("role", no_wrap=True, min_width=min(26, widest_role))
+    _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s", "peak MB")
+    widest_exit = max(len(p["exit"]) for p in processes)
+    table.add_column("exit", no_wrap=True, min_width=min(14, widest_exit))
+    table.add_column("command line", no_wrap=True, overflow="ellipsis", min_width=12)
+    for process in processes:
+        table.add_row(
+            str(process["pid"]),
+            str(process["ppid"]),
+            visible(process["role"]),
+            f"{process['cpu_s']:.2f}",
+            f"{process['python_s']:.2f}",
+            f"{process['native_s']:.2f}",
+            f"{process['system_s']:.2f}",
+            _mb(process["peak_bytes"]),
+            visible(process["exit"]),
+            visible(" ".join(process["argv"])),
+        )
+    return table
 
 
 def _footer(profile: dict[str, Any]) -> str:

@@ -1,0 +1,204 @@
+"""One profile from several processes' profiles (the main process and the children it
+started; heatline/children.py collects them): lines, functions and files summed over the
+processes, memory timelines put on the main process's clock and summed, a `processes` table,
+and each process's own profile under `process_profiles` for `heatline view --pid`.
+
+Pure: profiles in, profile out (docs/profile-format.md, "Child processes")."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from heatline.profile import memory as memory_report
+
+_TIME_KEYS = ("python_s", "native_s", "system_s")
+_SUMMED_MEMORY = ("alloc_python_bytes", "alloc_native_bytes", "freed_bytes", "growth_bytes",
+                  "copy_bytes")
+_GPU_KEYS = ("gpu_s", "gpu_launches", "gpu_copy_bytes", "gpu_copy_h2d_bytes",
+             "gpu_copy_d2h_bytes", "gpu_alloc_bytes")
+# Points kept in a merged line's or function's memory timeline.
+TIMELINE_POINTS = 64
+
+Process = tuple[dict[str, Any], dict[str, Any]]  # (info, profile); info: pid, ppid, role...
+
+
+def merge_processes(
+    main: Process, children: Sequence[Process], *, missing: int = 0
+) -> dict[str, Any]:
+    """The merged profile. ``main`` and each child are (info, profile) where info has pid,
+    ppid, role, argv, exit and offset_s (when the process started, in seconds after the main
+    process did). ``missing``: children that started but left no profile."""
+    main_info, main_profile = main
+    processes = [main, *sorted(children, key=lambda item: (item[0]["offset_s"], item[0]["pid"]))]
+    merged = copy.deepcopy(main_profile)
+    end_s = main_profile["elapsed_s"]
+    for info, profile in processes[1:]:
+        _add_profile(merged, profile, info, end_s)
+    _add_program_memory(merged, processes)
+    _set_percentages(merged)
+    merged["processes"] = [_process_entry(info, profile) for info, profile in processes]
+    merged["process_profiles"] = {
+        str(info["pid"]): profile for info, profile in processes
+    }
+    if missing:
+        merged["warnings"].append(
+            f"{missing} child process{'es' if missing != 1 else ''} left no profile (killed by "
+            "a signal such as SIGKILL, or still running when the program ended): "
+            f"{'their' if missing != 1 else 'its'} work is missing"
+        )
+    return merged
+
+
+def process_view(profile: dict[str, Any], pid: int) -> dict[str, Any]:
+    """The profile of one process of a merged profile; KeyError if it has none."""
+    own = profile.get("process_profiles", {})
+    if str(pid) not in own:
+        raise KeyError(pid)
+    return own[str(pid)]
+
+
+def _process_entry(info: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
+    totals = profile["totals"]
+    return {
+        "pid": info["pid"],
+        "ppid": info["ppid"],
+        "role": info["role"],
+        "argv": list(info["argv"]),
+        "exit": info["exit"],
+        "start_s": round(info["offset_s"], 6),
+        "elapsed_s": profile["elapsed_s"],
+        "cpu_s": profile["cpu_s"],
+        **{key: totals[key] for key in _TIME_KEYS},
+        "peak_bytes": profile["peak_bytes"],
+    }
+
+
+def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str, Any],
+                 end_s: float) -> None:
+    offset = info["offset_s"]
+    for key in ("samples", "sampled_s", "lost_s", "cpu_s"):
+        merged[key] = _round(merged[key] + profile[key])
+    for key, value in profile["totals"].items():
+        merged["totals"][key] = _round(merged["totals"][key] + value)
+    thread_base = len(merged["threads"])
+    merged["threads"].extend(dict(thread, pid=info["pid"]) for thread in profile["threads"])
+    _add_stacks(merged["stacks"], profile["stacks"], thread_base)
+    for path, entry in profile["files"].items():
+        into = merged["files"].get(path)
+        if into is None:
+            merged["files"][path] = into = {
+                **{key: 0.0 for key in _TIME_KEYS}, "lines": [], "functions": []}
+        for key in _TIME_KEYS:
+            into[key] = _round(into[key] + entry[key])
+        into["lines"] = _merge_rows(into["lines"], entry["lines"], ("line",), offset, end_s)
+        into["functions"] = _merge_rows(
+            into["functions"], entry["functions"], ("qualname", "first_line"), offset, end_s)
+    if merged["memory"].get("enabled") and profile["memory"].get("enabled"):
+        for key, value in profile["memory"].items():
+            if key not in ("enabled", "sampling_window_bytes") and isinstance(value, (int, float)):
+                merged["memory"][key] += value
+    label = f"process {info['pid']} ({info['role']})"
+    merged["warnings"].extend(f"{label}: {warning}" for warning in profile["warnings"])
+    if profile.get("gpu", {}).get("enabled") and not merged["gpu"].get("enabled"):
+        merged["warnings"].append(f"{label} used the GPU; its GPU figures are in its own "
+                                  "profile (view --pid), not in the merged one")
+
+
+def _add_stacks(into: dict[str, Any], stacks: dict[str, Any], thread_base: int) -> None:
+    index = {
+        (f["file"], f["qualname"], f["name"], f["line"]): i for i, f in enumerate(into["frames"])
+    }
+    remap = []
+    for frame in stacks["frames"]:
+        key = (frame["file"], frame["qualname"], frame["name"], frame["line"])
+        if key not in index:
+            index[key] = len(into["frames"])
+            into["frames"].append(dict(frame))
+        remap.append(index[key])
+    for entry in stacks["entries"]:
+        into["entries"].append(
+            dict(entry, stack=[remap[i] for i in entry["stack"]],
+                 thread=entry["thread"] + thread_base)
+        )
+    into["dropped_s"] = _round(into["dropped_s"] + stacks["dropped_s"])
+
+
+def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: Sequence[str],
+                offset: float, end_s: float) -> list[dict[str, Any]]:
+    """Lines (keyed by number) or functions (by qualname and first line) of one file, summed.
+    A row's memory timeline is shifted by ``offset`` onto the main process's clock."""
+    by_key = {tuple(row[k] for k in key): row for row in rows}
+    for other in others:
+        row = by_key.get(tuple(other[k] for k in key))
+        shifted = [[round(t + offset, 6), v] for t, v in other.get("timeline", [])]
+        if row is None:
+            by_key[tuple(other[k] for k in key)] = dict(other, timeline=shifted)
+            continue
+        for name in _TIME_KEYS:
+            row[name] = _round(row[name] + other[name])
+        for name in (*_SUMMED_MEMORY, *_GPU_KEYS):
+            if name in other:
+                row[name] = row.get(name, 0) + other[name]
+        if not row.get("source") and other.get("source"):
+            row["source"] = other["source"]
+        if row.get("function") is None and other.get("function") is not None:
+            row["function"] = other["function"]
+        timelines = [
+            [(t, v) for t, v in timeline] for timeline in (row["timeline"], shifted) if timeline
+        ]
+        if timelines:
+            summed = memory_report.sum_timelines(timelines)
+            row["timeline"] = [[t, v] for t, v in memory_report.decimate(summed, TIMELINE_POINTS)]
+            row["peak_bytes"] = max(max(v for _, v in summed), row["growth_bytes"])
+        else:
+            row["peak_bytes"] = max(row["peak_bytes"], other["peak_bytes"])
+        leaks = [leak for leak in (row["leak"], other["leak"]) if leak is not None]
+        row["leak"] = max(leaks, key=lambda leak: leak["likelihood"]) if leaks else None
+    merged = list(by_key.values())
+    if key == ("line",):
+        merged.sort(key=lambda row: row["line"])
+    else:
+        merged.sort(key=lambda row: (-_total(row), row["first_line"], row["qualname"]))
+    return merged
+
+
+def _add_program_memory(merged: dict[str, Any], processes: Sequence[Process]) -> None:
+    """The program's memory timeline and peak: the sum over the processes alive at each
+    moment (each process's timeline on the main process's clock)."""
+    timelines = [
+        [(round(t + info["offset_s"], 6), v) for t, v in profile["memory_timeline"]]
+        for info, profile in processes
+        if profile["memory_timeline"]
+    ]
+    if not timelines:
+        return
+    summed = memory_report.sum_timelines(timelines)
+    merged["memory_timeline"] = [[t, v] for t, v in memory_report.decimate(summed, 200)]
+    merged["peak_bytes"] = max(max(v for _, v in summed), merged["peak_bytes"])
+
+
+def _set_percentages(profile: dict[str, Any]) -> None:
+    total = sum(profile["totals"][key] for key in _TIME_KEYS)
+
+    def fill(entry: dict[str, Any]) -> None:
+        for key in _TIME_KEYS:
+            share = entry[key] * 100.0 / total if total else 0.0
+            entry[key.replace("_s", "_pct")] = round(share, 3)
+
+    for entry in profile["files"].values():
+        fill(entry)
+        for row in (*entry["lines"], *entry["functions"]):
+            fill(row)
+    profile["files"] = dict(
+        sorted(profile["files"].items(), key=lambda item: (-_total(item[1]), item[0]))
+    )
+
+
+def _total(entry: dict[str, Any]) -> float:
+    return sum(entry[key] for key in _TIME_KEYS)
+
+
+def _round(value: float) -> float:
+    return round(value, 6) if isinstance(value, float) else value

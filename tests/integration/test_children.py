@@ -1,0 +1,213 @@
+"""Child processes (issue 9): profiled with the parent's options and merged into one profile,
+without the program or its children noticing (tests/targets/children_*.py)."""
+
+import json
+import os
+import re
+import signal
+import sys
+
+import pytest
+
+TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+SANITIZED = bool(os.environ.get("HEATLINE_SANITIZED"))
+timing = pytest.mark.skipif(SANITIZED, reason="timing is not meaningful under ASan")
+HANG_GUARD_S = 240
+
+
+def _target(name):
+    return os.path.join(TARGETS, name)
+
+
+def _profile(run_heatline, tmp_path, *args, options=()):
+    path = tmp_path / "profile.json"
+    run = run_heatline(
+        "-q", "-o", str(path), *options, *args, text=True, timeout=HANG_GUARD_S,
+        env={"TMPDIR": str(_private_tmp(tmp_path))},
+    )
+    assert run.returncode == 0, run.stderr
+    with open(path) as f:
+        return json.load(f), run
+
+
+def _private_tmp(tmp_path):
+    directory = tmp_path / "tmp"
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
+def _left_in(tmp):
+    """What a run left in its temporary directory: the run directory must be gone; the
+    directory of `heatline ctl` (heatline-UID, shared by the user's runs) must be empty."""
+    control = tmp / f"heatline-{os.getuid()}"
+    left = [name for name in os.listdir(tmp) if name != control.name]
+    return left + (os.listdir(control) if control.is_dir() else [])
+
+
+def _function(profile, name, path=None):
+    """The merged entry of function `name` (summed over the files that define it)."""
+    found = [
+        function
+        for file_path, entry in profile["files"].items()
+        if path is None or file_path == path
+        for function in entry["functions"]
+        if function["qualname"] == name
+    ]
+    assert found, f"no function {name} in the profile"
+    assert len(found) == 1
+    return found[0]
+
+
+def _line(profile, path, text):
+    lines = [line for line in profile["files"][path]["lines"] if text in line["source"]]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@timing
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_pool_workers_time_and_memory_are_merged(run_heatline, tmp_path, method):
+    path = _target("children_pool.py")
+    profile, run = _profile(run_heatline, tmp_path, path, method)
+    truth = json.loads(run.stdout)
+    work = _function(profile, "loop", path)
+    # The workers' loop is Python time, within 15% of what the workers measured themselves.
+    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15)
+    assert work["native_s"] + work["system_s"] < 0.1 * work["python_s"]
+    # Their allocations are counted in their lines: 2 x 64 MiB, within 10%.
+    allocate = _function(profile, "allocate", path)
+    allocated = allocate["alloc_python_bytes"] + allocate["alloc_native_bytes"]
+    assert allocated == pytest.approx(truth["allocated"], rel=0.10)
+    # The parent's waiting line is system time.
+    waiting = _line(profile, path, "the parent waits here")
+    assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
+                                        + waiting["system_s"])
+    # One row per process: the main one and the two workers.
+    roles = sorted(p["role"] for p in profile["processes"])
+    assert roles == ["Pool worker", "Pool worker", "main"]
+    main = profile["processes"][0]
+    assert main["pid"] == truth["pid"] and main["role"] == "main"
+    # Fork and spawn workers are the program's children; forkserver ones the fork server's
+    # (which only forks them and is not listed).
+    parents = {p["ppid"] for p in profile["processes"][1:]}
+    assert (parents == {truth["pid"]}) == (method != "forkserver")
+    assert not [w for w in profile["warnings"] if "left no profile" in w]
+    # Each process's own profile is kept for `view --pid`; the workers' sum is the merged one.
+    workers = [profile["process_profiles"][str(p["pid"])] for p in profile["processes"][1:]]
+    assert sum(_function(w, "loop", path)["python_s"] for w in workers) == (
+        pytest.approx(work["python_s"], abs=1e-5)
+    )
+    # The run directory is gone.
+    assert _left_in(_private_tmp(tmp_path)) == []
+
+
+@timing
+def test_python_subprocess_is_profiled(run_heatline, tmp_path):
+    path = _target("children_subprocess.py")
+    profile, run = _profile(run_heatline, tmp_path, path)
+    truth = json.loads(run.stdout)
+    work = _function(profile, "loop", path)
+    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15)
+    waiting = _line(profile, path, "the parent waits here")
+    assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
+                                        + waiting["system_s"])
+    child = [p for p in profile["processes"] if p["role"] == "python subprocess"]
+    assert len(child) == 1 and child[0]["argv"] == [path, "child"]
+
+
+def test_no_children_restores_single_process_profiles(run_heatline, tmp_path):
+    path = _target("children_pool.py")
+    profile, run = _profile(run_heatline, tmp_path, path, "fork", "2",
+                            options=("--no-children",))
+    assert "processes" not in profile
+    assert "loop" not in {
+        f["qualname"] for e in profile["files"].values() for f in e["functions"]
+    }
+    assert json.loads(run.stdout)["busy_s"] > 0
+
+
+@pytest.mark.parametrize(
+    "case", ["subprocess", "spawn", "fork", "forkserver", "exits", "thread"]
+)
+def test_children_see_what_they_see_under_python(run_heatline, run_python, tmp_path, case):
+    """Environment, sys.argv, sys.path, SIGTERM disposition, exit statuses and output: the
+    same bytes as under python (the target compares child and parent for mp children)."""
+    path = _target("children_behaviour.py")
+    plain = run_python(path, case, text=True, timeout=HANG_GUARD_S,
+                       env={"TMPDIR": str(_private_tmp(tmp_path))})
+    profiled = run_heatline("-q", path, case, text=True, timeout=HANG_GUARD_S,
+                            env={"TMPDIR": str(_private_tmp(tmp_path))})
+    assert plain.returncode == 0, plain.stderr
+    assert (profiled.returncode, profiled.stdout) == (0, plain.stdout)
+    assert _stderr(profiled.stderr) == _stderr(plain.stderr)
+    assert _left_in(_private_tmp(tmp_path)) == []
+
+
+def _stderr(text):
+    """stderr without pids (python's fork-from-a-thread warning names one). On 3.13 the
+    engine's sampler thread is counted by the multi-threaded fork() warning in the main process
+    (seen on main too, with --no-children: a limit of the engine's fork handling, not of this
+    feature), so on 3.13+ that warning is left out of the comparison."""
+    lines = text.splitlines()
+    if sys.version_info >= (3, 13):
+        lines = [line for line in lines
+                 if "is multi-threaded, use of fork()" not in line and line != "  pid = os.fork()"]
+    return [re.sub(r"pid=\d+", "pid=N", line) for line in lines]
+
+
+def test_exits_crashes_and_sigkill(run_heatline, tmp_path):
+    path = _target("children_behaviour.py")
+    profile, run = _profile(run_heatline, tmp_path, path, "exits")
+    assert run.stdout == "[7, 3, 5, -9]\n"
+    exits = sorted(p["exit"] for p in profile["processes"][1:])
+    # The crashing child exits through multiprocessing (os._exit(7) after the traceback), the
+    # others through os._exit; the SIGKILLed one leaves nothing, and the report says so.
+    assert exits == ["os._exit(3)", "os._exit(5)", "os._exit(7)"]
+    assert "1 child process left no profile" in " ".join(profile["warnings"])
+    spin = _function(profile, "spin_then_exit", path)
+    assert spin["python_s"] > 0
+
+
+def test_fork_from_a_thread_is_profiled(run_heatline, tmp_path):
+    path = _target("children_behaviour.py")
+    profile, run = _profile(run_heatline, tmp_path, path, "thread")
+    assert run.stdout == "4\n"
+    [child] = profile["processes"][1:]
+    assert (child["role"], child["exit"]) == ("fork child", "os._exit(4)")
+    assert _function(profile, "spin_then_exit", path)["python_s"] > 0
+
+
+def test_a_child_outliving_the_program_does_not_hold_it(run_heatline, tmp_path):
+    path = _target("children_behaviour.py")
+    profile, run = _profile(run_heatline, tmp_path, path, "outlive")
+    child = int(run.stdout)
+    try:
+        os.kill(child, 0)  # still running: heatline did not wait for it
+        assert "1 child process left no profile" in " ".join(profile["warnings"])
+        assert _left_in(_private_tmp(tmp_path)) == []
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+def test_view_pid_shows_one_process(run_heatline, tmp_path):
+    path = _target("children_pool.py")
+    profile, _ = _profile(run_heatline, tmp_path, path, "fork", "2")
+    worker = profile["processes"][1]["pid"]
+    shown = run_heatline("view", "--format", "json", "--pid", str(worker),
+                         str(tmp_path / "profile.json"), text=True)
+    assert shown.returncode == 0, shown.stderr
+    own = json.loads(shown.stdout)
+    assert own == profile["process_profiles"][str(worker)]
+    # One worker's share of the loop (a worker may have run both tasks), and only its threads.
+    assert _function(own, "loop")["python_s"] <= _function(profile, "loop")["python_s"]
+    assert "processes" not in own and len(own["threads"]) < len(profile["threads"])
+    missing = run_heatline("view", "--pid", "1", str(tmp_path / "profile.json"), text=True)
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("heatline: error: ") and "has no process 1" in missing.stderr
+    report = run_heatline("view", str(tmp_path / "profile.json"), text=True,
+                          env={"COLUMNS": "120"})
+    assert "Processes" in report.stdout and "Pool worker" in report.stdout
+
+
+if sys.platform != "linux":  # pragma: no cover
+    pytestmark = pytest.mark.skip("Linux only")

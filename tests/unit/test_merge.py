@@ -1,0 +1,70 @@
+"""profile/merge.py: several processes' profiles merged into one (issue 9)."""
+
+import copy
+
+import pytest
+import test_profile
+
+from heatline import profile
+from heatline.profile.merge import merge_processes, process_view
+
+
+def _info(pid, ppid, offset_s=0.0, role="Pool worker"):
+    return {"pid": pid, "ppid": ppid, "role": role, "argv": ["w"], "exit": "exit",
+            "offset_s": offset_s}
+
+
+def _merged(child_offset=0.5, **kwargs):
+    main, child = test_profile.build(), test_profile.build()
+    return main, child, merge_processes(
+        (_info(100, 1, role="main"), main), [(_info(101, 100, child_offset), child)], **kwargs
+    )
+
+
+def test_times_are_summed_and_shares_recomputed():
+    main, child, merged = _merged()
+    assert merged["totals"]["attributed_s"] == pytest.approx(0.2)
+    assert merged["totals"]["python_s"] == pytest.approx(0.11)
+    line = next(x for x in merged["files"]["/src/work.py"]["lines"] if x["line"] == 2)
+    assert (line["python_s"], line["native_s"]) == (0.1, 0.02)
+    # The same work twice: every share is what it was in one process.
+    one = next(x for x in main["files"]["/src/work.py"]["lines"] if x["line"] == 2)
+    assert line["python_pct"] == one["python_pct"] == 50.0
+    run = next(f for f in merged["files"]["/src/work.py"]["functions"] if f["qualname"] == "run")
+    assert run["python_s"] == pytest.approx(0.1)
+    assert merged["samples"] == 20 and merged["cpu_s"] == pytest.approx(0.16)
+    assert merged["elapsed_s"] == main["elapsed_s"]  # the main process's
+
+
+def test_threads_stacks_and_processes_table():
+    main, child, merged = _merged()
+    assert [t.get("pid") for t in merged["threads"]] == [None, None, 101, 101]
+    assert len(merged["stacks"]["frames"]) == len(main["stacks"]["frames"])  # shared
+    threads = [e["thread"] for e in merged["stacks"]["entries"]]
+    assert threads == [0, 0, 2, 2]
+    stack_s = sum(e["python_s"] + e["native_s"] + e["system_s"]
+                  for e in merged["stacks"]["entries"])
+    assert stack_s == pytest.approx(2 * (0.06 + 0.02))
+    assert [(p["pid"], p["ppid"], p["role"], p["start_s"]) for p in merged["processes"]] == [
+        (100, 1, "main", 0.0), (101, 100, "Pool worker", 0.5)]
+    assert merged["processes"][1]["python_s"] == child["totals"]["python_s"]
+    assert process_view(merged, 101) == child and process_view(merged, 100) == main
+    with pytest.raises(KeyError):
+        process_view(merged, 5)
+    profile.validate(copy.deepcopy(merged))  # the documented shape, schema 5
+
+
+def test_program_peak_is_the_peak_of_processes_alive_together():
+    main, child = test_profile.build(), test_profile.build()
+    main["memory_timeline"], main["peak_bytes"] = [[0.0, 100], [1.0, 0]], 100
+    child["memory_timeline"], child["peak_bytes"] = [[0.0, 50], [0.2, 0]], 50
+    together = merge_processes((_info(1, 0, role="main"), main), [(_info(2, 1, 0.5), child)])
+    assert together["peak_bytes"] == 150
+    assert [0.5, 150] in together["memory_timeline"]
+    after = merge_processes((_info(1, 0, role="main"), main), [(_info(2, 1, 1.5), child)])
+    assert after["peak_bytes"] == 100  # the child ran after the main process's peak
+
+
+def test_children_that_left_no_profile_are_reported():
+    _, _, merged = _merged(missing=2)
+    assert "2 child processes left no profile" in merged["warnings"][-1]
