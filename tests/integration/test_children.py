@@ -144,15 +144,8 @@ def test_children_see_what_they_see_under_python(run_heatline, run_python, tmp_p
 
 
 def _stderr(text):
-    """stderr without pids (python's fork-from-a-thread warning names one). On 3.13 the
-    engine's sampler thread is counted by the multi-threaded fork() warning in the main process
-    (seen on main too, with --no-children: a limit of the engine's fork handling, not of this
-    feature), so on 3.13+ that warning is left out of the comparison."""
-    lines = text.splitlines()
-    if sys.version_info >= (3, 13):
-        lines = [line for line in lines
-                 if "is multi-threaded, use of fork()" not in line and line != "  pid = os.fork()"]
-    return [re.sub(r"pid=\d+", "pid=N", line) for line in lines]
+    """stderr without pids (python's fork-from-a-thread warning names one)."""
+    return [re.sub(r"pid=\d+", "pid=N", line) for line in text.splitlines()]
 
 
 def test_exits_crashes_and_sigkill(run_heatline, tmp_path):
