@@ -8,7 +8,6 @@ within TOLERANCE_PP percentage points of the truth.
 import json
 import math
 import os
-import sys
 
 import pytest
 
@@ -110,13 +109,5 @@ def test_main_thread_phases_are_attributed_within_tolerance(run_heatline, tmp_pa
     _check(*_profile_target(run_heatline, tmp_path, "main_thread.py"))
 
 
-@pytest.mark.xfail(
-    sys.version_info < (3, 10),
-    strict=False,  # it passes unloaded: only a runnable GIL waiter shows the bug
-    reason="engine bug, open: 3.9's interpreter can hand the GIL over after almost any "
-    "instruction, but _opcodes.py marks only 3.10+'s switch points (JUMP_BACKWARD, RESUME...); "
-    "a runnable thread waiting for the GIL elsewhere is charged native (many_worker 15.3% "
-    "native vs 0 under load)",
-)
 def test_thread_phases_are_attributed_within_tolerance(run_heatline, tmp_path):
     _check(*_profile_target(run_heatline, tmp_path, "threads.py"))

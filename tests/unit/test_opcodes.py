@@ -36,8 +36,10 @@ def test_call_is_marked_and_load_fast_is_not():
     call = "CALL" if "CALL" in dis.opmap else "CALL_FUNCTION"
     assert table[dis.opmap[call]] & CALL
     assert table[dis.opmap["CALL_FUNCTION_EX"]] & CALL
-    for name in ("LOAD_FAST", "RETURN_VALUE", "STORE_NAME", "POP_TOP"):
+    for name in ("LOAD_FAST", "RETURN_VALUE", "POP_TOP"):
         assert not table[dis.opmap[name]], name
+    assert not table[dis.opmap["STORE_NAME"]] & CALL
+    assert table[dis.opmap["EXTENDED_ARG"]] == _opcodes.PREFIX
 
 
 def test_intrinsic_calls_are_not_marked_as_calls():
@@ -125,3 +127,103 @@ def test_table_on_other_installed_python_versions(minor):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+# Where the interpreter really checks for a GIL drop request: a signal handler runs at that
+# check (the eval breaker), and its frame argument shows the instruction after which it ran.
+# A timer signal every 100 us while a loop of many kinds of instruction runs; every
+# instruction seen there must be flagged (SWITCH, SWITCH_CONTENDED, or CALL). Formatting an
+# int is left out: it runs signal handlers from inside (PyErr_CheckSignals), not at the check.
+SWITCH_PROBE = r"""
+import dis, runpy, signal, sys
+module = runpy.run_path(sys.argv[1])
+table = module["opcode_flags_table"]()
+seen = {}
+
+
+class Box:
+    a = 1
+
+
+G = 5
+
+
+def work(n):
+    total, box, items = 0, Box(), [1, 2, 3]
+    for i in range(n):
+        x = i + 1
+        y = x * 2 - 3
+        x, y = y, x
+        a = b = -y
+        total += a % 7
+        box.a = x
+        total += box.a
+        items[0] += items[1]
+        p, q = (x, y)
+        s = x if i & 1 else y
+        if 0 < x < y:
+            total += 1
+        if x is None or 2 in items:
+            total -= 1
+        total += G + (not b) + p - q + s
+        k = [x and y, x or y]
+        del k
+        j = 3
+        while j:
+            j -= 1
+    return total
+
+
+# An EXTENDED_ARG prefix stands for the instruction it prefixes (3.9/3.10 leave f_lasti on
+# it), as the engine reads it.
+names, prefixes = {}, []
+for instruction in dis.get_instructions(work):
+    prefixes.append(instruction.offset)
+    if instruction.opname != "EXTENDED_ARG":
+        names.update(dict.fromkeys(prefixes, instruction.opname))
+        prefixes = []
+
+
+def handler(signum, frame):
+    if frame.f_code is work.__code__:
+        name = names[frame.f_lasti]
+        seen[name] = seen.get(name, 0) + 1
+
+
+signal.signal(signal.SIGALRM, handler)
+signal.setitimer(signal.ITIMER_REAL, 0.0001, 0.0001)
+while sum(seen.values()) < 300:
+    work(20000)
+signal.setitimer(signal.ITIMER_REAL, 0)
+unflagged = sorted(name for name in seen if not table[dis.opmap[name]])
+print(sorted(seen), "unflagged:", unflagged)
+"""
+
+
+@pytest.mark.parametrize("minor", list(range(9, 15)))
+def test_every_instruction_where_the_interpreter_checks_for_a_gil_drop_is_flagged(minor):
+    python = sys.executable if minor == sys.version_info[1] else _find_python(minor)
+    if python is None:
+        pytest.skip(f"no python3.{minor} here")
+    result = subprocess.run(
+        [python, "-c", SWITCH_PROBE, os.path.abspath(_opcodes.__file__)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith("unflagged: []"), result.stdout
+
+
+def test_instructions_that_never_check_are_not_switch_points():
+    # 3.9: FAST_DISPATCH instructions; 3.11+: the backward jump of `yield from` / `await`.
+    flagged = names_with(SWITCH) | names_with(_opcodes.SWITCH_CONTENDED)
+    for name in ("LOAD_FAST", "LOAD_CONST", "STORE_FAST", "POP_TOP", "JUMP_FORWARD",
+                 "RETURN_VALUE", "JUMP_BACKWARD_NO_INTERRUPT"):
+        assert name not in flagged, name
+    assert not names_with(_opcodes.SWITCH_CONTENDED) & (names_with(SWITCH) | names_with(CALL))
+    if sys.version_info >= (3, 10):
+        assert not names_with(_opcodes.SWITCH_CONTENDED)
+    else:
+        assert {"BINARY_ADD", "INPLACE_ADD", "FOR_ITER"} <= names_with(_opcodes.SWITCH_CONTENDED)

@@ -317,8 +317,16 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
                                : -1;
         }
         if (depth == 0 && offset_bytes >= 0 && (size_t)offset_bytes < c->code_bytes) {
-            uint8_t opcode; /* the first byte of a code unit is its opcode (little-endian) */
-            if (hl_memread(&opcode, instruction, 1) == 0) *leaf_flags = w->opcode_flags[opcode];
+            /* The first byte of a code unit is its opcode (little-endian); a prefix's flags are
+             * those of the instruction it prefixes (at most three prefixes in a row). */
+            uint8_t opcode;
+            for (int unit = 0; unit < 4 && (size_t)offset_bytes + 2 * (size_t)unit < c->code_bytes;
+                 unit++) {
+                if (hl_memread(&opcode, instruction + 2 * (uintptr_t)unit, 1) != 0) break;
+                *leaf_flags = w->opcode_flags[opcode];
+                if (!(*leaf_flags & HL_OP_PREFIX)) break;
+            }
+            *leaf_flags &= ~HL_OP_PREFIX;
         }
         if (first_user && !c->user) {
             frame = previous;

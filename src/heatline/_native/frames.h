@@ -67,6 +67,10 @@ typedef struct hl_walker {
 /* Opcode flags (the table comes from heatline/_opcodes.py). */
 #define HL_OP_CALL 1   /* calls into other code: the thread is inside what the frame called */
 #define HL_OP_SWITCH 2 /* checks for a GIL drop request: where threads hand the GIL over */
+/* < 3.10: checks after it, but may also run C code that released the GIL (an operator) */
+#define HL_OP_SWITCH_CONTENDED 4
+/* EXTENDED_ARG: a prefix; 3.9/3.10 leave f_lasti on it while the next instruction runs */
+#define HL_OP_PREFIX 8
 
 /* Reads the stack of the thread whose PyThreadState is at tstate into frames (innermost
  * first), and the HL_OP_* flags of the instruction its innermost frame is executing into

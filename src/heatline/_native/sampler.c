@@ -26,7 +26,8 @@
  *              the GIL: the innermost frame is executing a call instruction);
  *      python  if T is running and holds the GIL (executing bytecode), or is running without
  *              it at an instruction where threads hand the GIL over (the interpreter's own
- *              switching work, which only shows up when threads compete for the GIL);
+ *              switching work, which only shows up when threads compete for the GIL; on
+ *              3.9, where operators check too, only while another thread holds the GIL);
  *      native  otherwise: running without the GIL inside an operator, which only C code that
  *              released the GIL can do (numpy arithmetic, `a @ b`).
  * The category is a point sample of T's state at a random instant, so over many ticks each
@@ -226,6 +227,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     else if (flags & HL_OP_CALL) category = HL_NATIVE;
     else if (holds_gil) category = HL_PYTHON;
     else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */
+    else if ((flags & HL_OP_SWITCH_CONTENDED) && gil_holder != 0) category = HL_PYTHON; /* to it */
     else category = HL_NATIVE; /* an operator running C code that released the GIL */
 
     /* The line charged: the innermost user frame. Deeper than the frames kept for the stack
