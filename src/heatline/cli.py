@@ -231,6 +231,8 @@ def _run(args: list[str]) -> Launch:
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
     only_implies_all(values, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    if values["profile_interval"] is not None and values["outfile"] is None:
+        fail("--profile-interval needs a file to write: give -o FILE (or --json, --html)")
     run_options = Options(**values)
     if run_options.outfile is not None:
         run_options.outfile = check_outfile(run_options.outfile)

@@ -37,6 +37,16 @@ def _interval(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1e6:  # also rejects nan and inf
+        raise _usage_error(f"must be a number of seconds greater than 0, not {text!r}")
+    return value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -210,6 +220,14 @@ RUN_OPTIONS = (
         ("--no-children",),
         "do not profile the Python child processes the program starts (fork, "
         "multiprocessing, subprocess of python); by default they are profiled and merged",
+    ),
+    Option(
+        ("--profile-interval",),
+        "also write the profile (-o) every SECONDS while the program runs, each time "
+        "replacing the file whole (default: only at the end)",
+        default=None,
+        metavar="SECONDS",
+        parse=_seconds,
     ),
     Option(
         ("--off",),

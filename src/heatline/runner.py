@@ -269,6 +269,8 @@ def _run(program: _Program, options: Options) -> Launch:
     _SigtermGuard(finisher).install()
     if not options.no_children:
         children.install()  # its fork hook must run after the guard's (in a child)
+    if options.profile_interval is not None and options.outfile:
+        session.every(options.profile_interval, finisher.write_so_far)
     return Launch(program.code, main.__dict__, finisher)
 
 
@@ -436,6 +438,7 @@ class _Finisher:
         self.options = options
         self.succeeded = True  # False once the program's exit status is known to be non-zero
         self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
+        self.warned = False  # --profile-interval: a failed write was reported
         self.own_modules: dict[str, Any] = dict(sys.modules)  # sys.modules for heatline's work
         # A forked child inherits atexit handlers; only the profiled process may write.
         self.pid = os.getpid()
@@ -481,6 +484,30 @@ class _Finisher:
             _internal_error("interrupted while writing the profile")
         except BaseException as exc:  # noqa: BLE001 -- never change the program's exit status
             _internal_error(_one_line(exc))
+
+    def write_so_far(self) -> None:
+        """--profile-interval: write the profile of the run so far to -o, replacing the file
+        whole. Called by the engine in the main thread, between two of the program's
+        instructions, with the engine paused. A failure is one warning line and the program
+        goes on; KeyboardInterrupt or SystemExit (from the program's own signal handlers,
+        which may run meanwhile) is the program's and goes through."""
+        if os.getpid() != self.pid:
+            return
+        try:
+            with _own_imports(self.own_modules):
+                from heatline.renderers import render_to
+
+                profile = self.session.profile()
+                if self.options.use_virtual_time:
+                    from heatline.virtual_time import running_time_only
+
+                    running_time_only(profile)
+                render_to(profile, self.options.format, self.options.outfile)
+        except Exception as exc:  # noqa: BLE001 -- the program must go on
+            if not self.warned:  # once: a full disk would otherwise say so every period
+                self.warned = True
+                reason = _one_line(exc)
+                _write_stderr(f"heatline: warning: can't write the profile so far: {reason}\n")
 
     def _write(self, profile: Any, path: str) -> bool:
         """Write the profile; if that fails, say so in one line and, when the program itself

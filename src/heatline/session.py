@@ -162,6 +162,15 @@ class Session:
 
             _native.resume()
 
+    def every(self, period_s: float, callback: Any) -> None:
+        """Call ``callback()`` in the main thread every ``period_s`` seconds while sampling
+        runs, the engine paused during the call (no thread is made: the sampler thread asks
+        for it with Py_AddPendingCall). Cleared by stop()."""
+        if self._running:
+            from heatline import _native
+
+            _native._set_periodic(period_s, callback)
+
     def profile(self) -> dict[str, Any]:
         """The profile of the run so far (normally called after stop())."""
         from heatline import _native

@@ -117,3 +117,14 @@ int hl_compat_python_depth(void) {
     Py_XDECREF(frame);
     return depth;
 }
+
+void hl_compat_notice_pending_calls(void) {
+#if PY_VERSION_HEX < 0x030D0000
+    /* Before 3.13, Py_AddPendingCall computes the eval breaker for the calling thread, which
+     * is never the main thread here, so a main thread that keeps the GIL (a busy loop) would
+     * not look at its pending calls. Setting the breaker makes the thread holding the GIL look
+     * now: the main thread runs the call; another thread recomputes the breaker, and the
+     * sampler sets it again at its next wake-up while the call is still pending. */
+    __atomic_store_n((int *)&PyInterpreterState_Main()->ceval.eval_breaker, 1, __ATOMIC_RELAXED);
+#endif
+}

@@ -79,4 +79,8 @@ int hl_compat_fork_counts_threads_after_hooks(void);
  * part of Python.h before 3.11). */
 int hl_compat_python_depth(void);
 
+/* The sampler thread, after Py_AddPendingCall: make the main thread notice its pending calls
+ * soon (3.9-3.12 need a nudge; see compat.c). */
+void hl_compat_notice_pending_calls(void);
+
 #endif

@@ -38,7 +38,8 @@ static hl_engine hl_the_engine = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part, &hl_control_part};
+static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part, &hl_control_part,
+                                              &hl_periodic_part};
 #define NPARTS (sizeof(parts) / sizeof(*parts))
 
 /* ---- marking threads inside the engine ------------------------------------------------------ */

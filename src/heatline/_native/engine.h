@@ -130,6 +130,7 @@ typedef struct hl_engine_part {
 extern const hl_engine_part hl_memory_part; /* memory.c */
 extern const hl_engine_part hl_gpu_part;    /* gpu.c */
 extern const hl_engine_part hl_control_part; /* control.c: heatline ctl, the on/off record */
+extern const hl_engine_part hl_periodic_part; /* periodic.c (--profile-interval) */
 
 /* ---- what the parts may call ---------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include "gpu.h"    /* the GPU part's results, converted in the snapshot */
 #include "memory.h" /* the memory part's results, likewise */
 #include "sigterm.h"
+#include "periodic.h"
 
 /* Copies a sequence of str into a malloc'ed array of UTF-8 strings. Returns 0, or -1 with a
  * Python exception set. */
@@ -160,6 +161,23 @@ static PyObject *native_chain_sigterm(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     return PyBool_FromLong(hl_sigterm_chain() == 0);
+}
+
+PyDoc_STRVAR(set_periodic_doc,
+"_set_periodic($module, period_s, callback, /)\n--\n\n"
+"Call callback() in the main thread every period_s seconds (0: never), the engine paused\n"
+"meanwhile (--profile-interval).");
+static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
+    double period_s;
+    PyObject *callback;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "dO:_set_periodic", &period_s, &callback)) return NULL;
+    if (!(period_s >= 0.0) || period_s > 1e9 || (callback != Py_None && !PyCallable_Check(callback))) {
+        PyErr_SetString(PyExc_ValueError, "period_s must be >= 0 and callback callable or None");
+        return NULL;
+    }
+    hl_periodic_set((uint64_t)(period_s * 1e9), callback);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(suspend_doc,
@@ -514,6 +532,7 @@ static PyMethodDef native_methods[] = {
     {"pause", native_pause, METH_NOARGS, pause_doc},
     {"resume", native_resume, METH_NOARGS, resume_doc},
     {"is_running", native_is_running, METH_NOARGS, is_running_doc},
+    {"_set_periodic", native_set_periodic, METH_VARARGS, set_periodic_doc},
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},

@@ -1,0 +1,20 @@
+/* periodic.h: --profile-interval. Every period, the sampler thread asks the main thread to
+ * run a Python callback (writing the profile so far) through Py_AddPendingCall: no thread the
+ * program could see is made, and nothing runs in the program's threads but that one call at
+ * a point where the interpreter runs its pending calls. The engine is paused while the
+ * callback runs (and its previous state put back after), so neither the time nor the memory
+ * it uses is charged to the program.
+ */
+#ifndef HEATLINE_PERIODIC_H
+#define HEATLINE_PERIODIC_H
+
+#include <Python.h>
+#include <stdint.h>
+
+/* With the GIL: every period_ns (0: never) from now, call callback() (None: never). */
+void hl_periodic_set(uint64_t period_ns, PyObject *callback);
+
+/* The engine part (engine.h): its tick requests the call when it is due and the previous one
+ * has run (no ticks, so no writes, while profiling is paused); its stop clears the callback. */
+
+#endif
