@@ -262,7 +262,11 @@ def _view(args: list[str]) -> int:
             fail(f"'{options.profile}' has no process {options.pid} (processes: {pids})", 1)
     from heatline.renderers import format_for_path, render_bytes, render_to
 
-    report = {"reduced": options.reduced_profile, "threshold_pct": options.cpu_percent_threshold}
+    report = {
+        "reduced": options.reduced_profile,
+        "threshold_pct": options.cpu_percent_threshold,
+        "malloc_threshold": options.malloc_threshold,
+    }
     if options.outfile is not None:
         path = check_outfile(options.outfile)
         fmt = options.format or format_for_path(path)

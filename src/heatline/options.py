@@ -47,6 +47,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1 << 40:
+        raise _usage_error(f"must be a whole number of allocations, at least 1, not {text!r}")
+    return value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -201,6 +211,15 @@ RUN_OPTIONS = (
     Option(
         ("--reduced-profile",),
         "show only lines at or above the --cpu-percent-threshold",
+        view=True,
+    ),
+    Option(
+        ("--malloc-threshold",),
+        "report a line's allocations only when it allocated at least N sampling windows "
+        "of bytes (Scalene's 'at least N allocations'; default: 1, every line)",
+        default=1,
+        metavar="N",
+        parse=_count,
         view=True,
     ),
     Option(

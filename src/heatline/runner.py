@@ -479,6 +479,7 @@ class _Finisher:
                         file=stream,
                         reduced=self.options.reduced_profile,
                         threshold_pct=self.options.cpu_percent_threshold,
+                        malloc_threshold=self.options.malloc_threshold,
                     )
         except KeyboardInterrupt:
             _internal_error("interrupted while writing the profile")

@@ -98,6 +98,37 @@ def empty_fields() -> dict[str, Any]:
     }
 
 
+def below_malloc_threshold(profile: dict[str, Any], threshold: int) -> dict[str, Any]:
+    """The profile as reported with --malloc-threshold N (Scalene's flag: "only report profiles
+    with at least this many allocations"). Scalene counts allocation samples, one per window of
+    bytes allocated; heatline samples by bytes with the same kind of window (large allocations
+    are recorded exactly, as the samples they stand for), so a line or function counts as
+    alloc_bytes / sampling_window_bytes allocations: its allocation figures (allocated, freed,
+    growth, peak, timeline, leak) are reported only when it allocated at least N windows of
+    bytes. Copies are not allocations and stay. A copy; the profile itself is unchanged."""
+    memory = profile.get("memory") or {}
+    window = memory.get("sampling_window_bytes") or 0
+    if threshold <= 1 or not memory.get("enabled") or window <= 0:
+        return profile
+    minimum = threshold * window
+
+    def shown(entry: dict[str, Any]) -> dict[str, Any]:
+        allocated = entry.get("alloc_python_bytes", 0) + entry.get("alloc_native_bytes", 0)
+        if not allocated or allocated >= minimum:
+            return entry
+        return {**entry, **empty_fields(), "copy_bytes": entry.get("copy_bytes", 0)}
+
+    files = {
+        path: {
+            **entry,
+            "lines": [shown(line) for line in entry["lines"]],
+            "functions": [shown(function) for function in entry["functions"]],
+        }
+        for path, entry in profile["files"].items()
+    }
+    return {**profile, "files": files}
+
+
 def line_fields(record: dict[str, Any], end_s: float) -> dict[str, Any]:
     """The memory fields of one line from its engine record (docs/engine-api.md)."""
     timeline = timeline_seconds(record["timeline"])

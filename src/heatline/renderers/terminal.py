@@ -41,12 +41,18 @@ def render(
     file: TextIO | None = None,
     reduced: bool = False,
     threshold_pct: float = 1.0,
+    malloc_threshold: int = 1,
 ) -> None:
     """Print ``profile`` to ``file`` (sys.stderr by default).
 
     ``reduced`` shows only lines and functions whose share of the time is at least
-    ``threshold_pct``; in the full view such lines are highlighted.
+    ``threshold_pct``; in the full view such lines are highlighted. ``malloc_threshold``:
+    see heatline.profile.memory.below_malloc_threshold.
     """
+    if malloc_threshold > 1:
+        from heatline.profile.memory import below_malloc_threshold
+
+        profile = below_malloc_threshold(profile, malloc_threshold)
     console = _console(file if file is not None else sys.stderr)
     console.print(Text.assemble(("heatline", "bold"), f" profile of {visible(profile['program'])}"))
     if not profile["samples"]:
