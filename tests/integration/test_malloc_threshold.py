@@ -19,8 +19,8 @@ def test_lines_below_the_threshold_lose_their_allocations_in_the_report(
     result = run_heatline("-q", "--memory-sampling-window", str(WINDOW), "-o", str(path),
                           program("two_allocations.py"), text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    lines = {line["source"].strip(): line for entry in json.loads(path.read_text())["files"].values()
-             for line in entry["lines"]}
+    files = json.loads(path.read_text())["files"]
+    lines = {line["source"].strip(): line for entry in files.values() for line in entry["lines"]}
     big = next(line for source, line in lines.items() if "the big line" in source)
     small = next(line for source, line in lines.items() if "the small line" in source)
     # The truth: bytearray(n) allocates n + 1 bytes and a 56-byte object, recorded exactly.

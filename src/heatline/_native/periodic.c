@@ -1,4 +1,6 @@
 /* periodic.c: see periodic.h. */
+#include <Python.h>
+
 #include "periodic.h"
 
 #include "clock.h"

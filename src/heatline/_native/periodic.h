@@ -8,11 +8,13 @@
 #ifndef HEATLINE_PERIODIC_H
 #define HEATLINE_PERIODIC_H
 
-#include <Python.h>
 #include <stdint.h>
 
+struct _object; /* PyObject: Python.h is not included here, so that sampler.c's _GNU_SOURCE
+                 * comes first */
+
 /* With the GIL: every period_ns (0: never) from now, call callback() (None: never). */
-void hl_periodic_set(uint64_t period_ns, PyObject *callback);
+void hl_periodic_set(uint64_t period_ns, struct _object *callback);
 
 /* The engine part (engine.h): its tick requests the call when it is due and the previous one
  * has run (no ticks, so no writes, while profiling is paused); its stop clears the callback. */
