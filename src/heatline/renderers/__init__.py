@@ -149,6 +149,25 @@ def call_edges(profile: dict[str, Any]) -> dict[tuple[tuple[str, str], tuple[str
     return result
 
 
+def calling_only(profile: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """Functions of the profile's files that are on stacks but have no function entry (none
+    of their lines was ever the innermost user line: a dispatcher, main()), (file, qualname)
+    -> the first of their lines seen on a stack (their first line is not recorded)."""
+    files = profile.get("files") or {}
+    listed = {
+        (path, function.get("qualname") or function.get("name"))
+        for path, entry in files.items()
+        for function in entry.get("functions", [])
+    }
+    first_seen: dict[tuple[str, str], int] = {}
+    for frame in (profile.get("stacks") or {}).get("frames", []):
+        key = function_key(frame)
+        if key[0] in files and key not in listed:
+            line = frame.get("line", 0)
+            first_seen[key] = min(first_seen.get(key, line), line)
+    return first_seen
+
+
 def thread_name(profile: dict[str, Any], index: int) -> str:
     threads = profile.get("threads", [])
     if 0 <= index < len(threads):

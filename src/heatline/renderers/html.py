@@ -14,7 +14,14 @@ import json
 from typing import Any
 
 from heatline import __version__
-from heatline.renderers import call_edges, frame_label, inclusive_times, stacks, thread_name
+from heatline.renderers import (
+    call_edges,
+    calling_only,
+    frame_label,
+    inclusive_times,
+    stacks,
+    thread_name,
+)
 
 MIN_NODE_SHARE = 1 / 5000
 
@@ -81,7 +88,12 @@ def page_data(profile: dict[str, Any]) -> dict[str, Any]:
                               line["leak"].get("likelihood", 0),
                               line["leak"].get("growth_bytes_per_s", 0),
                               line.get("growth_bytes", 0)])
-    edges = [[a[1], a[0], b[1], b[0], round(100 * seconds / total, 3)]
+    for (path, qualname), line in calling_only(profile).items():  # callers without own time
+        functions.append([qualname, path, line, 0, 0, 0,
+                          round(100 * inclusive.get((path, qualname), 0.0) / total, 3), 0, 0])
+    # [caller file, caller qualname, callee file, callee qualname, %]: the page matches a
+    # function row [qualname, file, ...] against them.
+    edges = [[a[0], a[1], b[0], b[1], round(100 * seconds / total, 3)]
              for (a, b), seconds in call_edges(profile).items() if seconds >= total * 1e-4]
     threads = [[thread_name(profile, i), t.get("python_s", 0), t.get("native_s", 0),
                 t.get("system_s", 0), t.get("unattributed_s", 0), t.get("cpu_s", 0)]

@@ -88,10 +88,15 @@ def render(
         console.print(table, no_wrap=True, overflow="ellipsis")
     if reduced and profile["files"] and not shown_any:
         console.print(f"\nNo line reached {threshold_pct:g}% of the time.")
-    functions = _functions(profile, reduced, threshold_pct)
+    inclusive = _inclusive_pct(profile)
+    functions = _functions(profile, reduced, threshold_pct, inclusive)
     if functions:
         console.print()
-        console.print(_function_table(functions, threshold_pct, memory=memory, console=console))
+        console.print(
+            _function_table(
+                functions, threshold_pct, memory=memory, console=console, inclusive=inclusive
+            )
+        )
     if memory:
         leaks = _leaks(profile)
         console.print()
@@ -309,7 +314,17 @@ def _sources(lines: list[dict[str, Any]], highlight: bool) -> list[Text]:
     return texts
 
 
-def _functions(profile: dict[str, Any], reduced: bool, threshold_pct: float) -> list[tuple]:
+def _functions(
+    profile: dict[str, Any],
+    reduced: bool,
+    threshold_pct: float,
+    inclusive: dict[tuple[str, str], float] | None = None,
+) -> list[tuple]:
+    """The function rows: every function of a reported file with time or memory of its own,
+    and those that only called others (no line of their own sampled: a dispatcher, main())
+    with their inclusive time; such a function is located at the first of its lines seen on a
+    stack. Sorted by own time, then inclusive time."""
+    inclusive = inclusive or {}
     rows = []
     memory = _memory_on(profile)
     allocated = _allocated(profile)
@@ -321,21 +336,65 @@ def _functions(profile: dict[str, Any], reduced: bool, threshold_pct: float) -> 
                 not reduced or _is_hot(total, threshold_pct) or big
             ):
                 rows.append((total, path, function))
+    rows.extend(_calling_only(profile, reduced, threshold_pct, inclusive))
     rows.sort(
         key=lambda row: (
             -row[0],
+            -inclusive.get((row[1], row[2]["qualname"]), 0.0),
             -row[2].get("alloc_python_bytes", 0) - row[2].get("alloc_native_bytes", 0),
         )
     )
     return rows
 
 
+def _calling_only(
+    profile: dict[str, Any],
+    reduced: bool,
+    threshold_pct: float,
+    inclusive: dict[tuple[str, str], float],
+) -> list[tuple]:
+    """Rows for functions of reported files that appear on stacks but have no row."""
+    from heatline.renderers import calling_only
+
+    rows = []
+    for (path, qualname), line in calling_only(profile).items():
+        share = inclusive.get((path, qualname), 0.0)
+        if share <= 0 or (reduced and not _is_hot(share, threshold_pct)):
+            continue
+        function: dict[str, Any] = {"qualname": qualname, "first_line": line}
+        function.update({kind + "_pct": 0.0 for kind in _KINDS})
+        function.update(
+            {key: 0 for key in ("alloc_python_bytes", "alloc_native_bytes", "peak_bytes",
+                                "growth_bytes", "copy_bytes")}
+        )
+        rows.append((0.0, path, function))
+    return rows
+
+
+def _inclusive_pct(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """Each function's inclusive (cumulative) time from the stacks, in % of the attributed
+    time like the other columns (renderers.inclusive_times)."""
+    from heatline.renderers import inclusive_times
+
+    total = (profile.get("totals") or {}).get("attributed_s") or 0.0
+    if not total:
+        return {}
+    return {key: 100.0 * seconds / total for key, seconds in inclusive_times(profile).items()}
+
+
 def _function_table(
-    rows: list[tuple], threshold_pct: float, *, memory: bool = False, console: Console
+    rows: list[tuple],
+    threshold_pct: float,
+    *,
+    memory: bool = False,
+    console: Console,
+    inclusive: dict[tuple[str, str], float] | None = None,
 ) -> Table:
     """The busiest functions. Names and locations come first: at a narrow width the number
     columns are dropped (least telling first) until every name fits whole, then each name's
-    location moves under it; names are never cut or wrapped while numbers remain."""
+    location moves under it; names are never cut or wrapped while numbers remain. "incl %":
+    the time the function was anywhere on the stack (itself and what it called)."""
+    inclusive = inclusive or {}
     shown = rows[:MAX_FUNCTION_ROWS]
     cells = []
     for total, path, function in shown:
@@ -343,6 +402,7 @@ def _function_table(
         numbers = {
             **{title: _pct(function[k + "_pct"]) for k, title in zip(_KINDS, _NUMBER_HEADERS)},
             "total %": _pct(total),
+            "incl %": _pct(inclusive.get((path, function["qualname"]), 0.0)),
         }
         if memory:
             numbers.update(
@@ -358,9 +418,12 @@ def _function_table(
         location = f"{_short_path(path)}:{function['first_line']}"
         cells.append((visible(function["qualname"]), location, style, numbers))
     memory_headers = ("alloc MB", "peak MB", "growth MB", "copy MB") if memory else ()
-    headers = [*_NUMBER_HEADERS, "total %", *memory_headers]
-    # Kept longest at a narrow width: the total, then what was allocated, then the split.
-    priority = ["total %", "alloc MB", *_NUMBER_HEADERS, "peak MB", "growth MB", "copy MB"]
+    headers = [*_NUMBER_HEADERS, "total %", "incl %", *memory_headers]
+    # Kept longest at a narrow width: the total, the inclusive time, then what was allocated,
+    # then the split.
+    priority = [
+        "total %", "incl %", "alloc MB", *_NUMBER_HEADERS, "peak MB", "growth MB", "copy MB"
+    ]
     priority = [title for title in priority if title in headers]
 
     def build(kept: list[str], stacked: bool) -> Table:

@@ -1,0 +1,82 @@
+"""Inclusive (cumulative) time per function and the call edges, computed from the stacks, in
+the terminal's function rows and the HTML report's callers/callees, against the wall times the
+program measures of its own calls (tests/integration/programs/nested_calls.py)."""
+
+import json
+import math
+import re
+
+from heatline.renderers import call_edges, inclusive_times
+from heatline.renderers.html import page_data
+
+TOLERANCE_PP = 3.0
+INTERVAL = 0.004
+
+
+def _tolerance_pp(share, seconds):
+    """A share estimated from about seconds / INTERVAL point samples: 3 pp, or three standard
+    errors of that proportion when they are more (as in test_accuracy.py)."""
+    p = min(max(share / 100.0, 0.0), 1.0)
+    return max(TOLERANCE_PP, 300.0 * math.sqrt(p * (1.0 - p) / max(seconds / INTERVAL, 1.0)))
+
+
+def test_inclusive_time_and_call_edges_match_the_program_own_timings(
+    run_heatline, program, tmp_path
+):
+    path, truth_path = tmp_path / "prof.json", tmp_path / "truth.json"
+    script = program("nested_calls.py")
+    result = run_heatline("--cpu-sampling-interval", str(INTERVAL), "-o", str(path), script,
+                          str(truth_path), text=True, env={"COLUMNS": "200"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    truth = json.loads(truth_path.read_text())
+    profile = json.loads(path.read_text())
+    inclusive = {qualname: seconds for (file, qualname), seconds in
+                 inclusive_times(profile).items() if file == script}
+    edges = {(a[1], b[1]): seconds for (a, b), seconds in call_edges(profile).items()
+             if a[0] == script and b[0] == script}
+    main = inclusive["main"]
+
+    def share(seconds):
+        return 100.0 * seconds / main
+
+    def true_share(seconds):
+        return 100.0 * seconds / truth["main_s"]
+
+    in_outer = 100.0 * edges[("outer", "leaf_b")] / inclusive["outer"]
+    checks = {  # name: (measured %, true %, seconds the share is of)
+        "outer in main": (share(inclusive["outer"]), true_share(truth["outer_s"]), main),
+        "main -> outer": (share(edges[("main", "outer")]), true_share(truth["outer_s"]), main),
+        "main -> leaf_a": (share(edges[("main", "leaf_a")]), true_share(truth["direct_a_s"]),
+                           main),
+        "outer -> leaf_b": (in_outer, 100.0 * truth["b_in_outer_s"] / truth["outer_s"],
+                            inclusive["outer"]),
+    }
+    errors = [f"{name}: {got:.1f}% vs true {want:.1f}%"
+              for name, (got, want, seconds) in checks.items()
+              if abs(got - want) > _tolerance_pp(want, seconds)]
+    assert not errors, "\n".join(errors)
+    # A leaf's inclusive time is its own time plus spin()'s; outer's own time is almost none.
+    functions = {f["qualname"]: f for entry in profile["files"].values()
+                 for f in entry["functions"]}
+    spin_in_a = edges[("leaf_a", "spin")]
+    assert abs(inclusive["leaf_a"] - spin_in_a) <= 0.03 * inclusive["leaf_a"] + 0.01
+    own = functions.get("outer", {})  # no row at all when none of its lines was sampled
+    assert sum(own.get(k, 0) for k in ("python_s", "native_s", "system_s")) < (
+        0.05 * inclusive["outer"])
+
+    # The terminal's function rows carry the same inclusive share.
+    total = profile["totals"]["attributed_s"]
+    row = next(line for line in result.stderr.splitlines() if re.match(r"\s*│?\s*outer\b", line)
+               or line.lstrip("│ ").startswith("outer "))
+    numbers = [float(x) for x in re.findall(r"\d+\.\d", row)]
+    assert any(abs(x - 100.0 * inclusive["outer"] / total) <= 0.1 for x in numbers), row
+
+    # The HTML report's callers/callees come from the same edges.
+    # [caller file, caller, callee file, callee, %], matched by the page against function rows
+    # [qualname, file, ...]; outer and main, with no time of their own, have rows too.
+    data = page_data(profile)
+    html_edges = {(e[1], e[3]): e[4] for e in data["edges"] if e[0] == script and e[2] == script}
+    assert abs(html_edges[("main", "outer")] - 100.0 * edges[("main", "outer")] / total) < 0.01
+    rows = {(row[0], row[1]): row for row in data["functions"]}
+    assert abs(rows[("outer", script)][6] - 100.0 * inclusive["outer"] / total) < 0.01
+    assert ("main", script) in rows
