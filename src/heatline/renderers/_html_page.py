@@ -29,6 +29,7 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <div id="summary"></div>
 <div id="warnings"></div>
 <h2>Memory over time</h2><div id="memory"></div>
+<div id="gpu"></div>
 <h2>Flame graph</h2>
 <div>Search <input id="search" size="30"> <button id="reset">reset zoom</button> (click a frame to zoom)</div>
 <div id="flame"></div>
@@ -53,6 +54,7 @@ function el(tag, text, cls) {
   return e;
 }
 function pct(v) { return v ? v.toFixed(1) + "%" : ""; }
+function ms(seconds) { var v = seconds * 1000; return v < 100 ? String(Number(v.toPrecision(3))) : v.toFixed(0); }
 function bytes(v) {
   if (!v) return "";
   var u = ["B", "KB", "MB", "GB", "TB"], i = 0;
@@ -92,6 +94,34 @@ function plot(values, w, h, times) {
   box.appendChild(plot(m.map(function (p) { return p[1]; }), 600, 80, m.map(function (p) { return p[0]; })));
   box.appendChild(el("div", "peak " + bytes(Math.max.apply(null, m.map(function (p) { return p[1]; }))) +
     " over " + m[m.length - 1][0].toFixed(2) + " s"));
+})();
+// GPU (when profiled): devices, totals, top kernels with their launching lines
+(function () {
+  var g = D.gpu, box = document.getElementById("gpu");
+  if (!g) return;
+  box.appendChild(el("h2", "GPU"));
+  g.devices.forEach(function (d) {
+    box.appendChild(el("div", "GPU " + d[0] + " (" + d[1] + "): utilisation " + d[2].toFixed(0) +
+      "% on average, idle in " + (100 * d[3]).toFixed(0) + "% of samples; memory peak " +
+      bytes(d[4]) + " of " + bytes(d[5]) + " (device-wide, all processes)", "gpudevice"));
+    box.appendChild(plot(d[6].map(function (p) { return p[1]; }), 300, 40, d[6].map(function (p) { return p[0]; })));
+    box.appendChild(plot(d[7].map(function (p) { return p[1]; }), 300, 40, d[7].map(function (p) { return p[0]; })));
+  });
+  var s = g.summary;
+  if (!s.kernel_tracing) { box.appendChild(el("div", "No per-line GPU time: kernel tracing (CUPTI) was off; see the warnings.")); return; }
+  box.appendChild(el("div", "GPU time " + ms(s.gpu_s) + " ms in " + s.launches + " launches" +
+    (s.unattributed_gpu_s ? " (" + ms(s.unattributed_gpu_s) + " ms not traced to a user line)" : "") +
+    (s.alloc_peak_bytes ? "; device allocations peaked at " + bytes(s.alloc_peak_bytes) : ""), "gpusummary"));
+  var t = el("table", null, "kernels"), h = el("tr");
+  ["kernel", "calls", "GPU ms", "launched from"].forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  g.kernels.forEach(function (k) {
+    var tr = el("tr", null, "kernel");
+    tr.appendChild(el("td", k[0], "name")); tr.appendChild(el("td", k[1])); tr.appendChild(el("td", ms(k[2])));
+    tr.appendChild(el("td", k[3].map(function (l) { return l[0] === null ? "(no user line)" : l[0] + ":" + l[1]; }).join(", "), "name"));
+    t.appendChild(tr);
+  });
+  box.appendChild(t);
 })();
 // Flame graph (icicle: the root on top)
 var flameRoot = D.flame, flameZoom = flameRoot;
@@ -191,6 +221,7 @@ drawFlame();
 (function () {
   var box = document.getElementById("files"), HOT = 1.0;
   var cols = ["line", "Python", "native", "system", "alloc", "growth", "copy", "memory", "source"];
+  if (D.gpu) cols.splice(8, 0, "GPU ms", "launches", "GPU copy", "GPU alloc");
   D.files.forEach(function (f) {
     box.appendChild(el("h3", f.path + " (" + pct(f.pct) + ")"));
     var t = el("table", null, "source"), h = el("tr");
@@ -204,10 +235,14 @@ drawFlame();
       tr.appendChild(el("td", pct(l[2]))); tr.appendChild(el("td", pct(l[3]))); tr.appendChild(el("td", pct(l[4])));
       tr.appendChild(el("td", bytes(l[5]))); tr.appendChild(el("td", bytes(l[6]))); tr.appendChild(el("td", bytes(l[7])));
       var sp = el("td"); if (l[8].length > 1) sp.appendChild(plot(l[8], 60, 14)); tr.appendChild(sp);
+      if (D.gpu) {
+        tr.appendChild(el("td", l[9] ? ms(l[9]) : "", "gpu")); tr.appendChild(el("td", l[10] || ""));
+        tr.appendChild(el("td", bytes(l[11]))); tr.appendChild(el("td", bytes(l[12])));
+      }
       tr.appendChild(el("td", l[1], "src"));
       return tr;
     }
-    function idle(l) { return !(l[2] || l[3] || l[4] || l[5] || l[7]); }
+    function idle(l) { return !(l[2] || l[3] || l[4] || l[5] || l[7] || l[10] || l[12]); }
     var lines = f.lines, i = 0;
     while (i < lines.length) {
       var j = i;

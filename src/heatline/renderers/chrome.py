@@ -4,7 +4,9 @@ heatline samples into totals, so there is no per-sample timeline of what ran whe
 shows what has a time axis in the profile, the program's live memory (``memory_timeline``) and
 the live memory of the ten lines that held the most (their ``timeline``), as counter ("C")
 tracks, plus one complete ("X") event per thread spanning the run with its time split in
-``args``. ``otherData`` says so in words.
+``args``. With GPU profiling, each device's utilisation and memory in use (NVML, device-wide)
+are counter tracks too, and ``otherData.gpu`` holds the GPU totals and top kernels.
+``otherData`` says so in words.
 """
 
 from __future__ import annotations
@@ -48,6 +50,23 @@ def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
         for t_s, value in line["timeline"]:
             events.append({"name": name, "cat": "memory", "ph": "C", "ts": float(t_s) * 1e6,
                            "pid": PID, "args": {"bytes": value}})
+    gpu = profile.get("gpu") or {}
+    for device in gpu.get("devices", []) if gpu.get("enabled") else []:
+        label = f"GPU {device.get('index', 0)}"
+        for key, name, unit in (("utilisation_timeline", "utilisation", "percent"),
+                                ("memory_timeline", "memory used", "bytes")):
+            for t_s, value in device.get(key, []):
+                events.append({"name": f"{label} {name}", "cat": "gpu", "ph": "C",
+                               "ts": float(t_s) * 1e6, "pid": PID, "args": {unit: value}})
+    other = {}
+    if gpu.get("enabled"):
+        other["gpu"] = {
+            **{key: gpu.get(key) for key in ("kernel_tracing", "gpu_s", "unattributed_gpu_s",
+                                             "launches", "copy_h2d_bytes", "copy_d2h_bytes",
+                                             "alloc_peak_bytes")},
+            "kernels": [{key: kernel.get(key) for key in ("name", "calls", "gpu_s")}
+                        for kernel in gpu.get("kernels", [])[:TOP_LINES]],
+        }
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
@@ -57,7 +76,10 @@ def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
             "started_at": profile.get("started_at", ""),
             "note": "heatline keeps totals, not a per-sample timeline: the counter tracks are "
             "the memory timelines (the program's and its top lines'); each thread's single "
-            "span covers the whole run and carries its python/native/system seconds in args.",
+            "span covers the whole run and carries its python/native/system seconds in args; "
+            "GPU devices' utilisation and memory in use are counter tracks when GPU profiling "
+            "was on (device-wide, all processes).",
+            **other,
         },
     }
 

@@ -59,7 +59,32 @@ def _line_row(line: dict[str, Any]) -> list[Any]:
         line.get("growth_bytes", 0),
         line.get("copy_bytes", 0),
         [point[1] for point in line.get("timeline", [])],
+        line.get("gpu_s", 0),
+        line.get("gpu_launches", 0),
+        line.get("gpu_copy_bytes", 0),
+        line.get("gpu_alloc_bytes", 0),
     ]
+
+
+def _gpu(profile: dict[str, Any]) -> dict[str, Any] | None:
+    """What the page shows of the profile's ``gpu`` object (as the terminal's GPU section),
+    or None when GPU profiling was off."""
+    gpu = profile.get("gpu") or {}
+    if not gpu.get("enabled"):
+        return None
+    return {
+        "summary": {key: gpu.get(key) for key in (
+            "kernel_tracing", "gpu_s", "unattributed_gpu_s", "launches", "copy_h2d_bytes",
+            "copy_d2h_bytes", "alloc_peak_bytes")},
+        "devices": [[device.get("index"), device.get("name", ""),
+                     device.get("utilisation_pct", 0), device.get("idle_share", 0),
+                     device.get("peak_memory_used_bytes", 0), device.get("memory_total_bytes", 0),
+                     device.get("utilisation_timeline", []), device.get("memory_timeline", [])]
+                    for device in gpu.get("devices", [])],
+        "kernels": [[kernel.get("name", ""), kernel.get("calls", 0), kernel.get("gpu_s", 0),
+                     [[item.get("file"), item.get("line")] for item in kernel.get("lines", [])]]
+                    for kernel in gpu.get("kernels", [])],
+    }
 
 
 def page_data(profile: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +135,7 @@ def page_data(profile: dict[str, Any]) -> dict[str, Any]:
         "threads": threads,
         "memory_timeline": profile.get("memory_timeline", []),
         "flame": _flame_tree(profile),
+        "gpu": _gpu(profile),
         "warnings": profile.get("warnings", []),
     }
 

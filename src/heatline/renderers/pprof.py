@@ -4,7 +4,9 @@ Sample types: ``cpu/nanoseconds`` (all time charged to the stack: python + nativ
 i.e. thread time including blocked time) and ``python``, ``native``, ``system`` (nanoseconds)
 as separate sample types; with memory on, ``alloc_space/bytes`` and ``inuse_space/bytes``
 (growth: allocated and still live at the end), charged to each allocating line as a one-frame
-stack (the profile keeps memory per line, not per stack). Every sample has a ``thread`` label.
+stack (the profile keeps memory per line, not per stack); with GPU kernel tracing,
+``gpu/nanoseconds`` (device time), ``gpu_copy/bytes`` and ``gpu_alloc/bytes`` the same way, per
+launching line. Every sample has a ``thread`` label (``memory``, ``gpu`` for the per-line ones).
 Locations are one per (function, line), so ``-lines`` views work. Names spell ``<module>`` as
 ``(module)`` (pprof would hide anything in angle brackets).
 """
@@ -19,6 +21,7 @@ from heatline.renderers import function_of_line, stacks, thread_name
 TIME_TYPES = (("cpu", "nanoseconds"), ("python", "nanoseconds"), ("native", "nanoseconds"),
               ("system", "nanoseconds"))
 MEMORY_TYPES = (("alloc_space", "bytes"), ("inuse_space", "bytes"))
+GPU_TYPES = (("gpu", "nanoseconds"), ("gpu_copy", "bytes"), ("gpu_alloc", "bytes"))
 
 
 def _varint(value: int) -> bytes:
@@ -89,7 +92,8 @@ class _Builder:
 def encode(profile: dict[str, Any]) -> bytes:
     """The uncompressed profile.proto message."""
     memory = bool((profile.get("memory") or {}).get("enabled"))
-    types = TIME_TYPES + (MEMORY_TYPES if memory else ())
+    gpu = bool((profile.get("gpu") or {}).get("kernel_tracing"))
+    types = TIME_TYPES + (MEMORY_TYPES if memory else ()) + (GPU_TYPES if gpu else ())
     b = _Builder()
     head = bytearray()
     for kind, unit in types:
@@ -103,16 +107,30 @@ def encode(profile: dict[str, Any]) -> bytes:
             continue
         leaf_first = [b.location(frames[index]) for index in reversed(stack.frames)]
         b.sample(leaf_first, [sum(parts), *parts, *zeros], thread_name(profile, stack.thread))
+    per_line = []  # (thread label, values of the extra sample types, from a line's fields)
     if memory:
+        per_line.append(("memory", lambda line: [
+            line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0),
+            max(line.get("growth_bytes", 0), 0),
+        ]))
+    if gpu:
+        per_line.append(("gpu", lambda line: [
+            round(line.get("gpu_s", 0) * 1e9), line.get("gpu_copy_bytes", 0),
+            line.get("gpu_alloc_bytes", 0),
+        ]))
+    offset = len(TIME_TYPES)
+    for label, values_of in per_line:
         for path, entry in (profile.get("files") or {}).items():
             for line in entry.get("lines", []):
-                alloc = line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)
-                if alloc <= 0:
+                values = values_of(line)
+                if not any(v > 0 for v in values):
                     continue
                 function = function_of_line(entry, line)
                 location = b.location({"qualname": function, "file": path, "line": line["line"]})
-                b.sample([location], [0, 0, 0, 0, alloc, max(line.get("growth_bytes", 0), 0)],
-                         "memory")
+                row = [0] * len(types)
+                row[offset:offset + len(values)] = values
+                b.sample([location], row, label)
+        offset += len(values_of({}))
     tail = bytearray()
     tail += _int(10, round(float(profile.get("elapsed_s", 0)) * 1e9))
     tail += _bytes(11, _int(1, b.s("cpu")) + _int(2, b.s("nanoseconds")))

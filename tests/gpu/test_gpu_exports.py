@@ -1,0 +1,90 @@
+"""GPU fields in the HTML report and the chrome / pprof exports, for a profile made against the
+fake NVML and CUPTI (tests/gpu/gpu_truth.py: exact per-line GPU work)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from gpu_support import HERE, TRUTH, tagged_lines
+from test_gpu_profile import profiled
+
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+from _tools import require, tool_env  # noqa: E402
+
+from heatline.renderers import chrome, html, pprof  # noqa: E402
+
+
+def _render(profile, tmp_path, fmt):
+    out = tmp_path / f"out.{fmt}"
+    from heatline.renderers import render_to
+
+    render_to(profile, fmt, str(out))
+    return out
+
+
+def test_html_report_shows_devices_kernels_and_gpu_columns(fakes, tmp_path):
+    profile, _ = profiled(fakes, tmp_path)
+    data = html.page_data(profile)
+    gpu = profile["gpu"]
+    assert data["gpu"]["summary"]["gpu_s"] == gpu["gpu_s"]
+    assert [k[0] for k in data["gpu"]["kernels"]] == [k["name"] for k in gpu["kernels"]]
+    rows = {row[0]: row for f in data["files"] if f["path"] == TRUTH for row in f["lines"]}
+    matmul = rows[tagged_lines()["matmul"]]
+    assert matmul[9:13] == [0.03, 10, 0, 0]  # the truth: 10 launches, 30 ms
+    assert rows[tagged_lines()["alloc"]][12] == 256 << 20
+    out = _render(profile, tmp_path, "html")
+    chromium = require("chromium", "chromium-browser")
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+         "--virtual-time-budget=5000", "--dump-dom", out.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True, env=tool_env(),
+    ).stdout
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom, dom[:2000]
+    assert "GPU 0 (Fake GPU 0): utilisation 30% on average" in dom
+    assert re.search(r'<tr class="kernel"><td class="name">matmul\(float const\*, float const\*, '
+                     r'float\*, int\)</td><td>11</td><td>32</td>', dom), dom[-3000:]
+    assert "<th>GPU ms</th>" in dom
+    assert re.search(r'<td class="gpu">30</td><td>10</td>', dom)
+
+
+def test_chrome_trace_has_the_device_counters_and_gpu_totals(fakes, tmp_path):
+    profile, _ = profiled(fakes, tmp_path)
+    data = json.loads(_render(profile, tmp_path, "chrome").read_text())
+    device = profile["gpu"]["devices"][0]
+    utilisation = [[e["ts"] / 1e6, e["args"]["percent"]] for e in data["traceEvents"]
+                   if e["name"] == "GPU 0 utilisation"]
+    memory = [[e["ts"] / 1e6, e["args"]["bytes"]] for e in data["traceEvents"]
+              if e["name"] == "GPU 0 memory used"]
+    for got, want in ((utilisation, device["utilisation_timeline"]),
+                      (memory, device["memory_timeline"])):
+        assert len(got) == len(want) > 1
+        for (t, value), (t_want, value_want) in zip(got, want):
+            assert t == pytest.approx(t_want, abs=1e-9) and value == value_want
+    other = data["otherData"]["gpu"]
+    assert other["gpu_s"] == profile["gpu"]["gpu_s"] and other["launches"] == 19
+    assert other["kernels"][0]["name"].startswith("matmul")
+
+
+def test_pprof_has_gpu_sample_types_per_launching_line(fakes, tmp_path):
+    profile, _ = profiled(fakes, tmp_path)
+    assert "gpu" in chrome.to_dict(profile)["otherData"]
+    out = _render(profile, tmp_path, "pprof")
+    go = require("go")
+
+    def top(kind, unit):
+        return subprocess.run([go, "tool", "pprof", "-top", "-lines", f"-sample_index={kind}",
+                               f"-unit={unit}", str(out)], capture_output=True, text=True,
+                              timeout=300, check=True, env=tool_env()).stdout
+
+    lines = [line for entry in profile["files"].values() for line in entry["lines"]]
+    text = top("gpu", "ms")
+    total = float(re.search(r"Total samples = ([\d.]+)ms", text).group(1))
+    assert total == pytest.approx(sum(line["gpu_s"] for line in lines) * 1e3, abs=0.01), text
+    assert re.search(rf"30ms .*gpu_truth.py:{tagged_lines()['matmul']}\b", text), text
+    text = top("gpu_alloc", "B")
+    assert float(re.search(r"Total samples = ([\d.]+)B", text).group(1)) == 256 << 20
+    assert pprof.GPU_TYPES[0] == ("gpu", "nanoseconds")
