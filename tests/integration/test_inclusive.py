@@ -5,6 +5,7 @@ program measures of its own calls (tests/integration/programs/nested_calls.py)."
 import json
 import math
 import re
+import subprocess
 
 from heatline.renderers import call_edges, inclusive_times
 from heatline.renderers.html import page_data
@@ -80,3 +81,30 @@ def test_inclusive_time_and_call_edges_match_the_program_own_timings(
     rows = {(row[0], row[1]): row for row in data["functions"]}
     assert abs(rows[("outer", script)][6] - 100.0 * inclusive["outer"] / total) < 0.01
     assert ("main", script) in rows
+
+
+def test_html_functions_show_callers_and_callees_when_clicked(run_heatline, program, tmp_path):
+    from _tools import require, tool_env
+
+    out = tmp_path / "report.html"
+    result = run_heatline("-q", "--html", "-o", str(out), program("nested_calls.py"),
+                          str(tmp_path / "truth.json"), "300000", text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    # The page as a user clicks outer's row: a copy with a click added after the page's script
+    # (inline scripts are what the page's Content-Security-Policy allows).
+    click = ('<script>Array.prototype.forEach.call(document.querySelectorAll("tr.fn"), '
+             'function (tr) { if (tr.firstChild.textContent === "outer") tr.click(); });'
+             '</script></body>')
+    clicked = tmp_path / "clicked.html"
+    clicked.write_text(out.read_text().replace("</body>", click))
+    chromium = require("chromium", "chromium-browser")
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+         "--virtual-time-budget=5000", "--dump-dom", clicked.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True, env=tool_env(),
+    ).stdout
+    assert 'id="error"' not in dom, dom[:2000]
+    script = program("nested_calls.py")
+    assert f"called by main ({script})" in dom, dom[-3000:]
+    assert f"calls leaf_a ({script})" in dom and f"calls leaf_b ({script})" in dom
