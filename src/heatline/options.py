@@ -25,11 +25,15 @@ def _usage_error(message: str) -> Exception:
     return argparse.ArgumentTypeError(message)
 
 
-def _interval(text: str) -> float:
+def _float(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
-        value = float("nan")
+        return float("nan")  # fails every range check below
+
+
+def _interval(text: str) -> float:
+    value = _float(text)
     if not 0 < value <= 1:  # also rejects nan
         raise _usage_error(
             f"must be a number of seconds greater than 0 and at most 1, not {text!r}"
@@ -38,10 +42,7 @@ def _interval(text: str) -> float:
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
+    value = _float(text)
     if not 0 < value <= 1e6:  # also rejects nan and inf
         raise _usage_error(f"must be a number of seconds greater than 0, not {text!r}")
     return value
@@ -58,10 +59,7 @@ def _count(text: str) -> int:
 
 
 def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
+    value = _float(text)
     if not 0 <= value <= 100:
         raise _usage_error(f"must be a percentage from 0 to 100, not {text!r}")
     return value

@@ -12,7 +12,7 @@ from gpu_support import HERE, TRUTH, tagged_lines
 from test_gpu_profile import profiled
 
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
-from _tools import require, tool_env  # noqa: E402
+from _tools import chromium_dom, require, tool_env  # noqa: E402
 
 from heatline.renderers import chrome, html, pprof  # noqa: E402
 
@@ -36,13 +36,7 @@ def test_html_report_shows_devices_kernels_and_gpu_columns(fakes, tmp_path):
     assert matmul[9:13] == [0.03, 10, 0, 0]  # the truth: 10 launches, 30 ms
     assert rows[tagged_lines()["alloc"]][12] == 256 << 20
     out = _render(profile, tmp_path, "html")
-    chromium = require("chromium", "chromium-browser")
-    dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-         "--virtual-time-budget=5000", "--dump-dom", out.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True, env=tool_env(),
-    ).stdout
+    dom = chromium_dom(out.as_uri())
     assert 'data-rendered="1"' in dom and 'id="error"' not in dom, dom[:2000]
     assert "GPU 0 (Fake GPU 0): utilisation 30% on average" in dom
     assert re.search(r'<tr class="kernel"><td class="name">matmul\(float const\*, float const\*, '

@@ -6,6 +6,7 @@ HEATLINE_REQUIRE_TOOLS=1, so in CI a missing tool fails the test instead of skip
 
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -29,3 +30,19 @@ def tool_env():
     for name in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
         env.pop(name, None)
     return env
+
+
+def chromium_dom(uri, *args):
+    """The DOM headless Chromium renders from ``uri``, with the network pointed nowhere (any
+    request would fail: no proxy exists there, and no name resolves)."""
+    chromium = require("chromium", "chromium-browser")
+    command = [
+        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--disable-extensions", "--disable-background-networking",
+        "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--virtual-time-budget=5000", *args, "--dump-dom", uri,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False,
+                            env=tool_env())
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout

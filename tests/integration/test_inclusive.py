@@ -5,7 +5,6 @@ program measures of its own calls (tests/integration/programs/nested_calls.py)."
 import json
 import math
 import re
-import subprocess
 
 from heatline.renderers import call_edges, inclusive_times
 from heatline.renderers.html import page_data
@@ -84,7 +83,7 @@ def test_inclusive_time_and_call_edges_match_the_program_own_timings(
 
 
 def test_html_functions_show_callers_and_callees_when_clicked(run_heatline, program, tmp_path):
-    from _tools import require, tool_env
+    from _tools import chromium_dom
 
     out = tmp_path / "report.html"
     result = run_heatline("-q", "--html", "-o", str(out), program("nested_calls.py"),
@@ -97,13 +96,7 @@ def test_html_functions_show_callers_and_callees_when_clicked(run_heatline, prog
              '</script></body>')
     clicked = tmp_path / "clicked.html"
     clicked.write_text(out.read_text().replace("</body>", click))
-    chromium = require("chromium", "chromium-browser")
-    dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-         "--virtual-time-budget=5000", "--dump-dom", clicked.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True, env=tool_env(),
-    ).stdout
+    dom = chromium_dom(clicked.as_uri())
     assert 'id="error"' not in dom, dom[:2000]
     script = program("nested_calls.py")
     assert f"called by main ({script})" in dom, dom[-3000:]

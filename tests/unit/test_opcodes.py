@@ -118,15 +118,20 @@ def test_table_on_other_installed_python_versions(minor):
     python = _find_python(minor)
     if python is None:
         pytest.skip(f"no python3.{minor} here")
+    assert _run_with_table(python, CHECK_IN_CHILD).strip() == "ok"
+
+
+def _run_with_table(python, script):
+    """What ``script`` prints, run by ``python`` with _opcodes.py's path as its argument."""
     result = subprocess.run(
-        [python, "-c", CHECK_IN_CHILD, os.path.abspath(_opcodes.__file__)],
+        [python, "-c", script, os.path.abspath(_opcodes.__file__)],
         check=False,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
+    return result.stdout
 
 
 # Where the interpreter really checks for a GIL drop request: a signal handler runs at that
@@ -205,15 +210,8 @@ def test_every_instruction_where_the_interpreter_checks_for_a_gil_drop_is_flagge
     python = sys.executable if minor == sys.version_info[1] else _find_python(minor)
     if python is None:
         pytest.skip(f"no python3.{minor} here")
-    result = subprocess.run(
-        [python, "-c", SWITCH_PROBE, os.path.abspath(_opcodes.__file__)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.rstrip().endswith("unflagged: []"), result.stdout
+    out = _run_with_table(python, SWITCH_PROBE)
+    assert out.rstrip().endswith("unflagged: []"), out
 
 
 def test_instructions_that_never_check_are_not_switch_points():
