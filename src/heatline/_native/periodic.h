@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 
-struct _object; /* PyObject: Python.h is not included here, so that sampler.c's _GNU_SOURCE
-                 * comes first */
+struct _object; /* PyObject: Python.h is not included here, so that an includer that defines
+                 * _GNU_SOURCE before Python.h (3.9/3.10 pyconfig.h define it too) still can */
 
 /* With the GIL: every period_ns (0: never) from now, call callback() (None: never). */
 void hl_periodic_set(uint64_t period_ns, struct _object *callback);
