@@ -4,7 +4,10 @@ program measures of its own calls (tests/integration/programs/nested_calls.py)."
 
 import json
 import math
+import os
 import re
+
+import pytest
 
 from heatline.renderers import call_edges, inclusive_times
 from heatline.renderers.html import page_data
@@ -20,6 +23,8 @@ def _tolerance_pp(share, seconds):
     return max(TOLERANCE_PP, 300.0 * math.sqrt(p * (1.0 - p) / max(seconds / INTERVAL, 1.0)))
 
 
+@pytest.mark.skipif(bool(os.environ.get("HEATLINE_SANITIZED")),
+                    reason="timing is not meaningful under ASan (as in test_accuracy.py)")
 def test_inclusive_time_and_call_edges_match_the_program_own_timings(
     run_heatline, program, tmp_path
 ):
