@@ -204,3 +204,22 @@ def test_view_pid_shows_one_process(run_heatline, tmp_path):
 
 if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("Linux only")
+
+
+def test_html_report_lists_the_processes(run_heatline, tmp_path):
+    from _tools import chromium_dom
+
+    profile, _ = _profile(run_heatline, tmp_path, _target("children_pool.py"), "fork", "2")
+    page = tmp_path / "report.html"
+    shown = run_heatline("view", "--format", "html", "-o", str(page),
+                         str(tmp_path / "profile.json"), text=True)
+    assert shown.returncode == 0, shown.stderr
+    dom = chromium_dom(page.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    table = re.search(r'<table id="processes">(.*?)</table>', dom, flags=re.S).group(1)
+    rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)[1:]  # after the header
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
+    assert [(int(c[0]), c[2]) for c in cells] == [
+        (p["pid"], p["role"]) for p in profile["processes"]
+    ]
+    assert cells[0][2] == "main" and any(c[2] == "Pool worker" for c in cells[1:])

@@ -36,6 +36,7 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <h2>Functions</h2><div>Click a column to sort, a row for its callers and callees.</div>
 <table id="functions"></table>
 <h2>Threads</h2><table id="threads"></table>
+<div id="processes-box" hidden><h2>Processes</h2><table id="processes"></table></div>
 <h2>Leaks</h2><div id="leaks"></div>
 <h2>Source</h2><div id="files"></div>
 <script id="heatline-data" type="application/json">/*HEATLINE_DATA*/</script>
@@ -198,6 +199,22 @@ drawFlame();
   D.threads.forEach(function (r) {
     var tr = el("tr");
     r.forEach(function (v, i) { tr.appendChild(el("td", i ? Number(v).toFixed(3) : v, i ? "" : "name")); });
+    t.appendChild(tr);
+  });
+})();
+// Processes (a run with child processes; `heatline view --pid PID` shows one)
+(function () {
+  if (!D.processes || !D.processes.length) return;
+  document.getElementById("processes-box").hidden = false;
+  var t = document.getElementById("processes"), h = el("tr");
+  ["pid", "parent", "role", "command line", "ended by", "Python s", "native s", "system s", "CPU s", "peak"].forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  D.processes.forEach(function (r) {
+    var tr = el("tr");
+    r.forEach(function (v, i) {
+      var text = i >= 5 && i <= 8 ? Number(v).toFixed(3) : i === 9 ? bytes(v) : String(v);
+      tr.appendChild(el("td", text, i === 2 || i === 3 ? "name" : ""));
+    });
     t.appendChild(tr);
   });
 })();

@@ -123,6 +123,11 @@ def page_data(profile: dict[str, Any]) -> dict[str, Any]:
     threads = [[thread_name(profile, i), t.get("python_s", 0), t.get("native_s", 0),
                 t.get("system_s", 0), t.get("unattributed_s", 0), t.get("cpu_s", 0)]
                for i, t in enumerate(profile.get("threads", []))]
+    # [pid, ppid, role, command line, exit, python s, native s, system s, CPU s, peak bytes]
+    processes = [[p["pid"], p["ppid"], p["role"], " ".join(p.get("argv", [])), p["exit"],
+                  p.get("python_s", 0), p.get("native_s", 0), p.get("system_s", 0),
+                  p.get("cpu_s", 0), p.get("peak_bytes", 0)]
+                 for p in profile.get("processes", [])]
     return {
         "program": profile.get("program", ""),
         "version": __version__,
@@ -133,6 +138,7 @@ def page_data(profile: dict[str, Any]) -> dict[str, Any]:
         "edges": edges,
         "leaks": leaks,
         "threads": threads,
+        "processes": processes,
         "memory_timeline": profile.get("memory_timeline", []),
         "flame": _flame_tree(profile),
         "gpu": _gpu(profile),
