@@ -72,7 +72,10 @@ def test_pool_workers_time_and_memory_are_merged(run_heatline, tmp_path, method)
     truth = json.loads(run.stdout)
     work = _function(profile, "loop", path)
     # The workers' loop is Python time, within 15% of what the workers measured themselves.
-    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15)
+    # (Seen once on 3.13 with forkserver on a heavily loaded machine: half of it, one worker's
+    # share, missing; not reproduced in 40 runs since. The message keeps what is needed.)
+    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15), (
+        profile["processes"], profile["warnings"])
     assert work["native_s"] + work["system_s"] < 0.1 * work["python_s"]
     # Their allocations are counted in their lines: 2 x 64 MiB, within 10%.
     allocate = _function(profile, "allocate", path)
