@@ -17,15 +17,16 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[c
 demo: $(VENV)/.installed
 	$(VENV)/bin/heatline examples/demo.py
 
-# The whole test suite: lint, the normal build, the same tests against an ASan+UBSan build,
-# then the suite on every other supported CPython that is installed (see `versions`).
-test: lint unit sanitize versions
+# The whole test suite: lint (ruff, clang-format), the normal build, the same tests against an
+# ASan+UBSan build, then the suite on every other supported CPython that is installed (see
+# `versions`).
+test: lint format-check unit sanitize versions
 
 # Python lint (ruff, configured in pyproject.toml; installed by the test extras).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 
-# C style (.clang-format). Not yet part of `test`: the C sources are not reformatted yet.
+# C style (.clang-format): the C sources must be as clang-format writes them (`clang-format -i` fixes).
 format-check: $(VENV)/.installed
 	$(VENV)/bin/clang-format --dry-run --Werror $(wildcard src/heatline/_native/*.[ch] tests/*/*.c)
 

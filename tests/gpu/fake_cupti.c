@@ -266,18 +266,22 @@ void fake_memcpy(uint64_t bytes, int copy_kind, uint64_t duration_ns) {
     const char *function = copy_kind == HL_CUPTI_MEMCPY_HTOD   ? "cuMemcpyHtoDAsync_v2"
                            : copy_kind == HL_CUPTI_MEMCPY_DTOH ? "cuMemcpyDtoHAsync_v2"
                                                                : "cuMemcpyDtoDAsync_v2";
-    uint32_t cbid = copy_kind == HL_CUPTI_MEMCPY_HTOD ? 279 : copy_kind == HL_CUPTI_MEMCPY_DTOH ? 281 : 283;
-    copy_or_set(HL_CUPTI_ACTIVITY_KIND_MEMCPY, cbid, function, bytes, (uint8_t)copy_kind, duration_ns,
-                COPY_RECORD);
+    uint32_t cbid = copy_kind == HL_CUPTI_MEMCPY_HTOD   ? 279
+                    : copy_kind == HL_CUPTI_MEMCPY_DTOH ? 281
+                                                        : 283;
+    copy_or_set(HL_CUPTI_ACTIVITY_KIND_MEMCPY, cbid, function, bytes, (uint8_t)copy_kind,
+                duration_ns, COPY_RECORD);
 }
 
 void fake_memset(uint64_t bytes, uint64_t duration_ns) {
-    copy_or_set(HL_CUPTI_ACTIVITY_KIND_MEMSET, 311, "cuMemsetD8Async", bytes, 0, duration_ns, SET_RECORD);
+    copy_or_set(HL_CUPTI_ACTIVITY_KIND_MEMSET, 311, "cuMemsetD8Async", bytes, 0, duration_ns,
+                SET_RECORD);
 }
 
 /* cuMemAlloc_v2 of `bytes`: returns the (fake) device address. */
 uint64_t fake_alloc(uint64_t bytes) {
-    uint64_t address = __atomic_fetch_add(&next_address, (bytes + 0xfff) & ~0xfffull, __ATOMIC_ACQ_REL);
+    uint64_t address =
+        __atomic_fetch_add(&next_address, (bytes + 0xfff) & ~0xfffull, __ATOMIC_ACQ_REL);
     uint64_t out = 0;
     uint8_t params[16];
     uint64_t *dptr = &out;

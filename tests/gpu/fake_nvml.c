@@ -24,16 +24,21 @@ static unsigned long long queries;
 
 /* ---- the control API (called by the tests through ctypes) ---- */
 
-void fake_nvml_set_count(unsigned count) { device_count = count <= MAX_DEVICES ? count : MAX_DEVICES; }
+void fake_nvml_set_count(unsigned count) {
+    device_count = count <= MAX_DEVICES ? count : MAX_DEVICES;
+}
 
-void fake_nvml_set(unsigned index, unsigned util, unsigned long long used, unsigned long long total) {
+void fake_nvml_set(unsigned index, unsigned util, unsigned long long used,
+                   unsigned long long total) {
     if (index >= MAX_DEVICES) return;
     __atomic_store_n(&devices[index].util, util, __ATOMIC_RELEASE);
     __atomic_store_n(&devices[index].used, used, __ATOMIC_RELEASE);
     __atomic_store_n(&devices[index].total, total, __ATOMIC_RELEASE);
 }
 
-unsigned long long fake_nvml_queries(void) { return __atomic_load_n(&queries, __ATOMIC_ACQUIRE); }
+unsigned long long fake_nvml_queries(void) {
+    return __atomic_load_n(&queries, __ATOMIC_ACQUIRE);
+}
 
 /* ---- the NVML API ---- */
 

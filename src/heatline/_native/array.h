@@ -34,7 +34,7 @@ static inline int hl_array_reserve(void **items, size_t *capacity, size_t needed
 
 /* Room for `needed` elements in the array `items` (an lvalue of pointer type) whose capacity
  * is the lvalue `capacity`. */
-#define HL_ARRAY_RESERVE(items, capacity, needed, first) \
+#define HL_ARRAY_RESERVE(items, capacity, needed, first)                                           \
     hl_array_reserve((void **)&(items), &(capacity), (needed), sizeof(*(items)), (first))
 
 #endif

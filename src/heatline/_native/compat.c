@@ -102,7 +102,9 @@ uintptr_t hl_compat_gil_holder(void) {
     return __atomic_load_n((uintptr_t *)&gil->last_holder, __ATOMIC_RELAXED);
 }
 
-int hl_compat_fork_counts_threads_after_hooks(void) { return PY_VERSION_HEX >= 0x030D0000; }
+int hl_compat_fork_counts_threads_after_hooks(void) {
+    return PY_VERSION_HEX >= 0x030D0000;
+}
 
 int hl_compat_python_depth(void) {
     int depth = 0;

@@ -84,7 +84,9 @@ void hl_engine_lock_from_hook(void) {
     if (slot != NULL) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
 }
 
-void hl_engine_unlock_from_hook(void) { pthread_mutex_unlock(&hl_the_engine.lock); }
+void hl_engine_unlock_from_hook(void) {
+    pthread_mutex_unlock(&hl_the_engine.lock);
+}
 
 /* The sampler's waiting_for_lock: lock-free. */
 static int thread_waiting(long native_id) {
@@ -95,9 +97,13 @@ static int thread_waiting(long native_id) {
 
 /* ---- what the parts read -------------------------------------------------------------------- */
 
-int hl_engine_paused(void) { return __atomic_load_n(&hl_the_engine.sampler.paused, __ATOMIC_RELAXED); }
+int hl_engine_paused(void) {
+    return __atomic_load_n(&hl_the_engine.sampler.paused, __ATOMIC_RELAXED);
+}
 
-hl_stats *hl_engine_stats(void) { return &hl_the_engine.stats; }
+hl_stats *hl_engine_stats(void) {
+    return &hl_the_engine.stats;
+}
 
 uint32_t hl_engine_current_line(void) {
     hl_engine *e = &hl_the_engine;
@@ -134,8 +140,12 @@ static void parts_wake(uint64_t now_ns) {
 
 /* fork(): the child has no sampler thread. Holding the lock across fork() gives the child
  * consistent tables; the child then marks the engine stopped so stop() is a no-op there. */
-static void before_fork(void) { pthread_mutex_lock(&hl_the_engine.lock); }
-static void after_fork_parent(void) { pthread_mutex_unlock(&hl_the_engine.lock); }
+static void before_fork(void) {
+    pthread_mutex_lock(&hl_the_engine.lock);
+}
+static void after_fork_parent(void) {
+    pthread_mutex_unlock(&hl_the_engine.lock);
+}
 static void after_fork_child(void) {
     pthread_mutex_init(&hl_the_engine.lock, NULL);
     hl_the_engine.running = 0;
@@ -275,14 +285,14 @@ static struct {
     int tries;
 } forked;
 
-
 /* A pending call runs at the main thread's next check of the eval breaker, and that can still
  * be inside os.fork(): in a Python after_in_parent hook registered after heatline's (logging
  * has one). Deeper than the frame that called os.fork(), it asks to be run again, a bounded
  * number of times. */
 static int respawn_when_fork_returned(void *unused) {
     (void)unused;
-    if (PyThreadState_Get() == forked.tstate && hl_compat_python_depth() > forked.depth && forked.tries++ < 10000) {
+    if (PyThreadState_Get() == forked.tstate && hl_compat_python_depth() > forked.depth &&
+        forked.tries++ < 10000) {
         if (Py_AddPendingCall(respawn_when_fork_returned, NULL) == 0) return 0;
     }
     respawn_sampler();
@@ -343,7 +353,9 @@ void hl_engine_thread_stat(size_t index, hl_thread_stat *out) {
     out->cpu_ns = t->cpu_ns;
 }
 
-void hl_engine_snapshot_end(void) { hl_engine_unlock(); }
+void hl_engine_snapshot_end(void) {
+    hl_engine_unlock();
+}
 
 int hl_engine_line_of(uintptr_t code, int offset, int *line) {
     hl_engine *e = &hl_the_engine;

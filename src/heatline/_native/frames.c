@@ -25,7 +25,8 @@ int hl_scope_is_user(const hl_scope *scope, const char *path) {
         if (strstr(path, scope->exclude[i])) return 0;
     if (scope->nonly) {
         int matched = 0;
-        for (size_t i = 0; i < scope->nonly && !matched; i++) matched = strstr(path, scope->only[i]) != NULL;
+        for (size_t i = 0; i < scope->nonly && !matched; i++)
+            matched = strstr(path, scope->only[i]) != NULL;
         if (!matched) return 0;
     }
     if (!scope->profile_all) {
@@ -102,8 +103,8 @@ static int read_str(uintptr_t address, char **out) {
     Py_ssize_t length = header.length;
     if (length < 0 || (size_t)length > MAX_STRING) return -1;
     unsigned kind = header.state.kind;
-    uintptr_t data = address + (header.state.ascii ? sizeof(PyASCIIObject)
-                                                   : sizeof(PyCompactUnicodeObject));
+    uintptr_t data =
+        address + (header.state.ascii ? sizeof(PyASCIIObject) : sizeof(PyCompactUnicodeObject));
     if (kind != 1 && kind != 2 && kind != 4) return -1;
     size_t count = (size_t)length;
     uint8_t *raw = malloc(count * kind + 1);
@@ -133,7 +134,8 @@ static int read_str(uintptr_t address, char **out) {
 }
 
 /* Reads a bytes object: its length and data address. Returns 0 or -1. */
-static int read_bytes_header(const hl_layout *l, uintptr_t address, size_t *length, uintptr_t *data) {
+static int read_bytes_header(const hl_layout *l, uintptr_t address, size_t *length,
+                             uintptr_t *data) {
     uint8_t header[64];
     size_t need = l->bytes_data;
     if (need > sizeof(header) || hl_memread(header, address, need) != 0) return -1;
@@ -181,7 +183,8 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     if (c->table_length && hl_memread(c->table, table_data, c->table_length) != 0) goto fail_table;
 
     /* The scope is decided when a file is first interned; later calls return the same id. */
-    int64_t file = hl_stats_file(w->stats, path, (size_t)path_length, hl_scope_is_user(&w->scope, path));
+    int64_t file =
+        hl_stats_file(w->stats, path, (size_t)path_length, hl_scope_is_user(&w->scope, path));
     if (file < 0) goto fail_table;
     int64_t function = hl_stats_function(w->stats, (uint32_t)file, name, qualname, c->first_line);
     if (function < 0) goto fail_table;
@@ -253,8 +256,8 @@ int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {
     *ok = c != NULL;
     if (c == NULL) return -1;
     if (offset_bytes < 0 || (size_t)offset_bytes >= c->code_bytes) return -1;
-    return hl_line_for_offset(w->layout.linetable_format, c->table, c->table_length,
-                              c->first_line, offset_bytes);
+    return hl_line_for_offset(w->layout.linetable_format, c->table, c->table_length, c->first_line,
+                              offset_bytes);
 }
 
 /* ---- walking ------------------------------------------------------------------------- */
@@ -308,13 +311,15 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
         uintptr_t instruction;
         if (l->frame_model == HL_FRAMES_OBJECTS) {
             int lasti = int_at(buffer, l->frame_instr);
-            offset_bytes = lasti < 0 ? -1 : (l->linetable_format == HL_LNOTAB_39 ? lasti : lasti * 2);
+            offset_bytes =
+                lasti < 0 ? -1 : (l->linetable_format == HL_LNOTAB_39 ? lasti : lasti * 2);
             instruction = offset_bytes < 0 ? 0 : c->code_start + (uintptr_t)offset_bytes;
         } else {
             instruction = word_at(buffer, l->frame_instr);
-            offset_bytes = instruction >= c->code_start && instruction < c->code_start + c->code_bytes
-                               ? (int)(instruction - c->code_start)
-                               : -1;
+            offset_bytes =
+                instruction >= c->code_start && instruction < c->code_start + c->code_bytes
+                    ? (int)(instruction - c->code_start)
+                    : -1;
         }
         if (depth == 0 && offset_bytes >= 0 && (size_t)offset_bytes < c->code_bytes) {
             /* The first byte of a code unit is its opcode (little-endian); a prefix's flags are

@@ -65,9 +65,9 @@ static const char *basename_of(const char *path) {
 /* Objects whose calls must stay direct: the C library and the dynamic linker (they implement
  * the functions), and the sanitizer runtimes (they interpose them). */
 static int never_patched(const char *name) {
-    static const char *const prefixes[] = {"libc.so", "ld-linux", "ld-musl", "ld64.so", "libasan",
-                                           "libubsan", "liblsan", "libtsan", "libhwasan",
-                                           "linux-vdso", "linux-gate", "libpthread.so", "libdl.so"};
+    static const char *const prefixes[] = {
+        "libc.so", "ld-linux",  "ld-musl",    "ld64.so",    "libasan",       "libubsan", "liblsan",
+        "libtsan", "libhwasan", "linux-vdso", "linux-gate", "libpthread.so", "libdl.so"};
     const char *base = basename_of(name);
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(*prefixes); i++)
         if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return 1;
@@ -102,7 +102,7 @@ static void write_slot(object_id id, uintptr_t *slot, uintptr_t value, uintptr_t
 }
 
 static void patch_table(patch_request *r, object_id id, int interpreter, const char *rel,
-                        size_t rel_bytes, int is_rela, const ElfW(Sym) *symtab, const char *strtab,
+                        size_t rel_bytes, int is_rela, const ElfW(Sym) * symtab, const char *strtab,
                         uintptr_t relro_start, uintptr_t relro_end) {
     size_t entry = is_rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
     for (size_t at = 0; at + entry <= rel_bytes; at += entry) {
@@ -134,7 +134,8 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
     if (r->self != NULL && strcmp(name, r->self) == 0) return 0;
     if (HL_ARRAY_RESERVE(patched, patched_capacity, npatched + 1, 64) != 0) return 0;
     patched[npatched++] = id;
-    int interpreter = name[0] == '\0' || (r->interpreter != NULL && strcmp(name, r->interpreter) == 0);
+    int interpreter =
+        name[0] == '\0' || (r->interpreter != NULL && strcmp(name, r->interpreter) == 0);
 
     const ElfW(Dyn) *dynamic = NULL;
     uintptr_t relro_start = 0, relro_end = 0;
@@ -152,28 +153,30 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
     long pltrel = 0;
     for (const ElfW(Dyn) *d = dynamic; d->d_tag != DT_NULL; d++) {
         switch (d->d_tag) {
-        case DT_SYMTAB: symtab = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
-        case DT_STRTAB: strtab = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
-        case DT_JMPREL: jmprel = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
-        case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
-        case DT_PLTREL: pltrel = (long)d->d_un.d_val; break;
-        case DT_RELA: rela = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
-        case DT_RELASZ: relasz = d->d_un.d_val; break;
-        case DT_REL: rel = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
-        case DT_RELSZ: relsz = d->d_un.d_val; break;
-        default: break;
+            case DT_SYMTAB: symtab = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
+            case DT_STRTAB: strtab = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
+            case DT_JMPREL: jmprel = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
+            case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
+            case DT_PLTREL: pltrel = (long)d->d_un.d_val; break;
+            case DT_RELA: rela = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
+            case DT_RELASZ: relasz = d->d_un.d_val; break;
+            case DT_REL: rel = relocated(info->dlpi_addr, d->d_un.d_ptr); break;
+            case DT_RELSZ: relsz = d->d_un.d_val; break;
+            default: break;
         }
     }
     if (symtab == 0 || strtab == 0) return 0;
     const ElfW(Sym) *syms = (const ElfW(Sym) *)symtab;
     const char *strs = (const char *)strtab;
     if (jmprel != 0)
-        patch_table(r, id, interpreter, (const char *)jmprel, pltrelsz, pltrel == DT_RELA, syms, strs,
-                    relro_start, relro_end);
+        patch_table(r, id, interpreter, (const char *)jmprel, pltrelsz, pltrel == DT_RELA, syms,
+                    strs, relro_start, relro_end);
     if (rela != 0)
-        patch_table(r, id, interpreter, (const char *)rela, relasz, 1, syms, strs, relro_start, relro_end);
+        patch_table(r, id, interpreter, (const char *)rela, relasz, 1, syms, strs, relro_start,
+                    relro_end);
     if (rel != 0)
-        patch_table(r, id, interpreter, (const char *)rel, relsz, 0, syms, strs, relro_start, relro_end);
+        patch_table(r, id, interpreter, (const char *)rel, relsz, 0, syms, strs, relro_start,
+                    relro_end);
     return 0;
 }
 

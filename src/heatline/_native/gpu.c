@@ -42,7 +42,16 @@
 #define BUFFER_BYTES (4u << 20)     /* activity buffers handed to CUPTI */
 #define CBID_TABLE 8192             /* driver callback ids classified and cached */
 
-enum op_class { OP_UNKNOWN = 0, OP_NONE, OP_LAUNCH, OP_COPY, OP_MEMSET, OP_ALLOC, OP_ALLOC_PITCH, OP_FREE };
+enum op_class {
+    OP_UNKNOWN = 0,
+    OP_NONE,
+    OP_LAUNCH,
+    OP_COPY,
+    OP_MEMSET,
+    OP_ALLOC,
+    OP_ALLOC_PITCH,
+    OP_FREE
+};
 
 typedef struct ring_slot {
     uint32_t correlation; /* 0: empty */
@@ -82,7 +91,9 @@ static struct {
 
 static uint8_t cbid_class[CBID_TABLE];
 
-const hl_gpu_results *hl_gpu_results_get(void) { return &gpu.r; }
+const hl_gpu_results *hl_gpu_results_get(void) {
+    return &gpu.r;
+}
 
 static void warn(const char *format, const char *detail) {
     if (gpu.r.nwarnings >= HL_GPU_MAX_WARNINGS) return;
@@ -102,18 +113,21 @@ static void *load(const char *variable, const char *fallback, const char **name)
 
 static int nvml_open(void) {
     const char *name;
-    gpu.nvml_lib = gpu.nvml_lib ? gpu.nvml_lib : load("HEATLINE_NVML_LIBRARY", "libnvidia-ml.so.1", &name);
+    gpu.nvml_lib =
+        gpu.nvml_lib ? gpu.nvml_lib : load("HEATLINE_NVML_LIBRARY", "libnvidia-ml.so.1", &name);
     if (gpu.nvml_lib == NULL) return -1;
     void *lib = gpu.nvml_lib;
     hl_nvmlInit_v2_fn init = RESOLVE(lib, hl_nvmlInit_v2_fn, nvmlInit_v2);
-    hl_nvmlDeviceGetCount_v2_fn count = RESOLVE(lib, hl_nvmlDeviceGetCount_v2_fn, nvmlDeviceGetCount_v2);
+    hl_nvmlDeviceGetCount_v2_fn count =
+        RESOLVE(lib, hl_nvmlDeviceGetCount_v2_fn, nvmlDeviceGetCount_v2);
     hl_nvmlDeviceGetHandleByIndex_v2_fn handle =
         RESOLVE(lib, hl_nvmlDeviceGetHandleByIndex_v2_fn, nvmlDeviceGetHandleByIndex_v2);
     hl_nvmlDeviceGetName_fn get_name = RESOLVE(lib, hl_nvmlDeviceGetName_fn, nvmlDeviceGetName);
     gpu.nvmlShutdown = RESOLVE(lib, hl_nvmlShutdown_fn, nvmlShutdown);
     gpu.nvmlDeviceGetUtilizationRates =
         RESOLVE(lib, hl_nvmlDeviceGetUtilizationRates_fn, nvmlDeviceGetUtilizationRates);
-    gpu.nvmlDeviceGetMemoryInfo = RESOLVE(lib, hl_nvmlDeviceGetMemoryInfo_fn, nvmlDeviceGetMemoryInfo);
+    gpu.nvmlDeviceGetMemoryInfo =
+        RESOLVE(lib, hl_nvmlDeviceGetMemoryInfo_fn, nvmlDeviceGetMemoryInfo);
     if (init == NULL || count == NULL || handle == NULL || gpu.nvmlShutdown == NULL ||
         gpu.nvmlDeviceGetUtilizationRates == NULL || gpu.nvmlDeviceGetMemoryInfo == NULL)
         return -2;
@@ -123,10 +137,12 @@ static int nvml_open(void) {
     for (unsigned i = 0; i < n && gpu.r.ndevices < HL_GPU_MAX_DEVICES; i++) {
         hl_gpu_device *d = &gpu.r.devices[gpu.r.ndevices];
         hl_nvmlMemory_t memory;
-        if (handle(i, &gpu.handles[gpu.r.ndevices]) != HL_NVML_SUCCESS) continue; /* e.g. no permission */
+        if (handle(i, &gpu.handles[gpu.r.ndevices]) != HL_NVML_SUCCESS)
+            continue; /* e.g. no permission */
         memset(d, 0, sizeof(*d));
         d->index = i;
-        if (get_name == NULL || get_name(gpu.handles[gpu.r.ndevices], d->name, sizeof(d->name)) != HL_NVML_SUCCESS)
+        if (get_name == NULL ||
+            get_name(gpu.handles[gpu.r.ndevices], d->name, sizeof(d->name)) != HL_NVML_SUCCESS)
             snprintf(d->name, sizeof(d->name), "GPU %u", i);
         d->name[sizeof(d->name) - 1] = '\0';
         if (gpu.nvmlDeviceGetMemoryInfo(gpu.handles[gpu.r.ndevices], &memory) == HL_NVML_SUCCESS)
@@ -291,8 +307,10 @@ static void charge_record(const uint8_t *record) {
     } else if (kind == HL_CUPTI_ACTIVITY_KIND_MEMCPY && l != NULL) {
         uint8_t copy_kind = record[HL_COPY_KIND];
         uint64_t bytes = read_u64(record, HL_COPY_BYTES);
-        if (copy_kind == HL_CUPTI_MEMCPY_HTOD || copy_kind == HL_CUPTI_MEMCPY_HTOA) l->copy_h2d += bytes;
-        else if (copy_kind == HL_CUPTI_MEMCPY_DTOH || copy_kind == HL_CUPTI_MEMCPY_ATOH) l->copy_d2h += bytes;
+        if (copy_kind == HL_CUPTI_MEMCPY_HTOD || copy_kind == HL_CUPTI_MEMCPY_HTOA)
+            l->copy_h2d += bytes;
+        else if (copy_kind == HL_CUPTI_MEMCPY_DTOH || copy_kind == HL_CUPTI_MEMCPY_ATOH)
+            l->copy_d2h += bytes;
         else l->copy_other += bytes;
     }
 }
@@ -327,7 +345,8 @@ static void buffer_completed(hl_CUcontext context, uint32_t stream, uint8_t *buf
 
 static int classify(const char *name) {
     if (name == NULL) return OP_NONE;
-    if (strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0) return OP_LAUNCH;
+    if (strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0)
+        return OP_LAUNCH;
     if (strncmp(name, "cuMemcpy", 8) == 0) return OP_COPY;
     if (strncmp(name, "cuMemset", 8) == 0) return OP_MEMSET;
     if (strncmp(name, "cuMemAllocPitch", 15) == 0) return OP_ALLOC_PITCH;
@@ -425,7 +444,8 @@ static const int activity_kinds[] = {HL_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 static void cupti_warning(const char *what, hl_CUptiResult rc) {
     char detail[160];
     const char *text = NULL;
-    hl_cuptiGetResultString_fn describe = RESOLVE(gpu.cupti_lib, hl_cuptiGetResultString_fn, cuptiGetResultString);
+    hl_cuptiGetResultString_fn describe =
+        RESOLVE(gpu.cupti_lib, hl_cuptiGetResultString_fn, cuptiGetResultString);
     if (describe == NULL || describe(rc, &text) != HL_CUPTI_SUCCESS || text == NULL) text = "error";
     snprintf(detail, sizeof(detail), "%s failed: %s (%d)", what, text, rc);
     warn("GPU kernel tracing is off: CUPTI %s; per-line GPU time is not measured", detail);
@@ -433,12 +453,14 @@ static void cupti_warning(const char *what, hl_CUptiResult rc) {
 
 static int cupti_open(void) {
     const char *name;
-    gpu.cupti_lib = gpu.cupti_lib ? gpu.cupti_lib : load("HEATLINE_CUPTI_LIBRARY", "libcupti.so", &name);
+    gpu.cupti_lib =
+        gpu.cupti_lib ? gpu.cupti_lib : load("HEATLINE_CUPTI_LIBRARY", "libcupti.so", &name);
     if (gpu.cupti_lib == NULL) {
         const char *why = dlerror();
         warn("GPU kernel tracing is off: CUPTI could not be loaded (%s); per-line GPU time is not "
              "measured (install it, e.g. pip install nvidia-cuda-cupti-cu12, or point "
-             "HEATLINE_CUPTI_LIBRARY at libcupti.so)", why ? why : "unknown error");
+             "HEATLINE_CUPTI_LIBRARY at libcupti.so)",
+             why ? why : "unknown error");
         return -1;
     }
     void *lib = gpu.cupti_lib;
@@ -450,12 +472,14 @@ static int cupti_open(void) {
     gpu.cuptiEnableDomain = RESOLVE(lib, hl_cuptiEnableDomain_fn, cuptiEnableDomain);
     gpu.cuptiActivityDisable = RESOLVE(lib, hl_cuptiActivityDisable_fn, cuptiActivityDisable);
     gpu.cuptiActivityFlushAll = RESOLVE(lib, hl_cuptiActivityFlushAll_fn, cuptiActivityFlushAll);
-    gpu.cuptiActivityGetNextRecord = RESOLVE(lib, hl_cuptiActivityGetNextRecord_fn, cuptiActivityGetNextRecord);
+    gpu.cuptiActivityGetNextRecord =
+        RESOLVE(lib, hl_cuptiActivityGetNextRecord_fn, cuptiActivityGetNextRecord);
     gpu.cuptiActivityGetNumDroppedRecords =
         RESOLVE(lib, hl_cuptiActivityGetNumDroppedRecords_fn, cuptiActivityGetNumDroppedRecords);
-    if (subscribe == NULL || enable == NULL || register_buffers == NULL || gpu.cuptiUnsubscribe == NULL ||
-        gpu.cuptiEnableDomain == NULL || gpu.cuptiActivityDisable == NULL ||
-        gpu.cuptiActivityFlushAll == NULL || gpu.cuptiActivityGetNextRecord == NULL) {
+    if (subscribe == NULL || enable == NULL || register_buffers == NULL ||
+        gpu.cuptiUnsubscribe == NULL || gpu.cuptiEnableDomain == NULL ||
+        gpu.cuptiActivityDisable == NULL || gpu.cuptiActivityFlushAll == NULL ||
+        gpu.cuptiActivityGetNextRecord == NULL) {
         warn("GPU kernel tracing is off: %s lacks functions heatline needs", "the CUPTI library");
         return -1;
     }
@@ -467,7 +491,8 @@ static int cupti_open(void) {
     hl_CUptiResult rc = subscribe(&gpu.subscriber, api_callback, NULL);
     if (rc == HL_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         warn("GPU kernel tracing is off: CUPTI is in use by another profiler (%s); only device "
-             "utilisation and memory are reported", "torch.profiler, Nsight or similar");
+             "utilisation and memory are reported",
+             "torch.profiler, Nsight or similar");
         goto fail;
     }
     if (rc != HL_CUPTI_SUCCESS) {
@@ -479,7 +504,8 @@ static int cupti_open(void) {
         cupti_warning("cuptiActivityRegisterCallbacks", rc);
         goto fail_subscribed;
     }
-    if ((rc = gpu.cuptiEnableDomain(1, gpu.subscriber, HL_CUPTI_CB_DOMAIN_DRIVER_API)) != HL_CUPTI_SUCCESS) {
+    if ((rc = gpu.cuptiEnableDomain(1, gpu.subscriber, HL_CUPTI_CB_DOMAIN_DRIVER_API)) !=
+        HL_CUPTI_SUCCESS) {
         cupti_warning("cuptiEnableDomain", rc);
         goto fail_subscribed;
     }
@@ -533,7 +559,7 @@ static void gpu_start(const hl_config *config) {
     if (nvml != 0) {
         if (mode == HL_GPU_AUTO) return; /* no NVIDIA GPU here: nothing changes */
         const char *why = nvml == -1 ? dlerror() : "libnvidia-ml";
-        warn(nvml == -1 ? "GPU profiling is off: NVML could not be loaded (%s)"
+        warn(nvml == -1   ? "GPU profiling is off: NVML could not be loaded (%s)"
              : nvml == -4 ? "GPU profiling is off: NVML reports no usable GPU (%s)"
                           : "GPU profiling is off: NVML could not be initialised (%s)",
              why ? why : "unknown error");
@@ -550,7 +576,8 @@ static void gpu_start(const hl_config *config) {
 
 static void gpu_stop(void) {
     if (__atomic_load_n(&gpu.active, __ATOMIC_RELAXED)) {
-        (void)gpu.cuptiActivityFlushAll(HL_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* completes buffers */
+        (void)gpu.cuptiActivityFlushAll(
+            HL_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* completes buffers */
         for (size_t i = 0; i < NKINDS; i++) (void)gpu.cuptiActivityDisable(activity_kinds[i]);
         (void)gpu.cuptiEnableDomain(0, gpu.subscriber, HL_CUPTI_CB_DOMAIN_DRIVER_API);
         (void)gpu.cuptiActivityFlushAll(HL_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

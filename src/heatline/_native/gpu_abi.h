@@ -115,8 +115,7 @@ typedef hl_CUptiResult (*hl_cuptiSubscribe_fn)(hl_CUpti_SubscriberHandle *subscr
                                                hl_CUpti_CallbackFunc callback, void *userdata);
 typedef hl_CUptiResult (*hl_cuptiUnsubscribe_fn)(hl_CUpti_SubscriberHandle subscriber);
 typedef hl_CUptiResult (*hl_cuptiEnableDomain_fn)(uint32_t enable,
-                                                  hl_CUpti_SubscriberHandle subscriber,
-                                                  int domain);
+                                                  hl_CUpti_SubscriberHandle subscriber, int domain);
 typedef hl_CUptiResult (*hl_cuptiActivityEnable_fn)(int kind);
 typedef hl_CUptiResult (*hl_cuptiActivityDisable_fn)(int kind);
 typedef hl_CUptiResult (*hl_cuptiActivityRegisterCallbacks_fn)(
@@ -125,8 +124,7 @@ typedef hl_CUptiResult (*hl_cuptiActivityFlushAll_fn)(uint32_t flag);
 typedef hl_CUptiResult (*hl_cuptiActivityGetNextRecord_fn)(uint8_t *buffer, size_t valid_size,
                                                            void **record);
 typedef hl_CUptiResult (*hl_cuptiActivityGetNumDroppedRecords_fn)(hl_CUcontext context,
-                                                                  uint32_t stream,
-                                                                  size_t *dropped);
+                                                                  uint32_t stream, size_t *dropped);
 typedef hl_CUptiResult (*hl_cuptiGetResultString_fn)(hl_CUptiResult result, const char **text);
 
 #endif

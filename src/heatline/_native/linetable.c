@@ -80,9 +80,9 @@ int hl_line_for_offset(int format, const uint8_t *table, size_t len, int firstli
                        int offset_bytes) {
     if (table == NULL || offset_bytes < 0) return -1;
     switch (format) {
-    case HL_LNOTAB_39: return lnotab_39(table, len, firstlineno, offset_bytes);
-    case HL_LINETABLE_310: return linetable_310(table, len, firstlineno, offset_bytes);
-    case HL_LOCATIONS_311: return locations_311(table, len, firstlineno, offset_bytes / 2);
-    default: return -1;
+        case HL_LNOTAB_39: return lnotab_39(table, len, firstlineno, offset_bytes);
+        case HL_LINETABLE_310: return linetable_310(table, len, firstlineno, offset_bytes);
+        case HL_LOCATIONS_311: return locations_311(table, len, firstlineno, offset_bytes / 2);
+        default: return -1;
     }
 }

@@ -27,7 +27,9 @@ static size_t slot_of(uintptr_t key) {
     return (size_t)(x >> 20);
 }
 
-static size_t filter_index(uintptr_t key) { return hl_live_filter_index(key); }
+static size_t filter_index(uintptr_t key) {
+    return hl_live_filter_index(key);
+}
 
 /* Under the lock, before the key is published. */
 static void filter_add(uintptr_t key) {
@@ -43,13 +45,15 @@ static void filter_remove(uintptr_t key) {
     size_t bit = filter_index(key);
     if (filter_counts[bit] == UINT16_MAX) return;
     if (--filter_counts[bit] == 0)
-        __atomic_and_fetch(&hl_live_filter[bit / 64], ~((uint64_t)1 << (bit % 64)), __ATOMIC_RELEASE);
+        __atomic_and_fetch(&hl_live_filter[bit / 64], ~((uint64_t)1 << (bit % 64)),
+                           __ATOMIC_RELEASE);
 }
 
 /* Only while no key is listed and no table is published. */
 static void filter_clear(void) {
     memset(filter_counts, 0, sizeof(filter_counts));
-    for (size_t i = 0; i < FILTER_BITS / 64; i++) __atomic_store_n(&hl_live_filter[i], 0, __ATOMIC_RELEASE);
+    for (size_t i = 0; i < FILTER_BITS / 64; i++)
+        __atomic_store_n(&hl_live_filter[i], 0, __ATOMIC_RELEASE);
 }
 
 static live_table *table_new(size_t capacity) {
@@ -126,13 +130,14 @@ static live_table *table_for_insert(void) {
     return grown;
 }
 
-
 int hl_live_contains(uintptr_t key) {
     const live_table *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     return t != NULL && table_contains(t, key);
 }
 
-int hl_live_reserve(void) { return table_for_insert() == NULL ? -1 : 0; }
+int hl_live_reserve(void) {
+    return table_for_insert() == NULL ? -1 : 0;
+}
 
 void hl_live_add(uintptr_t key, hl_live_record record) {
     live_table *t = table;

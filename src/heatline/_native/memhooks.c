@@ -102,7 +102,9 @@ static uint64_t weight_of(hl_thread_memory *m, int64_t *countdown, size_t size) 
 
 /* ---- the hooks' fast paths ---------------------------------------------------------------- */
 
-static inline int sampling(void) { return __atomic_load_n(&mem.active, __ATOMIC_RELAXED); }
+static inline int sampling(void) {
+    return __atomic_load_n(&mem.active, __ATOMIC_RELAXED);
+}
 
 /* The slow path shared by allocations and copies, once `countdown` has run out (or the
  * thread is new, or the event is large): the weight to record, 0 for none. */
@@ -170,22 +172,22 @@ static inline __attribute__((always_inline)) void on_copy(size_t size) {
  * hooks' prototypes (hook_NAME) and the GOT table installed (got.h; hl_got_restore puts back
  * whatever was written). `everywhere`: copies and dlopen are redirected in the interpreter too;
  * allocations are seen there through the Python allocator hooks instead. */
-#define HL_HOOKED_FUNCTIONS(X)                                                          \
-    X(malloc, "malloc", void *, (size_t), 0)                                            \
-    X(calloc, "calloc", void *, (size_t, size_t), 0)                                    \
-    X(realloc, "realloc", void *, (void *, size_t), 0)                                  \
-    X(free, "free", void, (void *), 0)                                                  \
-    X(posix_memalign, "posix_memalign", int, (void **, size_t, size_t), 0)              \
-    X(aligned_alloc, "aligned_alloc", void *, (size_t, size_t), 0)                      \
-    X(memalign, "memalign", void *, (size_t, size_t), 0)                                \
-    X(valloc, "valloc", void *, (size_t), 0)                                            \
-    X(pvalloc, "pvalloc", void *, (size_t), 0)                                          \
-    X(mmap, "mmap", void *, (void *, size_t, int, int, int, off_t), 0)                  \
-    X(munmap, "munmap", int, (void *, size_t), 0)                                       \
-    X(memcpy, "memcpy", void *, (void *, const void *, size_t), 1)                      \
-    X(memmove, "memmove", void *, (void *, const void *, size_t), 1)                    \
-    X(memcpy_chk, "__memcpy_chk", void *, (void *, const void *, size_t, size_t), 1)    \
-    X(memmove_chk, "__memmove_chk", void *, (void *, const void *, size_t, size_t), 1)  \
+#define HL_HOOKED_FUNCTIONS(X)                                                                     \
+    X(malloc, "malloc", void *, (size_t), 0)                                                       \
+    X(calloc, "calloc", void *, (size_t, size_t), 0)                                               \
+    X(realloc, "realloc", void *, (void *, size_t), 0)                                             \
+    X(free, "free", void, (void *), 0)                                                             \
+    X(posix_memalign, "posix_memalign", int, (void **, size_t, size_t), 0)                         \
+    X(aligned_alloc, "aligned_alloc", void *, (size_t, size_t), 0)                                 \
+    X(memalign, "memalign", void *, (size_t, size_t), 0)                                           \
+    X(valloc, "valloc", void *, (size_t), 0)                                                       \
+    X(pvalloc, "pvalloc", void *, (size_t), 0)                                                     \
+    X(mmap, "mmap", void *, (void *, size_t, int, int, int, off_t), 0)                             \
+    X(munmap, "munmap", int, (void *, size_t), 0)                                                  \
+    X(memcpy, "memcpy", void *, (void *, const void *, size_t), 1)                                 \
+    X(memmove, "memmove", void *, (void *, const void *, size_t), 1)                               \
+    X(memcpy_chk, "__memcpy_chk", void *, (void *, const void *, size_t, size_t), 1)               \
+    X(memmove_chk, "__memmove_chk", void *, (void *, const void *, size_t, size_t), 1)             \
     X(dlopen, "dlopen", void *, (const char *, int), 1)
 
 /* Other names of the same functions, redirected to the same hooks: X(name, symbol, everywhere). */
@@ -197,11 +199,11 @@ HL_HOOKED_FUNCTIONS(REAL_POINTER)
 HL_HOOKED_FUNCTIONS(HOOK_PROTOTYPE)
 
 /* The allocators whose result is a block of `size` bytes, or NULL. */
-#define ALLOCATOR_HOOK(name, params, args)                 \
-    static void *hook_##name params {                      \
-        void *p = real_##name args;                        \
-        on_allocation(p, size, HL_ALLOC_NATIVE);           \
-        return p;                                          \
+#define ALLOCATOR_HOOK(name, params, args)                                                         \
+    static void *hook_##name params {                                                              \
+        void *p = real_##name args;                                                                \
+        on_allocation(p, size, HL_ALLOC_NATIVE);                                                   \
+        return p;                                                                                  \
     }
 ALLOCATOR_HOOK(malloc, (size_t size), (size))
 ALLOCATOR_HOOK(aligned_alloc, (size_t alignment, size_t size), (alignment, size))
@@ -210,15 +212,17 @@ ALLOCATOR_HOOK(valloc, (size_t size), (size))
 ALLOCATOR_HOOK(pvalloc, (size_t size), (size))
 
 /* The copies of `n` bytes. */
-#define COPY_HOOK(name, params, args)  \
-    static void *hook_##name params {  \
-        on_copy(n);                    \
-        return real_##name args;       \
+#define COPY_HOOK(name, params, args)                                                              \
+    static void *hook_##name params {                                                              \
+        on_copy(n);                                                                                \
+        return real_##name args;                                                                   \
     }
 COPY_HOOK(memcpy, (void *dst, const void *src, size_t n), (dst, src, n))
 COPY_HOOK(memmove, (void *dst, const void *src, size_t n), (dst, src, n))
-COPY_HOOK(memcpy_chk, (void *dst, const void *src, size_t n, size_t dst_size), (dst, src, n, dst_size))
-COPY_HOOK(memmove_chk, (void *dst, const void *src, size_t n, size_t dst_size), (dst, src, n, dst_size))
+COPY_HOOK(memcpy_chk, (void *dst, const void *src, size_t n, size_t dst_size),
+          (dst, src, n, dst_size))
+COPY_HOOK(memmove_chk, (void *dst, const void *src, size_t n, size_t dst_size),
+          (dst, src, n, dst_size))
 
 static void *hook_calloc(size_t n, size_t size) {
     void *p = real_calloc(n, size);
@@ -298,7 +302,8 @@ static int resolve_real_functions(void) {
 static const hl_got_symbol *symbols(size_t *count) {
 #define GOT_ENTRY(name, symbol, type, params, everywhere) {symbol, (void *)hook_##name, everywhere},
 #define ALIAS_ENTRY(name, symbol, everywhere) {symbol, (void *)hook_##name, everywhere},
-    static const hl_got_symbol table[] = {HL_HOOKED_FUNCTIONS(GOT_ENTRY) HL_HOOK_ALIASES(ALIAS_ENTRY)};
+    static const hl_got_symbol table[] = {HL_HOOKED_FUNCTIONS(GOT_ENTRY)
+                                              HL_HOOK_ALIASES(ALIAS_ENTRY)};
 #undef GOT_ENTRY
 #undef ALIAS_ENTRY
     *count = sizeof(table) / sizeof(*table);
@@ -392,7 +397,9 @@ static const PyMemAllocatorDomain python_domains[3] = {PYMEM_DOMAIN_MEM, PYMEM_D
 
 /* ---- installing and removing ------------------------------------------------------------------ */
 
-int hl_memhooks_resolve(void) { return resolve_real_functions() == 0 ? 0 : -ENOSYS; }
+int hl_memhooks_resolve(void) {
+    return resolve_real_functions() == 0 ? 0 : -ENOSYS;
+}
 
 int hl_memhooks_install(uint64_t window, const hl_memhooks_sink *sink) {
     mem.window = window;
@@ -405,7 +412,8 @@ int hl_memhooks_install(uint64_t window, const hl_memhooks_sink *sink) {
                                        python_realloc, python_free};
             PyMemAllocatorEx raw = {&mem.python_previous[i], raw_malloc, raw_calloc, raw_realloc,
                                     raw_free};
-            PyMem_SetAllocator(python_domains[i], python_domains[i] == PYMEM_DOMAIN_RAW ? &raw : &python);
+            PyMem_SetAllocator(python_domains[i],
+                               python_domains[i] == PYMEM_DOMAIN_RAW ? &raw : &python);
         }
         mem.python_hooked = 1;
     }
@@ -433,15 +441,24 @@ void hl_memhooks_remove(void) {
                    current.ctx == &mem.python_previous[i];
         }
         if (ours) {
-            for (int i = 0; i < 3; i++) PyMem_SetAllocator(python_domains[i], &mem.python_previous[i]);
+            for (int i = 0; i < 3; i++)
+                PyMem_SetAllocator(python_domains[i], &mem.python_previous[i]);
             mem.python_hooked = 0;
         }
     }
 }
 
-int hl_memhooks_sampling(void) { return __atomic_load_n(&mem.active, __ATOMIC_RELAXED); }
+int hl_memhooks_sampling(void) {
+    return __atomic_load_n(&mem.active, __ATOMIC_RELAXED);
+}
 
-void hl_memhooks_off(void) { __atomic_store_n(&mem.active, 0, __ATOMIC_RELAXED); }
+void hl_memhooks_off(void) {
+    __atomic_store_n(&mem.active, 0, __ATOMIC_RELAXED);
+}
 
-void hl_memhooks_enter(void) { tls.inside++; }
-void hl_memhooks_leave(void) { tls.inside--; }
+void hl_memhooks_enter(void) {
+    tls.inside++;
+}
+void hl_memhooks_leave(void) {
+    tls.inside--;
+}

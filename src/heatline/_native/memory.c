@@ -146,7 +146,9 @@ static void memory_reset(void) {
     mem.totals.peak_line = HL_NO_LINE;
 }
 
-const hl_memory_totals *hl_memory_totals_get(void) { return &mem.totals; }
+const hl_memory_totals *hl_memory_totals_get(void) {
+    return &mem.totals;
+}
 
 const hl_engine_part hl_memory_part = {
     .start = memory_start,

@@ -19,7 +19,9 @@ static pid_t self_pid; /* getpid() is a system call each time; refreshed by ever
 /* Set by a thread reading its own stack (see hl_memread_direct). */
 static __thread int direct __attribute__((tls_model("initial-exec")));
 
-void hl_memread_direct(int on) { direct = on; }
+void hl_memread_direct(int on) {
+    direct = on;
+}
 
 static int read_via_syscall(void *dst, uintptr_t src, size_t n) {
     struct iovec local = {dst, n};

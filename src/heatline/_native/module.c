@@ -48,16 +48,16 @@ fail_strings:
 }
 
 PyDoc_STRVAR(start_doc,
-"start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
-"      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0,\n"
-"      memory_window=0, gpu=0, control=None)\n"
-"--\n\n"
-"Start the sampler thread. See docs/engine-api.md.");
+             "start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
+             "      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0,\n"
+             "      memory_window=0, gpu=0, control=None)\n"
+             "--\n\n"
+             "Start the sampler thread. See docs/engine-api.md.");
 
 static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"interval_s", "exclude_prefixes", "only", "exclude", "profile_all",
-                               "opcode_flags", "paused", "main_native_id", "memory_window",
-                               "gpu", "control", NULL};
+    static char *keywords[] = {
+        "interval_s", "exclude_prefixes", "only",          "exclude", "profile_all", "opcode_flags",
+        "paused",     "main_native_id",   "memory_window", "gpu",     "control",     NULL};
     double interval_s;
     PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
     int profile_all = 0, paused = 0;
@@ -153,26 +153,29 @@ static PyObject *native_resume(PyObject *module, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(chain_sigterm_doc,
-"_chain_sigterm($module, /)\n--\n\n"
-"After Python's SIGTERM handler is installed: make sure it runs even when the signal comes\n"
-"just before the main thread blocks (sigterm.h). Returns False when there is no handler.");
+PyDoc_STRVAR(
+    chain_sigterm_doc,
+    "_chain_sigterm($module, /)\n--\n\n"
+    "After Python's SIGTERM handler is installed: make sure it runs even when the signal comes\n"
+    "just before the main thread blocks (sigterm.h). Returns False when there is no handler.");
 static PyObject *native_chain_sigterm(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     return PyBool_FromLong(hl_sigterm_chain() == 0);
 }
 
-PyDoc_STRVAR(set_periodic_doc,
-"_set_periodic($module, period_s, callback, /)\n--\n\n"
-"Call callback() in the main thread every period_s seconds (0: never), the engine paused\n"
-"meanwhile (--profile-interval).");
+PyDoc_STRVAR(
+    set_periodic_doc,
+    "_set_periodic($module, period_s, callback, /)\n--\n\n"
+    "Call callback() in the main thread every period_s seconds (0: never), the engine paused\n"
+    "meanwhile (--profile-interval).");
 static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
     double period_s;
     PyObject *callback;
     (void)module;
     if (!PyArg_ParseTuple(args, "dO:_set_periodic", &period_s, &callback)) return NULL;
-    if (!(period_s >= 0.0) || period_s > 1e9 || (callback != Py_None && !PyCallable_Check(callback))) {
+    if (!(period_s >= 0.0) || period_s > 1e9 ||
+        (callback != Py_None && !PyCallable_Check(callback))) {
         PyErr_SetString(PyExc_ValueError, "period_s must be >= 0 and callback callable or None");
         return NULL;
     }
@@ -181,9 +184,9 @@ static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
 }
 
 PyDoc_STRVAR(suspend_doc,
-"_suspend_for_fork($module, /)\n--\n\n"
-"os.register_at_fork(before=...): join the sampler thread so the fork sees only the\n"
-"program's threads. Results are kept.");
+             "_suspend_for_fork($module, /)\n--\n\n"
+             "os.register_at_fork(before=...): join the sampler thread so the fork sees only the\n"
+             "program's threads. Results are kept.");
 static PyObject *native_suspend_for_fork(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
@@ -192,8 +195,8 @@ static PyObject *native_suspend_for_fork(PyObject *module, PyObject *unused) {
 }
 
 PyDoc_STRVAR(resume_after_fork_doc,
-"_resume_after_fork($module, /)\n--\n\n"
-"os.register_at_fork(after_in_parent=...): start the sampler thread again.");
+             "_resume_after_fork($module, /)\n--\n\n"
+             "os.register_at_fork(after_in_parent=...): start the sampler thread again.");
 static PyObject *native_resume_after_fork(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
@@ -232,8 +235,9 @@ static PyObject *functions_list(const hl_stats *s) {
     PyObject *list = PyList_New((Py_ssize_t)s->nfunctions);
     for (size_t i = 0; list != NULL && i < s->nfunctions; i++) {
         const hl_function *f = &s->functions[i];
-        PyObject *item = Py_BuildValue("{s:I,s:N,s:N,s:i}", "file", f->file, "name", name_str(f->name),
-                                       "qualname", name_str(f->qualname), "first_line", f->first_line);
+        PyObject *item =
+            Py_BuildValue("{s:I,s:N,s:N,s:i}", "file", f->file, "name", name_str(f->name),
+                          "qualname", name_str(f->qualname), "first_line", f->first_line);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
     }
@@ -244,10 +248,9 @@ static PyObject *lines_list(const hl_stats *s) {
     PyObject *list = PyList_New((Py_ssize_t)s->nlines);
     for (size_t i = 0; list != NULL && i < s->nlines; i++) {
         const hl_line_stat *l = &s->lines[i];
-        PyObject *item = Py_BuildValue("(IiIKKK)", l->file, l->line, l->function,
-                                       (unsigned long long)l->ns[HL_PYTHON],
-                                       (unsigned long long)l->ns[HL_NATIVE],
-                                       (unsigned long long)l->ns[HL_SYSTEM]);
+        PyObject *item = Py_BuildValue(
+            "(IiIKKK)", l->file, l->line, l->function, (unsigned long long)l->ns[HL_PYTHON],
+            (unsigned long long)l->ns[HL_NATIVE], (unsigned long long)l->ns[HL_SYSTEM]);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
     }
@@ -317,13 +320,13 @@ static PyObject *memory_lines_list(const hl_stats *s) {
         const hl_line_memory *m = l->memory;
         if (m == NULL) continue;
         PyObject *item = Py_BuildValue(
-            "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:N}", "file", l->file, "line",
-            l->line, "function", l->function, "alloc_python", (unsigned long long)m->alloc[HL_ALLOC_PYTHON],
+            "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:N}", "file", l->file, "line", l->line,
+            "function", l->function, "alloc_python", (unsigned long long)m->alloc[HL_ALLOC_PYTHON],
             "alloc_native", (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed",
             (unsigned long long)m->freed, "live", (long long)m->live, "peak", (long long)m->peak,
             "copied", (unsigned long long)m->copied, "alloc_samples",
-            (unsigned long long)m->alloc_samples, "freed_samples", (unsigned long long)m->freed_samples,
-            "timeline", timeline_list(&m->timeline));
+            (unsigned long long)m->alloc_samples, "freed_samples",
+            (unsigned long long)m->freed_samples, "timeline", timeline_list(&m->timeline));
         if (item == NULL || PyList_Append(list, item) != 0) Py_CLEAR(list);
         Py_XDECREF(item);
     }
@@ -335,8 +338,7 @@ static PyObject *memory_dict(const hl_stats *s) {
     PyObject *peak_line;
     if (m->peak_line != HL_NO_LINE && m->peak_line < s->nlines)
         peak_line = Py_BuildValue("(Ii)", s->lines[m->peak_line].file, s->lines[m->peak_line].line);
-    else
-    {
+    else {
         Py_INCREF(Py_None);
         peak_line = Py_None;
     }
@@ -344,9 +346,10 @@ static PyObject *memory_dict(const hl_stats *s) {
         "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
         m->enabled ? Py_True : Py_False, "window", (unsigned long long)m->window, "alloc_python",
         (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native",
-        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed", (unsigned long long)m->freed, "live",
-        (long long)m->live, "peak", (long long)m->peak, "peak_t_ns", (unsigned long long)m->peak_t_ns,
-        "peak_line", peak_line, "copied", (unsigned long long)m->copied, "unattributed_alloc",
+        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed", (unsigned long long)m->freed,
+        "live", (long long)m->live, "peak", (long long)m->peak, "peak_t_ns",
+        (unsigned long long)m->peak_t_ns, "peak_line", peak_line, "copied",
+        (unsigned long long)m->copied, "unattributed_alloc",
         (unsigned long long)m->unattributed_alloc, "unattributed_copied",
         (unsigned long long)m->unattributed_copied, "samples", (unsigned long long)m->samples,
         "untracked", (unsigned long long)m->untracked, "slots_patched",
@@ -358,7 +361,8 @@ static PyObject *memory_dict(const hl_stats *s) {
 
 static PyObject *gpu_line_key(const hl_stats *s, uint32_t line) {
     if (line == HL_NO_LINE || line >= s->nlines) Py_RETURN_NONE;
-    return Py_BuildValue("(IiI)", s->lines[line].file, s->lines[line].line, s->lines[line].function);
+    return Py_BuildValue("(IiI)", s->lines[line].file, s->lines[line].line,
+                         s->lines[line].function);
 }
 
 static PyObject *gpu_dict(const hl_stats *s) {
@@ -366,7 +370,8 @@ static PyObject *gpu_dict(const hl_stats *s) {
     PyObject *warnings = PyList_New(0), *devices = PyList_New(0), *lines = PyList_New(0),
              *kernels = PyList_New(0);
     for (int i = 0; warnings != NULL && i < g->nwarnings; i++) {
-        PyObject *w = PyUnicode_DecodeUTF8(g->warnings[i], (Py_ssize_t)strlen(g->warnings[i]), "replace");
+        PyObject *w =
+            PyUnicode_DecodeUTF8(g->warnings[i], (Py_ssize_t)strlen(g->warnings[i]), "replace");
         if (w == NULL || PyList_Append(warnings, w) != 0) Py_CLEAR(warnings);
         Py_XDECREF(w);
     }
@@ -374,10 +379,12 @@ static PyObject *gpu_dict(const hl_stats *s) {
         const hl_gpu_device *d = &g->devices[i];
         PyObject *item = Py_BuildValue(
             "{s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "index", d->index, "name", d->name,
-            "memory_total", (unsigned long long)d->memory_total, "samples", (unsigned long long)d->samples,
-            "util_sum", (unsigned long long)d->util_sum, "idle_samples", (unsigned long long)d->idle_samples,
-            "used_peak", (unsigned long long)d->used_peak, "used_peak_t_ns", (unsigned long long)d->used_peak_t_ns,
-            "util_timeline", timeline_list(&d->util), "used_timeline", timeline_list(&d->used));
+            "memory_total", (unsigned long long)d->memory_total, "samples",
+            (unsigned long long)d->samples, "util_sum", (unsigned long long)d->util_sum,
+            "idle_samples", (unsigned long long)d->idle_samples, "used_peak",
+            (unsigned long long)d->used_peak, "used_peak_t_ns",
+            (unsigned long long)d->used_peak_t_ns, "util_timeline", timeline_list(&d->util),
+            "used_timeline", timeline_list(&d->used));
         if (item == NULL || PyList_Append(devices, item) != 0) Py_CLEAR(devices);
         Py_XDECREF(item);
     }
@@ -387,8 +394,8 @@ static PyObject *gpu_dict(const hl_stats *s) {
         PyObject *item = Py_BuildValue(
             "{s:N,s:K,s:K,s:K,s:K,s:K,s:K}", "line", gpu_line_key(s, (uint32_t)i), "gpu_ns",
             (unsigned long long)l->gpu_ns, "launches", (unsigned long long)l->launches, "copy_h2d",
-            (unsigned long long)l->copy_h2d, "copy_d2h", (unsigned long long)l->copy_d2h, "copy_other",
-            (unsigned long long)l->copy_other, "alloc", (unsigned long long)l->alloc);
+            (unsigned long long)l->copy_h2d, "copy_d2h", (unsigned long long)l->copy_d2h,
+            "copy_other", (unsigned long long)l->copy_other, "alloc", (unsigned long long)l->alloc);
         if (item == NULL || PyList_Append(lines, item) != 0) Py_CLEAR(lines);
         Py_XDECREF(item);
     }
@@ -402,11 +409,15 @@ static PyObject *gpu_dict(const hl_stats *s) {
             if (item == NULL || PyList_Append(launchers, item) != 0) Py_CLEAR(launchers);
             Py_XDECREF(item);
         }
-        PyObject *item = launchers == NULL ? NULL : Py_BuildValue(
-            "{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "name", k->name, "demangled",
-            k->demangled ? k->demangled : k->name, "calls", (unsigned long long)k->calls, "ns",
-            (unsigned long long)k->ns, "lines", launchers, "other_lines_calls",
-            (unsigned long long)k->other_lines_calls, "other_lines_ns", (unsigned long long)k->other_lines_ns);
+        PyObject *item =
+            launchers == NULL
+                ? NULL
+                : Py_BuildValue("{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "name", k->name, "demangled",
+                                k->demangled ? k->demangled : k->name, "calls",
+                                (unsigned long long)k->calls, "ns", (unsigned long long)k->ns,
+                                "lines", launchers, "other_lines_calls",
+                                (unsigned long long)k->other_lines_calls, "other_lines_ns",
+                                (unsigned long long)k->other_lines_ns);
         if (item == NULL || PyList_Append(kernels, item) != 0) Py_CLEAR(kernels);
         Py_XDECREF(item);
     }
@@ -418,11 +429,12 @@ static PyObject *gpu_dict(const hl_stats *s) {
         return NULL;
     }
     return Py_BuildValue(
-        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:K,s:N}", "nvml", g->nvml ? Py_True : Py_False,
-        "cupti", g->cupti ? Py_True : Py_False, "warnings", warnings, "devices", devices, "lines", lines,
-        "kernels", kernels, "records", (unsigned long long)g->records, "unmatched_ns",
-        (unsigned long long)g->unmatched_ns, "unmatched_records", (unsigned long long)g->unmatched_records,
-        "dropped_records", (unsigned long long)g->dropped_records, "alloc_peak", (long long)g->alloc_peak,
+        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:K,s:N}", "nvml",
+        g->nvml ? Py_True : Py_False, "cupti", g->cupti ? Py_True : Py_False, "warnings", warnings,
+        "devices", devices, "lines", lines, "kernels", kernels, "records",
+        (unsigned long long)g->records, "unmatched_ns", (unsigned long long)g->unmatched_ns,
+        "unmatched_records", (unsigned long long)g->unmatched_records, "dropped_records",
+        (unsigned long long)g->dropped_records, "alloc_peak", (long long)g->alloc_peak,
         "alloc_peak_t_ns", (unsigned long long)g->alloc_peak_t_ns, "alloc_peak_line",
         gpu_line_key(s, g->alloc_peak_line));
 }
@@ -447,8 +459,9 @@ static PyObject *on_periods(void) {
                          "dropped_changes", (unsigned long long)dropped);
 }
 
-PyDoc_STRVAR(snapshot_doc,
-"snapshot($module, /)\n--\n\nThe data aggregated so far, as documented in docs/engine-api.md.");
+PyDoc_STRVAR(
+    snapshot_doc,
+    "snapshot($module, /)\n--\n\nThe data aggregated so far, as documented in docs/engine-api.md.");
 
 static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     (void)module;
@@ -458,21 +471,22 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     const hl_stats *s = view.stats;
     PyObject *result = Py_BuildValue(
         "{s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "on", on_periods(), "samples",
-        (unsigned long long)view.samples,
-        "sampled_ns", (unsigned long long)view.sampled_ns, "interval_ns",
-        (unsigned long long)view.interval_ns, "lost_ns", (unsigned long long)view.lost_ns, "files",
-        files_list(s), "functions", functions_list(s), "lines", lines_list(s), "threads",
-        threads_list(&view), "stacks", stacks_list(s), "stacks_dropped_ns",
-        (unsigned long long)s->stacks_dropped_ns, "memory", memory_dict(s), "gpu", gpu_dict(s));
+        (unsigned long long)view.samples, "sampled_ns", (unsigned long long)view.sampled_ns,
+        "interval_ns", (unsigned long long)view.interval_ns, "lost_ns",
+        (unsigned long long)view.lost_ns, "files", files_list(s), "functions", functions_list(s),
+        "lines", lines_list(s), "threads", threads_list(&view), "stacks", stacks_list(s),
+        "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "memory", memory_dict(s),
+        "gpu", gpu_dict(s));
     hl_engine_snapshot_end();
     return result;
 }
 
 /* ---- test hooks -------------------------------------------------------------------------- */
 
-PyDoc_STRVAR(line_of_doc,
-"_line_of($module, code, offset, /)\n--\n\n"
-"Test hook: the line of a byte offset in a code object, decoded the way the sampler does.");
+PyDoc_STRVAR(
+    line_of_doc,
+    "_line_of($module, code, offset, /)\n--\n\n"
+    "Test hook: the line of a byte offset in a code object, decoded the way the sampler does.");
 
 static PyObject *native_line_of(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
@@ -496,9 +510,9 @@ static PyObject *native_line_of(PyObject *module, PyObject *const *args, Py_ssiz
 }
 
 PyDoc_STRVAR(current_stack_doc,
-"_current_stack($module, /)\n--\n\n"
-"Test hook: this thread's stack as the sampler reads it, innermost first, as\n"
-"(filename, qualname, line, user) tuples.");
+             "_current_stack($module, /)\n--\n\n"
+             "Test hook: this thread's stack as the sampler reads it, innermost first, as\n"
+             "(filename, qualname, line, user) tuples.");
 
 static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     (void)module;
@@ -516,8 +530,9 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     for (int i = 0; list != NULL && i < depth; i++) {
         const hl_stats *s = view.stats;
         const hl_function *f = &s->functions[frames[i].function];
-        PyObject *item = Py_BuildValue("(NNiO)", name_str(s->files[frames[i].file].path), name_str(f->qualname),
-                                       frames[i].line, frames[i].user ? Py_True : Py_False);
+        PyObject *item =
+            Py_BuildValue("(NNiO)", name_str(s->files[frames[i].file].path), name_str(f->qualname),
+                          frames[i].line, frames[i].user ? Py_True : Py_False);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, item);
     }
@@ -559,4 +574,6 @@ static struct PyModuleDef native_module = {
     .m_slots = native_slots,
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&native_module); }
+PyMODINIT_FUNC PyInit__native(void) {
+    return PyModuleDef_Init(&native_module);
+}

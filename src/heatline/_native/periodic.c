@@ -64,7 +64,9 @@ static void tick(uint64_t now) {
     else hl_compat_notice_pending_calls();
 }
 
-static void stop(void) { hl_periodic_set(0, NULL); } /* GIL held */
+static void stop(void) {
+    hl_periodic_set(0, NULL);
+} /* GIL held */
 
 /* In a forked child: no call is ever requested there (the callback is not released: no
  * Python call is allowed in an atfork handler). */

@@ -93,7 +93,9 @@ static int runnable(int stat_fd) {
     return end_of_name != NULL && end_of_name[1] == ' ' && end_of_name[2] == 'R';
 }
 
-static void forget_thread(hl_thread *t) { t->alive = 0; }
+static void forget_thread(hl_thread *t) {
+    t->alive = 0;
+}
 
 static uint64_t next_interval(hl_sampler *e) {
     double u = (double)(hl_next_random(&e->rng) >> 11) / 9007199254740992.0; /* [0, 1) */
@@ -269,7 +271,8 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     }
     for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
         keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
-    if (depth == 0 || hl_stats_charge_stack(e->stats, thread_index, keys, (uint32_t)depth, category, dt) != 0)
+    if (depth == 0 ||
+        hl_stats_charge_stack(e->stats, thread_index, keys, (uint32_t)depth, category, dt) != 0)
         e->stats->stacks_dropped_ns += dt; /* no frame to record, or no memory for the stack */
 }
 
@@ -332,7 +335,9 @@ void hl_sampler_prepare(hl_sampler *e) {
     }
 }
 
-void hl_sampler_release(hl_sampler *e) { pthread_cond_destroy(&e->wake); }
+void hl_sampler_release(hl_sampler *e) {
+    pthread_cond_destroy(&e->wake);
+}
 
 /* pthread_join() returns once the kernel has cleared the thread's id, which is a little before
  * the process stops counting the thread (/proc/self/stat, /proc/self/task). CPython 3.12+

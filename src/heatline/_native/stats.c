@@ -94,9 +94,9 @@ int64_t hl_stats_file(hl_stats *s, const char *path, size_t len, int user) {
     uint64_t key = hl_hash(path, len, 0);
     uint32_t id;
     for (; hl_map_get(&s->file_index, key, &id); key = key + 1 ? key + 1 : 1)
-        if (strlen(s->files[id].path) == len && memcmp(s->files[id].path, path, len) == 0) return id;
-    if (HL_ARRAY_RESERVE(s->files, s->files_capacity, s->nfiles + 1, 64) != 0)
-        return -1;
+        if (strlen(s->files[id].path) == len && memcmp(s->files[id].path, path, len) == 0)
+            return id;
+    if (HL_ARRAY_RESERVE(s->files, s->files_capacity, s->nfiles + 1, 64) != 0) return -1;
     char *copy = copy_string(path, len);
     if (copy == NULL) return -1;
     if (hl_map_put(&s->file_index, key, (uint32_t)s->nfiles) != 0) {
@@ -109,7 +109,8 @@ int64_t hl_stats_file(hl_stats *s, const char *path, size_t len, int user) {
 
 int64_t hl_stats_function(hl_stats *s, uint32_t file, const char *name, const char *qualname,
                           int first_line) {
-    uint64_t key = hl_hash(qualname, strlen(qualname), ((uint64_t)file << 32) ^ (uint32_t)first_line);
+    uint64_t key =
+        hl_hash(qualname, strlen(qualname), ((uint64_t)file << 32) ^ (uint32_t)first_line);
     uint32_t id;
     for (; hl_map_get(&s->function_index, key, &id); key = key + 1 ? key + 1 : 1) {
         const hl_function *f = &s->functions[id];
@@ -135,8 +136,7 @@ int64_t hl_stats_line(hl_stats *s, uint32_t file, int line, uint32_t function) {
     uint64_t key = (((uint64_t)file << 32) | (uint32_t)line) + 1;
     uint32_t id;
     if (hl_map_get(&s->line_index, key, &id)) return id;
-    if (HL_ARRAY_RESERVE(s->lines, s->lines_capacity, s->nlines + 1, 64) != 0)
-        return -1;
+    if (HL_ARRAY_RESERVE(s->lines, s->lines_capacity, s->nlines + 1, 64) != 0) return -1;
     if (hl_map_put(&s->line_index, key, (uint32_t)s->nlines) != 0) return -1;
     id = (uint32_t)s->nlines++;
     s->lines[id] = (hl_line_stat){file, line, function, {0, 0, 0}, NULL};
@@ -182,7 +182,8 @@ int hl_timeline_add(hl_timeline *tl, uint32_t capacity, uint64_t t_ns, int64_t v
             }
             tl->buckets[i] = m;
         }
-        memset(tl->buckets + tl->capacity / 2, 0, (tl->capacity - tl->capacity / 2) * sizeof(*tl->buckets));
+        memset(tl->buckets + tl->capacity / 2, 0,
+               (tl->capacity - tl->capacity / 2) * sizeof(*tl->buckets));
         tl->width_ns *= 2;
     }
     hl_timeline_bucket *b = &tl->buckets[since / tl->width_ns];
