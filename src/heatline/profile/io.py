@@ -7,6 +7,8 @@ import math
 import os
 from typing import Any, Callable
 
+from heatline.profile.gpu import LINE_KEYS as GPU_LINE_KEYS
+
 SCHEMA_VERSION = 5
 # Versions this heatline can still show: version 3 differs only in listing every line of files
 # up to 5000 lines (idle ones too), which reads the same; version 4 has no child processes
@@ -78,17 +80,7 @@ _MEMORY_FIELDS = {
     "timeline": [_POINT],
     "leak": (None, {"likelihood": _NUMBER, "growth_bytes_per_s": _NUMBER}),
 }
-_GPU_FIELDS = {
-    key: _NUMBER
-    for key in (
-        "gpu_s",
-        "gpu_launches",
-        "gpu_copy_bytes",
-        "gpu_copy_h2d_bytes",
-        "gpu_copy_d2h_bytes",
-        "gpu_alloc_bytes",
-    )
-}
+_GPU_FIELDS = {key: _NUMBER for key in GPU_LINE_KEYS}
 _LINE = {"line": int, "source": str, **_TIMES, **_MEMORY_FIELDS, **_GPU_FIELDS}
 _FUNCTION = {
     "name": str,
