@@ -3,6 +3,9 @@
     python bench/run.py                 # full run: 10 benchmarks x 5 rounds, accuracy x 3
     python bench/run.py --quick         # 3 benchmarks x 2 rounds, accuracy x 1
     python bench/run.py --smoke         # plain + heatline on a tiny script (the test suite's)
+    python bench/run.py --quick --children-only   # the multi-process part only
+    python bench/run.py --benchmarks pure_python,alloc_python,numpy_heavy --tools heatline,heatline-cpu \
+        --rounds 25 --skip-accuracy --skip-children      # heatline's own workloads
 
 Normally run by `make bench` / `make bench-quick`, which install heatline and the peers into
 .venv-bench first and render the results into docs/ with bench/render.py. Runners that are not
@@ -24,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from heatbench import accuracy, measure, overhead, suite, tools  # noqa: E402
+from heatbench import accuracy, children, measure, overhead, suite, tools  # noqa: E402
 
 SCHEMA = "heatline-bench/1"
 
@@ -83,7 +86,15 @@ def main(argv=None):
     parser.add_argument("--benchmarks", help="comma-separated benchmark names")
     parser.add_argument("--tools", help="comma-separated runner names (python is always included)")
     parser.add_argument("--skip-overhead", action="store_true")
-    parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument("--skip-accuracy", action="store_true",
+                        help="no accuracy runs (single- and multi-process)")
+    parser.add_argument("--children-only", action="store_true",
+                        help="only the multi-process part (pool overhead, child start-up, pool "
+                             "accuracy)")
+    parser.add_argument("--skip-children", action="store_true",
+                        help="no multi-process part (pool overhead, child start-up, pool accuracy)")
+    parser.add_argument("--heatline-interval", metavar="SECONDS",
+                        help="heatline's --cpu-sampling-interval in every heatline run")
     parser.add_argument("--target-scale", type=float,
                         help="HEATLINE_TARGET_SCALE for the accuracy targets (default 1)")
     parser.add_argument("--quiet-wait", type=float, default=20.0,
@@ -113,6 +124,8 @@ def main(argv=None):
     ctx = tools.Context()
     ctx.workdir = workdir
     ctx.quiet_wait_s = 0.0 if kind == "smoke" else args.quiet_wait
+    if args.heatline_interval:
+        ctx.heatline_flags = ["--cpu-sampling-interval", args.heatline_interval]
     env = dict(os.environ)
     for name in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "HEATLINE_TRUTH", "HEATLINE_TARGET_SCALE"):
         env.pop(name, None)
@@ -155,25 +168,50 @@ def main(argv=None):
         log(f"{tool.name:14s} {version or '':10s} {'ok' if available else 'UNAVAILABLE: ' + reason}")
         if available:
             selected.append(tool)
+    single = [t for t in selected if t.name not in children.ONLY_HERE]
+    # The pyperformance benchmarks and heatline's own workloads are summarised apart.
+    groups = {"overhead": [n for n in bench_names if n not in suite.WORKLOADS],
+              "workloads": [n for n in bench_names if n in suite.WORKLOADS]}
 
-    if not args.skip_overhead:
-        benchmarks, problems = suite.prepare(bench_names, workdir)
-        log(f"overhead: {len(benchmarks)} benchmarks x {len(selected)} runners x {rounds} rounds")
-        result = overhead.run(ctx, selected, benchmarks, rounds, workdir, env, log)
-        result["config"] = {"rounds": rounds, "benchmarks": bench_names, "problems": problems}
-        results["overhead"] = result
+    for part, names in groups.items():
+        if args.skip_overhead or args.children_only or not names:
+            continue
+        benchmarks, problems = suite.prepare(names, workdir)
+        log(f"{part}: {len(benchmarks)} benchmarks x {len(single)} runners x {rounds} rounds")
+        result = overhead.run(ctx, single, benchmarks, rounds, workdir, env, log)
+        result["config"] = {"rounds": rounds, "benchmarks": names, "problems": problems}
+        results[part] = result
         results["loadavg_after_overhead"] = loadavg()
 
-    if not args.skip_accuracy:
+    if not args.skip_accuracy and not args.children_only:
         log(f"accuracy: {len(accuracy.CPU_TARGETS)} targets x {accuracy_runs} runs")
-        result = accuracy.run(ctx, selected, accuracy_runs, workdir, env, log, scale=scale)
+        result = accuracy.run(ctx, single, accuracy_runs, workdir, env, log, scale=scale)
         result["config"] = {"runs": accuracy_runs, "targets": accuracy.CPU_TARGETS,
                             "target_scale": scale if scale is not None else 1.0}
         results["accuracy"] = result
         log("memory accuracy")
-        results["memory_accuracy"] = accuracy.memory_accuracy(ctx, selected, accuracy_runs,
+        results["memory_accuracy"] = accuracy.memory_accuracy(ctx, single, accuracy_runs,
                                                               workdir, env, log, scale=scale)
         results["loadavg_end"] = loadavg()
+
+    if not args.skip_children:
+        multi = [t for t in selected if t.name in children.TOOLS]
+        if kind == "smoke":  # cheap: the path is exercised, not the peers
+            multi = [t for t in multi if t.name in ("python", "heatline")]
+        part = {"tools": [t.name for t in multi], "loadavg_start": loadavg()}
+        pools = children.prepare_pools(workdir, smoke=kind == "smoke")
+        log(f"multi-process overhead: {len(pools)} pools x {len(multi)} runners x {rounds} rounds")
+        part["overhead"] = overhead.run(ctx, multi, pools, rounds, workdir, env, log)
+        part["overhead"]["config"] = {"rounds": rounds, "benchmarks": [p.name for p in pools]}
+        log("child start-up")
+        counts = (3, 2) if kind == "smoke" else (children.STARTUP_EXEC, children.STARTUP_SPAWN)
+        part["startup"] = children.startup(ctx, multi, rounds, workdir, env, log, *counts)
+        if not args.skip_accuracy:
+            log(f"multi-process accuracy: {children.TARGET} x {accuracy_runs} runs")
+            part["accuracy"] = children.accuracy(ctx, multi, accuracy_runs, workdir, env, log,
+                                                 rounds=2 if kind == "smoke" else 4)
+        part["loadavg_end"] = loadavg()
+        results["children"] = part
 
     results["duration_s"] = round(time.time() - started, 1)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

@@ -75,28 +75,33 @@ def _fresh(path):
 
 
 def _rotated_runs(ctx, tools, entry, script, run_env, out, truth_path, runs, timeout_s, log,
-                  target, score, describe):
+                  target, score, describe, command=None, stdout_path=None):
     """Runs `script` under every tool `runs` times, rotating the order each round, and appends
     one record per run to entry["runs"]: score(tool, truth) reads the tool's output against
-    the truth the target wrote; a tool that fails (or whose output cannot be read) is recorded
-    as failed with the reason and not run again."""
+    the truth the target wrote (None when truth_path is None: the target printed it to
+    stdout_path); a tool that fails (or whose output cannot be read) is recorded as failed with
+    the reason and not run again. command(tool, ctx, script, targets, out), when given, builds
+    the command line instead of tool.command (to add the script's arguments)."""
     for r in range(runs):
         order = tools[r % len(tools):] + tools[:r % len(tools)]
         line = []
         for tool in order:
             if tool.name in entry["failed"]:
                 continue
-            if os.path.exists(truth_path):
+            if truth_path and os.path.exists(truth_path):
                 os.unlink(truth_path)
-            command = tool.command(ctx, script, [script], out)
+            argv = (command or (lambda t, *rest: t.command(*rest)))(tool, ctx, script, [script], out)
             wait_quiet(ctx.quiet_wait_s)
-            result = run_measured(command, cwd=_fresh(out), env=run_env, timeout_s=timeout_s)
+            result = run_measured(argv, cwd=_fresh(out), env=run_env, timeout_s=timeout_s,
+                                  stdout_path=stdout_path)
             record = {"ok": result["ok"], "wall_s": result.get("wall_s"),
                       "others_cores": result.get("others_cores")}
             if result["ok"]:
                 try:
-                    with open(truth_path) as f:
-                        truth = json.load(f)
+                    truth = None
+                    if truth_path:
+                        with open(truth_path) as f:
+                            truth = json.load(f)
                     record.update(score(tool, truth))
                 except Exception as e:  # a tool's output we cannot read is its failure
                     record["ok"] = False

@@ -53,6 +53,16 @@ PYPERFORMANCE = {
 
 QUICK = ["fannkuch", "raytrace", "async_tree_cpu_io_mixed"]
 
+# heatline's own workloads (bench/workloads.py), on which the memory-profiling issue sets its
+# limits; run on demand (--benchmarks), reported in their own table (render.py: workloads).
+WORKLOADS = {
+    "pure_python": "calls, arithmetic and dict updates",
+    "alloc_python": "builds and drops 1.5 million small dicts, strs and lists",
+    "numpy_heavy": "matrix products and sorts",
+}
+WORKLOADS_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "workloads.py")
+
 # docutils: the subset of its documents rendered (the whole set takes ~3.5 s here).
 DOCUTILS_SUBSET = ["api", "dev", "howto", "peps", "index.txt"]
 
@@ -98,6 +108,16 @@ def prepare(names, workdir):
             with open(script, "w") as f:
                 f.write(SMOKE_BODY)
             found.append(Benchmark(name, script, [], "a 300,000-iteration Python loop"))
+            continue
+        if name in WORKLOADS:
+            directory = os.path.join(workdir, name)
+            os.makedirs(directory, exist_ok=True)
+            shutil.copyfile(WORKLOADS_SOURCE, os.path.join(directory, "workloads.py"))
+            script = os.path.join(directory, f"run_{name}.py")
+            with open(script, "w") as f:
+                f.write(f"# Driver written by bench/heatbench/suite.py.\nimport workloads\n\n"
+                        f"workloads.{name}()\n")
+            found.append(Benchmark(name, script, ["workloads"], WORKLOADS[name]))
             continue
         if name not in PYPERFORMANCE:
             problems[name] = "unknown benchmark"

@@ -80,6 +80,7 @@ class Context:
         self._py_spy_probe = None
         self.workdir = None
         self.quiet_wait_s = 20.0  # before each run, wait at most this long for a quiet machine
+        self.heatline_flags = []  # added to every heatline run (run.py --heatline-interval)
 
     def heatline_help(self):
         if self._heatline_help is None:
@@ -291,7 +292,14 @@ def memory_memray(out, target):
 
 def _heatline(extra):
     return lambda ctx, script, targets, out: [
-        ctx.python, "-m", "heatline", *extra, "-q", "-o", os.path.join(out, "profile.json"), script]
+        ctx.python, "-m", "heatline", *extra, *ctx.heatline_flags, "-q",
+        "-o", os.path.join(out, "profile.json"), script]
+
+
+def _py_spy(extra):
+    return lambda ctx, script, targets, out: [
+        ctx.py_spy, "record", "-f", "raw", "--idle", *extra, "-o", os.path.join(out, "profile.txt"),
+        "--", ctx.python, script]
 
 
 def _scalene(extra):
@@ -325,10 +333,14 @@ TOOLS = [
     Tool("scalene", "Scalene", "scalene", "`scalene run -o FILE` (CPU + memory, its default)",
          _scalene([]), parse_scalene, split=True, module="scalene", memory_parse=memory_scalene),
     Tool("py-spy", "py-spy", "py-spy", "`py-spy record -f raw --idle -o FILE -- python` (100 Hz)",
-         lambda ctx, script, targets, out: [
-             ctx.py_spy, "record", "-f", "raw", "--idle", "-o", os.path.join(out, "profile.txt"),
-             "--", ctx.python, script],
-         parse_py_spy, needs=lambda ctx: ctx.py_spy_problem(ctx.workdir)),
+         _py_spy([]), parse_py_spy, needs=lambda ctx: ctx.py_spy_problem(ctx.workdir)),
+    # Only in the multi-process part (heatbench/children.py):
+    Tool("heatline-nochildren", "heatline --no-children", "heatline",
+         "`heatline --no-children -q -o FILE` (full profile, parent process only)",
+         _heatline(["--no-children"]), parse_heatline, split=True),
+    Tool("py-spy-sub", "py-spy --subprocesses", "py-spy",
+         "`py-spy record -f raw --idle --subprocesses -o FILE -- python` (100 Hz)",
+         _py_spy(["--subprocesses"]), parse_py_spy, needs=lambda ctx: ctx.py_spy_problem(ctx.workdir)),
     Tool("memray", "memray", "memray", "`memray run -q -o FILE` (allocations; no CPU data)",
          lambda ctx, script, targets, out: [
              ctx.python, "-m", "memray", "run", "-q", "-o", os.path.join(out, "profile.bin"), script],

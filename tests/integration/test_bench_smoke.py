@@ -1,9 +1,11 @@
 """Smoke test of the benchmark harness (bench/run.py, bench/render.py), so that it does not rot.
 
 Runs plain Python and heatline on a tiny script for one round (and, in the normal build, the
-ground-truth targets at a tenth of their size), checks the shape of the results JSON and that
-the renderer turns it into both documents. Needs no network and no peer profiler: runners
-that are not installed are recorded as unavailable, which is also checked.
+ground-truth targets at a tenth of their size), and the multi-process part at its smallest
+(a pool of 20 short tasks, a few children started, and in the normal build the Pool target),
+checks the shape of the results JSON and that the renderer turns it into both documents. Needs
+no network and no peer profiler: runners that are not installed are recorded as unavailable,
+which is also checked.
 """
 
 import json
@@ -18,7 +20,7 @@ BENCH = os.path.join(ROOT, "bench")
 SANITIZED = bool(os.environ.get("HEATLINE_SANITIZED"))
 
 sys.path.insert(0, BENCH)
-from heatbench import accuracy, tools  # noqa: E402
+from heatbench import accuracy, children, tools  # noqa: E402
 
 
 def _run(*args, timeout=300):
@@ -78,6 +80,41 @@ def test_accuracy_results_cover_every_truth_function(smoke):
     assert data["memory_accuracy"]["status"]
 
 
+def test_multi_process_part_runs_plain_python_and_heatline(smoke):
+    _, data = smoke
+    part = data["children"]
+    assert part["tools"] == ["python", "heatline"]  # smoke: the path, not the peers
+    pool = part["overhead"]["benchmarks"]["pool_fork"]["summary"]
+    for name in ("python", "heatline"):
+        assert pool[name]["status"] == "ok", pool[name]
+        assert pool[name]["median_cpu_s"] > 0 and pool[name]["cpu_ratio"] > 0
+    assert pool["heatline"]["median_output_bytes"] > 0
+    startup = part["startup"]["summary"]
+    for name in ("python", "heatline"):
+        assert startup[name]["status"] == "ok", startup[name]
+        assert startup[name]["exec_ms"] > 0 and startup[name]["spawn_ms"] > 0
+    assert startup["python"]["exec_extra_ms"] == 0.0
+    if SANITIZED:
+        assert "accuracy" not in part
+        return
+    for method in ("fork", "spawn"):
+        row = part["accuracy"]["targets"][method]["summary"]["heatline"]
+        assert row["status"] == "ok", row
+        assert row["busy_s"] > 0 and row["worker_s"] > 0  # the workers were followed
+        assert row["worker_split"] and row["wait_split"]
+
+
+def test_py_spy_subprocess_stacks_charge_the_worker_function(tmp_path):
+    # py-spy --subprocesses prefixes each stack with its process frames.
+    (tmp_path / "profile.txt").write_text(
+        'process 1:"python t.py";process 2:"python -c x";worker (pool.py:125);'
+        "python_work (children_pool.py:24);loop (children_pool.py:19) 30\n"
+        'process 1:"python t.py";process 3:"python -c x";loop (children_pool.py:18) 12\n'
+        'process 1:"python t.py";<module> (children_pool.py:37);wait (threading.py:1) 50\n')
+    found = children.measured_py_spy(str(tmp_path), 37)
+    assert found["worker_s"] == 0.42 and found["wait_split"] is None and found["no_split"]
+
+
 def test_renderer_writes_both_documents(smoke):
     tmp, _ = smoke
     docs = tmp / "docs"
@@ -85,13 +122,17 @@ def test_renderer_writes_both_documents(smoke):
     overhead = (docs / "overhead.md").read_text()
     assert "<!-- bench:begin -->" in overhead and "<!-- bench:end -->" in overhead
     assert "| smoke |" in overhead and "heatline" in overhead
+    children_part = overhead.split("<!-- children:begin -->")[1].split("<!-- children:end -->")[0]
+    assert "pool_fork" in children_part and "Child start-up" in children_part
     accuracy_doc = (docs / "accuracy.md").read_text()
     assert "<!-- bench:begin -->" in accuracy_doc
     if not SANITIZED:
         assert "main_thread.py" in accuracy_doc.split("<!-- bench:begin -->")[1]
+        assert "| spawn | heatline |" in accuracy_doc.split("<!-- children:begin -->")[1]
     # Rendering again replaces the generated part instead of adding another.
     _run(os.path.join(BENCH, "render.py"), str(tmp / "smoke.json"), "--docs-dir", str(docs))
     assert (docs / "overhead.md").read_text().count("<!-- bench:begin -->") == 1
+    assert (docs / "overhead.md").read_text().count("<!-- children:begin -->") == 1
 
 
 def test_error_measure():
