@@ -5,7 +5,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick clean
+.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick bench-children clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(VENV)
@@ -77,7 +77,9 @@ sanitize: $(ASAN_VENV)/.installed
 # docs/accuracy.md). Not part of the tests. Its own virtualenv: the peers pinned in
 # bench/requirements.txt, heatline from this tree. `make bench` is the full run (about an hour on
 # 2 cores) and renders the docs from bench/results/full.json; `make bench-quick` takes a few
-# minutes and renders into bench/results/quick/ instead, leaving docs/ alone.
+# minutes and renders into bench/results/quick/ instead, leaving docs/ alone. `make bench-children`
+# runs only the multi-process part (quick size) and renders its tables into docs/ (the other
+# tables there are left as they are).
 $(BENCH_VENV)/.installed: bench/requirements.txt pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
@@ -92,6 +94,10 @@ bench: $(BENCH_VENV)/.installed
 bench-quick: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python bench/run.py --quick --out bench/results/quick.json
 	$(BENCH_VENV)/bin/python bench/render.py bench/results/quick.json --docs-dir bench/results/quick
+
+bench-children: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/run.py --quick --children-only --out bench/results/children.json
+	$(BENCH_VENV)/bin/python bench/render.py bench/results/children.json
 
 # The memory ground-truth targets under valgrind's memcheck, profiled with memory on
 # (tests/valgrind/run.sh; suppressions explained in tests/valgrind/python.supp).

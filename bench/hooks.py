@@ -6,7 +6,7 @@ ratio is the cleanest view of what the hooks cost per allocation. Usage:
 
     python bench/hooks.py [--runs N] [--window BYTES] WORKLOAD
 
-(heatline installed or on PYTHONPATH). bench/overhead.py gives the figures a user sees, start-up
+(heatline installed or on PYTHONPATH). bench/run.py gives the figures a user sees, start-up
 and writing the profile included.
 """
 
