@@ -39,7 +39,7 @@ import statistics
 
 from .accuracy import TARGETS_DIR, _fresh, _rotated_runs
 from .measure import run_measured, wait_quiet
-from .suite import Benchmark
+from .suite import WORK_FUNCTION, Benchmark
 
 # The runners of this part; the others are single-process only and are not run here.
 TOOLS = ["python", "heatline", "heatline-cpu", "heatline-nochildren", "scalene", "py-spy-sub"]
@@ -51,17 +51,12 @@ POOL_BODY = '''\
 import multiprocessing
 
 
-def task(n):
-    total = 0
-    for i in range(n):
-        total += i * i % 7
-    return total
-
+{work_function}
 
 if __name__ == "__main__":
     context = multiprocessing.get_context("{method}")
     with context.Pool(2) as pool:
-        pool.map(task, [{iterations}] * {tasks}, chunksize=1)
+        pool.map(work, [{iterations}] * {tasks}, chunksize=1)
 '''
 
 # name: (start method, tasks, iterations per task); 100,000 iterations take about 5 ms here.
@@ -113,7 +108,8 @@ def prepare_pools(workdir, smoke=False):
         script = os.path.join(directory, f"run_{name}.py")
         work = f"Pool(2) ({method}) maps {tasks} tasks of a {iterations:,}-iteration Python loop"
         with open(script, "w") as f:
-            f.write(POOL_BODY.format(work=work, method=method, tasks=tasks, iterations=iterations))
+            f.write(POOL_BODY.format(work=work, method=method, tasks=tasks, iterations=iterations,
+                                     work_function=WORK_FUNCTION))
         found.append(Benchmark(name, script, [], work))
     return found
 

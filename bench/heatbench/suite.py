@@ -66,13 +66,17 @@ WORKLOADS_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 # docutils: the subset of its documents rendered (the whole set takes ~3.5 s here).
 DOCUTILS_SUBSET = ["api", "dev", "howto", "peps", "index.txt"]
 
-SMOKE_BODY = '''\
+# A pure-Python loop of n iterations (about 50 ns each here): the smoke script's work, and the
+# task of the multi-process pools (children.py).
+WORK_FUNCTION = '''\
 def work(n):
     total = 0
     for i in range(n):
         total += i * i % 7
     return total
+'''
 
+SMOKE_BODY = WORK_FUNCTION + '''
 
 def main():
     return sum(work(100_000) for _ in range(3))
