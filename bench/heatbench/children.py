@@ -100,6 +100,16 @@ WAIT_MARK = "the parent waits here"
 KINDS = ("python_s", "native_s", "system_s")
 
 
+def _printed_json(path):
+    """The last line of the run's stdout that is a JSON object: what the program printed (a
+    profiler may write its own lines to the same stdout, as py-spy does)."""
+    with open(path) as f:
+        lines = [line for line in f.read().splitlines() if line.startswith("{")]
+    if not lines:
+        raise ValueError("the program printed no JSON line")
+    return json.loads(lines[-1])
+
+
 def prepare_pools(workdir, smoke=False):
     found = []
     for name, (method, tasks, iterations) in (SMOKE_POOLS if smoke else POOLS).items():
@@ -140,9 +150,8 @@ def startup(ctx, tools, rounds, workdir, env, log, exec_count=STARTUP_EXEC,
             try:
                 if not result["ok"]:
                     raise ValueError(result.get("error", "failed"))
-                with open(stdout) as f:
-                    times = json.loads(f.read().strip().splitlines()[-1])
-            except (ValueError, IndexError, OSError) as e:
+                times = _printed_json(stdout)
+            except (ValueError, OSError) as e:
                 failed[tool.name] = str(e)
                 line.append(f"{tool.name}=FAILED")
                 continue
@@ -265,8 +274,7 @@ def accuracy(ctx, tools, runs, workdir, env, log, rounds=4, timeout_s=180.0):
             return tool.command(ctx_, script_, targets, out_) + [method, str(rounds)]
 
         def score(tool, _truth):
-            with open(stdout) as f:
-                truth = json.loads(f.read().strip().splitlines()[-1])
+            truth = _printed_json(stdout)
             got = MEASURED[tool.name](out, wait_line)
             busy = truth["busy_s"]
             got["busy_s"] = round(busy, 4)
