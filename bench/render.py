@@ -635,7 +635,10 @@ def render_children_accuracy(results, source):
 
 def splice(text, generated, source, marker="bench"):
     begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    block = f"{begin}\n{NOTE.format(source=source)}\n\n{generated.rstrip()}\n{end}"
+    note = NOTE.format(source=source)
+    if marker == "children":
+        note = note.replace("run `make bench`", "run `make bench` (this part alone: `make bench-children`)")
+    block = f"{begin}\n{note}\n\n{generated.rstrip()}\n{end}"
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
         _, tail = rest.split(end, 1)
