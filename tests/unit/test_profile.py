@@ -46,6 +46,7 @@ def snapshot(**overrides):
                 "system_ns": 20 * MS,
                 "unattributed_ns": 7 * MS,
                 "cpu_ns": 80 * MS,
+                "engine_wait_ns": 5 * MS,
             },
             {
                 "native_id": 12,
@@ -55,6 +56,7 @@ def snapshot(**overrides):
                 "system_ns": 0,
                 "unattributed_ns": 3 * MS,
                 "cpu_ns": 1 * MS,
+                "engine_wait_ns": 0,
             },
         ],
         "stacks": [
@@ -199,8 +201,9 @@ def test_run_metadata_and_threads():
         "system_s": 0.02,
         "unattributed_s": 0.007,
         "cpu_s": 0.08,
+        "engine_wait_s": 0.005,
     }
-    assert prof["warnings"] == []
+    assert prof["warnings"] == []  # 5 ms of 107 ms waiting for heatline's lock: below 5%
     profile.validate(prof)
 
 
@@ -242,6 +245,13 @@ def test_lost_and_dropped_time_are_reported_as_warnings():
     assert prof["lost_s"] == 0.05
     assert prof["stacks"]["dropped_s"] == 0.003
     assert len(prof["warnings"]) == 2
+
+
+def test_a_thread_waiting_long_for_heatlines_lock_is_a_warning():
+    snap = snapshot()
+    snap["threads"][0]["engine_wait_ns"] = 20 * MS  # of the thread's 107 ms
+    (warning,) = build(snap)["warnings"]
+    assert warning.startswith("thread 11 waited 0.020 s (18.7% of its time) for heatline's own")
 
 
 # --- load / dump ---------------------------------------------------------------------------

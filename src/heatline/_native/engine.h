@@ -81,6 +81,7 @@ typedef struct hl_thread_stat {
     uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
     uint64_t unattributed_ns;
     uint64_t cpu_ns;
+    uint64_t engine_wait_ns; /* blocked in a hook on the engine lock (hl_engine_lock_from_hook) */
 } hl_thread_stat;
 
 /* The engine's own figures, as the snapshot reports them. */

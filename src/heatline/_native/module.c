@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "control.h" /* heatline ctl and the on/off record */
 #include "engine.h"
@@ -264,11 +265,12 @@ static PyObject *threads_list(const hl_snapshot *view) {
         const hl_thread_stat *t = &stat;
         hl_engine_thread_stat(i, &stat);
         PyObject *item = Py_BuildValue(
-            "{s:l,s:O,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
+            "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
             t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
             "native_ns", (unsigned long long)t->ns[HL_NATIVE], "system_ns",
             (unsigned long long)t->ns[HL_SYSTEM], "unattributed_ns",
-            (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns);
+            (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns,
+            "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
     }
@@ -541,6 +543,29 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     return list;
 }
 
+PyDoc_STRVAR(hold_lock_doc,
+             "_hold_engine_lock($module, seconds, /)\n--\n\n"
+             "Test hook: holds the engine lock for `seconds`, the GIL released, as a long tick or "
+             "a snapshot would.");
+
+static PyObject *native_hold_engine_lock(PyObject *module, PyObject *arg) {
+    (void)module;
+    double seconds = PyFloat_AsDouble(arg);
+    if (seconds == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(seconds >= 0.0 && seconds <= 10.0)) {
+        PyErr_SetString(PyExc_ValueError, "_hold_engine_lock(seconds): 0 to 10");
+        return NULL;
+    }
+    struct timespec hold = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    Py_BEGIN_ALLOW_THREADS
+    hl_engine_lock();
+    while (nanosleep(&hold, &hold) != 0 && errno == EINTR) {
+    }
+    hl_engine_unlock();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef native_methods[] = {
     {"start", (PyCFunction)(void (*)(void))native_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", native_stop, METH_NOARGS, stop_doc},
@@ -554,6 +579,7 @@ static PyMethodDef native_methods[] = {
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
+    {"_hold_engine_lock", native_hold_engine_lock, METH_O, hold_lock_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,6 +18,7 @@ from heatline import __version__
 CONTEXT_LINES = 2
 # Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
 LOST_WARNING_FRACTION = 0.05
+ENGINE_WAIT_WARNING_FRACTION = 0.05
 # Points kept in the program's memory timeline in the profile.
 PROGRAM_TIMELINE_POINTS = 200
 
@@ -171,6 +172,7 @@ def build_profile(
             "system_s": _seconds(t["system_ns"]),
             "unattributed_s": _seconds(t["unattributed_ns"]),
             "cpu_s": _seconds(t["cpu_ns"]),
+            "engine_wait_s": _seconds(t["engine_wait_ns"]),
         }
         for t in snapshot["threads"]
     ]
@@ -348,6 +350,15 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             f"{lost_ns / 1e9:.3f} s of thread time ({lost_ns * 100.0 / sampled_ns:.1f}% of the "
             "sampled time) was lost because the stack could not be read"
         )
+    for t in snapshot["threads"]:
+        thread_ns = sum(t[k] for k in ("python_ns", "native_ns", "system_ns", "unattributed_ns"))
+        if thread_ns and t["engine_wait_ns"] > ENGINE_WAIT_WARNING_FRACTION * thread_ns:
+            warnings.append(
+                f"thread {t['native_id']} waited {t['engine_wait_ns'] / 1e9:.3f} s "
+                f"({t['engine_wait_ns'] * 100.0 / thread_ns:.1f}% of its time) for heatline's "
+                "own lock, mostly while the machine was busy; that time is charged to its lines "
+                "as what they were doing"
+            )
     dropped_ns = snapshot.get("stacks_dropped_ns", 0)
     if dropped_ns:
         warnings.append(
