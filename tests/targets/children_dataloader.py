@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from _truth import busy_s
 
 ITEMS = 16
-ITERATIONS = 1_000_000
+ITERATIONS = 2_000_000
 
 
 def transform(n):
