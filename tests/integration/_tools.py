@@ -4,9 +4,9 @@ Python modules some targets use (torch).
 .ci/run installs the tools (Debian packages golang-go and chromium) and sets
 HEATLINE_REQUIRE_TOOLS=1, so in CI a missing tool fails the test instead of skipping it. An
 optional module fails its tests when it is named in HEATLINE_REQUIRE_MODULES (comma-separated),
-which `make unit` sets to the optional extras asked for in EXTRAS (.ci/run asks for torch);
-elsewhere (plain `make test`, the other CPythons' and the ASan virtualenvs, which do not install
-it) those tests skip and say why.
+which `make unit` and `make sanitize` set to the optional extras asked for in EXTRAS (.ci/run
+asks for torch); elsewhere (plain `make test`, the other CPythons' virtualenvs, which never
+install it) those tests skip and say why.
 """
 
 import importlib.util
