@@ -391,16 +391,22 @@ def _unblock(previous: Any) -> None:
 
 
 def _refine_role(role: str) -> str:
-    """A multiprocessing child's role from its process name (read at exit: the target
-    function is gone by then)."""
+    """A multiprocessing child's role from its process name and target (read at exit)."""
     process = sys.modules.get("multiprocessing.process")
     if process is None or role not in ("fork child", "spawned process"):
         return role
-    name = process.current_process().name
+    current = process.current_process()
+    name = current.name
     if name == "MainProcess":
         return role
     if "PoolWorker" in name:
         return "Pool worker"
+    # A torch DataLoader's workers are plain multiprocessing processes running its worker
+    # loop (the parent deletes a process's target once started; the child keeps its copy).
+    target = getattr(current, "_target", None)
+    if (getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
+            and getattr(target, "__name__", None) == "_worker_loop"):
+        return "DataLoader worker"
     if "concurrent.futures.process" in sys.modules:
         return "ProcessPoolExecutor worker"
     return f"multiprocessing process ({name})"
