@@ -4,7 +4,6 @@ tests/unit/test_engine_names.py."""
 
 import json
 import os
-import sys
 
 import pytest
 
@@ -153,10 +152,6 @@ for _ in range(1500):
 """
 
 
-@pytest.mark.xfail(
-    sys.version_info < (3, 11), strict=False,
-    reason="3.9/3.10 (frame objects): 10-13% of deep quick stacks unattributed in some runs (open)",
-)
 def test_deep_quick_stacks_are_charged_to_the_users_line_not_lost(
     run_heatline, tmp_path, profile_path
 ):

@@ -290,6 +290,12 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
         uint8_t buffer[FRAME_BUFFER];
         if (visited >= MAX_FRAMES_VISITED) return depth;
         if (hl_memread(buffer, frame, l->frame_read_size) != 0) return depth;
+        /* 3.9/3.10: a frame object that was freed while we read (the thread returned past
+         * it) has a reference count of 0 and its f_back links the interpreter's free list of
+         * frames, which ends in NULL: followed, it looked like a whole stack of library frames
+         * with no user frame, and its time was called unattributed. A frame being run is
+         * always referenced. (ob_refcnt is the object's first word.) */
+        if (l->frame_model == HL_FRAMES_OBJECTS && (intptr_t)word_at(buffer, 0) <= 0) return depth;
         uintptr_t code_address = word_at(buffer, l->frame_code);
         uintptr_t previous = word_at(buffer, l->frame_previous);
         if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&
