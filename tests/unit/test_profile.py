@@ -22,7 +22,7 @@ def snapshot(**overrides):
     snap = {
         "samples": 10,
         "sampled_ns": 100 * MS,
-        "interval_ns": 10 * MS,
+        "sampling_interval_ns": 10 * MS,
         "lost_ns": 0,
         "files": [{"path": "/src/app.py", "user": True}, {"path": "/src/work.py", "user": True}],
         "functions": [

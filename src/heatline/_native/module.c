@@ -304,11 +304,11 @@ static PyObject *timeline_list(const hl_timeline *tl) {
     for (uint32_t i = 0; list != NULL && tl->buckets != NULL && i < tl->capacity; i++) {
         const hl_timeline_bucket *b = &tl->buckets[i];
         if (!b->used) continue;
-        PyObject *point = Py_BuildValue("(KL)", (unsigned long long)b->max_t_ns, (long long)b->max);
+        PyObject *point = Py_BuildValue("[KL]", (unsigned long long)b->max_t_ns, (long long)b->max);
         if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
         Py_XDECREF(point);
         if (list == NULL || b->last_t_ns == b->max_t_ns) continue;
-        point = Py_BuildValue("(KL)", (unsigned long long)b->last_t_ns, (long long)b->last);
+        point = Py_BuildValue("[KL]", (unsigned long long)b->last_t_ns, (long long)b->last);
         if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
         Py_XDECREF(point);
     }
@@ -323,10 +323,11 @@ static PyObject *memory_lines_list(const hl_stats *s) {
         if (m == NULL) continue;
         PyObject *item = Py_BuildValue(
             "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:N}", "file", l->file, "line", l->line,
-            "function", l->function, "alloc_python", (unsigned long long)m->alloc[HL_ALLOC_PYTHON],
-            "alloc_native", (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed",
-            (unsigned long long)m->freed, "live", (long long)m->live, "peak", (long long)m->peak,
-            "copied", (unsigned long long)m->copied, "alloc_samples",
+            "function", l->function, "alloc_python_bytes",
+            (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
+            (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes",
+            (unsigned long long)m->freed, "growth_bytes", (long long)m->live, "peak_bytes",
+            (long long)m->peak, "copy_bytes", (unsigned long long)m->copied, "alloc_samples",
             (unsigned long long)m->alloc_samples, "freed_samples",
             (unsigned long long)m->freed_samples, "timeline", timeline_list(&m->timeline));
         if (item == NULL || PyList_Append(list, item) != 0) Py_CLEAR(list);
@@ -335,28 +336,28 @@ static PyObject *memory_lines_list(const hl_stats *s) {
     return list;
 }
 
+/* {"file": file_id, "line": n, "t_ns": t}, or None when line is HL_NO_LINE: where and when a
+ * peak was reached (the profile's peak_at and gpu.alloc_peak_at, with a file id). */
+static PyObject *peak_at(const hl_stats *s, uint32_t line, uint64_t t_ns) {
+    if (line == HL_NO_LINE || line >= s->nlines) Py_RETURN_NONE;
+    return Py_BuildValue("{s:I,s:i,s:K}", "file", s->lines[line].file, "line", s->lines[line].line,
+                         "t_ns", (unsigned long long)t_ns);
+}
+
 static PyObject *memory_dict(const hl_stats *s) {
     const hl_memory_totals *m = hl_memory_totals_get();
-    PyObject *peak_line;
-    if (m->peak_line != HL_NO_LINE && m->peak_line < s->nlines)
-        peak_line = Py_BuildValue("(Ii)", s->lines[m->peak_line].file, s->lines[m->peak_line].line);
-    else {
-        Py_INCREF(Py_None);
-        peak_line = Py_None;
-    }
     return Py_BuildValue(
-        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
-        m->enabled ? Py_True : Py_False, "window", (unsigned long long)m->window, "alloc_python",
-        (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native",
-        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed", (unsigned long long)m->freed,
-        "live", (long long)m->live, "peak", (long long)m->peak, "peak_t_ns",
-        (unsigned long long)m->peak_t_ns, "peak_line", peak_line, "copied",
-        (unsigned long long)m->copied, "unattributed_alloc",
-        (unsigned long long)m->unattributed_alloc, "unattributed_copied",
-        (unsigned long long)m->unattributed_copied, "samples", (unsigned long long)m->samples,
-        "untracked", (unsigned long long)m->untracked, "slots_patched",
-        (unsigned long long)m->slots_patched, "timeline", timeline_list(&m->timeline), "lines",
-        memory_lines_list(s));
+        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
+        m->enabled ? Py_True : Py_False, "sampling_window_bytes", (unsigned long long)m->window,
+        "alloc_python_bytes", (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
+        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes", (unsigned long long)m->freed,
+        "live_bytes_at_end", (long long)m->live, "peak_bytes", (long long)m->peak, "peak_at",
+        peak_at(s, m->peak_line, m->peak_t_ns), "copy_bytes", (unsigned long long)m->copied,
+        "unattributed_alloc_bytes", (unsigned long long)m->unattributed_alloc,
+        "unattributed_copy_bytes", (unsigned long long)m->unattributed_copied, "samples",
+        (unsigned long long)m->samples, "untracked_samples", (unsigned long long)m->untracked,
+        "redirected_slots", (unsigned long long)m->slots_patched, "memory_timeline",
+        timeline_list(&m->timeline), "lines", memory_lines_list(s));
 }
 
 /* ---- the GPU part of the snapshot (gpu.h) -------------------------------------------------- */
@@ -381,12 +382,12 @@ static PyObject *gpu_dict(const hl_stats *s) {
         const hl_gpu_device *d = &g->devices[i];
         PyObject *item = Py_BuildValue(
             "{s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "index", d->index, "name", d->name,
-            "memory_total", (unsigned long long)d->memory_total, "samples",
-            (unsigned long long)d->samples, "util_sum", (unsigned long long)d->util_sum,
-            "idle_samples", (unsigned long long)d->idle_samples, "used_peak",
-            (unsigned long long)d->used_peak, "used_peak_t_ns",
-            (unsigned long long)d->used_peak_t_ns, "util_timeline", timeline_list(&d->util),
-            "used_timeline", timeline_list(&d->used));
+            "memory_total_bytes", (unsigned long long)d->memory_total, "samples",
+            (unsigned long long)d->samples, "utilisation_pct_sum", (unsigned long long)d->util_sum,
+            "idle_samples", (unsigned long long)d->idle_samples, "peak_memory_used_bytes",
+            (unsigned long long)d->used_peak, "peak_memory_t_ns",
+            (unsigned long long)d->used_peak_t_ns, "utilisation_timeline", timeline_list(&d->util),
+            "memory_timeline", timeline_list(&d->used));
         if (item == NULL || PyList_Append(devices, item) != 0) Py_CLEAR(devices);
         Py_XDECREF(item);
     }
@@ -395,9 +396,10 @@ static PyObject *gpu_dict(const hl_stats *s) {
         if (l->launches == 0 && l->gpu_ns == 0 && l->alloc == 0) continue;
         PyObject *item = Py_BuildValue(
             "{s:N,s:K,s:K,s:K,s:K,s:K,s:K}", "line", gpu_line_key(s, (uint32_t)i), "gpu_ns",
-            (unsigned long long)l->gpu_ns, "launches", (unsigned long long)l->launches, "copy_h2d",
-            (unsigned long long)l->copy_h2d, "copy_d2h", (unsigned long long)l->copy_d2h,
-            "copy_other", (unsigned long long)l->copy_other, "alloc", (unsigned long long)l->alloc);
+            (unsigned long long)l->gpu_ns, "gpu_launches", (unsigned long long)l->launches,
+            "gpu_copy_h2d_bytes", (unsigned long long)l->copy_h2d, "gpu_copy_d2h_bytes",
+            (unsigned long long)l->copy_d2h, "gpu_copy_other_bytes",
+            (unsigned long long)l->copy_other, "gpu_alloc_bytes", (unsigned long long)l->alloc);
         if (item == NULL || PyList_Append(lines, item) != 0) Py_CLEAR(lines);
         Py_XDECREF(item);
     }
@@ -414,11 +416,11 @@ static PyObject *gpu_dict(const hl_stats *s) {
         PyObject *item =
             launchers == NULL
                 ? NULL
-                : Py_BuildValue("{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "name", k->name, "demangled",
+                : Py_BuildValue("{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "raw_name", k->name, "name",
                                 k->demangled ? k->demangled : k->name, "calls",
-                                (unsigned long long)k->calls, "ns", (unsigned long long)k->ns,
+                                (unsigned long long)k->calls, "gpu_ns", (unsigned long long)k->ns,
                                 "lines", launchers, "other_lines_calls",
-                                (unsigned long long)k->other_lines_calls, "other_lines_ns",
+                                (unsigned long long)k->other_lines_calls, "other_lines_gpu_ns",
                                 (unsigned long long)k->other_lines_ns);
         if (item == NULL || PyList_Append(kernels, item) != 0) Py_CLEAR(kernels);
         Py_XDECREF(item);
@@ -431,14 +433,13 @@ static PyObject *gpu_dict(const hl_stats *s) {
         return NULL;
     }
     return Py_BuildValue(
-        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:K,s:N}", "nvml",
-        g->nvml ? Py_True : Py_False, "cupti", g->cupti ? Py_True : Py_False, "warnings", warnings,
-        "devices", devices, "lines", lines, "kernels", kernels, "records",
-        (unsigned long long)g->records, "unmatched_ns", (unsigned long long)g->unmatched_ns,
+        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:N}", "enabled",
+        g->nvml ? Py_True : Py_False, "kernel_tracing", g->cupti ? Py_True : Py_False, "warnings",
+        warnings, "devices", devices, "lines", lines, "kernels", kernels, "records",
+        (unsigned long long)g->records, "unattributed_gpu_ns", (unsigned long long)g->unmatched_ns,
         "unmatched_records", (unsigned long long)g->unmatched_records, "dropped_records",
-        (unsigned long long)g->dropped_records, "alloc_peak", (long long)g->alloc_peak,
-        "alloc_peak_t_ns", (unsigned long long)g->alloc_peak_t_ns, "alloc_peak_line",
-        gpu_line_key(s, g->alloc_peak_line));
+        (unsigned long long)g->dropped_records, "alloc_peak_bytes", (long long)g->alloc_peak,
+        "alloc_peak_at", peak_at(s, g->alloc_peak_line, g->alloc_peak_t_ns));
 }
 
 /* {"periods": [(start_ns, end_ns), ...], "count": n, "dropped_changes": n}: when profiling
@@ -474,7 +475,7 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     PyObject *result = Py_BuildValue(
         "{s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "on", on_periods(), "samples",
         (unsigned long long)view.samples, "sampled_ns", (unsigned long long)view.sampled_ns,
-        "interval_ns", (unsigned long long)view.interval_ns, "lost_ns",
+        "sampling_interval_ns", (unsigned long long)view.interval_ns, "lost_ns",
         (unsigned long long)view.lost_ns, "files", files_list(s), "functions", functions_list(s),
         "lines", lines_list(s), "threads", threads_list(&view), "stacks", stacks_list(s),
         "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "memory", memory_dict(s),

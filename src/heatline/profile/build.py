@@ -1,7 +1,8 @@
 """The profile dict (docs/profile-format.md) built from an engine snapshot
 (docs/engine-api.md): per-line and per-function times and percentages, the listed source
 lines, threads, stacks, warnings, the memory fields from memory.py and the GPU fields from
-gpu.py. Pure apart from reading source files, so it can be tested with synthetic
+gpu.py. The snapshot already uses the profile's field names (snapshot.py turns its _ns fields
+into seconds). Pure apart from reading source files, so it can be tested with synthetic
 snapshots; never imports the engine."""
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from heatline import __version__
+from heatline.profile.snapshot import in_seconds, place
+from heatline.profile.snapshot import seconds as _seconds
+from heatline.profile.snapshot import timeline as _timeline
 
 # A file's lines are listed only where they have time or memory, with this many lines of
 # context either side (and the first line of each listed function), so the profile and the
@@ -35,10 +39,6 @@ def read_source_lines(path: str) -> list[str]:
         return [line.rstrip("\r\n") for line in linecache.getlines(path)]
     except Exception:  # noqa: BLE001 -- an unreadable file must not cost the whole profile
         return []
-
-
-def _seconds(ns: float) -> float:
-    return round(ns / 1e9, 6)
 
 
 def build_profile(
@@ -163,25 +163,13 @@ def build_profile(
         file_entries.append((sum(file_total), allocated, path, entry))
     file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
 
-    threads = [
-        {
-            "native_id": t["native_id"],
-            "main": bool(t["main"]),
-            "python_s": _seconds(t["python_ns"]),
-            "native_s": _seconds(t["native_ns"]),
-            "system_s": _seconds(t["system_ns"]),
-            "unattributed_s": _seconds(t["unattributed_ns"]),
-            "cpu_s": _seconds(t["cpu_ns"]),
-            "engine_wait_s": _seconds(t["engine_wait_ns"]),
-        }
-        for t in snapshot["threads"]
-    ]
+    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in snapshot["threads"]]
     unattributed_ns = sum(t["unattributed_ns"] for t in snapshot["threads"])
     totals_ns = [
         sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
     ]
 
-    interval_ns = snapshot.get("interval_ns") or interval_s * 1e9
+    interval_ns = snapshot.get("sampling_interval_ns") or interval_s * 1e9
     profile = {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,
@@ -244,45 +232,28 @@ def _memory_summary(memory: dict[str, Any], files: list) -> dict[str, Any]:
             "memory_timeline": [],
             "memory": {"enabled": False},
         }
-    timeline = memory_report.timeline_seconds(memory["timeline"])
-    peak_line = memory.get("peak_line")
+    timeline = memory_report.decimate(_timeline(memory["memory_timeline"]), PROGRAM_TIMELINE_POINTS)
     return {
-        "peak_bytes": max(int(memory["peak"]), 0),
-        "peak_at": None
-        if peak_line is None
-        else {
-            "file": files[peak_line[0]]["path"],
-            "line": peak_line[1],
-            "t_s": _seconds(memory["peak_t_ns"]),
-        },
-        "memory_timeline": [
-            [t, v] for t, v in memory_report.decimate(timeline, PROGRAM_TIMELINE_POINTS)
-        ],
+        "peak_bytes": max(int(memory["peak_bytes"]), 0),
+        "peak_at": place(memory["peak_at"], files),
+        "memory_timeline": timeline,
         "memory": {
             "enabled": True,
-            "sampling_window_bytes": int(memory["window"]),
-            "alloc_python_bytes": int(memory["alloc_python"]),
-            "alloc_native_bytes": int(memory["alloc_native"]),
-            "freed_bytes": int(memory["freed"]),
-            "live_bytes_at_end": max(int(memory["live"]), 0),
-            "copy_bytes": int(memory["copied"]),
-            "unattributed_alloc_bytes": int(memory["unattributed_alloc"]),
-            "unattributed_copy_bytes": int(memory["unattributed_copied"]),
-            "samples": int(memory["samples"]),
-            "untracked_samples": int(memory["untracked"]),
-            "redirected_slots": int(memory["slots_patched"]),
+            # the same names; what is live at the end never below 0
+            **{key: max(int(memory[key]), 0) for key in memory_report.TOTAL_KEYS},
         },
     }
 
 
 def _memory_warnings(memory: dict[str, Any]) -> list[str]:
     warnings = []
-    if memory.get("enabled") and memory.get("untracked"):
+    if memory.get("enabled") and memory.get("untracked_samples"):
         warnings.append(
-            f"{memory['untracked']} sampled allocations could not be tracked (out of memory for "
-            "the live table): their frees are not seen, so growth and leaks may be overstated"
+            f"{memory['untracked_samples']} sampled allocations could not be tracked (out of "
+            "memory for the live table): their frees are not seen, so growth and leaks may be "
+            "overstated"
         )
-    if memory.get("enabled") and not memory.get("slots_patched"):
+    if memory.get("enabled") and not memory.get("redirected_slots"):
         warnings.append(
             "native allocations and copies could not be intercepted (no library call sites "
             "were redirected): only Python allocations are measured"

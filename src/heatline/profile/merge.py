@@ -12,12 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from heatline.profile import memory as memory_report
+from heatline.profile.gpu import LINE_KEYS as _GPU_KEYS
 
 _TIME_KEYS = ("python_s", "native_s", "system_s")
-_SUMMED_MEMORY = ("alloc_python_bytes", "alloc_native_bytes", "freed_bytes", "growth_bytes",
-                  "copy_bytes")
-_GPU_KEYS = ("gpu_s", "gpu_launches", "gpu_copy_bytes", "gpu_copy_h2d_bytes",
-             "gpu_copy_d2h_bytes", "gpu_alloc_bytes")
 # Points kept in a merged line's or function's memory timeline.
 TIMELINE_POINTS = 64
 
@@ -97,7 +94,7 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
             into["functions"], entry["functions"], ("qualname", "first_line"), offset, end_s)
     if merged["memory"].get("enabled") and profile["memory"].get("enabled"):
         for key, value in profile["memory"].items():
-            if key not in ("enabled", "sampling_window_bytes") and isinstance(value, (int, float)):
+            if key in memory_report.TOTAL_KEYS and key != "sampling_window_bytes":
                 merged["memory"][key] += value
     label = f"process {info['pid']} ({info['role']})"
     merged["warnings"].extend(f"{label}: {warning}" for warning in profile["warnings"])
@@ -138,19 +135,17 @@ def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: S
             continue
         for name in _TIME_KEYS:
             row[name] = _round(row[name] + other[name])
-        for name in (*_SUMMED_MEMORY, *_GPU_KEYS):
+        for name in (*memory_report.SUMMED_KEYS, *_GPU_KEYS):
             if name in other:
                 row[name] = row.get(name, 0) + other[name]
         if not row.get("source") and other.get("source"):
             row["source"] = other["source"]
         if row.get("function") is None and other.get("function") is not None:
             row["function"] = other["function"]
-        timelines = [
-            [(t, v) for t, v in timeline] for timeline in (row["timeline"], shifted) if timeline
-        ]
+        timelines = [timeline for timeline in (row["timeline"], shifted) if timeline]
         if timelines:
             summed = memory_report.sum_timelines(timelines)
-            row["timeline"] = [[t, v] for t, v in memory_report.decimate(summed, TIMELINE_POINTS)]
+            row["timeline"] = memory_report.decimate(summed, TIMELINE_POINTS)
             row["peak_bytes"] = max(max(v for _, v in summed), row["growth_bytes"])
         else:
             row["peak_bytes"] = max(row["peak_bytes"], other["peak_bytes"])
@@ -168,14 +163,14 @@ def _add_program_memory(merged: dict[str, Any], processes: Sequence[Process]) ->
     """The program's memory timeline and peak: the sum over the processes alive at each
     moment (each process's timeline on the main process's clock)."""
     timelines = [
-        [(round(t + info["offset_s"], 6), v) for t, v in profile["memory_timeline"]]
+        [[round(t + info["offset_s"], 6), v] for t, v in profile["memory_timeline"]]
         for info, profile in processes
         if profile["memory_timeline"]
     ]
     if not timelines:
         return
     summed = memory_report.sum_timelines(timelines)
-    merged["memory_timeline"] = [[t, v] for t, v in memory_report.decimate(summed, 200)]
+    merged["memory_timeline"] = memory_report.decimate(summed, 200)
     merged["peak_bytes"] = max(max(v for _, v in summed), merged["peak_bytes"])
 
 
