@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "frames.h"
+#include "scope.h" /* hl_config.scope: which files are user code */
 #include "stats.h"
 
 typedef struct hl_config {

@@ -18,21 +18,8 @@
 #include <stdint.h>
 
 #include "compat.h"
+#include "scope.h" /* which files are user code: the walker's scope */
 #include "stats.h"
-
-/* Which files count as the user's code. See docs/engine-api.md for the rules. */
-typedef struct hl_scope {
-    char **exclude_prefixes;
-    size_t nexclude_prefixes;
-    char **only;
-    size_t nonly;
-    char **exclude;
-    size_t nexclude;
-    int profile_all;
-} hl_scope;
-
-int hl_scope_is_user(const hl_scope *scope, const char *path);
-void hl_scope_clear(hl_scope *scope);
 
 typedef struct hl_code {
     /* identity, re-checked on every lookup */

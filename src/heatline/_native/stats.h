@@ -51,7 +51,7 @@ uint64_t hl_hash(const void *data, size_t len, uint64_t seed);
 
 typedef struct hl_file {
     char *path; /* owned, NUL-terminated UTF-8 */
-    int user;   /* 1 if the file is the user's code (the scope rules: hl_scope in frames.h) */
+    int user;   /* 1 if the file is the user's code (the scope rule: scope.h) */
 } hl_file;
 
 typedef struct hl_function {
