@@ -1,7 +1,10 @@
 /* module.c: heatline._native, the only binding between Python objects and the engine.
  *
  * It parses arguments, calls the engine and converts results; it holds no logic of its own.
- * The contract is documented in docs/engine-api.md.
+ * The snapshot it builds names every field as the profile does (docs/profile-format.md), with
+ * _ns where the profile has _s and timelines as [t_ns, value] lists, so the Python side renames
+ * nothing (heatline/profile/snapshot.py converts the units). The contract is documented in
+ * docs/engine-api.md.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
