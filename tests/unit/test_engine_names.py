@@ -110,6 +110,11 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
         "native_id", "main", "python_s", "native_s", "system_s", "unattributed_s", "cpu_s"
     }
     assert "sampling_interval_ns" in snapshot
+    # on from start() to stop(): one period, a [start_ns, end_ns] list like a timeline's points
+    [[start, end]] = snapshot["profiled_periods"]
+    assert type(snapshot["profiled_periods"][0]) is list and 0 <= start < end
+    assert snapshot["profiled_periods_count"] == 1
+    assert snapshot["profiled_periods_dropped_changes"] == 0
 
 
 def test_in_seconds_turns_every_ns_field_and_timeline_into_seconds_in_one_place():

@@ -254,6 +254,20 @@ def test_a_thread_waiting_long_for_heatlines_lock_is_a_warning():
     assert warning.startswith("thread 11 waited 0.020 s (18.7% of its time) for heatline's own")
 
 
+def test_profiled_periods_in_seconds_and_a_warning_when_some_were_not_kept():
+    periods = [[0, 20 * MS], [50 * MS, 100 * MS]]
+    prof = build(snapshot(profiled_periods=periods, profiled_periods_count=2,
+                          profiled_periods_dropped_changes=0))
+    assert prof["profiled_periods"] == [[0.0, 0.02], [0.05, 0.1]]
+    assert not any("too often" in warning for warning in prof["warnings"])
+    for more in ({"profiled_periods_count": 3}, {"profiled_periods_dropped_changes": 1}):
+        overrides = {"profiled_periods": periods, "profiled_periods_count": 2,
+                     "profiled_periods_dropped_changes": 0, **more}
+        prof = build(snapshot(**overrides))
+        assert any("too often" in warning for warning in prof["warnings"]), more
+    assert "profiled_periods" not in build()  # a snapshot without the record
+
+
 # --- load / dump ---------------------------------------------------------------------------
 
 

@@ -445,24 +445,22 @@ static PyObject *gpu_dict(const hl_stats *s) {
         "alloc_peak_at", peak_at(s, g->alloc_peak_line, g->alloc_peak_t_ns));
 }
 
-/* {"periods": [(start_ns, end_ns), ...], "count": n, "dropped_changes": n}: when profiling
- * was on. */
-static PyObject *on_periods(void) {
+/* [[start_ns, end_ns], ...]: when profiling was on, the first 1024 periods; *count is how many
+ * there were, *dropped the changes past the 4096 recorded. */
+static PyObject *profiled_periods(uint64_t *count, uint64_t *dropped) {
     enum { SHOWN = 1024 };
     static uint64_t periods[SHOWN][2]; /* under the engine lock, taken by the snapshot */
-    uint64_t dropped = 0;
-    size_t count = hl_control_periods(periods, SHOWN, &dropped);
-    size_t shown = count < SHOWN ? count : SHOWN;
+    *dropped = 0;
+    *count = hl_control_periods(periods, SHOWN, dropped);
+    size_t shown = *count < SHOWN ? (size_t)*count : SHOWN;
     PyObject *list = PyList_New((Py_ssize_t)shown);
     for (size_t i = 0; list != NULL && i < shown; i++) {
-        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)periods[i][0],
+        PyObject *pair = Py_BuildValue("[KK]", (unsigned long long)periods[i][0],
                                        (unsigned long long)periods[i][1]);
         if (pair == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
     }
-    if (list == NULL) return NULL;
-    return Py_BuildValue("{s:N,s:K,s:K}", "periods", list, "count", (unsigned long long)count,
-                         "dropped_changes", (unsigned long long)dropped);
+    return list;
 }
 
 PyDoc_STRVAR(
@@ -475,8 +473,12 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     hl_snapshot view;
     hl_engine_snapshot_begin(&view);
     const hl_stats *s = view.stats;
+    uint64_t periods_count, periods_dropped;
+    PyObject *periods = profiled_periods(&periods_count, &periods_dropped);
     PyObject *result = Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "on", on_periods(), "samples",
+        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "profiled_periods",
+        periods, "profiled_periods_count", (unsigned long long)periods_count,
+        "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view.samples, "sampled_ns", (unsigned long long)view.sampled_ns,
         "sampling_interval_ns", (unsigned long long)view.interval_ns, "lost_ns",
         (unsigned long long)view.lost_ns, "files", files_list(s), "functions", functions_list(s),

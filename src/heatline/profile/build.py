@@ -13,6 +13,7 @@ from typing import Any
 
 from heatline import __version__
 from heatline.profile.snapshot import in_seconds, place
+from heatline.profile.snapshot import periods as _periods
 from heatline.profile.snapshot import seconds as _seconds
 from heatline.profile.snapshot import timeline as _timeline
 
@@ -206,16 +207,17 @@ def build_profile(
 def _profiled_periods(snapshot: dict[str, Any]) -> dict[str, Any]:
     """When profiling was on (heatline.pause()/resume(), --off, heatline ctl), as
     [start_s, end_s] pairs since the start; absent from snapshots without the record."""
-    on = snapshot.get("on")
-    if on is None:
-        return {}
-    return {"profiled_periods": [[_seconds(start), _seconds(end)] for start, end in on["periods"]]}
+    periods = snapshot.get("profiled_periods")
+    return {} if periods is None else {"profiled_periods": _periods(periods)}
 
 
 def _control_warnings(snapshot: dict[str, Any]) -> list[str]:
-    on = snapshot.get("on") or {}
     warnings = []
-    if on.get("dropped_changes") or on.get("count", 0) > len(on.get("periods", [])):
+    shown = len(snapshot.get("profiled_periods", []))
+    if (
+        snapshot.get("profiled_periods_dropped_changes")
+        or snapshot.get("profiled_periods_count", 0) > shown
+    ):
         warnings.append("profiling was paused and resumed too often to record every period: "
                         "profiled_periods lists the first ones only")
     return warnings

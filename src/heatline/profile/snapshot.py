@@ -2,9 +2,10 @@
 
 The snapshot (module.c) names every quantity with the profile's own field name
 (docs/profile-format.md), with one difference: where the engine gives integer nanoseconds the
-name ends in ``_ns`` where the profile's ends in ``_s``, and a timeline's points are
-``[t_ns, value]`` lists where the profile's are ``[t_s, value]``. This module is the one place
-those become seconds; nothing else renames a snapshot field."""
+name ends in ``_ns`` where the profile's ends in ``_s``, a timeline's points are
+``[t_ns, value]`` lists where the profile's are ``[t_s, value]``, and profiled_periods holds
+``[start_ns, end_ns]`` pairs. This module is the one place those become seconds; nothing else
+renames a snapshot field."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ def seconds(ns: float) -> float:
 def timeline(points: Iterable[Sequence[int]]) -> Timeline:
     """Engine timeline points [t_ns, value] as [t_s, value], sorted by time."""
     return sorted([seconds(t_ns), int(value)] for t_ns, value in points)
+
+
+def periods(pairs: Iterable[Sequence[int]]) -> list[list[float]]:
+    """Engine [start_ns, end_ns] pairs (profiled_periods) as [start_s, end_s]."""
+    return [[seconds(start), seconds(end)] for start, end in pairs]
 
 
 def in_seconds(record: dict[str, Any]) -> dict[str, Any]:
