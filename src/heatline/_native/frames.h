@@ -2,10 +2,11 @@
  *
  * The walker follows the frame chain of a PyThreadState with hl_memread (never a plain load),
  * so a frame popped or freed under it yields a failed walk, not a crash. Each code object met
- * is described once in a cache keyed by its address: file, function, whether it is user code,
- * and a private copy of its line table, so a frame costs two small reads once warm. Because a
- * freed code object's address can be reused, every lookup re-reads the code object's header
- * and compares it with the cached one before trusting the entry.
+ * is described once in a cache keyed by its address: file, function, whether it is user code
+ * (asked of scope.h once per file), and a private copy of its line table, so a frame costs two
+ * small reads once warm. Because a freed code object's address can be reused, every lookup
+ * re-reads the code object's header and compares it with the cached one before trusting the
+ * entry.
  *
  * The walker is the engine's (engine.c): the sampler thread walks with it at each tick, the
  * memory and GPU parts (hl_engine_current_line) and the test hooks under the engine lock;
