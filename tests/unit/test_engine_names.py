@@ -73,6 +73,7 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
 
     def work():
         kept = bytearray(3_000_000)  # far above the window: recorded exactly
+        sum(i for i in range(1_000_000))  # enough ticks for the thread to be sampled
         return bytes(kept)
 
     _native.start(0.001, exclude_prefixes=[], memory_window=64 * 1024)
@@ -107,7 +108,8 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
     assert gpu["enabled"] is False and gpu["lines"] == [] and gpu["alloc_peak_at"] is None
     threads = snapshot["threads"]
     assert {_profile_name(key) for key in threads[0]} == {
-        "native_id", "main", "python_s", "native_s", "system_s", "unattributed_s", "cpu_s"
+        "native_id", "main", "python_s", "native_s", "system_s", "unattributed_s", "cpu_s",
+        "engine_wait_s",
     }
     assert "sampling_interval_ns" in snapshot
     # on from start() to stop(): one period, a [start_ns, end_ns] list like a timeline's points
