@@ -64,6 +64,7 @@ def snapshot(**overrides):
             (((2, 9), (0, 4)), 0, 0, 0, 20 * MS),
         ],
         "stacks_dropped_ns": 0,
+        "stacks_frameless_ns": 0,
     }
     snap.update(overrides)
     return snap
@@ -203,7 +204,7 @@ def test_run_metadata_and_threads():
         "cpu_s": 0.08,
         "engine_wait_s": 0.005,
     }
-    assert prof["warnings"] == []  # 5 ms of 107 ms waiting for heatline's lock: below 5%
+    assert prof["warnings"] == []  # 5 ms of 110 ms waiting for heatline's lock: below 5%
     profile.validate(prof)
 
 
@@ -249,9 +250,9 @@ def test_lost_and_dropped_time_are_reported_as_warnings():
 
 def test_a_thread_waiting_long_for_heatlines_lock_is_a_warning():
     snap = snapshot()
-    snap["threads"][0]["engine_wait_ns"] = 20 * MS  # of the thread's 107 ms
+    snap["threads"][0]["engine_wait_ns"] = 20 * MS  # of the threads' 110 ms
     (warning,) = build(snap)["warnings"]
-    assert warning.startswith("thread 11 waited 0.020 s (18.7% of its time) for heatline's own")
+    assert warning.startswith("threads waited 0.020 s (18.2% of their time) for heatline's own")
 
 
 def test_profiled_periods_in_seconds_and_a_warning_when_some_were_not_kept():
@@ -266,6 +267,18 @@ def test_profiled_periods_in_seconds_and_a_warning_when_some_were_not_kept():
         prof = build(snapshot(**overrides))
         assert any("too often" in warning for warning in prof["warnings"]), more
     assert "profiled_periods" not in build()  # a snapshot without the record
+
+
+def test_time_with_no_frame_to_record_is_dropped_from_stacks_without_a_warning():
+    # A thread sampled with no Python frame (starting or ending): not a full stack table.
+    prof = build(snapshot(stacks_dropped_ns=3 * MS, stacks_frameless_ns=3 * MS))
+    assert prof["stacks"]["dropped_s"] == 0.003
+    assert prof["warnings"] == []
+    prof = build(snapshot(stacks_dropped_ns=5 * MS, stacks_frameless_ns=3 * MS))
+    assert prof["warnings"] == [
+        "the stack table was full: 0.002 s of time is missing from 'stacks' "
+        "(line and function times are complete)"
+    ]
 
 
 # --- load / dump ---------------------------------------------------------------------------

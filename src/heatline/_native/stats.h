@@ -134,6 +134,7 @@ typedef struct hl_stats {
     uint64_t *frame_pool;
     size_t pool_length, pool_capacity;
     uint64_t stacks_dropped_ns;
+    uint64_t stacks_frameless_ns; /* of which: no frame to record (not a full table) */
 } hl_stats;
 
 /* Interning: each returns the id (>= 0) or -1 when out of memory. */

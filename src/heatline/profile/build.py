@@ -323,16 +323,20 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             f"{lost_ns / 1e9:.3f} s of thread time ({lost_ns * 100.0 / sampled_ns:.1f}% of the "
             "sampled time) was lost because the stack could not be read"
         )
-    for t in snapshot["threads"]:
-        thread_ns = sum(t[k] for k in ("python_ns", "native_ns", "system_ns", "unattributed_ns"))
-        if thread_ns and t["engine_wait_ns"] > ENGINE_WAIT_WARNING_FRACTION * thread_ns:
-            warnings.append(
-                f"thread {t['native_id']} waited {t['engine_wait_ns'] / 1e9:.3f} s "
-                f"({t['engine_wait_ns'] * 100.0 / thread_ns:.1f}% of its time) for heatline's "
-                "own lock, mostly while the machine was busy; that time is charged to its lines "
-                "as what they were doing"
-            )
-    dropped_ns = snapshot.get("stacks_dropped_ns", 0)
+    threads_ns = sum(
+        t[k] for t in snapshot["threads"]
+        for k in ("python_ns", "native_ns", "system_ns", "unattributed_ns")
+    )
+    waited_ns = sum(t["engine_wait_ns"] for t in snapshot["threads"])
+    if threads_ns and waited_ns > ENGINE_WAIT_WARNING_FRACTION * threads_ns:
+        warnings.append(
+            f"threads waited {waited_ns / 1e9:.3f} s ({waited_ns * 100.0 / threads_ns:.1f}% of "
+            "their time) for heatline's own lock, mostly while the machine was busy; that time "
+            "is charged to their lines as what they were doing (per thread: engine_wait_s)"
+        )
+    # Time with no Python frame to record (a thread starting or ending) is in dropped_s too, but
+    # is no loss: only a full table (or no memory) is worth a warning.
+    dropped_ns = snapshot.get("stacks_dropped_ns", 0) - snapshot.get("stacks_frameless_ns", 0)
     if dropped_ns:
         warnings.append(
             f"the stack table was full: {dropped_ns / 1e9:.3f} s of time is missing from 'stacks' "
