@@ -128,7 +128,10 @@ def _install(carrier: _Carrier) -> None:
     global _carrier
     _carrier = carrier
     if hasattr(os, "register_at_fork"):
+        from heatline import session
+
         os.register_at_fork(after_in_child=carrier.after_fork_in_child)
+        session.fork_child_profiles = True  # it keeps the memory hooks it inherits
     _wrap_exec(carrier)
 
 

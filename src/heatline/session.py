@@ -20,16 +20,27 @@ from heatline._opcodes import opcode_flags_table
 
 _active: Session | None = None
 _fork_hooks_registered = False
+# Set by heatline.children when every fork child starts a session of its own (it then keeps the
+# memory hooks it inherited, which that session uses).
+fork_child_profiles = False
 
 
 def _register_fork_hooks(native: Any) -> None:
     """Keep heatline's sampler thread out of the program's fork()s (see
-    hl_engine_suspend_for_fork in engine.h): once per process, harmless when not running."""
+    hl_engine_suspend_for_fork in engine.h), and let a fork child that profiles nothing run
+    without the memory hooks it inherited (hl_engine_release_after_fork): once per process,
+    harmless when not running."""
     global _fork_hooks_registered
     if _fork_hooks_registered or not hasattr(os, "register_at_fork"):
         return
+
+    def after_in_child() -> None:
+        if not fork_child_profiles:
+            native._release_after_fork()
+
     os.register_at_fork(
-        before=native._suspend_for_fork, after_in_parent=native._resume_after_fork
+        before=native._suspend_for_fork, after_in_parent=native._resume_after_fork,
+        after_in_child=after_in_child,
     )
     _fork_hooks_registered = True
 
