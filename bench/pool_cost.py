@@ -2,6 +2,7 @@
 
     python bench/pool_cost.py --runs 9            # the four runners, interleaved
     python bench/pool_cost.py --phases            # per-child start-up/end and merge times
+    python bench/pool_cost.py --runs 9 --other /tmp/old/src   # also another heatline tree
 
 The workload (this file run with --work) is `multiprocessing.Pool(2).map` of TASKS pure-Python
 tasks of about TASK_MS each, with close() and join(). Runners: plain python, `heatline -q`,
@@ -17,7 +18,13 @@ round), and the medians over the rounds are printed of:
 process (start-up of a fork child, writing its snapshot and the snapshot's size, the main
 process's merge) and prints their medians.
 
-heatline must be importable (installed, or on PYTHONPATH) for the heatline runners.
+Every run has bytecode caching on (PYTHONDONTWRITEBYTECODE is dropped from its environment), as
+for an installed heatline: without .pyc files every heatline import compiles its source, in the
+main process and in every spawned child. Each runner runs once, untimed, before the rounds.
+
+heatline must be importable (installed, or on PYTHONPATH) for the heatline runners. --other
+DIR adds the heatline runners once more with DIR first on PYTHONPATH (a checkout's src/ with
+its _native built in place: `python setup.py build_ext --inplace`), in the same rounds.
 """
 
 from __future__ import annotations
@@ -86,10 +93,14 @@ RUNNERS = {
 }
 
 
-def run_once(runner: str, loops: int, scratch: str, env: dict[str, str] | None = None
+def run_once(runner: str, loops: int, scratch: str, other: str | None = None
              ) -> dict[str, float]:
     report = os.path.join(scratch, "report.json")
     out = os.path.join(scratch, "profile.json")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if runner.endswith(" (other)"):
+        runner = runner[: -len(" (other)")]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [other, os.environ.get("PYTHONPATH")]))
     prefix = [a.replace("{out}", out) for a in RUNNERS[runner]]
     command = [sys.executable, *prefix, HERE, "--work", str(loops), "--report", report]
     before = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN))
@@ -103,25 +114,29 @@ def run_once(runner: str, loops: int, scratch: str, env: dict[str, str] | None =
             "main": parts["self"], "after": total - parts["children"] - parts["self"]}
 
 
-def compare(runs: int, loops: int) -> None:
+def compare(runs: int, loops: int, other: str | None) -> None:
     names = list(RUNNERS)
+    if other:
+        names += [f"{name} (other)" for name in names if name != "python"]
     results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as scratch:
-        run_once("python", loops, scratch)  # warm-up: page cache, .pyc files
+        for name in names:  # warm-up: page cache, .pyc files
+            run_once(name, loops, scratch, other)
         for round_ in range(runs):
             order = names[round_ % len(names):] + names[:round_ % len(names)]
             for name in order:
-                results[name].append(run_once(name, loops, scratch))
+                results[name].append(run_once(name, loops, scratch, other))
     load = os.getloadavg()
     print(f"{TASKS} tasks x {TASK_MS:g} ms ({loops} loops), Pool(2), {runs} interleaved rounds; "
-          f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+          + (f"; (other): heatline from {other}" if other else ""))
     base = {key: statistics.median(r[key] for r in results["python"])
             for key in ("wall", "cpu")}
-    print(f"{'runner':24} {'wall s':>7} {'ratio':>6} {'cpu s':>7} {'ratio':>6} "
+    print(f"{'runner':32} {'wall s':>7} {'ratio':>6} {'cpu s':>7} {'ratio':>6} "
           f"{'workers':>8} {'main':>6} {'after':>6}")
     for name in names:
         med = {key: statistics.median(r[key] for r in results[name]) for key in results[name][0]}
-        print(f"{name:24} {med['wall']:7.3f} {med['wall'] / base['wall']:6.3f} "
+        print(f"{name:32} {med['wall']:7.3f} {med['wall'] / base['wall']:6.3f} "
               f"{med['cpu']:7.3f} {med['cpu'] / base['cpu']:6.3f} {med['workers']:8.3f} "
               f"{med['main']:6.3f} {med['after']:6.3f}")
 
@@ -172,7 +187,8 @@ def phases(runs: int, loops: int) -> None:
                 f.write(f"exec(open({hook!r}).read())\n"
                         f"import sys; sys.path.insert(0, {os.path.dirname(HERE)!r})\n"
                         f"import pool_cost\npool_cost.work({loops}, None)\n")
-            env = dict(os.environ, POOL_COST_PHASES=record)
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env["POOL_COST_PHASES"] = record
             subprocess.run([sys.executable, "-m", "heatline", "-q", "-o", out, program],
                            check=True, env=env)
         rows: dict[str, list[tuple[float, int]]] = {}
@@ -196,6 +212,7 @@ def main() -> None:
     parser.add_argument("--report", help="with --work: write the workload's rusage here")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--phases", action="store_true")
+    parser.add_argument("--other", metavar="DIR", help="also heatline from DIR (see above)")
     parser.add_argument("--loops", type=int, help="task() loops (default: TASK_MS of CPU here)")
     args = parser.parse_args()
     if args.work is not None:
@@ -205,7 +222,7 @@ def main() -> None:
     if args.phases:
         phases(args.runs, loops)
     else:
-        compare(args.runs, loops)
+        compare(args.runs, loops, args.other)
 
 
 if __name__ == "__main__":
