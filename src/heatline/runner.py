@@ -17,9 +17,14 @@ import contextlib
 import os
 import sys
 import types
-from typing import Any
 
 from heatline.options import Options
+
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Few imports here, and none of json, dataclasses, inspect or traceback: whatever heatline holds
 # in memory while the program runs, the program's own full garbage collections must walk too.

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
 
 from heatline import scope
 from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW  # noqa: F401 (re-export)
 from heatline._opcodes import opcode_flags_table
+
+# typing and collections.abc only for the annotations (strings here): importing them costs a
+# child process about 10 ms (re, functools, collections...); this module is on its start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 # Only what starting needs is imported here: modules for building the profile (json,
 # heatline.profile, linecache) are imported once the program is done, so that the
