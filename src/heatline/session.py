@@ -28,6 +28,17 @@ _fork_hooks_registered = False
 # Set by heatline.children when every fork child starts a session of its own (it then keeps the
 # memory hooks it inherited, which that session uses).
 fork_child_profiles = False
+# The scope's library prefixes and the opcode table (about 1 ms to work out, mostly realpath
+# calls): the same for every session of this process, and of its fork children, which inherit
+# them (a Pool worker's start).
+_engine_tables: tuple[list[str], bytes] | None = None
+
+
+def _tables() -> tuple[list[str], bytes]:
+    global _engine_tables
+    if _engine_tables is None:
+        _engine_tables = (scope.default_exclude_prefixes(), opcode_flags_table())
+    return _engine_tables
 
 
 def _register_fork_hooks(native: Any) -> None:
@@ -137,13 +148,14 @@ class Session:
 
     def _start_engine(self, _native: Any) -> None:
         endpoint = self._endpoint
+        exclude_prefixes, opcode_flags = _tables()
         _native.start(
             self.interval_s,
-            exclude_prefixes=scope.default_exclude_prefixes(),
+            exclude_prefixes=list(exclude_prefixes),
             only=self.only,
             exclude=self.exclude,
             profile_all=self.profile_all,
-            opcode_flags=opcode_flags_table(),
+            opcode_flags=opcode_flags,
             paused=self.paused,
             memory_window=self.memory_window,
             gpu=self.gpu,
