@@ -3,6 +3,7 @@
     python bench/pool_cost.py --runs 9            # the four runners, interleaved
     python bench/pool_cost.py --phases            # per-child start-up/end and merge times
     python bench/pool_cost.py --runs 9 --other /tmp/old/src   # also another heatline tree
+    python bench/pool_cost.py --runs 9 --single   # the same tasks in the main process alone
 
 The workload (this file run with --work) is `multiprocessing.Pool(2).map` of TASKS pure-Python
 tasks of about TASK_MS each, with close() and join(). Runners: plain python, `heatline -q`,
@@ -58,13 +59,17 @@ def task(n: int) -> int:
     return total
 
 
-def work(loops: int, report: str | None) -> None:
-    import multiprocessing
+def work(loops: int, report: str | None, single: bool = False) -> None:
+    if single:  # the single-process figure for the same work
+        for _ in range(TASKS):
+            task(loops)
+    else:
+        import multiprocessing
 
-    pool = multiprocessing.Pool(2)
-    pool.map(task, [loops] * TASKS, chunksize=1)
-    pool.close()
-    pool.join()
+        pool = multiprocessing.Pool(2)
+        pool.map(task, [loops] * TASKS, chunksize=1)
+        pool.close()
+        pool.join()
     if report:
         with open(report, "w") as f:
             json.dump({"self": _cpu(resource.getrusage(resource.RUSAGE_SELF)),
@@ -93,8 +98,8 @@ RUNNERS = {
 }
 
 
-def run_once(runner: str, loops: int, scratch: str, other: str | None = None
-             ) -> dict[str, float]:
+def run_once(runner: str, loops: int, scratch: str, other: str | None = None,
+             single: bool = False) -> dict[str, float]:
     report = os.path.join(scratch, "report.json")
     out = os.path.join(scratch, "profile.json")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -102,7 +107,8 @@ def run_once(runner: str, loops: int, scratch: str, other: str | None = None
         runner = runner[: -len(" (other)")]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [other, os.environ.get("PYTHONPATH")]))
     prefix = [a.replace("{out}", out) for a in RUNNERS[runner]]
-    command = [sys.executable, *prefix, HERE, "--work", str(loops), "--report", report]
+    command = [sys.executable, *prefix, HERE, "--work", str(loops), "--report", report,
+               *(["--single"] if single else [])]
     before = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN))
     start = time.perf_counter()
     subprocess.run(command, check=True, env=env)
@@ -114,20 +120,21 @@ def run_once(runner: str, loops: int, scratch: str, other: str | None = None
             "main": parts["self"], "after": total - parts["children"] - parts["self"]}
 
 
-def compare(runs: int, loops: int, other: str | None) -> None:
+def compare(runs: int, loops: int, other: str | None, single: bool) -> None:
     names = list(RUNNERS)
     if other:
         names += [f"{name} (other)" for name in names if name != "python"]
     results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as scratch:
         for name in names:  # warm-up: page cache, .pyc files
-            run_once(name, loops, scratch, other)
+            run_once(name, loops, scratch, other, single)
         for round_ in range(runs):
             order = names[round_ % len(names):] + names[:round_ % len(names)]
             for name in order:
-                results[name].append(run_once(name, loops, scratch, other))
+                results[name].append(run_once(name, loops, scratch, other, single))
     load = os.getloadavg()
-    print(f"{TASKS} tasks x {TASK_MS:g} ms ({loops} loops), Pool(2), {runs} interleaved rounds; "
+    where = "in the main process alone" if single else "Pool(2)"
+    print(f"{TASKS} tasks x {TASK_MS:g} ms ({loops} loops), {where}, {runs} interleaved rounds; "
           f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
           + (f"; (other): heatline from {other}" if other else ""))
     base = {key: statistics.median(r[key] for r in results["python"])
@@ -173,7 +180,7 @@ _c._ChildFinisher._write = _write
 '''
 
 
-def phases(runs: int, loops: int) -> None:
+def phases(runs: int, loops: int, other: str | None) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         hook = os.path.join(scratch, "phases_hook.py")
         with open(hook, "w") as f:
@@ -189,6 +196,8 @@ def phases(runs: int, loops: int) -> None:
                         f"import pool_cost\npool_cost.work({loops}, None)\n")
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
             env["POOL_COST_PHASES"] = record
+            if other:
+                env["PYTHONPATH"] = other
             subprocess.run([sys.executable, "-m", "heatline", "-q", "-o", out, program],
                            check=True, env=env)
         rows: dict[str, list[tuple[float, int]]] = {}
@@ -196,7 +205,8 @@ def phases(runs: int, loops: int) -> None:
             for line in f:
                 name, _, seconds, size = line.split()
                 rows.setdefault(name, []).append((float(seconds), int(size)))
-    print(f"{runs} runs of the workload under heatline; medians over all calls "
+    print(f"{runs} runs of the workload under heatline{' from ' + other if other else ''}; "
+          "medians over all calls "
           f"(load average {os.getloadavg()[0]:.2f})")
     for name, values in rows.items():
         times = [v[0] * 1000 for v in values]
@@ -212,17 +222,19 @@ def main() -> None:
     parser.add_argument("--report", help="with --work: write the workload's rusage here")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--phases", action="store_true")
+    parser.add_argument("--single", action="store_true", help="no pool: the tasks in the main "
+                        "process (with --work too)")
     parser.add_argument("--other", metavar="DIR", help="also heatline from DIR (see above)")
     parser.add_argument("--loops", type=int, help="task() loops (default: TASK_MS of CPU here)")
     args = parser.parse_args()
     if args.work is not None:
-        work(args.work, args.report)
+        work(args.work, args.report, args.single)
         return
     loops = args.loops or calibrate()
     if args.phases:
-        phases(args.runs, loops)
+        phases(args.runs, loops, args.other)
     else:
-        compare(args.runs, loops, args.other)
+        compare(args.runs, loops, args.other, args.single)
 
 
 if __name__ == "__main__":
