@@ -4,6 +4,7 @@
     python bench/pool_cost.py --phases            # per-child start-up/end and merge times
     python bench/pool_cost.py --runs 9 --other /tmp/old/src   # also another heatline tree
     python bench/pool_cost.py --runs 9 --single   # the same tasks in the main process alone
+    python bench/pool_cost.py --runs 9 --method spawn   # workers started by spawn (default fork)
 
 The workload (this file run with --work) is `multiprocessing.Pool(2).map` of TASKS pure-Python
 tasks of about TASK_MS each, with close() and join(). Runners: plain python, `heatline -q`,
@@ -59,14 +60,14 @@ def task(n: int) -> int:
     return total
 
 
-def work(loops: int, report: str | None, single: bool = False) -> None:
+def work(loops: int, report: str | None, single: bool = False, method: str = "fork") -> None:
     if single:  # the single-process figure for the same work
         for _ in range(TASKS):
             task(loops)
     else:
         import multiprocessing
 
-        pool = multiprocessing.Pool(2)
+        pool = multiprocessing.get_context(method).Pool(2)
         pool.map(task, [loops] * TASKS, chunksize=1)
         pool.close()
         pool.join()
@@ -99,7 +100,7 @@ RUNNERS = {
 
 
 def run_once(runner: str, loops: int, scratch: str, other: str | None = None,
-             single: bool = False) -> dict[str, float]:
+             single: bool = False, method: str = "fork") -> dict[str, float]:
     report = os.path.join(scratch, "report.json")
     out = os.path.join(scratch, "profile.json")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -108,7 +109,7 @@ def run_once(runner: str, loops: int, scratch: str, other: str | None = None,
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [other, os.environ.get("PYTHONPATH")]))
     prefix = [a.replace("{out}", out) for a in RUNNERS[runner]]
     command = [sys.executable, *prefix, HERE, "--work", str(loops), "--report", report,
-               *(["--single"] if single else [])]
+               "--method", method, *(["--single"] if single else [])]
     before = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN))
     start = time.perf_counter()
     subprocess.run(command, check=True, env=env)
@@ -120,20 +121,20 @@ def run_once(runner: str, loops: int, scratch: str, other: str | None = None,
             "main": parts["self"], "after": total - parts["children"] - parts["self"]}
 
 
-def compare(runs: int, loops: int, other: str | None, single: bool) -> None:
+def compare(runs: int, loops: int, other: str | None, single: bool, method: str) -> None:
     names = list(RUNNERS)
     if other:
         names += [f"{name} (other)" for name in names if name != "python"]
     results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as scratch:
         for name in names:  # warm-up: page cache, .pyc files
-            run_once(name, loops, scratch, other, single)
+            run_once(name, loops, scratch, other, single, method)
         for round_ in range(runs):
             order = names[round_ % len(names):] + names[:round_ % len(names)]
             for name in order:
-                results[name].append(run_once(name, loops, scratch, other, single))
+                results[name].append(run_once(name, loops, scratch, other, single, method))
     load = os.getloadavg()
-    where = "in the main process alone" if single else "Pool(2)"
+    where = "in the main process alone" if single else f"Pool(2), {method}"
     print(f"{TASKS} tasks x {TASK_MS:g} ms ({loops} loops), {where}, {runs} interleaved rounds; "
           f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
           + (f"; (other): heatline from {other}" if other else ""))
@@ -222,19 +223,21 @@ def main() -> None:
     parser.add_argument("--report", help="with --work: write the workload's rusage here")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--phases", action="store_true")
+    parser.add_argument("--method", default="fork", choices=("fork", "spawn", "forkserver"),
+                        help="the pool's start method")
     parser.add_argument("--single", action="store_true", help="no pool: the tasks in the main "
                         "process (with --work too)")
     parser.add_argument("--other", metavar="DIR", help="also heatline from DIR (see above)")
     parser.add_argument("--loops", type=int, help="task() loops (default: TASK_MS of CPU here)")
     args = parser.parse_args()
     if args.work is not None:
-        work(args.work, args.report, args.single)
+        work(args.work, args.report, args.single, args.method)
         return
     loops = args.loops or calibrate()
     if args.phases:
         phases(args.runs, loops, args.other)
     else:
-        compare(args.runs, loops, args.other, args.single)
+        compare(args.runs, loops, args.other, args.single, args.method)
 
 
 if __name__ == "__main__":
