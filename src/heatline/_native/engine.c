@@ -307,6 +307,16 @@ void hl_engine_stop(void) {
     pthread_mutex_unlock(&e->lock);
 }
 
+void hl_engine_release_after_fork(void) {
+    hl_engine *e = &hl_the_engine;
+    pthread_mutex_lock(&e->lock);
+    int running = e->running;
+    pthread_mutex_unlock(&e->lock);
+    if (running) return;
+    for (size_t i = 0; i < NPARTS; i++)
+        if (parts[i]->release_after_fork) parts[i]->release_after_fork();
+}
+
 void hl_engine_suspend_for_fork(void) {
     hl_engine *e = &hl_the_engine;
     pthread_mutex_lock(&e->lock);

@@ -208,6 +208,17 @@ static PyObject *native_resume_after_fork(PyObject *module, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(release_after_fork_doc,
+             "_release_after_fork($module, /)\n--\n\n"
+             "os.register_at_fork(after_in_child=...): when no session runs in this child, take\n"
+             "out the memory hooks the parent installed (the child runs as without heatline).");
+static PyObject *native_release_after_fork(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_engine_release_after_fork();
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(is_running_doc, "is_running($module, /)\n--\n\nWhether the sampler thread runs.");
 static PyObject *native_is_running(PyObject *module, PyObject *unused) {
     (void)module;
@@ -582,6 +593,7 @@ static PyMethodDef native_methods[] = {
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
+    {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
