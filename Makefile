@@ -7,14 +7,32 @@ PIP_FLAGS := --quiet --disable-pip-version-check
 
 .PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick bench-children clean
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+# The extras (pyproject.toml) the main virtualenv installs. `make test EXTRAS=test,torch` (what
+# .ci/run does) adds torch for the DataLoader-worker tests, which then must run: the optional
+# extras asked for (each named after the module it installs) are installed into the ASan
+# virtualenv too, `unit` and `sanitize` name them in HEATLINE_REQUIRE_MODULES, and a missing one
+# fails its tests instead of skipping them. The other CPythons' virtualenvs never get them (no
+# CPU-only wheel of torch for those here: PyPI's pulls the CUDA libraries, several GB each), so
+# those tests skip there. The stamps name the extras asked for beyond the default, so an
+# existing virtualenv gets them installed when they are asked for.
+EXTRAS ?= test
+comma := ,
+empty :=
+space := $(empty) $(empty)
+EXTRA_LIST := $(subst $(comma),$(space),$(EXTRAS))
+OPTIONAL_EXTRAS := $(filter torch,$(EXTRA_LIST))
+REQUIRED_MODULES := $(subst $(space),$(comma),$(OPTIONAL_EXTRAS))
+INSTALLED := $(VENV)/.installed$(if $(filter-out test,$(EXTRA_LIST)),-$(subst $(comma),-,$(EXTRAS)))
+ASAN_INSTALLED := $(ASAN_VENV)/.installed$(if $(OPTIONAL_EXTRAS),-$(subst $(space),-,$(OPTIONAL_EXTRAS)))
+
+$(INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
-	HEATLINE_WERROR=1 $(VENV)/bin/pip install $(PIP_FLAGS) -e '.[test]'
+	HEATLINE_WERROR=1 $(VENV)/bin/pip install $(PIP_FLAGS) -e '.[$(EXTRAS)]'
 	touch $@
 
 # Profile the bundled example program.
-demo: $(VENV)/.installed
+demo: $(INSTALLED)
 	$(VENV)/bin/heatline examples/demo.py
 
 # The whole test suite: lint (ruff, clang-format), the normal build, the same tests against an
@@ -23,15 +41,15 @@ demo: $(VENV)/.installed
 test: lint format-check unit sanitize versions
 
 # Python lint (ruff, configured in pyproject.toml; installed by the test extras).
-lint: $(VENV)/.installed
+lint: $(INSTALLED)
 	$(VENV)/bin/ruff check .
 
 # C style (.clang-format): the C sources must be as clang-format writes them (`clang-format -i` fixes).
-format-check: $(VENV)/.installed
+format-check: $(INSTALLED)
 	$(VENV)/bin/clang-format --dry-run --Werror $(wildcard src/heatline/_native/*.[ch] tests/*/*.c)
 
-unit: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q
+unit: $(INSTALLED)
+	HEATLINE_REQUIRE_MODULES='$(REQUIRED_MODULES)' $(VENV)/bin/python -m pytest -q
 
 # The suite on each supported CPython other than $(PYTHON)'s, each in its own virtualenv
 # (.venv-3.X, built from PyPI's test extras), found under $(PYENV_VERSIONS); absent ones are
@@ -59,19 +77,21 @@ versions: $(foreach v,$(PRESENT),.venv-$(v)/.installed)
 	echo "heatline: skipped (not installed under $(PYENV_VERSIONS)): $(or $(ABSENT),none)"; \
 	if [ -n "$$failed" ]; then echo "heatline: suite FAILED on CPython$$failed"; exit 1; fi
 
-$(ASAN_VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+$(ASAN_INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(ASAN_VENV)
 	$(ASAN_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
 	$(ASAN_VENV)/bin/pip install $(PIP_FLAGS) pytest numpy rich
-	HEATLINE_SANITIZE=1 HEATLINE_WERROR=1 $(ASAN_VENV)/bin/pip install $(PIP_FLAGS) --no-deps .
+	HEATLINE_SANITIZE=1 HEATLINE_WERROR=1 $(ASAN_VENV)/bin/pip install $(PIP_FLAGS) \
+	  $(if $(OPTIONAL_EXTRAS),'.[$(REQUIRED_MODULES)]',--no-deps .)
 	touch $@
 
 # The interpreter is not instrumented, so the ASan runtime is preloaded. Leak checking is off
 # because CPython itself keeps memory alive at exit.
-sanitize: $(ASAN_VENV)/.installed
+sanitize: $(ASAN_INSTALLED)
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  HEATLINE_SANITIZED=1 $(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider
+	  HEATLINE_SANITIZED=1 HEATLINE_REQUIRE_MODULES='$(REQUIRED_MODULES)' \
+	  $(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 # heatline side by side with its peers (overhead and accuracy; see docs/overhead.md and
 # docs/accuracy.md). Not part of the tests. Its own virtualenv: the peers pinned in
@@ -101,7 +121,7 @@ bench-children: $(BENCH_VENV)/.installed
 
 # The memory ground-truth targets under valgrind's memcheck, profiled with memory on
 # (tests/valgrind/run.sh; suppressions explained in tests/valgrind/python.supp).
-valgrind: $(VENV)/.installed
+valgrind: $(INSTALLED)
 	PYTHON=$(VENV)/bin/python tests/valgrind/run.sh
 
 clean:

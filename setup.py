@@ -11,7 +11,7 @@ from setuptools import Extension, setup
 NATIVE = "src/heatline/_native"
 SOURCES = ["module.c", "engine.c", "sampler.c", "memory.c", "memhooks.c", "livetable.c", "got.c"]
 SOURCES += ["frames.c", "stats.c", "linetable.c", "memread.c", "compat.c", "gpu.c", "control.c"]
-SOURCES += ["sigterm.c", "periodic.c"]
+SOURCES += ["scope.c", "sigterm.c", "periodic.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []

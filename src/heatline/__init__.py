@@ -21,7 +21,12 @@ Importing this package is cheap on purpose: the API (heatline.api), the engine
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 __all__ = [

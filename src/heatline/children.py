@@ -8,15 +8,16 @@ collecting what they saw (docs/design.md, "Child processes").
 - **exec of a Python interpreter** (``subprocess`` of ``sys.executable``, multiprocessing's
   spawn and forkserver start methods, ``os.exec*``, ``os.posix_spawn``): the functions that
   exec are wrapped, and only when the new program is a Python interpreter they add two
-  variables to *that exec's* environment: ``HEATLINE_CHILD`` (the run's settings) and
+  variables to *that exec's* environment: ``HEATLINE_CHILD`` (the run's settings, marshal
+  in hex: the child decodes it with built-in modules only, no json or re) and
   ``PYTHONPATH`` with heatline's hook directory first. The interpreter imports
   ``sitecustomize`` from there (heatline/_child/sitecustomize.py), which puts PYTHONPATH back
   as it was, takes the hook directory out of sys.path, runs the real sitecustomize if any, and
   starts profiling. The program's own os.environ never holds heatline's variables, so neither
   a child nor anything the child passes its environment to sees them.
-- Every profiled child writes ``<pid>-<token>.started`` into the run directory (mkdtemp, mode
-  0700) when it starts, and its raw engine snapshot (marshal) as ``<pid>-<token>.prof`` when
-  it ends: at interpreter exit (atexit), in ``os._exit`` (wrapped in children: fork-start
+- Every profiled child writes ``<pid>-<token>.started`` into the run directory (mode 0700)
+  when it starts, and its raw engine snapshot (marshal) as ``<pid>-<token>.prof`` when it
+  ends: at interpreter exit (atexit), in ``os._exit`` (wrapped in children: fork-start
   workers end that way), on SIGTERM (``pool.terminate()``; handled as runner's _SigtermGuard
   does for the main process), and before the child itself execs. The main process merges
   them (profile/merge.py) and removes the directory; it never waits for a child.
@@ -27,10 +28,16 @@ Only this module and heatline/_child/ know of the mechanism; runner.py calls
 
 from __future__ import annotations
 
+import marshal
 import os
 import sys
 import time
-from typing import Any
+
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_CONFIG = "HEATLINE_CHILD"
 ENV_PYTHONPATH = "PYTHONPATH"
@@ -50,9 +57,8 @@ class _Carrier:
     """What this process needs to carry the profiler into its children: the run's settings,
     the real functions it wrapped, and (in a profiled child) its own session."""
 
-    def __init__(self, config: dict[str, Any], dumps: Any) -> None:
-        self.config = config  # {"dir", "session", "root", "hook"}
-        self.dumps = dumps  # json.dumps, held so no import happens while the program runs
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config  # {"dir", "session", "root", "hook", "start_epoch"}
         self.finisher: _ChildFinisher | None = None
         self.real: dict[str, Any] = {}
         self.guard: Any = None  # a profiled child's SIGTERM guard (runner._SigtermGuard)
@@ -77,7 +83,7 @@ class _Carrier:
         original = values.get(b"PYTHONPATH")
         config = dict(self.config, role=role, parent=os.getpid(),
                       pythonpath=None if original is None else os.fsdecode(original))
-        values[ENV_CONFIG.encode()] = os.fsencode(self.dumps(config))
+        values[ENV_CONFIG.encode()] = encode_config(config)
         hook = os.fsencode(self.config["hook"])
         values[b"PYTHONPATH"] = hook + (b":" + original if original is not None else b"")
         if as_list or env is None:
@@ -105,17 +111,35 @@ class _Carrier:
             pass
 
 
+def encode_config(config: dict[str, Any]) -> bytes:
+    """HEATLINE_CHILD's value: marshal (plain values only), in hex; heatline/_child/
+    sitecustomize.py decodes it with built-in modules only (json would import re, enum...)."""
+    return marshal.dumps(config).hex().encode()
+
+
 def enable(options_session_arguments: dict[str, Any]) -> None:
     """In the main process, before the program runs: make a private run directory and carry
     the profiler into every child the program starts."""
-    import json
-    import tempfile
-
     global _carrier
-    run_dir = tempfile.mkdtemp(prefix="heatline-")  # mode 0700
-    config = {"dir": run_dir, "session": options_session_arguments, "root": IMPORT_ROOT,
-              "hook": HOOK_DIR, "start_epoch": time.time()}
-    _carrier = _Carrier(config, json.dumps)
+    config = {"dir": _make_run_dir(), "session": options_session_arguments,
+              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": time.time()}
+    _carrier = _Carrier(config)
+
+
+def _make_run_dir() -> str:
+    """A new directory heatline-XXXXXXXXXXXX, mode 0700, in the temporary directory, as
+    tempfile.mkdtemp makes it, without importing tempfile (and shutil, random...) into the
+    program."""
+    from heatline.control import _temp_dir
+
+    parent = _temp_dir()
+    while True:
+        path = os.path.join(parent, "heatline-" + os.urandom(6).hex())
+        try:
+            os.mkdir(path, 0o700)
+            return os.path.abspath(path)
+        except FileExistsError:
+            continue
 
 
 def install() -> None:
@@ -128,7 +152,10 @@ def _install(carrier: _Carrier) -> None:
     global _carrier
     _carrier = carrier
     if hasattr(os, "register_at_fork"):
+        from heatline import session
+
         os.register_at_fork(after_in_child=carrier.after_fork_in_child)
+        session.fork_child_profiles = True  # it keeps the memory hooks it inherits
     _wrap_exec(carrier)
 
 
@@ -246,9 +273,7 @@ def _role_of_command(args: Any) -> str | None:
 
 def start_spawned(config: dict[str, Any]) -> None:
     """Called by heatline/_child/sitecustomize.py in an exec'd Python child."""
-    import json
-
-    carrier = _Carrier(config, json.dumps)
+    carrier = _Carrier(config)
     _install(carrier)
     if config.get("role") == "forkserver":
         return  # it only forks the workers, which profile themselves; it lives past the run
@@ -391,16 +416,22 @@ def _unblock(previous: Any) -> None:
 
 
 def _refine_role(role: str) -> str:
-    """A multiprocessing child's role from its process name (read at exit: the target
-    function is gone by then)."""
+    """A multiprocessing child's role from its process name and target (read at exit)."""
     process = sys.modules.get("multiprocessing.process")
     if process is None or role not in ("fork child", "spawned process"):
         return role
-    name = process.current_process().name
+    current = process.current_process()
+    name = current.name
     if name == "MainProcess":
         return role
     if "PoolWorker" in name:
         return "Pool worker"
+    # A torch DataLoader's workers are plain multiprocessing processes running its worker
+    # loop (the parent deletes a process's target once started; the child keeps its copy).
+    target = getattr(current, "_target", None)
+    if (getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
+            and getattr(target, "__name__", None) == "_worker_loop"):
+        return "DataLoader worker"
     if "concurrent.futures.process" in sys.modules:
         return "ProcessPoolExecutor worker"
     return f"multiprocessing process ({name})"

@@ -9,7 +9,11 @@ This module is imported with the CLI, before the program runs: it imports nothin
 
 from __future__ import annotations
 
-from typing import Any, Callable
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 DEFAULT_INTERVAL_S = 0.01
 # Mean bytes allocated (or copied) between memory samples; see memhooks.c for the maths. At this

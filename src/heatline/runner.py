@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import contextlib
 import os
 import sys
 import types
-from typing import Any
 
 from heatline.options import Options
+
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path (for
+# _SigtermGuard); so is contextlib (3 ms: collections, functools), which it does without.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Few imports here, and none of json, dataclasses, inspect or traceback: whatever heatline holds
 # in memory while the program runs, the program's own full garbage collections must walk too.
@@ -342,27 +347,34 @@ def _is_heatline(name: str) -> bool:
     return name == "heatline" or name.startswith("heatline.")
 
 
-@contextlib.contextmanager
-def _own_imports(own_modules: dict[str, Any]) -> Any:
+class _own_imports:  # noqa: N801 -- used as a function: with _own_imports(...)
     """While heatline finishes: imports resolve to heatline's dependencies, never the
     program's directory or the program's modules of the same name (json.py, rich.py); then
     the program's sys.path and sys.modules are put back as they were, for the rest of its
     shutdown. (sys.modules is changed in place: the import system holds that very dict.)"""
-    program_modules = dict(sys.modules)
-    program_path = list(sys.path)
-    try:
+
+    def __init__(self, own_modules: dict[str, Any]) -> None:
+        self.own_modules = own_modules
+
+    def __enter__(self) -> None:
+        self.program_modules = program_modules = dict(sys.modules)
+        self.program_path = list(sys.path)
+        try:
+            sys.modules.clear()
+            sys.modules.update(self.own_modules)
+            # heatline's own modules stay one copy, whoever imported them first.
+            sys.modules.update(
+                (name, module) for name, module in program_modules.items() if _is_heatline(name)
+            )
+            sys.path[:] = _OWN_PATH
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc_info: Any) -> None:
+        sys.path[:] = self.program_path
         sys.modules.clear()
-        sys.modules.update(own_modules)
-        # heatline's own modules stay one copy, whoever imported them first.
-        sys.modules.update(
-            (name, module) for name, module in program_modules.items() if _is_heatline(name)
-        )
-        sys.path[:] = _OWN_PATH
-        yield
-    finally:
-        sys.path[:] = program_path
-        sys.modules.clear()
-        sys.modules.update(program_modules)
+        sys.modules.update(self.program_modules)
 
 
 class _SkipOnce:
@@ -383,11 +395,14 @@ class _SkipOnce:
 def _check_outfile_is_not_the_program(outfile: str | None, program_file: Any) -> None:
     if not outfile or not isinstance(program_file, str):
         return
-    with contextlib.suppress(OSError):
-        if os.path.samefile(outfile, program_file):
-            raise ProgramError(
-                f"refusing to write the profile over the program itself ('{program_file}')", 2
-            )
+    try:
+        same = os.path.samefile(outfile, program_file)
+    except OSError:
+        return
+    if same:
+        raise ProgramError(
+            f"refusing to write the profile over the program itself ('{program_file}')", 2
+        )
 
 
 def _is_internal(frame: types.FrameType) -> bool:
@@ -586,8 +601,10 @@ class _SigtermGuard:
     def _in_child(self) -> None:
         module = self._module
         if self.armed:
-            with contextlib.suppress(ValueError, OSError):
+            try:
                 self._signal(module.SIGTERM, module.SIG_DFL)
+            except (ValueError, OSError):
+                pass
         self.armed = False
         module.signal, module.getsignal = self._signal, self._getsignal
 
@@ -614,29 +631,32 @@ def _internal_error(message: str) -> None:
     _write_stderr(f"heatline: internal error: {message}\n")
 
 
-@contextlib.contextmanager
 def _stderr_fd() -> Any:
-    """A text stream on file descriptor 2, for what heatline writes at exit: the process's
-    stderr, wherever the program pointed sys.stderr (into its log, None, stdout). Whatever
-    the program's streams hold is flushed first, so heatline's text comes after it."""
+    """A text stream on file descriptor 2 (use it in a with statement, which closes the stream
+    and leaves the descriptor open), for what heatline writes at exit: the process's stderr,
+    wherever the program pointed sys.stderr (into its log, None, stdout). Whatever the
+    program's streams hold is flushed first, so heatline's text comes after it."""
     if not _terminating:  # killed by SIGTERM, python would not flush them: neither do we
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             _flush(stream)
     encoding = getattr(sys.__stderr__, "encoding", None) or "utf-8"
-    with open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False) as stream:
-        yield stream
+    return open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False)
 
 
 def _write_stderr(text: str) -> None:
-    with contextlib.suppress(Exception):  # stderr itself may be gone; nothing left to do
+    try:
         with _stderr_fd() as stream:
             stream.write(text)
+    except Exception:  # noqa: BLE001 -- stderr itself may be gone; nothing left to do
+        pass
 
 
 def _flush(stream: Any) -> None:
-    with contextlib.suppress(Exception):  # a closed or broken stream must not stop the exit
+    try:
         if stream is not None:
             stream.flush()
+    except Exception:  # noqa: BLE001 -- a closed or broken stream must not stop the exit
+        pass
 
 
 def _rearm_sigint_exit() -> None:

@@ -1,6 +1,8 @@
-"""Which files are *not* user code by default: the standard library, installed packages and
-heatline itself. The engine treats every path starting with one of these prefixes as library
-code (unless --profile-all)."""
+"""Configuration for the scope rule, which lives in the engine (_native/scope.h): the directories
+whose files are *not* user code by default, the standard library, installed packages and
+heatline itself. This module only computes that list (once, in Python: sysconfig and site know
+the directories); scope.h says what the engine does with it and with --profile-only,
+--profile-exclude and --profile-all."""
 
 from __future__ import annotations
 

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
 
 from heatline import scope
 from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW  # noqa: F401 (re-export)
 from heatline._opcodes import opcode_flags_table
+
+# typing and collections.abc only for the annotations (strings here): importing them costs a
+# child process about 10 ms (re, functools, collections...); this module is on its start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 # Only what starting needs is imported here: modules for building the profile (json,
 # heatline.profile, linecache) are imported once the program is done, so that the
@@ -20,16 +25,38 @@ from heatline._opcodes import opcode_flags_table
 
 _active: Session | None = None
 _fork_hooks_registered = False
+# Set by heatline.children when every fork child starts a session of its own (it then keeps the
+# memory hooks it inherited, which that session uses).
+fork_child_profiles = False
+# The scope's library prefixes and the opcode table (about 1 ms to work out, mostly realpath
+# calls): the same for every session of this process, and of its fork children, which inherit
+# them (a Pool worker's start).
+_engine_tables: tuple[list[str], bytes] | None = None
+
+
+def _tables() -> tuple[list[str], bytes]:
+    global _engine_tables
+    if _engine_tables is None:
+        _engine_tables = (scope.default_exclude_prefixes(), opcode_flags_table())
+    return _engine_tables
 
 
 def _register_fork_hooks(native: Any) -> None:
     """Keep heatline's sampler thread out of the program's fork()s (see
-    hl_engine_suspend_for_fork in engine.h): once per process, harmless when not running."""
+    hl_engine_suspend_for_fork in engine.h), and let a fork child that profiles nothing run
+    without the memory hooks it inherited (hl_engine_release_after_fork): once per process,
+    harmless when not running."""
     global _fork_hooks_registered
     if _fork_hooks_registered or not hasattr(os, "register_at_fork"):
         return
+
+    def after_in_child() -> None:
+        if not fork_child_profiles:
+            native._release_after_fork()
+
     os.register_at_fork(
-        before=native._suspend_for_fork, after_in_parent=native._resume_after_fork
+        before=native._suspend_for_fork, after_in_parent=native._resume_after_fork,
+        after_in_child=after_in_child,
     )
     _fork_hooks_registered = True
 
@@ -121,13 +148,14 @@ class Session:
 
     def _start_engine(self, _native: Any) -> None:
         endpoint = self._endpoint
+        exclude_prefixes, opcode_flags = _tables()
         _native.start(
             self.interval_s,
-            exclude_prefixes=scope.default_exclude_prefixes(),
+            exclude_prefixes=list(exclude_prefixes),
             only=self.only,
             exclude=self.exclude,
             profile_all=self.profile_all,
-            opcode_flags=opcode_flags_table(),
+            opcode_flags=opcode_flags,
             paused=self.paused,
             memory_window=self.memory_window,
             gpu=self.gpu,

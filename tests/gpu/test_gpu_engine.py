@@ -26,7 +26,8 @@ for line in gpu["lines"]:
     line["line"] = where(line["line"])
 for kernel in gpu["kernels"]:
     kernel["lines"] = [[where(key), calls, ns] for key, calls, ns in kernel["lines"]]
-gpu["alloc_peak_line"] = where(gpu["alloc_peak_line"])
+peak = gpu["alloc_peak_at"]
+gpu["alloc_peak_at"] = None if peak is None else [files[peak["file"]], peak["line"]]
 print(json.dumps(gpu), file=sys.stderr)
 """
 
@@ -55,7 +56,7 @@ def by_line(gpu):
 
 def test_gpu_time_bytes_and_launches_are_charged_exactly_to_the_launching_lines(fakes):
     gpu = run_engine(fakes)
-    assert gpu["nvml"] and gpu["cupti"] and gpu["warnings"] == []
+    assert gpu["enabled"] and gpu["kernel_tracing"] and gpu["warnings"] == []
     lines = by_line(gpu)
     assert set(lines) == {"alloc", "matmul", "h2d", "d2h", "memset", "thread", "thread_matmul"}
 
@@ -63,11 +64,11 @@ def test_gpu_time_bytes_and_launches_are_charged_exactly_to_the_launching_lines(
         e = lines[tag]
         return (
             e["gpu_ns"],
-            e["launches"],
-            e["copy_h2d"],
-            e["copy_d2h"],
-            e["copy_other"],
-            e["alloc"],
+            e["gpu_launches"],
+            e["gpu_copy_h2d_bytes"],
+            e["gpu_copy_d2h_bytes"],
+            e["gpu_copy_other_bytes"],
+            e["gpu_alloc_bytes"],
         )
 
     assert fields("matmul") == (10 * 3 * MS, 10, 0, 0, 0, 0)
@@ -78,25 +79,25 @@ def test_gpu_time_bytes_and_launches_are_charged_exactly_to_the_launching_lines(
     assert fields("thread_matmul") == (2 * MS, 1, 0, 0, 0, 0)
     assert fields("alloc") == (0, 0, 0, 0, 0, 256 << 20)
     assert gpu["records"] == 10 + 3 + 6
-    assert gpu["unmatched_records"] == 0 and gpu["unmatched_ns"] == 0
-    assert gpu["alloc_peak"] == 256 << 20
-    assert gpu["alloc_peak_line"] == [TRUTH, tagged_lines()["alloc"]]
+    assert gpu["unmatched_records"] == 0 and gpu["unattributed_gpu_ns"] == 0
+    assert gpu["alloc_peak_bytes"] == 256 << 20
+    assert gpu["alloc_peak_at"] == [TRUTH, tagged_lines()["alloc"]]
 
 
 def test_kernels_table_has_demangled_names_calls_time_and_launching_lines(fakes):
     gpu = run_engine(fakes)
     tags = tagged_lines()
-    kernels = {k["name"]: k for k in gpu["kernels"]}
+    kernels = {k["raw_name"]: k for k in gpu["kernels"]}
     assert set(kernels) == {"_Z6matmulPKfS0_Pfi", "relu_kernel"}
     matmul = kernels["_Z6matmulPKfS0_Pfi"]
-    assert matmul["demangled"] == "matmul(float const*, float const*, float*, int)"
-    assert (matmul["calls"], matmul["ns"]) == (11, 32 * MS)
+    assert matmul["name"] == "matmul(float const*, float const*, float*, int)"
+    assert (matmul["calls"], matmul["gpu_ns"]) == (11, 32 * MS)
     assert sorted(matmul["lines"]) == sorted(
         [[[TRUTH, tags["matmul"]], 10, 30 * MS], [[TRUTH, tags["thread_matmul"]], 1, 2 * MS]]
     )
     relu = kernels["relu_kernel"]
-    assert relu["demangled"] == "relu_kernel"  # not a mangled name: kept as is
-    assert (relu["calls"], relu["ns"], relu["lines"]) == (
+    assert relu["name"] == "relu_kernel"  # not a mangled name: kept as is
+    assert (relu["calls"], relu["gpu_ns"], relu["lines"]) == (
         5,
         5 * MS,
         [[[TRUTH, tags["thread"]], 5, 5 * MS]],
@@ -106,36 +107,36 @@ def test_kernels_table_has_demangled_names_calls_time_and_launching_lines(fakes)
 def test_device_timeline_holds_the_values_the_device_reported(fakes):
     gpu = run_engine(fakes)
     (device,) = gpu["devices"]
-    assert device["name"] == "Fake GPU 0" and device["memory_total"] == 16 << 30
-    utils = {v for _, v in device["util_timeline"]}
-    used = {v for _, v in device["used_timeline"]}
+    assert device["name"] == "Fake GPU 0" and device["memory_total_bytes"] == 16 << 30
+    utils = {v for _, v in device["utilisation_timeline"]}
+    used = {v for _, v in device["memory_timeline"]}
     # Every value the timeline holds was reported at some point, and each phase was sampled.
     assert {40, 80} <= utils <= {0, 40, 80}
     assert {1 << 30, 3 << 30} <= used <= {0, 1 << 30, 3 << 30, 1 << 29}
-    assert device["used_peak"] == 3 << 30
+    assert device["peak_memory_used_bytes"] == 3 << 30
     assert device["samples"] >= 6 and 0 < device["idle_samples"] < device["samples"]
-    assert 0 < device["util_sum"] <= 80 * device["samples"]
+    assert 0 < device["utilisation_pct_sum"] <= 80 * device["samples"]
 
 
 def test_gpu_off_records_nothing_and_does_not_load_the_libraries(fakes):
     gpu = run_engine(fakes, mode=0, HEATLINE_GPU_PROFILED="")
-    assert (gpu["nvml"], gpu["cupti"], gpu["lines"], gpu["kernels"], gpu["devices"]) == (
-        False, False, [], [], []
-    )
+    assert (
+        gpu["enabled"], gpu["kernel_tracing"], gpu["lines"], gpu["kernels"], gpu["devices"]
+    ) == (False, False, [], [], [])
 
 
 def test_cupti_missing_is_a_warning_and_devices_are_still_sampled(fakes):
     gpu = run_engine(fakes, HEATLINE_CUPTI_LIBRARY="/nonexistent/libcupti.so")
-    assert gpu["nvml"] and not gpu["cupti"]
+    assert gpu["enabled"] and not gpu["kernel_tracing"]
     (warning,) = gpu["warnings"]
     assert "CUPTI could not be loaded" in warning and "/nonexistent/libcupti.so" in warning
     assert gpu["lines"] == [] and gpu["kernels"] == []
-    assert gpu["devices"][0]["used_peak"] == 3 << 30
+    assert gpu["devices"][0]["peak_memory_used_bytes"] == 3 << 30
 
 
 def test_cupti_taken_by_another_profiler_is_a_warning(fakes):
     gpu = run_engine(fakes, FAKE_CUPTI_TAKEN="1")
-    assert gpu["nvml"] and not gpu["cupti"]
+    assert gpu["enabled"] and not gpu["kernel_tracing"]
     (warning,) = gpu["warnings"]
     assert "in use by another profiler" in warning
 
@@ -143,7 +144,9 @@ def test_cupti_taken_by_another_profiler_is_a_warning(fakes):
 def test_auto_without_nvml_is_silently_off(fakes):
     gpu = run_engine(fakes, mode=2, HEATLINE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1",
                      HEATLINE_GPU_PROFILED="")
-    assert (gpu["nvml"], gpu["cupti"], gpu["warnings"], gpu["lines"]) == (False, False, [], [])
+    assert (gpu["enabled"], gpu["kernel_tracing"], gpu["warnings"], gpu["lines"]) == (
+        False, False, [], []
+    )
 
 
 def test_forced_on_without_nvml_says_why(fakes):

@@ -1,9 +1,15 @@
-"""External consumers the export tests run (go tool pprof, headless Chromium).
+"""External consumers the export tests run (go tool pprof, headless Chromium), and optional
+Python modules some targets use (torch).
 
-.ci/run installs them (Debian packages golang-go and chromium) and sets
-HEATLINE_REQUIRE_TOOLS=1, so in CI a missing tool fails the test instead of skipping it.
+.ci/run installs the tools (Debian packages golang-go and chromium) and sets
+HEATLINE_REQUIRE_TOOLS=1, so in CI a missing tool fails the test instead of skipping it. An
+optional module fails its tests when it is named in HEATLINE_REQUIRE_MODULES (comma-separated),
+which `make unit` and `make sanitize` set to the optional extras asked for in EXTRAS (.ci/run
+asks for torch); elsewhere (plain `make test`, the other CPythons' virtualenvs, which never
+install it) those tests skip and say why.
 """
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -19,6 +25,19 @@ def require(*names):
     message = (f"{names[0]} is not installed (apt-get install -y "
                f"{'golang-go' if names[0] == 'go' else names[0]}; .ci/run does this)")
     if os.environ.get("HEATLINE_REQUIRE_TOOLS"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def require_module(name, extra):
+    """Skip (or, when HEATLINE_REQUIRE_MODULES names it, fail) a test that needs the optional
+    module ``name``, installed by the pyproject extra ``extra``."""
+    if importlib.util.find_spec(name) is not None:
+        return
+    message = (f"{name} is not installed (pip install -e '.[test,{extra}]', or "
+               f"make test EXTRAS=test,{extra} as .ci/run does)")
+    required = os.environ.get("HEATLINE_REQUIRE_MODULES", "").replace(",", " ").split()
+    if name in required:
         pytest.fail(message)
     pytest.skip(message)
 

@@ -40,17 +40,7 @@ def _truth(tmp_path):
     return json.loads((tmp_path / "truth.json").read_text())
 
 
-# Known, not fixed (stop 14's note, issue 7): on 3.9 and 3.10, under load, the truth counts a few
-# percent of a busy phase as blocked where heatline's samples saw the thread busy (python_loop:
-# python 100% vs true 95.8%); seen in about one run in three on 3.10, cause not established.
-known_split_bug = pytest.mark.xfail(
-    sys.version_info < (3, 11), strict=False,
-    reason="API runs on 3.9/3.10: a few percent of busy time counted blocked by the truth (open)",
-)
-
-
 @timing
-@known_split_bug
 def test_start_in_a_thread_profiles_every_thread_within_tolerance(tmp_path, run_python):
     """Started from a thread that is not the main one, stopped from a third: the main thread's
     phases (main_thread.py) and those of a thread that was already running before start() are
@@ -85,7 +75,6 @@ def test_start_in_a_thread_profiles_every_thread_within_tolerance(tmp_path, run_
 
 
 @timing
-@known_split_bug
 def test_decorator_and_context_manager_profile_within_tolerance(tmp_path, run_python):
     pytest.importorskip("numpy")
     out = _program(tmp_path, f"""

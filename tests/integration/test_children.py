@@ -8,6 +8,7 @@ import signal
 import sys
 
 import pytest
+from _tools import require_module
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 SANITIZED = bool(os.environ.get("HEATLINE_SANITIZED"))
@@ -118,6 +119,44 @@ def test_python_subprocess_is_profiled(run_heatline, tmp_path):
     assert len(child) == 1 and child[0]["argv"] == [path, "child"]
 
 
+@timing
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_dataloader_workers_time_is_merged(run_heatline, tmp_path, method):
+    require_module("torch", "torch")
+    path = _target("children_dataloader.py")
+    profile, run = _profile(run_heatline, tmp_path, path, method, "truth")
+    truth = json.loads(run.stdout.splitlines()[-1])
+    # The Dataset's transform, run by the workers, is Python time within 15% of what they
+    # measured themselves.
+    work = _function(profile, "transform", path)
+    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15), (
+        profile["processes"], profile["warnings"])
+    assert work["native_s"] + work["system_s"] < 0.1 * work["python_s"]
+    # The parent's `for batch in loader` line waits for the workers: system time.
+    waiting = _line(profile, path, "the parent waits here")
+    assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
+                                        + waiting["system_s"])
+    # One row per process: the main one and the two workers, the program's children.
+    main, *workers = profile["processes"]
+    assert (main["pid"], main["role"]) == (truth["pid"], "main")
+    assert [(w["role"], w["ppid"]) for w in workers] == [("DataLoader worker", truth["pid"])] * 2
+    assert not [w for w in profile["warnings"] if "left no profile" in w]
+    assert _left_in(_private_tmp(tmp_path)) == []
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_dataloader_workers_see_what_they_see_under_python(run_heatline, run_python, tmp_path,
+                                                          method):
+    """The items (values, which worker made each, whether it saw the parent's environment and
+    sys.argv) and the workers' exit codes: the same bytes as under python."""
+    require_module("torch", "torch")
+    stdout = _same_as_under_python(run_heatline, run_python, tmp_path,
+                                   _target("children_dataloader.py"), method)
+    items, exits = stdout.splitlines()
+    assert {worker for _, _, worker, _ in json.loads(items)} == {0, 1}
+    assert all(same for *_, same in json.loads(items)) and exits == "[0, 0]"
+
+
 def test_no_children_restores_single_process_profiles(run_heatline, tmp_path):
     path = _target("children_pool.py")
     profile, run = _profile(run_heatline, tmp_path, path, "fork", "2",
@@ -129,21 +168,37 @@ def test_no_children_restores_single_process_profiles(run_heatline, tmp_path):
     assert json.loads(run.stdout)["busy_s"] > 0
 
 
+@pytest.mark.parametrize("options, child_hooked", [((), True), (("--no-children",), False)])
+def test_a_fork_child_keeps_the_memory_hooks_only_when_profiled(run_heatline, tmp_path,
+                                                                options, child_hooked):
+    """With --no-children a fork child runs as under python: the allocator hooks it inherited
+    are taken out (idle, they still cost every allocation a call: bench/pool_cost.py)."""
+    _, run = _profile(run_heatline, tmp_path, _target("children_hooks.py"), options=options)
+    assert json.loads(run.stdout) == {"parent": True, "fork child": child_hooked}
+
+
 @pytest.mark.parametrize(
     "case", ["subprocess", "spawn", "fork", "forkserver", "exits", "thread"]
 )
 def test_children_see_what_they_see_under_python(run_heatline, run_python, tmp_path, case):
     """Environment, sys.argv, sys.path, SIGTERM disposition, exit statuses and output: the
     same bytes as under python (the target compares child and parent for mp children)."""
-    path = _target("children_behaviour.py")
-    plain = run_python(path, case, text=True, timeout=HANG_GUARD_S,
+    _same_as_under_python(run_heatline, run_python, tmp_path, _target("children_behaviour.py"),
+                          case)
+
+
+def _same_as_under_python(run_heatline, run_python, tmp_path, *args):
+    """Run ``args`` under python and under heatline: the same exit status (0), stdout and
+    stderr, and nothing left behind. Returns python's stdout."""
+    plain = run_python(*args, text=True, timeout=HANG_GUARD_S,
                        env={"TMPDIR": str(_private_tmp(tmp_path))})
-    profiled = run_heatline("-q", path, case, text=True, timeout=HANG_GUARD_S,
+    profiled = run_heatline("-q", *args, text=True, timeout=HANG_GUARD_S,
                             env={"TMPDIR": str(_private_tmp(tmp_path))})
     assert plain.returncode == 0, plain.stderr
     assert (profiled.returncode, profiled.stdout) == (0, plain.stdout)
     assert _stderr(profiled.stderr) == _stderr(plain.stderr)
     assert _left_in(_private_tmp(tmp_path)) == []
+    return plain.stdout
 
 
 def _stderr(text):

@@ -54,3 +54,78 @@ def test_current_stack_reports_undecodable_paths_unchanged():
     stack = namespace["here"](_native._current_stack)
     assert stack[0][0] == filename
     assert stack[0][2] == 2
+
+
+# --- one vocabulary across the seam (issue 8) -------------------------------------------------
+
+
+def _profile_name(key):
+    """The profile's name of a snapshot field: X_ns is X_s, everything else is the same name."""
+    return key[:-3] + "_s" if key.endswith("_ns") else key
+
+
+def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
+    """The snapshot names each quantity as the profile does (with _ns for the profile's _s), so
+    nothing renames it on the way: the memory totals are the profile's `memory` keys, a line's
+    memory record holds the profile line's byte fields, timelines are lists of [t_ns, value]
+    lists, and the GPU part's fields are those of the profile's `gpu` object."""
+    from heatline.profile import memory as memory_report
+
+    def work():
+        kept = bytearray(3_000_000)  # far above the window: recorded exactly
+        sum(i for i in range(1_000_000))  # enough ticks for the thread to be sampled
+        return bytes(kept)
+
+    _native.start(0.001, exclude_prefixes=[], memory_window=64 * 1024)
+    try:
+        held = work()
+    finally:
+        _native.stop()
+    snapshot = _native.snapshot()
+    assert len(held) == 3_000_000
+    memory = snapshot["memory"]
+    assert memory["enabled"]
+    assert set(memory) == {
+        "enabled", *memory_report.TOTAL_KEYS, "peak_bytes", "peak_at", "memory_timeline", "lines"
+    }
+    assert set(memory["peak_at"]) == {"file", "line", "t_ns"}
+    timelines = [memory["memory_timeline"]] + [line["timeline"] for line in memory["lines"]]
+    assert all(timelines) and all(
+        type(point) is list and len(point) == 2 for timeline in timelines for point in timeline
+    )
+    for record in memory["lines"]:
+        assert set(record) == {
+            "file", "line", "function", *memory_report.LINE_KEYS, "alloc_samples",
+            "freed_samples", "timeline",
+        }
+    assert any(record["copy_bytes"] == 3_000_000 for record in memory["lines"])
+    assert memory["sampling_window_bytes"] == 64 * 1024
+
+    gpu = snapshot["gpu"]  # off: the same keys, empty
+    profile_gpu_keys = {"enabled", "kernel_tracing", "unattributed_gpu_s", "alloc_peak_bytes",
+                        "alloc_peak_at", "records", "dropped_records", "devices", "kernels"}
+    assert profile_gpu_keys <= {_profile_name(key) for key in gpu}
+    assert gpu["enabled"] is False and gpu["lines"] == [] and gpu["alloc_peak_at"] is None
+    threads = snapshot["threads"]
+    assert {_profile_name(key) for key in threads[0]} == {
+        "native_id", "main", "python_s", "native_s", "system_s", "unattributed_s", "cpu_s",
+        "engine_wait_s",
+    }
+    assert "sampling_interval_ns" in snapshot
+    # on from start() to stop(): one period, a [start_ns, end_ns] list like a timeline's points
+    [[start, end]] = snapshot["profiled_periods"]
+    assert type(snapshot["profiled_periods"][0]) is list and 0 <= start < end
+    assert snapshot["profiled_periods_count"] == 1
+    assert snapshot["profiled_periods_dropped_changes"] == 0
+
+
+def test_in_seconds_turns_every_ns_field_and_timeline_into_seconds_in_one_place():
+    from heatline.profile.snapshot import in_seconds
+
+    record = {"gpu_ns": 1_500_000, "name": "k", "peak_at": {"file": 0, "line": 3, "t_ns": 2_000},
+              "memory_timeline": [[3_000_000_000, 7], [1_000_000_000, 5]], "lines": [[1, 2]]}
+    assert in_seconds(record) == {
+        "gpu_s": 0.0015, "name": "k", "peak_at": {"file": 0, "line": 3, "t_s": 0.000002},
+        "memory_timeline": [[1.0, 5], [3.0, 7]], "lines": [[1, 2]],
+    }
+    assert list(in_seconds(record)) == ["gpu_s", "name", "peak_at", "memory_timeline", "lines"]

@@ -8,40 +8,39 @@ from heatline import profile as profile_module
 
 def gpu_part(**overrides):
     gpu = {
-        "nvml": True,
-        "cupti": True,
+        "enabled": True,
+        "kernel_tracing": True,
         "warnings": [],
         "devices": [
             {
                 "index": 0,
                 "name": "G",
-                "memory_total": 100,
+                "memory_total_bytes": 100,
                 "samples": 4,
-                "util_sum": 150,
+                "utilisation_pct_sum": 150,
                 "idle_samples": 1,
-                "used_peak": 60,
-                "used_peak_t_ns": 20 * MS,
-                "util_timeline": [(0, 0), (10 * MS, 50)],
-                "used_timeline": [(0, 10), (20 * MS, 60)],
+                "peak_memory_used_bytes": 60,
+                "peak_memory_t_ns": 20 * MS,
+                "utilisation_timeline": [[0, 0], [10 * MS, 50]],
+                "memory_timeline": [[0, 10], [20 * MS, 60]],
             }
         ],
         "lines": [],
         "kernels": [],
         "records": 0,
-        "unmatched_ns": 0,
+        "unattributed_gpu_ns": 0,
         "unmatched_records": 0,
         "dropped_records": 0,
-        "alloc_peak": 0,
-        "alloc_peak_t_ns": 0,
-        "alloc_peak_line": None,
+        "alloc_peak_bytes": 0,
+        "alloc_peak_at": None,
     }
     gpu.update(overrides)
     return gpu
 
 
 def line(key, gpu_ns, launches=1, h2d=0, d2h=0, other=0, alloc=0):
-    return {"line": key, "gpu_ns": gpu_ns, "launches": launches, "copy_h2d": h2d, "copy_d2h": d2h,
-            "copy_other": other, "alloc": alloc}
+    return {"line": key, "gpu_ns": gpu_ns, "gpu_launches": launches, "gpu_copy_h2d_bytes": h2d,
+            "gpu_copy_d2h_bytes": d2h, "gpu_copy_other_bytes": other, "gpu_alloc_bytes": alloc}
 
 
 def test_lines_functions_and_totals_get_the_gpu_figures():
@@ -52,19 +51,18 @@ def test_lines_functions_and_totals_get_the_gpu_figures():
         ],
         kernels=[
             {
-                "name": "_Zk",
-                "demangled": "k()",
+                "raw_name": "_Zk",
+                "name": "k()",
                 "calls": 3,
-                "ns": 7 * MS,
+                "gpu_ns": 7 * MS,
                 "lines": [((0, 4, 0), 3, 7 * MS)],
                 "other_lines_calls": 0,
-                "other_lines_ns": 0,
+                "other_lines_gpu_ns": 0,
             }
         ],
-        unmatched_ns=1 * MS,
-        alloc_peak=4096,
-        alloc_peak_t_ns=5 * MS,
-        alloc_peak_line=(0, 5, 0),
+        unattributed_gpu_ns=1 * MS,
+        alloc_peak_bytes=4096,
+        alloc_peak_at={"file": 0, "line": 5, "t_ns": 5 * MS},
     )
     prof = build(snapshot(gpu=gpu))
     profile_module.validate(prof)
@@ -118,13 +116,15 @@ def test_a_line_in_a_file_without_samples_is_listed_for_its_gpu_work():
 
 
 def test_gpu_off_or_absent_gives_enabled_false_and_zero_fields():
-    for snap in (snapshot(), snapshot(gpu=gpu_part(nvml=False, cupti=False, devices=[]))):
+    off = gpu_part(enabled=False, kernel_tracing=False, devices=[])
+    for snap in (snapshot(), snapshot(gpu=off)):
         prof = build(snap)
         assert prof["gpu"] == {"enabled": False}
         assert all(item["gpu_launches"] == 0 for f in prof["files"].values() for item in f["lines"])
 
 
 def test_gpu_warnings_join_the_profile_warnings():
-    prof = build(snapshot(gpu=gpu_part(cupti=False, warnings=["GPU kernel tracing is off: x"])))
+    gpu = gpu_part(kernel_tracing=False, warnings=["GPU kernel tracing is off: x"])
+    prof = build(snapshot(gpu=gpu))
     assert prof["warnings"][-1] == "GPU kernel tracing is off: x"
     assert prof["gpu"]["kernel_tracing"] is False

@@ -83,3 +83,18 @@ def test_every_file_names_its_room_in_its_header_comment():
     for path in _sources():
         text = path.read_text(encoding="utf-8")
         assert text.startswith(f"/* {path.name}: "), path.name
+
+
+def test_the_scope_rule_lives_in_one_room():
+    """Which files are user code is decided in scope.c alone (its rule in scope.h's header);
+    the walker only asks, and heatline/scope.py only computes the directories it is given."""
+    defining = {
+        p.name for p in _sources()
+        if re.search(r"^int hl_scope_is_user\([^;]*\{", p.read_text(encoding="utf-8"), re.MULTILINE)
+    }
+    assert defining == {"scope.c"}
+    pseudo_file_rule = {p.name for p in _sources() if "<ipython-input-" in p.read_text("utf-8")}
+    assert pseudo_file_rule <= {"scope.c", "scope.h"} and "scope.c" in pseudo_file_rule
+    header = (NATIVE / "scope.h").read_text(encoding="utf-8").split("*/", 1)[0]
+    for part in ("--profile-exclude", "--profile-only", "--profile-all", "pseudo-file"):
+        assert part in header, part

@@ -59,13 +59,13 @@ def test_large_python_allocations_and_copies_are_exact():
     big = _record(snapshot, work, "# big-python")
     # The 5,000,001-byte buffer is above the window: counted exactly. The 56-byte bytearray
     # object is below it: counted as one window when a sample point falls in it, else 0.
-    assert big["alloc_python"] - 5_000_001 in (0, WINDOW)
+    assert big["alloc_python_bytes"] - 5_000_001 in (0, WINDOW)
     # pymalloc hands a block this large to malloc inside the interpreter: not counted again.
-    assert big["alloc_native"] == 0
-    assert big["live"] == big["alloc_python"] and big["freed"] == 0
+    assert big["alloc_native_bytes"] == 0
+    assert big["growth_bytes"] == big["alloc_python_bytes"] and big["freed_bytes"] == 0
     copy = _record(snapshot, work, "# big-copy")
-    assert copy["copied"] == 5_000_000
-    assert copy["alloc_python"] == sys.getsizeof(b"") + 5_000_000
+    assert copy["copy_bytes"] == 5_000_000
+    assert copy["alloc_python_bytes"] == sys.getsizeof(b"") + 5_000_000
     del held
 
 
@@ -84,11 +84,11 @@ def test_native_allocation_without_the_gil_in_a_thread_is_charged_to_its_line():
 
     held, snapshot = _profiled(work)
     line = _record(snapshot, worker, "np.zeros")
-    assert line["alloc_native"] == 16_000_000
+    assert line["alloc_native_bytes"] == 16_000_000
     # The line's own Python objects (the array object, the list's slots) are a few hundred
     # bytes, far below the window: a sample point lands in them with probability under 1%,
     # and then counts one window. Sample points are at least W/2 apart, so never two.
-    assert line["alloc_python"] in (0, WINDOW)
+    assert line["alloc_python_bytes"] in (0, WINDOW)
     del held
 
 
@@ -101,7 +101,7 @@ def test_small_allocations_are_estimated_without_bias():
     estimates = []
     for _ in range(8):
         held, snapshot = _profiled(work, window=16 * 1024)
-        estimates.append(_record(snapshot, work, "# small-objects")["live"])
+        estimates.append(_record(snapshot, work, "# small-objects")["growth_bytes"])
         del held
     # Live at the end: the floats plus the list's item array (8 bytes each). Each run takes
     # about 400 samples, some landing in objects freed meanwhile (the loop's ints, the list's
@@ -121,11 +121,11 @@ def test_frees_are_seen_and_the_peak_is_kept():
 
     held, snapshot = _profiled(work)
     temporary = _record(snapshot, work, "# temporary")
-    assert temporary["freed"] == temporary["alloc_python"] >= 8_000_000
-    assert temporary["live"] == 0 and temporary["peak"] >= 8_000_000
+    assert temporary["freed_bytes"] == temporary["alloc_python_bytes"] >= 8_000_000
+    assert temporary["growth_bytes"] == 0 and temporary["peak_bytes"] >= 8_000_000
     memory = snapshot["memory"]
-    assert memory["peak"] >= 8_000_000
-    assert memory["peak_line"][1] == _line_of(work, "# temporary")
+    assert memory["peak_bytes"] >= 8_000_000
+    assert memory["peak_at"]["line"] == _line_of(work, "# temporary")
     del held
 
 
@@ -136,8 +136,8 @@ def test_nothing_is_recorded_after_stop():
     held = bytearray(20_000_000)
     copied = bytes(held)
     after = _native.snapshot()["memory"]
-    assert after["alloc_python"] == before["alloc_python"]
-    assert after["copied"] == before["copied"]
+    assert after["alloc_python_bytes"] == before["alloc_python_bytes"]
+    assert after["copy_bytes"] == before["copy_bytes"]
     del held, copied
 
 
@@ -148,7 +148,7 @@ def test_cpu_only_records_no_memory():
     finally:
         _native.stop()
     memory = _native.snapshot()["memory"]
-    assert not memory["enabled"] and memory["lines"] == [] and memory["alloc_python"] == 0
+    assert not memory["enabled"] and memory["lines"] == [] and memory["alloc_python_bytes"] == 0
     del held
 
 
@@ -166,7 +166,7 @@ def test_tracemalloc_started_during_profiling_keeps_working():
         _native.stop()
     assert traced >= 4_000_000
     line = _record(_native.snapshot(), work, "# traced")
-    assert line["alloc_python"] >= 4_000_000
+    assert line["alloc_python_bytes"] >= 4_000_000
     del held
 
 
@@ -189,7 +189,7 @@ def test_a_line_that_starts_late_gets_its_whole_timeline_over_its_own_span():
 
     held, snapshot = _profiled(work)
     record = _record(snapshot, work, "# late-leak")
-    assert record["live"] >= 50 * WINDOW * 2
+    assert record["growth_bytes"] >= 50 * WINDOW * 2
     times = sorted(t for t, _ in record["timeline"])
     span = times[-1] - times[0]
     # 16 or more of the 32 buckets hold the growth (a bucket is at most a sixteenth of the

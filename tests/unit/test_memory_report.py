@@ -15,7 +15,7 @@ def _leak(timeline, *, end_s, samples=50):
 
 
 def test_steady_growth_over_the_run_is_a_leak_with_its_rate():
-    timeline = [(0.1 * i, i * MB) for i in range(1, 51)]  # +10 MB/s for 5 s
+    timeline = [[0.1 * i, i * MB] for i in range(1, 51)]  # +10 MB/s for 5 s
     leak = _leak(timeline, end_s=5.0)
     assert leak is not None and leak["likelihood"] >= 0.9
     assert abs(leak["growth_bytes_per_s"] - 10 * MB) < 0.5 * MB
@@ -31,32 +31,32 @@ def test_a_structure_built_in_a_burst_then_kept_is_not_a_leak():
 
 
 def test_a_freed_temporary_is_not_a_leak():
-    timeline = [(0.1 * i, i * MB) for i in range(1, 31)] + [(3.1, 0)]
+    timeline = [[0.1 * i, i * MB] for i in range(1, 31)] + [[3.1, 0]]
     assert _leak(timeline, end_s=5.0) is None
 
 
 def test_oscillating_temporaries_are_not_a_leak():
-    timeline = [(0.05 * i, (8 if i % 2 else 16) * MB) for i in range(1, 100)]
+    timeline = [[0.05 * i, (8 if i % 2 else 16) * MB] for i in range(1, 100)]
     assert _leak(timeline, end_s=5.0) is None
 
 
 def test_too_few_surviving_samples_is_not_evidence():
-    timeline = [(1.0, MB), (2.0, 2 * MB), (3.0, 3 * MB)]
+    timeline = [[1.0, MB], [2.0, 2 * MB], [3.0, 3 * MB]]
     assert _leak(timeline, end_s=3.5, samples=2) is None
 
 
 def test_sum_of_timelines_is_a_step_function_sum():
-    a = [(1.0, 10), (3.0, 0)]
-    b = [(2.0, 5)]
-    assert mr.sum_timelines([a, b]) == [(1.0, 10), (2.0, 15), (3.0, 5)]
+    a = [[1.0, 10], [3.0, 0]]
+    b = [[2.0, 5]]
+    assert mr.sum_timelines([a, b]) == [[1.0, 10], [2.0, 15], [3.0, 5]]
 
 
 def test_decimate_bounds_points_and_keeps_the_peak_and_the_end():
-    timeline = [(i * 0.001, i % 1000) for i in range(10_000)]
-    timeline[5_432] = (5.432, 10**9)
+    timeline = [[i * 0.001, i % 1000] for i in range(10_000)]
+    timeline[5_432] = [5.432, 10**9]
     kept = mr.decimate(timeline, 50)
     assert len(kept) <= 51
-    assert (5.432, 10**9) in kept
+    assert [5.432, 10**9] in kept
     assert kept[-1] == timeline[-1]
 
 

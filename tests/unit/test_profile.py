@@ -22,7 +22,7 @@ def snapshot(**overrides):
     snap = {
         "samples": 10,
         "sampled_ns": 100 * MS,
-        "interval_ns": 10 * MS,
+        "sampling_interval_ns": 10 * MS,
         "lost_ns": 0,
         "files": [{"path": "/src/app.py", "user": True}, {"path": "/src/work.py", "user": True}],
         "functions": [
@@ -46,6 +46,7 @@ def snapshot(**overrides):
                 "system_ns": 20 * MS,
                 "unattributed_ns": 7 * MS,
                 "cpu_ns": 80 * MS,
+                "engine_wait_ns": 5 * MS,
             },
             {
                 "native_id": 12,
@@ -55,6 +56,7 @@ def snapshot(**overrides):
                 "system_ns": 0,
                 "unattributed_ns": 3 * MS,
                 "cpu_ns": 1 * MS,
+                "engine_wait_ns": 0,
             },
         ],
         "stacks": [
@@ -62,6 +64,7 @@ def snapshot(**overrides):
             (((2, 9), (0, 4)), 0, 0, 0, 20 * MS),
         ],
         "stacks_dropped_ns": 0,
+        "stacks_frameless_ns": 0,
     }
     snap.update(overrides)
     return snap
@@ -199,8 +202,9 @@ def test_run_metadata_and_threads():
         "system_s": 0.02,
         "unattributed_s": 0.007,
         "cpu_s": 0.08,
+        "engine_wait_s": 0.005,
     }
-    assert prof["warnings"] == []
+    assert prof["warnings"] == []  # 5 ms of 110 ms waiting for heatline's lock: below 5%
     profile.validate(prof)
 
 
@@ -242,6 +246,39 @@ def test_lost_and_dropped_time_are_reported_as_warnings():
     assert prof["lost_s"] == 0.05
     assert prof["stacks"]["dropped_s"] == 0.003
     assert len(prof["warnings"]) == 2
+
+
+def test_a_thread_waiting_long_for_heatlines_lock_is_a_warning():
+    snap = snapshot()
+    snap["threads"][0]["engine_wait_ns"] = 20 * MS  # of the threads' 110 ms
+    (warning,) = build(snap)["warnings"]
+    assert warning.startswith("threads waited 0.020 s (18.2% of their time) for heatline's own")
+
+
+def test_profiled_periods_in_seconds_and_a_warning_when_some_were_not_kept():
+    periods = [[0, 20 * MS], [50 * MS, 100 * MS]]
+    prof = build(snapshot(profiled_periods=periods, profiled_periods_count=2,
+                          profiled_periods_dropped_changes=0))
+    assert prof["profiled_periods"] == [[0.0, 0.02], [0.05, 0.1]]
+    assert not any("too often" in warning for warning in prof["warnings"])
+    for more in ({"profiled_periods_count": 3}, {"profiled_periods_dropped_changes": 1}):
+        overrides = {"profiled_periods": periods, "profiled_periods_count": 2,
+                     "profiled_periods_dropped_changes": 0, **more}
+        prof = build(snapshot(**overrides))
+        assert any("too often" in warning for warning in prof["warnings"]), more
+    assert "profiled_periods" not in build()  # a snapshot without the record
+
+
+def test_time_with_no_frame_to_record_is_dropped_from_stacks_without_a_warning():
+    # A thread sampled with no Python frame (starting or ending): not a full stack table.
+    prof = build(snapshot(stacks_dropped_ns=3 * MS, stacks_frameless_ns=3 * MS))
+    assert prof["stacks"]["dropped_s"] == 0.003
+    assert prof["warnings"] == []
+    prof = build(snapshot(stacks_dropped_ns=5 * MS, stacks_frameless_ns=3 * MS))
+    assert prof["warnings"] == [
+        "the stack table was full: 0.002 s of time is missing from 'stacks' "
+        "(line and function times are complete)"
+    ]
 
 
 # --- load / dump ---------------------------------------------------------------------------

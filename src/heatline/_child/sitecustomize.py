@@ -42,11 +42,13 @@ def _start() -> None:
     before = set(sys.modules)
     config = None
     if config_text is not None:
-        import json
+        import marshal  # built in, as everything imported here: no json (re, enum...)
 
         try:
-            config = json.loads(config_text)
-        except ValueError:
+            config = marshal.loads(bytes.fromhex(config_text))  # children.encode_config
+        except (ValueError, EOFError, TypeError):
+            config = None
+        if not isinstance(config, dict):
             config = None
     if config is not None and config.get("pythonpath") is not None:
         os.environ["PYTHONPATH"] = config["pythonpath"]

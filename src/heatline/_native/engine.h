@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "frames.h"
+#include "scope.h" /* hl_config.scope: which files are user code */
 #include "stats.h"
 
 typedef struct hl_config {
@@ -53,6 +54,11 @@ void hl_engine_stop(void);
 
 void hl_engine_set_paused(int paused);
 
+/* In the child of os.fork() (os.register_at_fork(after_in_child=...)), GIL held: if no session
+ * runs in this process (the parent's was marked stopped at the fork), the parts take out what
+ * they installed, so that a child that profiles nothing runs at its plain speed. */
+void hl_engine_release_after_fork(void);
+
 /* Returns once no tick is under way: after hl_engine_set_paused(1), nothing the program does
  * from then on is charged (a tick that had read the flag before could otherwise charge the
  * code that follows pause()). Do not call with the engine lock held. */
@@ -81,6 +87,7 @@ typedef struct hl_thread_stat {
     uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
     uint64_t unattributed_ns;
     uint64_t cpu_ns;
+    uint64_t engine_wait_ns; /* blocked in a hook on the engine lock (hl_engine_lock_from_hook) */
 } hl_thread_stat;
 
 /* The engine's own figures, as the snapshot reports them. */
@@ -121,6 +128,9 @@ typedef struct hl_engine_part {
     void (*wake)(uint64_t now_ns); /* the sampler thread, at every wake-up (paused or not),
                                     * before the tick, lock held */
     void (*after_fork_child)(void); /* in the child of fork(): the part records nothing there */
+    /* In the child of fork(), GIL held, once the interpreter is usable again, when no session
+     * is running there: take out what the part installed (the child runs as without it). */
+    void (*release_after_fork)(void);
     /* Marks the calling thread as working inside the engine (nests): see hl_engine_lock. */
     void (*enter)(void);
     void (*leave)(void);

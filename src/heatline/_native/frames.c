@@ -16,40 +16,6 @@
 #define FRAME_BUFFER 128         /* >= every layout's frame_read_size */
 #define MAX_FRAMES_VISITED 4096  /* guards against a cycle in a torn chain */
 
-/* ---- scope ------------------------------------------------------------------------- */
-
-int hl_scope_is_user(const hl_scope *scope, const char *path) {
-    /* <string>, <frozen ...>, <stdin> are not user code; terminal IPython's cells are. */
-    if (path[0] == '\0' || (path[0] == '<' && strncmp(path, "<ipython-input-", 15) != 0)) return 0;
-    for (size_t i = 0; i < scope->nexclude; i++)
-        if (strstr(path, scope->exclude[i])) return 0;
-    if (scope->nonly) {
-        int matched = 0;
-        for (size_t i = 0; i < scope->nonly && !matched; i++)
-            matched = strstr(path, scope->only[i]) != NULL;
-        if (!matched) return 0;
-    }
-    if (!scope->profile_all) {
-        for (size_t i = 0; i < scope->nexclude_prefixes; i++) {
-            const char *prefix = scope->exclude_prefixes[i];
-            if (strncmp(path, prefix, strlen(prefix)) == 0) return 0;
-        }
-    }
-    return 1;
-}
-
-static void free_strings(char **strings, size_t n) {
-    for (size_t i = 0; i < n; i++) free(strings[i]);
-    free(strings);
-}
-
-void hl_scope_clear(hl_scope *scope) {
-    free_strings(scope->exclude_prefixes, scope->nexclude_prefixes);
-    free_strings(scope->only, scope->nonly);
-    free_strings(scope->exclude, scope->nexclude);
-    memset(scope, 0, sizeof(*scope));
-}
-
 /* ---- reading objects ----------------------------------------------------------------- */
 
 static uintptr_t word_at(const uint8_t *buffer, size_t offset) {
@@ -290,6 +256,12 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
         uint8_t buffer[FRAME_BUFFER];
         if (visited >= MAX_FRAMES_VISITED) return depth;
         if (hl_memread(buffer, frame, l->frame_read_size) != 0) return depth;
+        /* 3.9/3.10: a frame object that was freed while we read (the thread returned past
+         * it) has a reference count of 0 and its f_back links the interpreter's free list of
+         * frames, which ends in NULL: followed, it looked like a whole stack of library frames
+         * with no user frame, and its time was called unattributed. A frame being run is
+         * always referenced. (ob_refcnt is the object's first word.) */
+        if (l->frame_model == HL_FRAMES_OBJECTS && (intptr_t)word_at(buffer, 0) <= 0) return depth;
         uintptr_t code_address = word_at(buffer, l->frame_code);
         uintptr_t previous = word_at(buffer, l->frame_previous);
         if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&

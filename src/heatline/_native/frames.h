@@ -2,10 +2,11 @@
  *
  * The walker follows the frame chain of a PyThreadState with hl_memread (never a plain load),
  * so a frame popped or freed under it yields a failed walk, not a crash. Each code object met
- * is described once in a cache keyed by its address: file, function, whether it is user code,
- * and a private copy of its line table, so a frame costs two small reads once warm. Because a
- * freed code object's address can be reused, every lookup re-reads the code object's header
- * and compares it with the cached one before trusting the entry.
+ * is described once in a cache keyed by its address: file, function, whether it is user code
+ * (asked of scope.h once per file), and a private copy of its line table, so a frame costs two
+ * small reads once warm. Because a freed code object's address can be reused, every lookup
+ * re-reads the code object's header and compares it with the cached one before trusting the
+ * entry.
  *
  * The walker is the engine's (engine.c): the sampler thread walks with it at each tick, the
  * memory and GPU parts (hl_engine_current_line) and the test hooks under the engine lock;
@@ -18,21 +19,8 @@
 #include <stdint.h>
 
 #include "compat.h"
+#include "scope.h" /* which files are user code: the walker's scope */
 #include "stats.h"
-
-/* Which files count as the user's code. See docs/engine-api.md for the rules. */
-typedef struct hl_scope {
-    char **exclude_prefixes;
-    size_t nexclude_prefixes;
-    char **only;
-    size_t nonly;
-    char **exclude;
-    size_t nexclude;
-    int profile_all;
-} hl_scope;
-
-int hl_scope_is_user(const hl_scope *scope, const char *path);
-void hl_scope_clear(hl_scope *scope);
 
 typedef struct hl_code {
     /* identity, re-checked on every lookup */

@@ -46,6 +46,21 @@ typedef struct saved_slot {
 } saved_slot;
 
 static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fork() while another thread patches (a dlopen in a thread of its own): the lock is held
+ * across the fork, so the child, which patches or restores the slots in its turn (a profiled
+ * child's start; a fork child that profiles nothing takes the redirections out), never finds it
+ * held by a thread it does not have, nor the tables half written. */
+static void got_before_fork(void) {
+    pthread_mutex_lock(&got_lock);
+}
+static void got_after_fork(void) {
+    pthread_mutex_unlock(&got_lock);
+}
+static void register_fork_handlers(void) {
+    pthread_atfork(got_before_fork, got_after_fork, got_after_fork);
+}
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
 static object_id *patched;
 static size_t npatched, patched_capacity;
 static saved_slot *saved;
@@ -192,6 +207,7 @@ int hl_got_patch(const hl_got_symbol *symbols, size_t nsymbols, const void *inte
     if (dladdr((void *)&hl_got_patch, &self) != 0) r.self = self.dli_fname;
     if (interpreter_function != NULL && dladdr(interpreter_function, &interpreter) != 0)
         r.interpreter = interpreter.dli_fname;
+    pthread_once(&fork_handlers_once, register_fork_handlers);
     pthread_mutex_lock(&got_lock);
     dl_iterate_phdr(patch_object, &r);
     pthread_mutex_unlock(&got_lock);

@@ -84,6 +84,7 @@ static struct {
     ring_slot *ring;
     live_alloc *allocs;
     size_t nallocs, allocs_capacity;
+    size_t kernels_capacity; /* of r.kernels (r.lines' capacity is r.nlines: all zero-filled) */
     char *(*demangle)(const char *, char *, size_t *, int *);
     int active; /* callbacks record (read without the lock; written under it) */
     hl_gpu_results r;
@@ -189,15 +190,9 @@ static void gpu_tick(uint64_t now_ns) {
 
 static hl_gpu_line *line_record(uint32_t line) {
     if (line == HL_NO_LINE) return NULL;
-    if (line >= gpu.r.nlines) {
-        size_t grown = gpu.r.nlines ? gpu.r.nlines : 64;
-        while (grown <= line) grown *= 2;
-        hl_gpu_line *lines = realloc(gpu.r.lines, grown * sizeof(*lines));
-        if (lines == NULL) return NULL;
-        memset(lines + gpu.r.nlines, 0, (grown - gpu.r.nlines) * sizeof(*lines));
-        gpu.r.lines = lines;
-        gpu.r.nlines = grown;
-    }
+    size_t had = gpu.r.nlines;
+    if (HL_ARRAY_RESERVE(gpu.r.lines, gpu.r.nlines, (size_t)line + 1, 64) != 0) return NULL;
+    memset(gpu.r.lines + had, 0, (gpu.r.nlines - had) * sizeof(*gpu.r.lines));
     return &gpu.r.lines[line];
 }
 
@@ -218,10 +213,9 @@ static hl_gpu_kernel *kernel_record(const char *name) {
     for (size_t i = 0; i < gpu.r.nkernels; i++) /* few distinct kernels; most recent first */
         if (strcmp(gpu.r.kernels[gpu.r.nkernels - 1 - i].name, name) == 0)
             return &gpu.r.kernels[gpu.r.nkernels - 1 - i];
-    hl_gpu_kernel *kernels = realloc(gpu.r.kernels, (gpu.r.nkernels + 1) * sizeof(*kernels));
-    if (kernels == NULL) return NULL;
-    gpu.r.kernels = kernels;
-    hl_gpu_kernel *k = &kernels[gpu.r.nkernels];
+    if (HL_ARRAY_RESERVE(gpu.r.kernels, gpu.kernels_capacity, gpu.r.nkernels + 1, 16) != 0)
+        return NULL;
+    hl_gpu_kernel *k = &gpu.r.kernels[gpu.r.nkernels];
     memset(k, 0, sizeof(*k));
     k->name = strdup(name);
     if (k->name == NULL) return NULL;
@@ -542,6 +536,7 @@ static void gpu_reset(void) {
     free(gpu.allocs);
     gpu.allocs = NULL;
     gpu.nallocs = gpu.allocs_capacity = 0;
+    gpu.kernels_capacity = 0;
     memset(&gpu.r, 0, sizeof(gpu.r));
     gpu.r.alloc_peak_line = HL_NO_LINE;
 }

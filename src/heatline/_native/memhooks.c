@@ -428,6 +428,10 @@ int hl_memhooks_install(uint64_t window, const hl_memhooks_sink *sink) {
 
 void hl_memhooks_remove(void) {
     if (!__atomic_exchange_n(&mem.active, 0, __ATOMIC_ACQ_REL)) return;
+    hl_memhooks_put_back();
+}
+
+void hl_memhooks_put_back(void) {
     hl_got_restore();
     /* Put the previous allocators back only if ours are still the installed ones: a hook
      * installed after ours (tracemalloc started later) still calls ours, which now only passes

@@ -29,6 +29,11 @@ int hl_memhooks_install(uint64_t window, const hl_memhooks_sink *sink);
  * Python allocators. Idempotent. */
 void hl_memhooks_remove(void);
 
+/* What hl_memhooks_remove does once sampling is off (GIL held): in a fork child that profiles
+ * nothing, where hl_memhooks_off already turned sampling off but every allocation still passes
+ * through the (idle) hooks. Idempotent. */
+void hl_memhooks_put_back(void);
+
 /* Whether the hooks sample (relaxed; the sink checks it under the engine lock). */
 int hl_memhooks_sampling(void);
 

@@ -155,6 +155,7 @@ const hl_engine_part hl_memory_part = {
     .stop = hl_memhooks_remove,
     .reset = memory_reset,
     .after_fork_child = hl_memhooks_off,
+    .release_after_fork = hl_memhooks_put_back,
     .enter = hl_memhooks_enter,
     .leave = hl_memhooks_leave,
 };

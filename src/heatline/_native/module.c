@@ -1,13 +1,17 @@
 /* module.c: heatline._native, the only binding between Python objects and the engine.
  *
  * It parses arguments, calls the engine and converts results; it holds no logic of its own.
- * The contract is documented in docs/engine-api.md.
+ * The snapshot it builds names every field as the profile does (docs/profile-format.md), with
+ * _ns where the profile has _s and timelines as [t_ns, value] lists, so the Python side renames
+ * nothing (heatline/profile/snapshot.py converts the units). The contract is documented in
+ * docs/engine-api.md.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "control.h" /* heatline ctl and the on/off record */
 #include "engine.h"
@@ -204,6 +208,17 @@ static PyObject *native_resume_after_fork(PyObject *module, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(release_after_fork_doc,
+             "_release_after_fork($module, /)\n--\n\n"
+             "os.register_at_fork(after_in_child=...): when no session runs in this child, take\n"
+             "out the memory hooks the parent installed (the child runs as without heatline).");
+static PyObject *native_release_after_fork(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_engine_release_after_fork();
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(is_running_doc, "is_running($module, /)\n--\n\nWhether the sampler thread runs.");
 static PyObject *native_is_running(PyObject *module, PyObject *unused) {
     (void)module;
@@ -264,11 +279,12 @@ static PyObject *threads_list(const hl_snapshot *view) {
         const hl_thread_stat *t = &stat;
         hl_engine_thread_stat(i, &stat);
         PyObject *item = Py_BuildValue(
-            "{s:l,s:O,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
+            "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
             t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
             "native_ns", (unsigned long long)t->ns[HL_NATIVE], "system_ns",
             (unsigned long long)t->ns[HL_SYSTEM], "unattributed_ns",
-            (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns);
+            (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns,
+            "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
         if (item == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
     }
@@ -302,11 +318,11 @@ static PyObject *timeline_list(const hl_timeline *tl) {
     for (uint32_t i = 0; list != NULL && tl->buckets != NULL && i < tl->capacity; i++) {
         const hl_timeline_bucket *b = &tl->buckets[i];
         if (!b->used) continue;
-        PyObject *point = Py_BuildValue("(KL)", (unsigned long long)b->max_t_ns, (long long)b->max);
+        PyObject *point = Py_BuildValue("[KL]", (unsigned long long)b->max_t_ns, (long long)b->max);
         if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
         Py_XDECREF(point);
         if (list == NULL || b->last_t_ns == b->max_t_ns) continue;
-        point = Py_BuildValue("(KL)", (unsigned long long)b->last_t_ns, (long long)b->last);
+        point = Py_BuildValue("[KL]", (unsigned long long)b->last_t_ns, (long long)b->last);
         if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
         Py_XDECREF(point);
     }
@@ -321,10 +337,11 @@ static PyObject *memory_lines_list(const hl_stats *s) {
         if (m == NULL) continue;
         PyObject *item = Py_BuildValue(
             "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:N}", "file", l->file, "line", l->line,
-            "function", l->function, "alloc_python", (unsigned long long)m->alloc[HL_ALLOC_PYTHON],
-            "alloc_native", (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed",
-            (unsigned long long)m->freed, "live", (long long)m->live, "peak", (long long)m->peak,
-            "copied", (unsigned long long)m->copied, "alloc_samples",
+            "function", l->function, "alloc_python_bytes",
+            (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
+            (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes",
+            (unsigned long long)m->freed, "growth_bytes", (long long)m->live, "peak_bytes",
+            (long long)m->peak, "copy_bytes", (unsigned long long)m->copied, "alloc_samples",
             (unsigned long long)m->alloc_samples, "freed_samples",
             (unsigned long long)m->freed_samples, "timeline", timeline_list(&m->timeline));
         if (item == NULL || PyList_Append(list, item) != 0) Py_CLEAR(list);
@@ -333,28 +350,28 @@ static PyObject *memory_lines_list(const hl_stats *s) {
     return list;
 }
 
+/* {"file": file_id, "line": n, "t_ns": t}, or None when line is HL_NO_LINE: where and when a
+ * peak was reached (the profile's peak_at and gpu.alloc_peak_at, with a file id). */
+static PyObject *peak_at(const hl_stats *s, uint32_t line, uint64_t t_ns) {
+    if (line == HL_NO_LINE || line >= s->nlines) Py_RETURN_NONE;
+    return Py_BuildValue("{s:I,s:i,s:K}", "file", s->lines[line].file, "line", s->lines[line].line,
+                         "t_ns", (unsigned long long)t_ns);
+}
+
 static PyObject *memory_dict(const hl_stats *s) {
     const hl_memory_totals *m = hl_memory_totals_get();
-    PyObject *peak_line;
-    if (m->peak_line != HL_NO_LINE && m->peak_line < s->nlines)
-        peak_line = Py_BuildValue("(Ii)", s->lines[m->peak_line].file, s->lines[m->peak_line].line);
-    else {
-        Py_INCREF(Py_None);
-        peak_line = Py_None;
-    }
     return Py_BuildValue(
-        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
-        m->enabled ? Py_True : Py_False, "window", (unsigned long long)m->window, "alloc_python",
-        (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native",
-        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed", (unsigned long long)m->freed,
-        "live", (long long)m->live, "peak", (long long)m->peak, "peak_t_ns",
-        (unsigned long long)m->peak_t_ns, "peak_line", peak_line, "copied",
-        (unsigned long long)m->copied, "unattributed_alloc",
-        (unsigned long long)m->unattributed_alloc, "unattributed_copied",
-        (unsigned long long)m->unattributed_copied, "samples", (unsigned long long)m->samples,
-        "untracked", (unsigned long long)m->untracked, "slots_patched",
-        (unsigned long long)m->slots_patched, "timeline", timeline_list(&m->timeline), "lines",
-        memory_lines_list(s));
+        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
+        m->enabled ? Py_True : Py_False, "sampling_window_bytes", (unsigned long long)m->window,
+        "alloc_python_bytes", (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
+        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes", (unsigned long long)m->freed,
+        "live_bytes_at_end", (long long)m->live, "peak_bytes", (long long)m->peak, "peak_at",
+        peak_at(s, m->peak_line, m->peak_t_ns), "copy_bytes", (unsigned long long)m->copied,
+        "unattributed_alloc_bytes", (unsigned long long)m->unattributed_alloc,
+        "unattributed_copy_bytes", (unsigned long long)m->unattributed_copied, "samples",
+        (unsigned long long)m->samples, "untracked_samples", (unsigned long long)m->untracked,
+        "redirected_slots", (unsigned long long)m->slots_patched, "memory_timeline",
+        timeline_list(&m->timeline), "lines", memory_lines_list(s));
 }
 
 /* ---- the GPU part of the snapshot (gpu.h) -------------------------------------------------- */
@@ -379,12 +396,12 @@ static PyObject *gpu_dict(const hl_stats *s) {
         const hl_gpu_device *d = &g->devices[i];
         PyObject *item = Py_BuildValue(
             "{s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "index", d->index, "name", d->name,
-            "memory_total", (unsigned long long)d->memory_total, "samples",
-            (unsigned long long)d->samples, "util_sum", (unsigned long long)d->util_sum,
-            "idle_samples", (unsigned long long)d->idle_samples, "used_peak",
-            (unsigned long long)d->used_peak, "used_peak_t_ns",
-            (unsigned long long)d->used_peak_t_ns, "util_timeline", timeline_list(&d->util),
-            "used_timeline", timeline_list(&d->used));
+            "memory_total_bytes", (unsigned long long)d->memory_total, "samples",
+            (unsigned long long)d->samples, "utilisation_pct_sum", (unsigned long long)d->util_sum,
+            "idle_samples", (unsigned long long)d->idle_samples, "peak_memory_used_bytes",
+            (unsigned long long)d->used_peak, "peak_memory_t_ns",
+            (unsigned long long)d->used_peak_t_ns, "utilisation_timeline", timeline_list(&d->util),
+            "memory_timeline", timeline_list(&d->used));
         if (item == NULL || PyList_Append(devices, item) != 0) Py_CLEAR(devices);
         Py_XDECREF(item);
     }
@@ -393,9 +410,10 @@ static PyObject *gpu_dict(const hl_stats *s) {
         if (l->launches == 0 && l->gpu_ns == 0 && l->alloc == 0) continue;
         PyObject *item = Py_BuildValue(
             "{s:N,s:K,s:K,s:K,s:K,s:K,s:K}", "line", gpu_line_key(s, (uint32_t)i), "gpu_ns",
-            (unsigned long long)l->gpu_ns, "launches", (unsigned long long)l->launches, "copy_h2d",
-            (unsigned long long)l->copy_h2d, "copy_d2h", (unsigned long long)l->copy_d2h,
-            "copy_other", (unsigned long long)l->copy_other, "alloc", (unsigned long long)l->alloc);
+            (unsigned long long)l->gpu_ns, "gpu_launches", (unsigned long long)l->launches,
+            "gpu_copy_h2d_bytes", (unsigned long long)l->copy_h2d, "gpu_copy_d2h_bytes",
+            (unsigned long long)l->copy_d2h, "gpu_copy_other_bytes",
+            (unsigned long long)l->copy_other, "gpu_alloc_bytes", (unsigned long long)l->alloc);
         if (item == NULL || PyList_Append(lines, item) != 0) Py_CLEAR(lines);
         Py_XDECREF(item);
     }
@@ -412,11 +430,11 @@ static PyObject *gpu_dict(const hl_stats *s) {
         PyObject *item =
             launchers == NULL
                 ? NULL
-                : Py_BuildValue("{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "name", k->name, "demangled",
+                : Py_BuildValue("{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "raw_name", k->name, "name",
                                 k->demangled ? k->demangled : k->name, "calls",
-                                (unsigned long long)k->calls, "ns", (unsigned long long)k->ns,
+                                (unsigned long long)k->calls, "gpu_ns", (unsigned long long)k->ns,
                                 "lines", launchers, "other_lines_calls",
-                                (unsigned long long)k->other_lines_calls, "other_lines_ns",
+                                (unsigned long long)k->other_lines_calls, "other_lines_gpu_ns",
                                 (unsigned long long)k->other_lines_ns);
         if (item == NULL || PyList_Append(kernels, item) != 0) Py_CLEAR(kernels);
         Py_XDECREF(item);
@@ -429,34 +447,31 @@ static PyObject *gpu_dict(const hl_stats *s) {
         return NULL;
     }
     return Py_BuildValue(
-        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:K,s:N}", "nvml",
-        g->nvml ? Py_True : Py_False, "cupti", g->cupti ? Py_True : Py_False, "warnings", warnings,
-        "devices", devices, "lines", lines, "kernels", kernels, "records",
-        (unsigned long long)g->records, "unmatched_ns", (unsigned long long)g->unmatched_ns,
+        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:N}", "enabled",
+        g->nvml ? Py_True : Py_False, "kernel_tracing", g->cupti ? Py_True : Py_False, "warnings",
+        warnings, "devices", devices, "lines", lines, "kernels", kernels, "records",
+        (unsigned long long)g->records, "unattributed_gpu_ns", (unsigned long long)g->unmatched_ns,
         "unmatched_records", (unsigned long long)g->unmatched_records, "dropped_records",
-        (unsigned long long)g->dropped_records, "alloc_peak", (long long)g->alloc_peak,
-        "alloc_peak_t_ns", (unsigned long long)g->alloc_peak_t_ns, "alloc_peak_line",
-        gpu_line_key(s, g->alloc_peak_line));
+        (unsigned long long)g->dropped_records, "alloc_peak_bytes", (long long)g->alloc_peak,
+        "alloc_peak_at", peak_at(s, g->alloc_peak_line, g->alloc_peak_t_ns));
 }
 
-/* {"periods": [(start_ns, end_ns), ...], "count": n, "dropped_changes": n}: when profiling
- * was on. */
-static PyObject *on_periods(void) {
+/* [[start_ns, end_ns], ...]: when profiling was on, the first 1024 periods; *count is how many
+ * there were, *dropped the changes past the 4096 recorded. */
+static PyObject *profiled_periods(uint64_t *count, uint64_t *dropped) {
     enum { SHOWN = 1024 };
     static uint64_t periods[SHOWN][2]; /* under the engine lock, taken by the snapshot */
-    uint64_t dropped = 0;
-    size_t count = hl_control_periods(periods, SHOWN, &dropped);
-    size_t shown = count < SHOWN ? count : SHOWN;
+    *dropped = 0;
+    *count = hl_control_periods(periods, SHOWN, dropped);
+    size_t shown = *count < SHOWN ? (size_t)*count : SHOWN;
     PyObject *list = PyList_New((Py_ssize_t)shown);
     for (size_t i = 0; list != NULL && i < shown; i++) {
-        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)periods[i][0],
+        PyObject *pair = Py_BuildValue("[KK]", (unsigned long long)periods[i][0],
                                        (unsigned long long)periods[i][1]);
         if (pair == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
     }
-    if (list == NULL) return NULL;
-    return Py_BuildValue("{s:N,s:K,s:K}", "periods", list, "count", (unsigned long long)count,
-                         "dropped_changes", (unsigned long long)dropped);
+    return list;
 }
 
 PyDoc_STRVAR(
@@ -469,14 +484,18 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     hl_snapshot view;
     hl_engine_snapshot_begin(&view);
     const hl_stats *s = view.stats;
+    uint64_t periods_count, periods_dropped;
+    PyObject *periods = profiled_periods(&periods_count, &periods_dropped);
     PyObject *result = Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:N,s:N}", "on", on_periods(), "samples",
+        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}", "profiled_periods",
+        periods, "profiled_periods_count", (unsigned long long)periods_count,
+        "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view.samples, "sampled_ns", (unsigned long long)view.sampled_ns,
-        "interval_ns", (unsigned long long)view.interval_ns, "lost_ns",
+        "sampling_interval_ns", (unsigned long long)view.interval_ns, "lost_ns",
         (unsigned long long)view.lost_ns, "files", files_list(s), "functions", functions_list(s),
         "lines", lines_list(s), "threads", threads_list(&view), "stacks", stacks_list(s),
-        "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "memory", memory_dict(s),
-        "gpu", gpu_dict(s));
+        "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
+        (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s), "gpu", gpu_dict(s));
     hl_engine_snapshot_end();
     return result;
 }
@@ -541,6 +560,29 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     return list;
 }
 
+PyDoc_STRVAR(hold_lock_doc,
+             "_hold_engine_lock($module, seconds, /)\n--\n\n"
+             "Test hook: holds the engine lock for `seconds`, the GIL released, as a long tick or "
+             "a snapshot would.");
+
+static PyObject *native_hold_engine_lock(PyObject *module, PyObject *arg) {
+    (void)module;
+    double seconds = PyFloat_AsDouble(arg);
+    if (seconds == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(seconds >= 0.0 && seconds <= 10.0)) {
+        PyErr_SetString(PyExc_ValueError, "_hold_engine_lock(seconds): 0 to 10");
+        return NULL;
+    }
+    struct timespec hold = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    Py_BEGIN_ALLOW_THREADS
+    hl_engine_lock();
+    while (nanosleep(&hold, &hold) != 0 && errno == EINTR) {
+    }
+    hl_engine_unlock();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef native_methods[] = {
     {"start", (PyCFunction)(void (*)(void))native_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", native_stop, METH_NOARGS, stop_doc},
@@ -551,9 +593,11 @@ static PyMethodDef native_methods[] = {
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
+    {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
+    {"_hold_engine_lock", native_hold_engine_lock, METH_O, hold_lock_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -271,9 +271,13 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     }
     for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
         keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
-    if (depth == 0 ||
-        hl_stats_charge_stack(e->stats, thread_index, keys, (uint32_t)depth, category, dt) != 0)
-        e->stats->stacks_dropped_ns += dt; /* no frame to record, or no memory for the stack */
+    if (depth == 0) { /* no frame to record (a thread with no Python frame on its stack) */
+        e->stats->stacks_dropped_ns += dt;
+        e->stats->stacks_frameless_ns += dt;
+    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, (uint32_t)depth, category, dt) !=
+               0) {
+        e->stats->stacks_dropped_ns += dt; /* no memory for the stack */
+    }
 }
 
 static void tick(hl_sampler *e, uint64_t dt) {

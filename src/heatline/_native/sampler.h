@@ -28,6 +28,7 @@ typedef struct hl_thread {
     uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
     uint64_t unattributed_ns;    /* sampled while no user frame was on its stack */
     uint64_t cpu_ns;             /* CPU time measured between its samples */
+    uint64_t engine_wait_ns;     /* spent in an allocation hook waiting for the engine lock */
     hl_frame last_user;          /* the user line its latest readable sample was charged to */
     int has_last_user;
 } hl_thread;

@@ -51,7 +51,7 @@ uint64_t hl_hash(const void *data, size_t len, uint64_t seed);
 
 typedef struct hl_file {
     char *path; /* owned, NUL-terminated UTF-8 */
-    int user;   /* 1 if the file is the user's code (the scope rules: hl_scope in frames.h) */
+    int user;   /* 1 if the file is the user's code (the scope rule: scope.h) */
 } hl_file;
 
 typedef struct hl_function {
@@ -134,6 +134,7 @@ typedef struct hl_stats {
     uint64_t *frame_pool;
     size_t pool_length, pool_capacity;
     uint64_t stacks_dropped_ns;
+    uint64_t stacks_frameless_ns; /* of which: no frame to record (not a full table) */
 } hl_stats;
 
 /* Interning: each returns the id (>= 0) or -1 when out of memory. */

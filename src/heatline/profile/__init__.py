@@ -1,6 +1,8 @@
 """The profile: the one place that owns heatline's profile format (docs/profile-format.md) end
-to end. build.py turns an engine snapshot into a profile, memory.py its memory fields and the
-leak rule, io.py reads, validates and writes profile files. Nothing here imports the engine.
+to end. snapshot.py reads the engine snapshot's vocabulary (the profile's own field names, _ns
+for _s), build.py turns a snapshot into a profile, memory.py its memory fields, their key lists
+and the leak rule, gpu.py its GPU fields, merge.py one profile from several processes', io.py
+reads, validates and writes profile files. Nothing here imports the engine.
 
 Imported once the program is done (or by `heatline view`), never while it runs, unless the
 program itself uses ``heatline.profile`` (the API's context manager and decorator, below)."""

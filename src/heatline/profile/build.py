@@ -1,7 +1,8 @@
 """The profile dict (docs/profile-format.md) built from an engine snapshot
 (docs/engine-api.md): per-line and per-function times and percentages, the listed source
 lines, threads, stacks, warnings, the memory fields from memory.py and the GPU fields from
-gpu.py. Pure apart from reading source files, so it can be tested with synthetic
+gpu.py. The snapshot already uses the profile's field names (snapshot.py turns its _ns fields
+into seconds). Pure apart from reading source files, so it can be tested with synthetic
 snapshots; never imports the engine."""
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from heatline import __version__
+from heatline.profile.snapshot import in_seconds, place
+from heatline.profile.snapshot import periods as _periods
+from heatline.profile.snapshot import seconds as _seconds
+from heatline.profile.snapshot import timeline as _timeline
 
 # A file's lines are listed only where they have time or memory, with this many lines of
 # context either side (and the first line of each listed function), so the profile and the
@@ -18,6 +23,7 @@ from heatline import __version__
 CONTEXT_LINES = 2
 # Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
 LOST_WARNING_FRACTION = 0.05
+ENGINE_WAIT_WARNING_FRACTION = 0.05
 # Points kept in the program's memory timeline in the profile.
 PROGRAM_TIMELINE_POINTS = 200
 
@@ -34,10 +40,6 @@ def read_source_lines(path: str) -> list[str]:
         return [line.rstrip("\r\n") for line in linecache.getlines(path)]
     except Exception:  # noqa: BLE001 -- an unreadable file must not cost the whole profile
         return []
-
-
-def _seconds(ns: float) -> float:
-    return round(ns / 1e9, 6)
 
 
 def build_profile(
@@ -162,24 +164,13 @@ def build_profile(
         file_entries.append((sum(file_total), allocated, path, entry))
     file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
 
-    threads = [
-        {
-            "native_id": t["native_id"],
-            "main": bool(t["main"]),
-            "python_s": _seconds(t["python_ns"]),
-            "native_s": _seconds(t["native_ns"]),
-            "system_s": _seconds(t["system_ns"]),
-            "unattributed_s": _seconds(t["unattributed_ns"]),
-            "cpu_s": _seconds(t["cpu_ns"]),
-        }
-        for t in snapshot["threads"]
-    ]
+    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in snapshot["threads"]]
     unattributed_ns = sum(t["unattributed_ns"] for t in snapshot["threads"])
     totals_ns = [
         sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
     ]
 
-    interval_ns = snapshot.get("interval_ns") or interval_s * 1e9
+    interval_ns = snapshot.get("sampling_interval_ns") or interval_s * 1e9
     profile = {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,
@@ -216,16 +207,17 @@ def build_profile(
 def _profiled_periods(snapshot: dict[str, Any]) -> dict[str, Any]:
     """When profiling was on (heatline.pause()/resume(), --off, heatline ctl), as
     [start_s, end_s] pairs since the start; absent from snapshots without the record."""
-    on = snapshot.get("on")
-    if on is None:
-        return {}
-    return {"profiled_periods": [[_seconds(start), _seconds(end)] for start, end in on["periods"]]}
+    periods = snapshot.get("profiled_periods")
+    return {} if periods is None else {"profiled_periods": _periods(periods)}
 
 
 def _control_warnings(snapshot: dict[str, Any]) -> list[str]:
-    on = snapshot.get("on") or {}
     warnings = []
-    if on.get("dropped_changes") or on.get("count", 0) > len(on.get("periods", [])):
+    shown = len(snapshot.get("profiled_periods", []))
+    if (
+        snapshot.get("profiled_periods_dropped_changes")
+        or snapshot.get("profiled_periods_count", 0) > shown
+    ):
         warnings.append("profiling was paused and resumed too often to record every period: "
                         "profiled_periods lists the first ones only")
     return warnings
@@ -242,45 +234,28 @@ def _memory_summary(memory: dict[str, Any], files: list) -> dict[str, Any]:
             "memory_timeline": [],
             "memory": {"enabled": False},
         }
-    timeline = memory_report.timeline_seconds(memory["timeline"])
-    peak_line = memory.get("peak_line")
+    timeline = memory_report.decimate(_timeline(memory["memory_timeline"]), PROGRAM_TIMELINE_POINTS)
     return {
-        "peak_bytes": max(int(memory["peak"]), 0),
-        "peak_at": None
-        if peak_line is None
-        else {
-            "file": files[peak_line[0]]["path"],
-            "line": peak_line[1],
-            "t_s": _seconds(memory["peak_t_ns"]),
-        },
-        "memory_timeline": [
-            [t, v] for t, v in memory_report.decimate(timeline, PROGRAM_TIMELINE_POINTS)
-        ],
+        "peak_bytes": max(int(memory["peak_bytes"]), 0),
+        "peak_at": place(memory["peak_at"], files),
+        "memory_timeline": timeline,
         "memory": {
             "enabled": True,
-            "sampling_window_bytes": int(memory["window"]),
-            "alloc_python_bytes": int(memory["alloc_python"]),
-            "alloc_native_bytes": int(memory["alloc_native"]),
-            "freed_bytes": int(memory["freed"]),
-            "live_bytes_at_end": max(int(memory["live"]), 0),
-            "copy_bytes": int(memory["copied"]),
-            "unattributed_alloc_bytes": int(memory["unattributed_alloc"]),
-            "unattributed_copy_bytes": int(memory["unattributed_copied"]),
-            "samples": int(memory["samples"]),
-            "untracked_samples": int(memory["untracked"]),
-            "redirected_slots": int(memory["slots_patched"]),
+            # the same names; what is live at the end never below 0
+            **{key: max(int(memory[key]), 0) for key in memory_report.TOTAL_KEYS},
         },
     }
 
 
 def _memory_warnings(memory: dict[str, Any]) -> list[str]:
     warnings = []
-    if memory.get("enabled") and memory.get("untracked"):
+    if memory.get("enabled") and memory.get("untracked_samples"):
         warnings.append(
-            f"{memory['untracked']} sampled allocations could not be tracked (out of memory for "
-            "the live table): their frees are not seen, so growth and leaks may be overstated"
+            f"{memory['untracked_samples']} sampled allocations could not be tracked (out of "
+            "memory for the live table): their frees are not seen, so growth and leaks may be "
+            "overstated"
         )
-    if memory.get("enabled") and not memory.get("slots_patched"):
+    if memory.get("enabled") and not memory.get("redirected_slots"):
         warnings.append(
             "native allocations and copies could not be intercepted (no library call sites "
             "were redirected): only Python allocations are measured"
@@ -348,7 +323,20 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             f"{lost_ns / 1e9:.3f} s of thread time ({lost_ns * 100.0 / sampled_ns:.1f}% of the "
             "sampled time) was lost because the stack could not be read"
         )
-    dropped_ns = snapshot.get("stacks_dropped_ns", 0)
+    threads_ns = sum(
+        t[k] for t in snapshot["threads"]
+        for k in ("python_ns", "native_ns", "system_ns", "unattributed_ns")
+    )
+    waited_ns = sum(t["engine_wait_ns"] for t in snapshot["threads"])
+    if threads_ns and waited_ns > ENGINE_WAIT_WARNING_FRACTION * threads_ns:
+        warnings.append(
+            f"threads waited {waited_ns / 1e9:.3f} s ({waited_ns * 100.0 / threads_ns:.1f}% of "
+            "their time) for heatline's own lock, mostly while the machine was busy; that time "
+            "is charged to their lines as what they were doing (per thread: engine_wait_s)"
+        )
+    # Time with no Python frame to record (a thread starting or ending) is in dropped_s too, but
+    # is no loss: only a full table (or no memory) is worth a warning.
+    dropped_ns = snapshot.get("stacks_dropped_ns", 0) - snapshot.get("stacks_frameless_ns", 0)
     if dropped_ns:
         warnings.append(
             f"the stack table was full: {dropped_ns / 1e9:.3f} s of time is missing from 'stacks' "

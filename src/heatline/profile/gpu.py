@@ -1,10 +1,14 @@
 """The GPU fields of the profile (docs/profile-format.md, "GPU"), from the engine snapshot's
-"gpu" part (gpu.c). Runs once per profile, after the CPU and memory fields are built."""
+"gpu" part (gpu.c), which uses the same names (snapshot.py turns its _ns fields into seconds).
+Runs once per profile, after the CPU and memory fields are built."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from heatline.profile.snapshot import in_seconds, place
+from heatline.profile.snapshot import seconds as _seconds
 
 # Kernels listed in the profile's kernels table (the most expensive first).
 MAX_KERNELS = 50
@@ -30,19 +34,14 @@ def empty_fields() -> dict[str, Any]:
     return {key: 0.0 if key == "gpu_s" else 0 for key in LINE_KEYS}
 
 
-def _seconds(ns: float) -> float:
-    return round(ns / 1e9, 6)
-
-
 def _line_fields(record: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "gpu_s": _seconds(record["gpu_ns"]),
-        "gpu_launches": int(record["launches"]),
-        "gpu_copy_bytes": int(record["copy_h2d"] + record["copy_d2h"] + record["copy_other"]),
-        "gpu_copy_h2d_bytes": int(record["copy_h2d"]),
-        "gpu_copy_d2h_bytes": int(record["copy_d2h"]),
-        "gpu_alloc_bytes": int(record["alloc"]),
-    }
+    """A line's GPU fields from its engine record: the same names, gpu_ns in seconds, and the
+    copies in every direction summed into gpu_copy_bytes."""
+    fields = in_seconds(record)
+    fields["gpu_copy_bytes"] = sum(
+        record[f"gpu_copy_{direction}_bytes"] for direction in ("h2d", "d2h", "other")
+    )
+    return {key: fields[key] for key in LINE_KEYS}
 
 
 def _add_fields(into: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -69,7 +68,7 @@ def with_gpu(
         for function in entry["functions"]:
             function.update(empty_fields())
     profile["warnings"].extend(gpu.get("warnings", []))
-    if not gpu.get("nvml"):
+    if not gpu.get("enabled"):
         profile["gpu"] = {"enabled": False}
         return profile
 
@@ -129,65 +128,59 @@ def gpu_fields(gpu: dict[str, Any], files: list) -> dict[str, Any]:
     """The top-level ``gpu`` object of the profile from the snapshot's ``gpu`` part."""
     from heatline.profile import memory as memory_report
 
-    def place(key: Any) -> dict[str, Any] | None:
-        return None if key is None else {"file": files[key[0]]["path"], "line": key[1]}
-
-    def timeline(points: list) -> list[list[float]]:
-        seconds = memory_report.timeline_seconds(points)
-        return [[t, v] for t, v in memory_report.decimate(seconds, TIMELINE_POINTS)]
+    def launcher(key: Any) -> dict[str, Any]:
+        if key is None:
+            return {"file": None, "line": None}
+        return {"file": files[key[0]]["path"], "line": key[1]}
 
     devices = []
-    for d in gpu["devices"]:
+    for d in map(in_seconds, gpu["devices"]):
         samples = d["samples"]
         devices.append(
             {
                 "index": d["index"],
                 "name": d["name"],
-                "memory_total_bytes": d["memory_total"],
+                "memory_total_bytes": d["memory_total_bytes"],
                 "samples": samples,
-                "utilisation_pct": round(d["util_sum"] / samples, 3) if samples else 0.0,
+                "utilisation_pct": round(d["utilisation_pct_sum"] / samples, 3) if samples else 0.0,
                 "idle_share": round(d["idle_samples"] / samples, 4) if samples else 0.0,
-                "peak_memory_used_bytes": d["used_peak"],
-                "peak_memory_t_s": _seconds(d["used_peak_t_ns"]),
-                "utilisation_timeline": timeline(d["util_timeline"]),
-                "memory_timeline": timeline(d["used_timeline"]),
+                "peak_memory_used_bytes": d["peak_memory_used_bytes"],
+                "peak_memory_t_s": d["peak_memory_t_s"],
+                **{
+                    key: memory_report.decimate(d[key], TIMELINE_POINTS)
+                    for key in ("utilisation_timeline", "memory_timeline")
+                },
             }
         )
-    kernels = sorted(gpu["kernels"], key=lambda k: (-k["ns"], k["name"]))[:MAX_KERNELS]
+    kernels = sorted(gpu["kernels"], key=lambda k: (-k["gpu_ns"], k["raw_name"]))[:MAX_KERNELS]
     lines = [_line_fields(record) for record in gpu["lines"]]
-    peak_at = place(gpu["alloc_peak_line"])
-    if peak_at is not None:
-        peak_at["t_s"] = _seconds(gpu["alloc_peak_t_ns"])
+    unattributed_s = _seconds(gpu["unattributed_gpu_ns"])
     return {
         "enabled": True,
-        "kernel_tracing": bool(gpu["cupti"]),
+        "kernel_tracing": bool(gpu["kernel_tracing"]),
         "devices": devices,
-        "gpu_s": round(sum(line["gpu_s"] for line in lines) + _seconds(gpu["unmatched_ns"]), 6),
-        "unattributed_gpu_s": _seconds(gpu["unmatched_ns"]),
+        "gpu_s": round(sum(line["gpu_s"] for line in lines) + unattributed_s, 6),
+        "unattributed_gpu_s": unattributed_s,
         "launches": sum(line["gpu_launches"] for line in lines),
         "copy_h2d_bytes": sum(line["gpu_copy_h2d_bytes"] for line in lines),
         "copy_d2h_bytes": sum(line["gpu_copy_d2h_bytes"] for line in lines),
-        "alloc_peak_bytes": max(int(gpu["alloc_peak"]), 0),
-        "alloc_peak_at": peak_at,
+        "alloc_peak_bytes": max(int(gpu["alloc_peak_bytes"]), 0),
+        "alloc_peak_at": place(gpu["alloc_peak_at"], files),
         "records": gpu["records"],
         "dropped_records": gpu["dropped_records"],
         "kernels": [
             {
-                "name": k["demangled"],
-                "raw_name": k["name"],
+                "name": k["name"],
+                "raw_name": k["raw_name"],
                 "calls": k["calls"],
-                "gpu_s": _seconds(k["ns"]),
+                "gpu_s": k["gpu_s"],
                 "lines": [
-                    {
-                        **(place(key) or {"file": None, "line": None}),
-                        "calls": calls,
-                        "gpu_s": _seconds(ns),
-                    }
+                    {**launcher(key), "calls": calls, "gpu_s": _seconds(ns)}
                     for key, calls, ns in sorted(k["lines"], key=lambda item: -item[2])
                 ],
                 "other_lines_calls": k["other_lines_calls"],
-                "other_lines_gpu_s": _seconds(k["other_lines_ns"]),
+                "other_lines_gpu_s": k["other_lines_gpu_s"],
             }
-            for k in kernels
+            for k in map(in_seconds, kernels)
         ],
     }

@@ -8,6 +8,8 @@ import os
 from typing import Any, Callable
 
 from heatline.profile.gpu import LINE_KEYS as GPU_LINE_KEYS
+from heatline.profile.memory import LINE_KEYS as MEMORY_LINE_KEYS
+from heatline.profile.memory import TOTAL_KEYS as MEMORY_TOTAL_KEYS
 
 SCHEMA_VERSION = 5
 # Versions this heatline can still show: version 3 differs only in listing every line of files
@@ -71,12 +73,7 @@ _TIMES = {
 }
 _POINT = [_NUMBER]  # [t_s, bytes]; the length is checked separately
 _MEMORY_FIELDS = {
-    "alloc_python_bytes": _NUMBER,
-    "alloc_native_bytes": _NUMBER,
-    "freed_bytes": _NUMBER,
-    "growth_bytes": _NUMBER,
-    "peak_bytes": _NUMBER,
-    "copy_bytes": _NUMBER,
+    **{key: _NUMBER for key in MEMORY_LINE_KEYS},
     "timeline": [_POINT],
     "leak": (None, {"likelihood": _NUMBER, "growth_bytes_per_s": _NUMBER}),
 }
@@ -96,22 +93,7 @@ _FILE = {
     "functions": [_FUNCTION],
 }
 _SECONDS = {key: _NUMBER for key in ("python_s", "native_s", "system_s")}
-_MEMORY_TOTALS = {
-    key: _NUMBER
-    for key in (
-        "sampling_window_bytes",
-        "alloc_python_bytes",
-        "alloc_native_bytes",
-        "freed_bytes",
-        "live_bytes_at_end",
-        "copy_bytes",
-        "unattributed_alloc_bytes",
-        "unattributed_copy_bytes",
-        "samples",
-        "untracked_samples",
-        "redirected_slots",
-    )
-}
+_MEMORY_TOTALS = {key: _NUMBER for key in MEMORY_TOTAL_KEYS}
 _GPU_TOTALS = {  # when gpu.enabled
     "kernel_tracing": bool,
     "devices": [

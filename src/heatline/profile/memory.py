@@ -1,4 +1,5 @@
-"""Memory fields of the profile, built once from the engine's per-line memory records.
+"""Memory fields of the profile, built once from the engine's per-line memory records, and the
+lists of those fields (a line's, and the program's totals) that the rest of heatline reads.
 
 The engine (memhooks.c) samples allocations by bytes and keeps, for each user line, estimates of
 the bytes it allocated (Python / native), freed, still holds, its peak, the bytes copied while
@@ -26,18 +27,41 @@ divided by the time that took.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from heatline.profile import snapshot as engine_units
+from heatline.profile.snapshot import Timeline  # [[t_s, bytes], ...], sorted by time
 
 LEAK_THRESHOLD = 0.5
 LEAK_MIN_SAMPLES = 3
 
-Timeline = list[tuple[float, int]]  # (t_s, bytes), sorted by time
-
-
-def timeline_seconds(points: Iterable[Sequence[int]]) -> Timeline:
-    """Engine timeline points (t_ns, bytes) as (t_s, bytes), sorted by time."""
-    return sorted((round(t_ns / 1e9, 6), int(value)) for t_ns, value in points)
+# A line's or function's memory byte fields, in the profile's order (the engine's line records
+# use the same names); all but peak_bytes add up over lines, functions and processes.
+LINE_KEYS = (
+    "alloc_python_bytes",
+    "alloc_native_bytes",
+    "freed_bytes",
+    "growth_bytes",
+    "peak_bytes",
+    "copy_bytes",
+)
+SUMMED_KEYS = tuple(key for key in LINE_KEYS if key != "peak_bytes")
+# The profile's memory totals ("memory" when enabled; the engine's snapshot uses the same
+# names). All but sampling_window_bytes add up over processes.
+TOTAL_KEYS = (
+    "sampling_window_bytes",
+    "alloc_python_bytes",
+    "alloc_native_bytes",
+    "freed_bytes",
+    "live_bytes_at_end",
+    "copy_bytes",
+    "unattributed_alloc_bytes",
+    "unattributed_copy_bytes",
+    "samples",
+    "untracked_samples",
+    "redirected_slots",
+)
 
 
 def value_at(timeline: Timeline, times: list[float], t: float) -> int:
@@ -48,12 +72,27 @@ def value_at(timeline: Timeline, times: list[float], t: float) -> int:
 
 
 def sum_timelines(timelines: Sequence[Timeline]) -> Timeline:
-    """The sum of step timelines, as a step timeline with a point at each change."""
+    """The sum of step timelines, as a step timeline with a point at each change: one sweep
+    over every point's change of its own timeline, in time order (merging many processes'
+    timelines stays O(n log n))."""
     if len(timelines) == 1:
-        return list(timelines[0])
-    events = sorted({t for timeline in timelines for t, _ in timeline})
-    indexed = [(timeline, [t for t, _ in timeline]) for timeline in timelines]
-    return [(t, sum(value_at(tl, times, t) for tl, times in indexed)) for t in events]
+        return [list(point) for point in timelines[0]]
+    steps = []
+    for timeline in timelines:
+        previous = 0
+        for t, value in timeline:
+            steps.append((t, value - previous))
+            previous = value
+    steps.sort(key=lambda step: step[0])
+    summed: Timeline = []
+    total = 0
+    for t, change in steps:
+        total += change
+        if summed and summed[-1][0] == t:
+            summed[-1][1] = total
+        else:
+            summed.append([t, total])
+    return summed
 
 
 def leak_of(
@@ -86,16 +125,7 @@ def leak_of(
 
 def empty_fields() -> dict[str, Any]:
     """The memory fields of a line or function that has none."""
-    return {
-        "alloc_python_bytes": 0,
-        "alloc_native_bytes": 0,
-        "freed_bytes": 0,
-        "growth_bytes": 0,
-        "peak_bytes": 0,
-        "copy_bytes": 0,
-        "timeline": [],
-        "leak": None,
-    }
+    return {**dict.fromkeys(LINE_KEYS, 0), "timeline": [], "leak": None}
 
 
 def below_malloc_threshold(profile: dict[str, Any], threshold: int) -> dict[str, Any]:
@@ -130,45 +160,32 @@ def below_malloc_threshold(profile: dict[str, Any], threshold: int) -> dict[str,
 
 
 def line_fields(record: dict[str, Any], end_s: float) -> dict[str, Any]:
-    """The memory fields of one line from its engine record (docs/engine-api.md)."""
-    timeline = timeline_seconds(record["timeline"])
-    live_end = max(int(record["live"]), 0)
-    peak = max(int(record["peak"]), 0)
-    return {
-        "alloc_python_bytes": int(record["alloc_python"]),
-        "alloc_native_bytes": int(record["alloc_native"]),
-        "freed_bytes": int(record["freed"]),
-        "growth_bytes": live_end,
-        "peak_bytes": peak,
-        "copy_bytes": int(record["copied"]),
-        "timeline": [[t, v] for t, v in timeline],
-        "leak": leak_of(
-            timeline,
-            peak=peak,
-            live_end=live_end,
-            surviving_samples=int(record["alloc_samples"]) - int(record["freed_samples"]),
-            end_s=end_s,
-        ),
-    }
+    """The memory fields of one line from its engine record (docs/engine-api.md): the same
+    names; what the line holds at the end and its peak never below 0, and its leak verdict."""
+    fields = empty_fields()
+    fields.update((key, max(int(record[key]), 0)) for key in LINE_KEYS)
+    fields["timeline"] = engine_units.timeline(record["timeline"])
+    fields["leak"] = leak_of(
+        fields["timeline"],
+        peak=fields["peak_bytes"],
+        live_end=fields["growth_bytes"],
+        surviving_samples=int(record["alloc_samples"]) - int(record["freed_samples"]),
+        end_s=end_s,
+    )
+    return fields
 
 
 def function_fields(lines: Sequence[dict[str, Any]], end_s: float) -> dict[str, Any]:
     """A function's memory fields from its lines' fields: sums, and a peak and leak verdict
     taken from the sum of the lines' timelines (the peak of a sum is not the sum of peaks)."""
     fields = empty_fields()
-    timelines = [[(t, v) for t, v in line["timeline"]] for line in lines if line["timeline"]]
-    for key in (
-        "alloc_python_bytes",
-        "alloc_native_bytes",
-        "freed_bytes",
-        "growth_bytes",
-        "copy_bytes",
-    ):
+    timelines = [line["timeline"] for line in lines if line["timeline"]]
+    for key in SUMMED_KEYS:
         fields[key] = sum(line[key] for line in lines)
     if not timelines:
         return fields
     timeline = sum_timelines(timelines)
-    fields["timeline"] = [[t, v] for t, v in decimate(timeline, 64)]
+    fields["timeline"] = decimate(timeline, 64)
     fields["peak_bytes"] = max(max(v for _, v in timeline), fields["growth_bytes"])
     leaking = [line["leak"] for line in lines if line["leak"] is not None]
     if leaking:
@@ -183,15 +200,15 @@ def decimate(timeline: Timeline, limit: int) -> Timeline:
     """At most `limit` points: equal-width time buckets, each keeping its highest point (so
     the peak survives) and the last point overall."""
     if len(timeline) <= limit:
-        return list(timeline)
+        return [list(point) for point in timeline]
     start, end = timeline[0][0], timeline[-1][0]
     width = (end - start) / (limit - 1) or 1.0
-    buckets: dict[int, tuple[float, int]] = {}
+    buckets: dict[int, list[Any]] = {}
     for t, v in timeline:
         index = min(int((t - start) / width), limit - 2)
         if index not in buckets or v > buckets[index][1]:
-            buckets[index] = (t, v)
+            buckets[index] = [t, v]
     kept = [buckets[i] for i in sorted(buckets)]
-    if kept[-1] != timeline[-1]:
-        kept.append(timeline[-1])
+    if kept[-1] != list(timeline[-1]):
+        kept.append(list(timeline[-1]))
     return kept

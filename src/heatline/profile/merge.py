@@ -7,17 +7,13 @@ Pure: profiles in, profile out (docs/profile-format.md, "Child processes")."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
 from heatline.profile import memory as memory_report
+from heatline.profile.gpu import LINE_KEYS as _GPU_KEYS
 
 _TIME_KEYS = ("python_s", "native_s", "system_s")
-_SUMMED_MEMORY = ("alloc_python_bytes", "alloc_native_bytes", "freed_bytes", "growth_bytes",
-                  "copy_bytes")
-_GPU_KEYS = ("gpu_s", "gpu_launches", "gpu_copy_bytes", "gpu_copy_h2d_bytes",
-             "gpu_copy_d2h_bytes", "gpu_alloc_bytes")
 # Points kept in a merged line's or function's memory timeline.
 TIMELINE_POINTS = 64
 
@@ -32,7 +28,7 @@ def merge_processes(
     process did). ``missing``: children that started but left no profile."""
     main_info, main_profile = main
     processes = [main, *sorted(children, key=lambda item: (item[0]["offset_s"], item[0]["pid"]))]
-    merged = copy.deepcopy(main_profile)
+    merged = _copy_to_merge_into(main_profile)
     end_s = main_profile["elapsed_s"]
     for info, profile in processes[1:]:
         _add_profile(merged, profile, info, end_s)
@@ -49,6 +45,28 @@ def merge_processes(
             f"{'their' if missing != 1 else 'its'} work is missing"
         )
     return merged
+
+
+def _copy_to_merge_into(profile: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``profile`` that merging (and --use-virtual-time after it) may change while
+    ``profile`` stays as it was, as the main process's own: every dict and list they change is
+    new, what they only read is shared. (copy.deepcopy took most of the merge's time, and grows
+    with every value of the profile.)"""
+    stacks = profile["stacks"]
+    return {
+        **profile,
+        "totals": dict(profile["totals"]),
+        "threads": [dict(thread) for thread in profile["threads"]],
+        "stacks": {**stacks, "frames": list(stacks["frames"]),
+                   "entries": [dict(entry) for entry in stacks["entries"]]},
+        "files": {
+            path: {**entry, "lines": [dict(row) for row in entry["lines"]],
+                   "functions": [dict(row) for row in entry["functions"]]}
+            for path, entry in profile["files"].items()
+        },
+        "memory": dict(profile["memory"]),
+        "warnings": list(profile["warnings"]),
+    }
 
 
 def process_view(profile: dict[str, Any], pid: int) -> dict[str, Any]:
@@ -97,7 +115,7 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
             into["functions"], entry["functions"], ("qualname", "first_line"), offset, end_s)
     if merged["memory"].get("enabled") and profile["memory"].get("enabled"):
         for key, value in profile["memory"].items():
-            if key not in ("enabled", "sampling_window_bytes") and isinstance(value, (int, float)):
+            if key in memory_report.TOTAL_KEYS and key != "sampling_window_bytes":
                 merged["memory"][key] += value
     label = f"process {info['pid']} ({info['role']})"
     merged["warnings"].extend(f"{label}: {warning}" for warning in profile["warnings"])
@@ -138,19 +156,17 @@ def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: S
             continue
         for name in _TIME_KEYS:
             row[name] = _round(row[name] + other[name])
-        for name in (*_SUMMED_MEMORY, *_GPU_KEYS):
+        for name in (*memory_report.SUMMED_KEYS, *_GPU_KEYS):
             if name in other:
                 row[name] = row.get(name, 0) + other[name]
         if not row.get("source") and other.get("source"):
             row["source"] = other["source"]
         if row.get("function") is None and other.get("function") is not None:
             row["function"] = other["function"]
-        timelines = [
-            [(t, v) for t, v in timeline] for timeline in (row["timeline"], shifted) if timeline
-        ]
+        timelines = [timeline for timeline in (row["timeline"], shifted) if timeline]
         if timelines:
             summed = memory_report.sum_timelines(timelines)
-            row["timeline"] = [[t, v] for t, v in memory_report.decimate(summed, TIMELINE_POINTS)]
+            row["timeline"] = memory_report.decimate(summed, TIMELINE_POINTS)
             row["peak_bytes"] = max(max(v for _, v in summed), row["growth_bytes"])
         else:
             row["peak_bytes"] = max(row["peak_bytes"], other["peak_bytes"])
@@ -168,14 +184,14 @@ def _add_program_memory(merged: dict[str, Any], processes: Sequence[Process]) ->
     """The program's memory timeline and peak: the sum over the processes alive at each
     moment (each process's timeline on the main process's clock)."""
     timelines = [
-        [(round(t + info["offset_s"], 6), v) for t, v in profile["memory_timeline"]]
+        [[round(t + info["offset_s"], 6), v] for t, v in profile["memory_timeline"]]
         for info, profile in processes
         if profile["memory_timeline"]
     ]
     if not timelines:
         return
     summed = memory_report.sum_timelines(timelines)
-    merged["memory_timeline"] = [[t, v] for t, v in memory_report.decimate(summed, 200)]
+    merged["memory_timeline"] = memory_report.decimate(summed, 200)
     merged["peak_bytes"] = max(max(v for _, v in summed), merged["peak_bytes"])
 
 

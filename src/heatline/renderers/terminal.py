@@ -354,6 +354,7 @@ def _calling_only(
     inclusive: dict[tuple[str, str], float],
 ) -> list[tuple]:
     """Rows for functions of reported files that appear on stacks but have no row."""
+    from heatline.profile import memory as memory_report
     from heatline.renderers import calling_only
 
     rows = []
@@ -363,10 +364,7 @@ def _calling_only(
             continue
         function: dict[str, Any] = {"qualname": qualname, "first_line": line}
         function.update({kind + "_pct": 0.0 for kind in _KINDS})
-        function.update(
-            {key: 0 for key in ("alloc_python_bytes", "alloc_native_bytes", "peak_bytes",
-                                "growth_bytes", "copy_bytes")}
-        )
+        function.update(dict.fromkeys(memory_report.LINE_KEYS, 0))
         rows.append((0.0, path, function))
     return rows
 

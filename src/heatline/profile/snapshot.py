@@ -1,0 +1,55 @@
+"""The engine snapshot's vocabulary (docs/engine-api.md), read in one place.
+
+The snapshot (module.c) names every quantity with the profile's own field name
+(docs/profile-format.md), with one difference: where the engine gives integer nanoseconds the
+name ends in ``_ns`` where the profile's ends in ``_s``, a timeline's points are
+``[t_ns, value]`` lists where the profile's are ``[t_s, value]``, and profiled_periods holds
+``[start_ns, end_ns]`` pairs. This module is the one place those become seconds; nothing else
+renames a snapshot field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+Timeline = list[list[Any]]  # [[t_s, value], ...], sorted by time
+
+
+def seconds(ns: float) -> float:
+    """Nanoseconds as the profile's seconds (microsecond resolution)."""
+    return round(ns / 1e9, 6)
+
+
+def timeline(points: Iterable[Sequence[int]]) -> Timeline:
+    """Engine timeline points [t_ns, value] as [t_s, value], sorted by time."""
+    return sorted([seconds(t_ns), int(value)] for t_ns, value in points)
+
+
+def periods(pairs: Iterable[Sequence[int]]) -> list[list[float]]:
+    """Engine [start_ns, end_ns] pairs (profiled_periods) as [start_s, end_s]."""
+    return [[seconds(start), seconds(end)] for start, end in pairs]
+
+
+def in_seconds(record: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot record in the profile's units: each ``X_ns`` field becomes ``X_s`` in seconds,
+    each ``*timeline`` field's points [t_s, value], nested records likewise; other fields (and
+    lists of records) as they are, in the same order."""
+    converted: dict[str, Any] = {}
+    for key, value in record.items():
+        if key.endswith("_ns"):
+            converted[key[:-3] + "_s"] = seconds(value)
+        elif key.endswith("timeline"):
+            converted[key] = timeline(value)
+        elif isinstance(value, dict):
+            converted[key] = in_seconds(value)
+        else:
+            converted[key] = value
+    return converted
+
+
+def place(where: dict[str, Any] | None, files: list) -> dict[str, Any] | None:
+    """A snapshot's {"file": file_id, "line", "t_ns"} (where and when a peak was reached) as
+    the profile's {"file": path, "line", "t_s"}; None stays None."""
+    if where is None:
+        return None
+    return {**in_seconds(where), "file": files[where["file"]]["path"]}

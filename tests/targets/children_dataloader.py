@@ -1,0 +1,60 @@
+"""Ground truth for torch DataLoader workers: a map-style Dataset whose __getitem__ runs a known
+pure-Python transform and measures its own busy time (CPU time plus time runnable but waiting
+for a CPU, as _truth.py measures it), read by DataLoader(num_workers=2) with the start method
+from argv[1] ("fork", Linux's default, or "spawn").
+
+Prints what the workers produced, deterministically (the same bytes under python and under
+heatline): per item its index, the transform's result, the worker that made it and whether
+that worker saw the parent's environment and sys.argv; then the workers' exit codes. With
+"truth" as argv[2] it also prints one JSON line: the workers' summed busy time in the
+transform, and this process's pid.
+"""
+
+import json
+import os
+import sys
+
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+from _truth import busy_s
+
+ITEMS = 16
+ITERATIONS = 2_000_000
+
+
+def transform(n):
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return total
+
+
+class Items(Dataset):
+    def __init__(self):
+        self.environ = dict(os.environ)
+        self.argv = list(sys.argv)
+
+    def __len__(self):
+        return ITEMS
+
+    def __getitem__(self, index):
+        result = []
+        busy = busy_s(lambda: result.append(transform(ITERATIONS + index)))
+        same = dict(os.environ) == self.environ and sys.argv == self.argv
+        return {"index": index, "value": result[0], "worker": get_worker_info().id,
+                "same": same, "busy": busy}
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    loader = DataLoader(Items(), batch_size=2, num_workers=2, multiprocessing_context=sys.argv[1])
+    batches = iter(loader)
+    items, busy = [], 0.0
+    for batch in batches:  # the parent waits here
+        busy += float(batch["busy"].sum())
+        items += zip(*(batch[key].tolist() for key in ("index", "value", "worker", "same")))
+    print(json.dumps(items))
+    print(sorted(worker.exitcode for worker in batches._workers))
+    if sys.argv[2:] == ["truth"]:
+        print(json.dumps({"busy_s": busy, "pid": os.getpid()}))
