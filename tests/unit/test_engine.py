@@ -98,7 +98,10 @@ def test_sleep_is_charged_as_system_time_to_the_sleeping_line():
     snapshot = _profile(sleeping_function)
     python_ns, native_ns, system_ns = _by_qualname(snapshot)["sleeping_function"]
     assert system_ns == pytest.approx(0.3e9, rel=0.15)
-    assert python_ns + native_ns < 0.05 * system_ns
+    # The sleep's busy moments are tiny; the ticks at its two edges can see the thread on
+    # either side of the change (docs/accuracy.md): two samples' worth is allowed beside 5%.
+    tick_ns = snapshot["sampled_ns"] / snapshot["samples"]
+    assert python_ns + native_ns < 0.05 * system_ns + 2 * tick_ns
 
 
 def spinning_function(cpu_s=0.3):

@@ -26,7 +26,6 @@ divided by the time that took.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,13 +61,6 @@ TOTAL_KEYS = (
     "untracked_samples",
     "redirected_slots",
 )
-
-
-def value_at(timeline: Timeline, times: list[float], t: float) -> int:
-    """The value of a step timeline at time t (0 before its first point). `times` is the
-    timeline's list of times, precomputed for bisect."""
-    index = bisect.bisect_right(times, t) - 1
-    return timeline[index][1] if index >= 0 else 0
 
 
 def sum_timelines(timelines: Sequence[Timeline]) -> Timeline:
