@@ -635,9 +635,9 @@ def render_children_accuracy(results, source):
 
 def splice(text, generated, source, marker="bench"):
     begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    note = NOTE.format(source=source)
-    if marker == "children":
-        note = note.replace("run `make bench`", "run `make bench` (this part alone: `make bench-children`)")
+    how = {"children": "run `make bench` (this part alone: `make bench-children`)",
+           "workloads": "run the bench/run.py command given above it"}
+    note = NOTE.format(source=source).replace("run `make bench`", how.get(marker, "run `make bench`"))
     block = f"{begin}\n{note}\n\n{generated.rstrip()}\n{end}"
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
