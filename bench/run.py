@@ -7,7 +7,7 @@
     python bench/run.py --benchmarks pure_python,alloc_python,numpy_heavy --tools heatline,heatline-cpu \
         --rounds 25 --skip-accuracy --skip-children      # heatline's own workloads
     python bench/run.py --children-only --skip-accuracy --skip-startup --phases --single \
-        --tools heatline,heatline-cpu,heatline-nochildren --rounds 3   # what a pool costs (make bench-pool)
+        --tools heatline,heatline-cpu,heatline-nochildren --rounds 7   # what a pool costs (make bench-pool)
     python bench/run.py ... --other /tmp/before/src   # every heatline runner again, heatline from there
 
 --other DIR adds, for every heatline runner selected, a copy named RUNNER@other that imports
@@ -100,14 +100,12 @@ def main(argv=None):
                              "accuracy)")
     parser.add_argument("--skip-children", action="store_true",
                         help="no multi-process part (pool overhead, child start-up, pool accuracy)")
-    parser.add_argument("--skip-startup", action="store_true",
-                        help="in the multi-process part, no child start-up measurement")
-    parser.add_argument("--single", action="store_true",
-                        help="in the multi-process part, also the pool's tasks in one process "
-                             "(pool_single)")
-    parser.add_argument("--phases", action="store_true",
-                        help="in the multi-process part, also time heatline's per-child phases "
-                             "(a fork child's start, its snapshot's write, the merge)")
+    for flag, meaning in (
+            ("--skip-startup", "no child start-up measurement"),
+            ("--single", "also the pool's tasks in one process (pool_single)"),
+            ("--phases", "also time heatline's per-child phases (a fork child's start, its "
+                         "snapshot's write, the merge)")):
+        parser.add_argument(flag, action="store_true", help="in the multi-process part: " + meaning)
     parser.add_argument("--other", metavar="DIR",
                         help="also every selected heatline runner with heatline imported from DIR "
                              "(named RUNNER@other)")
