@@ -6,7 +6,9 @@ Each document keeps its hand-written text; only the parts between markers are ge
 `<!-- bench:begin -->` / `<!-- bench:end -->` (the side-by-side benchmarks and ground-truth
 targets), `<!-- workloads:... -->` (heatline's own workloads, docs/overhead.md) and
 `<!-- children:... -->` (the multi-process part: pool overhead, child start-up, pool
-accuracy). A part is rewritten only when the results hold it (so a run of the multi-process
+accuracy) and `<!-- pool:... -->` (docs/overhead.md's Child processes: the pools split by
+process and heatline's per-child phases, from a run with --phases; `make bench-pool`).
+--parts rewrites only the named parts. A part is rewritten only when the results hold it (so a run of the multi-process
 part alone leaves the other tables as they are), and appended at the end of a document that
 has no markers for it yet. With --docs-dir, the documents are written into DIR instead,
 starting from docs/'s versions when DIR has none (make bench-quick uses this so a quick run

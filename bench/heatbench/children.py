@@ -8,7 +8,14 @@ Overhead. The pool workloads are written as drivers into the work directory and 
 overhead.run like every other benchmark. Their CPU time (measure.py: wait4's rusage of the
 runner) covers the pool's workers too: every process of the tree is reaped by its parent
 (multiprocessing joins its workers, the profiled program is reaped by the profiler), and wait4
-counts the CPU of every waited-for descendant.
+counts the CPU of every waited-for descendant. Each driver also prints, once its pool is
+joined, its own RUSAGE_CHILDREN (the workers) and RUSAGE_SELF (the main process so far), from
+which overhead.run splits the tree's CPU by process. run.py --single adds pool_single: the same
+tasks in the main process alone.
+
+Phases (run.py --phases). The pool_fork driver, with PHASES_HOOK first, under each heatline
+runner: heatline.children's start of a fork child, its snapshot's write at the child's end and
+the main process's merge, timed in every process.
 
 Start-up. A driver starts STARTUP_EXEC `python -c pass` children (subprocess.run, one after
 another) and STARTUP_SPAWN multiprocessing children with the spawn start method (Process.start
