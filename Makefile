@@ -5,7 +5,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick bench-children clean
+.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool clean
 
 # The extras (pyproject.toml) the main virtualenv installs. `make test EXTRAS=test,torch` (what
 # .ci/run does) adds torch for the DataLoader-worker tests, which then must run: the optional
@@ -99,7 +99,10 @@ sanitize: $(ASAN_INSTALLED)
 # 2 cores) and renders the docs from bench/results/full.json; `make bench-quick` takes a few
 # minutes and renders into bench/results/quick/ instead, leaving docs/ alone. `make bench-children`
 # runs only the multi-process part (quick size) and renders its tables into docs/ (the other
-# tables there are left as they are).
+# tables there are left as they are). `make bench-pool` measures what a pool costs under heatline
+# (its CPU split by process, the same tasks in one process, heatline's per-child phases; add
+# OTHER=DIR to compare with another heatline tree) and renders only docs/overhead.md's "Child
+# processes" tables.
 $(BENCH_VENV)/.installed: bench/requirements.txt pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
@@ -118,6 +121,12 @@ bench-quick: $(BENCH_VENV)/.installed
 bench-children: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python bench/run.py --quick --children-only --out bench/results/children.json
 	$(BENCH_VENV)/bin/python bench/render.py bench/results/children.json
+
+bench-pool: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/run.py --children-only --skip-accuracy --skip-startup --phases \
+		--single --tools heatline,heatline-cpu,heatline-nochildren --rounds 7 \
+		$(if $(OTHER),--other $(OTHER)) --out bench/results/pool.json
+	$(BENCH_VENV)/bin/python bench/render.py bench/results/pool.json --parts pool
 
 # The memory ground-truth targets under valgrind's memcheck, profiled with memory on
 # (tests/valgrind/run.sh; suppressions explained in tests/valgrind/python.supp).

@@ -6,6 +6,13 @@
     python bench/run.py --quick --children-only   # the multi-process part only
     python bench/run.py --benchmarks pure_python,alloc_python,numpy_heavy --tools heatline,heatline-cpu \
         --rounds 25 --skip-accuracy --skip-children      # heatline's own workloads
+    python bench/run.py --children-only --skip-accuracy --skip-startup --phases --single \
+        --tools heatline,heatline-cpu,heatline-nochildren --rounds 7   # what a pool costs (make bench-pool)
+    python bench/run.py ... --other /tmp/before/src   # every heatline runner again, heatline from there
+
+--other DIR adds, for every heatline runner selected, a copy named RUNNER@other that imports
+heatline from DIR first (a checkout's src/ with its _native built in place: `python setup.py
+build_ext --inplace`), run in the same interleaved rounds: a before/after comparison of any part.
 
 Normally run by `make bench` / `make bench-quick`, which install heatline and the peers into
 .venv-bench first and render the results into docs/ with bench/render.py. Runners that are not
@@ -59,15 +66,15 @@ def loadavg():
     return [float(p) for p in parts[:3]] if parts else None
 
 
-def git_info():
+def git_info(where=ROOT):
     def git(*args):
         try:
-            return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True,
+            return subprocess.run(["git", "-C", where, *args], capture_output=True, text=True,
                                   timeout=30).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             return ""
     return {"commit": git("rev-parse", "HEAD"),
-            "dirty_paths": git("status", "--porcelain", "--", "src").splitlines()}
+            "dirty_paths": git("status", "--porcelain", "--", "src" if where == ROOT else ".").splitlines()}
 
 
 def _short(path):
@@ -93,6 +100,15 @@ def main(argv=None):
                              "accuracy)")
     parser.add_argument("--skip-children", action="store_true",
                         help="no multi-process part (pool overhead, child start-up, pool accuracy)")
+    for flag, meaning in (
+            ("--skip-startup", "no child start-up measurement"),
+            ("--single", "also the pool's tasks in one process (pool_single)"),
+            ("--phases", "also time heatline's per-child phases (a fork child's start, its "
+                         "snapshot's write, the merge)")):
+        parser.add_argument(flag, action="store_true", help="in the multi-process part: " + meaning)
+    parser.add_argument("--other", metavar="DIR",
+                        help="also every selected heatline runner with heatline imported from DIR "
+                             "(named RUNNER@other)")
     parser.add_argument("--heatline-interval", metavar="SECONDS",
                         help="heatline's --cpu-sampling-interval in every heatline run")
     parser.add_argument("--target-scale", type=float,
@@ -103,6 +119,9 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="results JSON file to write")
     parser.add_argument("--workdir", help="scratch directory (default: a temporary one)")
     args = parser.parse_args(argv)
+    if args.other and not os.path.isdir(args.other):
+        print(f"run.py: error: --other: {args.other} is not a directory", file=sys.stderr)
+        return 2
 
     kind = "smoke" if args.smoke else "quick" if args.quick else "full"
     rounds = args.rounds or {"smoke": 1, "quick": 2, "full": 5}[kind]
@@ -134,6 +153,10 @@ def main(argv=None):
         env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
 
     measure.precompile_heatline(sys.executable)
+    if args.other:
+        other_env = dict(env, PYTHONPATH=os.pathsep.join(
+            filter(None, [os.path.abspath(args.other), env.get("PYTHONPATH")])))
+        measure.precompile_heatline(sys.executable, other_env)
     started = time.time()
     results = {
         "schema": SCHEMA,
@@ -147,10 +170,14 @@ def main(argv=None):
         "loadavg_start": loadavg(),
         "tools": {},
     }
+    candidates = [t for t in tools.TOOLS if wanted is None or t.name in wanted]
+    if args.other:
+        results["other"] = {"path": os.path.abspath(args.other),
+                            "git": git_info(os.path.abspath(args.other))}
+        candidates += [tools.other_tree(t, args.other, env) for t in candidates
+                       if t.name.startswith("heatline")]
     selected = []
-    for tool in tools.TOOLS:
-        if wanted is not None and tool.name not in wanted:
-            continue
+    for tool in candidates:
         available, reason, version = tool.probe(ctx)
         results["tools"][tool.name] = {
             "label": tool.label, "mode": tool.mode, "version": version,
@@ -161,14 +188,16 @@ def main(argv=None):
             results["tools"][tool.name]["version"] = platform.python_version()
         if tool.name.startswith("heatline") and not version:  # run from the source tree
             version = subprocess.run([ctx.python, "-c", "import heatline; print(heatline.__version__)"],
-                                     capture_output=True, text=True).stdout.strip() or None
+                                     capture_output=True, text=True,
+                                     env=dict(env, PYTHONPATH=getattr(tool, "pythonpath", None)
+                                              or env.get("PYTHONPATH", ""))).stdout.strip() or None
             results["tools"][tool.name]["version"] = version
         if tool.name == "cProfile":
             results["tools"][tool.name]["version"] = f"stdlib {platform.python_version()}"
         log(f"{tool.name:14s} {version or '':10s} {'ok' if available else 'UNAVAILABLE: ' + reason}")
         if available:
             selected.append(tool)
-    single = [t for t in selected if t.name not in children.ONLY_HERE]
+    single = [t for t in selected if tools.base_name(t.name) not in children.ONLY_HERE]
     # The pyperformance benchmarks and heatline's own workloads are summarised apart.
     groups = {"overhead": [n for n in bench_names if n not in suite.WORKLOADS],
               "workloads": [n for n in bench_names if n in suite.WORKLOADS]}
@@ -195,17 +224,22 @@ def main(argv=None):
         results["loadavg_end"] = loadavg()
 
     if not args.skip_children:
-        multi = [t for t in selected if t.name in children.TOOLS]
+        multi = [t for t in selected if tools.base_name(t.name) in children.TOOLS]
         if kind == "smoke":  # cheap: the path is exercised, not the peers
-            multi = [t for t in multi if t.name in ("python", "heatline")]
+            multi = [t for t in multi if tools.base_name(t.name) in ("python", "heatline")]
         part = {"tools": [t.name for t in multi], "loadavg_start": loadavg()}
-        pools = children.prepare_pools(workdir, smoke=kind == "smoke")
+        pools = children.prepare_pools(workdir, smoke=kind == "smoke", single=args.single)
         log(f"multi-process overhead: {len(pools)} pools x {len(multi)} runners x {rounds} rounds")
         part["overhead"] = overhead.run(ctx, multi, pools, rounds, workdir, env, log)
         part["overhead"]["config"] = {"rounds": rounds, "benchmarks": [p.name for p in pools]}
-        log("child start-up")
-        counts = (3, 2) if kind == "smoke" else (children.STARTUP_EXEC, children.STARTUP_SPAWN)
-        part["startup"] = children.startup(ctx, multi, rounds, workdir, env, log, *counts)
+        if args.phases:
+            log(f"heatline's per-child phases: {rounds} runs")
+            part["phases"] = children.phases(ctx, multi, rounds, workdir, env, log,
+                                             smoke=kind == "smoke")
+        if not args.skip_startup:
+            log("child start-up")
+            counts = (3, 2) if kind == "smoke" else (children.STARTUP_EXEC, children.STARTUP_SPAWN)
+            part["startup"] = children.startup(ctx, multi, rounds, workdir, env, log, *counts)
         if not args.skip_accuracy:
             log(f"multi-process accuracy: {children.TARGET} x {accuracy_runs} runs")
             part["accuracy"] = children.accuracy(ctx, multi, accuracy_runs, workdir, env, log,
@@ -225,4 +259,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,7 +8,14 @@ Overhead. The pool workloads are written as drivers into the work directory and 
 overhead.run like every other benchmark. Their CPU time (measure.py: wait4's rusage of the
 runner) covers the pool's workers too: every process of the tree is reaped by its parent
 (multiprocessing joins its workers, the profiled program is reaped by the profiler), and wait4
-counts the CPU of every waited-for descendant.
+counts the CPU of every waited-for descendant. Each driver also prints, once its pool is
+joined, its own RUSAGE_CHILDREN (the workers) and RUSAGE_SELF (the main process so far), from
+which overhead.run splits the tree's CPU by process. run.py --single adds pool_single: the same
+tasks in the main process alone.
+
+Phases (run.py --phases). The pool_fork driver, with PHASES_HOOK first, under each heatline
+runner: heatline.children's start of a fork child, its snapshot's write at the child's end and
+the main process's merge, timed in every process.
 
 Start-up. A driver starts STARTUP_EXEC `python -c pass` children (subprocess.run, one after
 another) and STARTUP_SPAWN multiprocessing children with the spawn start method (Process.start
@@ -38,8 +45,9 @@ import os
 import statistics
 
 from .accuracy import TARGETS_DIR, _fresh, _rotated_runs
-from .measure import run_measured, wait_quiet
+from .measure import printed_json, run_measured, wait_quiet
 from .suite import WORK_FUNCTION, Benchmark
+from .tools import base_name
 
 # The runners of this part; the others are single-process only and are not run here.
 TOOLS = ["python", "heatline", "heatline-cpu", "heatline-nochildren", "scalene", "py-spy-sub"]
@@ -48,20 +56,42 @@ ONLY_HERE = {"heatline-nochildren", "py-spy-sub"}
 
 POOL_BODY = '''\
 # Driver written by bench/heatbench/children.py: {work}.
+import json
 import multiprocessing
+import resource
 
 
 {work_function}
 
+def cpu(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 if __name__ == "__main__":
-    context = multiprocessing.get_context("{method}")
-    with context.Pool(2) as pool:
-        pool.map(work, [{iterations}] * {tasks}, chunksize=1)
+{body}
+    # The program's own CPU split (overhead.py reads it): the workers, reaped by join(), and
+    # the main process so far.
+    print(json.dumps({{"workers_cpu_s": cpu(resource.RUSAGE_CHILDREN),
+                      "main_cpu_s": cpu(resource.RUSAGE_SELF)}}))
+'''
+POOL_MAP = '''\
+    pool = multiprocessing.get_context("{method}").Pool(2)
+    pool.map(work, [{iterations}] * {tasks}, chunksize=1)
+    pool.close()
+    pool.join()
+'''
+SINGLE_LOOP = '''\
+    for _ in range({tasks}):
+        work({iterations})
 '''
 
-# name: (start method, tasks, iterations per task); 100,000 iterations take about 5 ms here.
+# name: (start method, or None for the same tasks in the main process alone; tasks, iterations
+# per task); 100,000 iterations take about 5 ms here.
 POOLS = {"pool_fork": ("fork", 200, 100_000), "pool_spawn": ("spawn", 200, 100_000)}
+SINGLE = {"pool_single": (None, 200, 100_000)}  # run.py --single
 SMOKE_POOLS = {"pool_fork": ("fork", 20, 10_000)}
+SMOKE_SINGLE = {"pool_single": (None, 20, 10_000)}
 
 STARTUP_BODY = '''\
 # Driver written by bench/heatbench/children.py: per-child start-up time, in ms, as JSON.
@@ -100,27 +130,32 @@ WAIT_MARK = "the parent waits here"
 KINDS = ("python_s", "native_s", "system_s")
 
 
-def _printed_json(path):
-    """The last line of the run's stdout that is a JSON object: what the program printed (a
-    profiler may write its own lines to the same stdout, as py-spy does)."""
-    with open(path) as f:
-        lines = [line for line in f.read().splitlines() if line.startswith("{")]
-    if not lines:
-        raise ValueError("the program printed no JSON line")
-    return json.loads(lines[-1])
+def _pool_source(work, method, tasks, iterations, prefix=""):
+    body = (POOL_MAP.format(method=method, tasks=tasks, iterations=iterations) if method
+            else SINGLE_LOOP.format(tasks=tasks, iterations=iterations))
+    return prefix + POOL_BODY.format(work=work, body=body.rstrip("\n"),
+                                     work_function=WORK_FUNCTION)
 
 
-def prepare_pools(workdir, smoke=False):
+def prepare_pools(workdir, smoke=False, single=False):
+    """The pool workloads (with single: also the same tasks in one process). Each reports its
+    own CPU split, which overhead.run records (Benchmark.reports)."""
+    pools = dict(SMOKE_POOLS if smoke else POOLS)
+    if single:
+        pools.update(SMOKE_SINGLE if smoke else SINGLE)
     found = []
-    for name, (method, tasks, iterations) in (SMOKE_POOLS if smoke else POOLS).items():
+    for name, (method, tasks, iterations) in pools.items():
         directory = os.path.join(workdir, name)
         os.makedirs(directory, exist_ok=True)
         script = os.path.join(directory, f"run_{name}.py")
-        work = f"Pool(2) ({method}) maps {tasks} tasks of a {iterations:,}-iteration Python loop"
+        work = (f"Pool(2) ({method}) maps {tasks} tasks of a {iterations:,}-iteration Python loop"
+                if method else
+                f"the same {tasks} tasks of a {iterations:,}-iteration Python loop, no pool")
         with open(script, "w") as f:
-            f.write(POOL_BODY.format(work=work, method=method, tasks=tasks, iterations=iterations,
-                                     work_function=WORK_FUNCTION))
-        found.append(Benchmark(name, script, [], work))
+            f.write(_pool_source(work, method, tasks, iterations))
+        bench = Benchmark(name, script, [], work)
+        bench.reports = True
+        found.append(bench)
     return found
 
 
@@ -150,7 +185,7 @@ def startup(ctx, tools, rounds, workdir, env, log, exec_count=STARTUP_EXEC,
             try:
                 if not result["ok"]:
                     raise ValueError(result.get("error", "failed"))
-                times = _printed_json(stdout)
+                times = printed_json(stdout)
             except (ValueError, OSError) as e:
                 failed[tool.name] = str(e)
                 line.append(f"{tool.name}=FAILED")
@@ -177,6 +212,104 @@ def startup(ctx, tools, rounds, workdir, env, log, exec_count=STARTUP_EXEC,
         summary[tool.name] = row
     return {"runs": runs, "summary": summary,
             "config": {"rounds": rounds, "exec_children": exec_count, "spawn_children": spawn_count}}
+
+
+# ------------------------------------------------------------------ phases
+
+# Prepended to the pool_fork driver (run.py --phases): times heatline.children's start of a
+# fork child, its snapshot's write (and size) at the child's end, and the main process's
+# merge, in every process, into the file $HEATBENCH_PHASES names.
+PHASES_HOOK = """\
+import os as _os
+import time as _time
+
+from heatline import children as _children
+
+_record = _os.environ.pop("HEATBENCH_PHASES")
+
+
+def _log(name, seconds, size=0):
+    with open(_record, "a") as f:
+        f.write(f"{name} {_os.getpid()} {seconds:.6f} {size}\\n")
+
+
+def _timed(name, function):
+    def timed(*args, **kwargs):
+        start = _time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _log(name, _time.perf_counter() - start)
+    return timed
+
+
+def _timed_write(write):
+    def timed(self):
+        start = _time.perf_counter()
+        write(self)
+        spent = _time.perf_counter() - start
+        _log("write", spent, _os.path.getsize(
+            _os.path.join(self.carrier.config["dir"], self.token + ".prof")))
+    return timed
+
+
+_children.start_child = _timed("start_child", _children.start_child)
+_children.collect = _timed("collect", _children.collect)
+_children._ChildFinisher._write = _timed_write(_children._ChildFinisher._write)
+"""
+PHASE_ROWS = {"start_child": "a fork child's start (`start_child`)",
+              "write": "a child's end: writing its snapshot",
+              "collect": "main process: merging the children (`collect`)"}
+
+
+def phases(ctx, tools, runs, workdir, env, log, smoke=False, timeout_s=300.0):
+    """Runs of the pool_fork driver under each heatline runner (`heatline`, and its other
+    tree's copy) with PHASES_HOOK; per runner and phase: calls, median and max ms, and the
+    median snapshot size."""
+    tools = [t for t in tools if base_name(t.name) == "heatline"]
+    method, tasks, iterations = (SMOKE_POOLS if smoke else POOLS)["pool_fork"]
+    directory = os.path.join(workdir, "phases")
+    os.makedirs(directory, exist_ok=True)
+    script = os.path.join(directory, "run_phases.py")
+    with open(script, "w") as f:
+        f.write(_pool_source("pool_fork with heatline's phases timed", method, tasks, iterations,
+                             prefix=PHASES_HOOK + "\n"))
+    out = os.path.join(workdir, "out")
+    results = {}
+    for tool in tools:
+        record = os.path.join(directory, f"{tool.name}.txt")
+        if os.path.exists(record):
+            os.unlink(record)
+        error = None
+        for r in range(runs):
+            wait_quiet(ctx.quiet_wait_s)
+            result = run_measured(tool.command(ctx, script, [], out), cwd=_fresh(out),
+                                  env=dict(env, HEATBENCH_PHASES=record), timeout_s=timeout_s)
+            if not result["ok"]:
+                error = result.get("error", "failed")
+                break
+        rows = {}
+        if os.path.exists(record):
+            with open(record) as f:
+                for line in f:
+                    name, _pid, seconds, size = line.split()
+                    rows.setdefault(name, []).append((float(seconds) * 1000, int(size)))
+        if error or not rows:
+            results[tool.name] = {"status": "failed", "reason": error or "no phase was timed"}
+            log(f"  phases {tool.name}: FAILED")
+            continue
+        summary = {"status": "ok"}
+        for name, values in rows.items():
+            times, sizes = [v[0] for v in values], [v[1] for v in values]
+            summary[name] = {"calls": len(values), "median_ms": round(statistics.median(times), 2),
+                             "max_ms": round(max(times), 2)}
+            if any(sizes):
+                summary[name]["median_kib"] = round(statistics.median(sizes) / 1024, 1)
+        results[tool.name] = summary
+        log(f"  phases {tool.name}: " + " ".join(
+            f"{n}={summary[n]['median_ms']:.1f}ms" for n in rows))
+    return {"summary": results, "config": {"runs": runs, "tasks": tasks,
+                                           "iterations": iterations}}
 
 
 # ------------------------------------------------------------------ accuracy
@@ -261,7 +394,7 @@ MEASURED = {"heatline": measured_heatline, "heatline-cpu": measured_heatline,
 
 
 def accuracy(ctx, tools, runs, workdir, env, log, rounds=4, timeout_s=180.0):
-    tools = [t for t in tools if t.name in MEASURED]
+    tools = [t for t in tools if base_name(t.name) in MEASURED]
     wait_line = _wait_line()
     out = os.path.join(workdir, "out")
     stdout = os.path.join(workdir, "children_pool.out")
@@ -274,8 +407,8 @@ def accuracy(ctx, tools, runs, workdir, env, log, rounds=4, timeout_s=180.0):
             return tool.command(ctx_, script_, targets, out_) + [method, str(rounds)]
 
         def score(tool, _truth):
-            truth = _printed_json(stdout)
-            got = MEASURED[tool.name](out, wait_line)
+            truth = printed_json(stdout)
+            got = MEASURED[base_name(tool.name)](out, wait_line)
             busy = truth["busy_s"]
             got["busy_s"] = round(busy, 4)
             got["worker_s"] = round(got["worker_s"], 4)

@@ -20,6 +20,7 @@ CPU time (`cpu_s`) is user + system time of the child and every descendant it wa
 (wait4's rusage), i.e. the total CPU the run cost, profiler threads and processes included.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -172,7 +173,17 @@ def run_measured(command, *, cwd=None, env=None, timeout_s=600.0, stdout_path=No
     return result
 
 
-def precompile_heatline(python):
+def printed_json(path):
+    """The last line of the run's stdout that is a JSON object: what the program printed (a
+    profiler may write its own lines to the same stdout, as py-spy does)."""
+    with open(path) as f:
+        lines = [line for line in f.read().splitlines() if line.startswith("{")]
+    if not lines:
+        raise ValueError("the program printed no JSON line")
+    return json.loads(lines[-1])
+
+
+def precompile_heatline(python, env=None):
     """Write heatline's bytecode caches (.pyc) before timing anything.
 
     pip writes them when it installs a package, so users' runs never compile heatline's
@@ -180,4 +191,4 @@ def precompile_heatline(python):
     set (as it is on some machines) every profiled run would recompile them, about 10 ms that no
     user pays. compileall writes the caches whatever that variable says."""
     code = "import compileall, os, heatline; compileall.compile_dir(os.path.dirname(heatline.__file__), quiet=1)"
-    subprocess.run([python, "-c", code], check=False, stdout=subprocess.DEVNULL)
+    subprocess.run([python, "-c", code], check=False, stdout=subprocess.DEVNULL, env=env)

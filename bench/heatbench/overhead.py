@@ -10,13 +10,22 @@ Per benchmark and runner: the median wall time and its ratio to plain Python's m
 median CPU time (user + system, whole process tree) and its ratio; the median peak RSS of the
 process tree (see measure.py) and its ratio; the median size of the output the runner left.
 Per runner: the median of those ratios across the benchmarks it ran.
+
+A benchmark whose program reports its own CPU split (Benchmark.reports: the pool workloads of
+children.py print, once the pool is joined, the CPU of the workers it reaped and of the main
+process so far) also gets, per run and as medians: workers_cpu_s, main_cpu_s (the main process
+while the program runs) and after_cpu_s (the rest of the tree's CPU: the main process after the
+program, which for heatline is its stop, merge and write, and any process of the profiler's
+own).
 """
 
 import os
 import shutil
 import statistics
 
-from .measure import run_measured, wait_quiet
+from .measure import printed_json, run_measured, wait_quiet
+
+SPLIT = ("workers_cpu_s", "main_cpu_s", "after_cpu_s")
 
 
 def _dir_bytes(path):
@@ -69,10 +78,13 @@ def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, 
                     entry["failed"][tool.name] = "not applicable"
                     continue
                 quiet = wait_quiet(ctx.quiet_wait_s)
+                stdout = os.path.join(workdir, "program.out") if getattr(bench, "reports", False) else None
                 result = run_measured(command, cwd=_fresh(out), env=env,
-                                      timeout_s=entry["timeout_s"])
+                                      timeout_s=entry["timeout_s"], stdout_path=stdout)
                 result["others_cores_before"] = quiet
                 result["output_bytes"] = _dir_bytes(out)
+                if stdout and result["ok"]:
+                    _add_split(result, stdout)
                 entry["runs"][tool.name].append(result)
                 if not result["ok"]:
                     error = result.get("error", "failed")
@@ -87,6 +99,17 @@ def run(ctx, tools, benchmarks, rounds, workdir, env, log, timeout_factor=30.0, 
     result = summarise(per_bench, [t.name for t in tools])
     result["loadavg_per_round"] = loads
     return result
+
+
+def _add_split(result, stdout):
+    try:
+        parts = printed_json(stdout)
+        workers, main = float(parts["workers_cpu_s"]), float(parts["main_cpu_s"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        result["split_error"] = f"the program's CPU split is unreadable: {e}"
+        return
+    result.update(workers_cpu_s=round(workers, 4), main_cpu_s=round(main, 4),
+                  after_cpu_s=round(result["cpu_s"] - workers - main, 4))
 
 
 def _loadavg():
@@ -140,6 +163,10 @@ def summarise(per_bench, tool_names):
                     median_peak_rss_kb=rss, rss_ratio=_round(_ratio(rss, base_rss)),
                     median_output_bytes=_median([r["output_bytes"] for r in runs]),
                 )
+                for key in SPLIT:
+                    value = _median([r.get(key) for r in runs])
+                    if value is not None:
+                        row["median_" + key] = round(value, 4)
             summary[name] = row
         entry["summary"] = summary
 

@@ -371,3 +371,43 @@ TOOLS = [
 ]
 
 BY_NAME = {tool.name: tool for tool in TOOLS}
+
+OTHER = "@other"  # suffix of a heatline runner's copy that imports heatline from another tree
+
+
+def base_name(name):
+    """The runner a name stands for: `heatline@other` runs as `heatline` does."""
+    return name[:-len(OTHER)] if name.endswith(OTHER) else name
+
+
+def other_tree(tool, directory, env):
+    """A copy of the heatline runner `tool` that imports heatline from `directory` (a
+    checkout's src/ with its _native built in place) first: run.py --other, for before/after
+    comparisons in the same rounds. Its command is the runner's, under `env PYTHONPATH=...`."""
+    path = os.pathsep.join(filter(None, [os.path.abspath(directory), env.get("PYTHONPATH")]))
+
+    def command(ctx, script, targets, out):
+        return ["env", f"PYTHONPATH={path}", *tool.command(ctx, script, targets, out)]
+
+    def needs(ctx):
+        code = ("import heatline, os, sys; print(os.path.realpath(heatline.__file__)); "
+                "print(heatline.__version__)")
+        try:
+            found = subprocess.run(["env", f"PYTHONPATH={path}", ctx.python, "-c", code],
+                                   capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"cannot import heatline from {directory}: {e}"
+        where = (found.stdout.splitlines() or [""])[0]
+        if found.returncode != 0 or not where.startswith(os.path.realpath(directory) + os.sep):
+            return (f"heatline is not importable from {directory}: "
+                    + (found.stderr.strip()[-300:] or f"imported {where or 'nothing'}"))
+        if "--cpu-only" in tool.command(ctx, "x.py", [], ".") and "--cpu-only" not in \
+                subprocess.run(["env", f"PYTHONPATH={path}", ctx.python, "-m", "heatline",
+                                "--help"], capture_output=True, text=True, timeout=60).stdout:
+            return f"the heatline in {directory} has no --cpu-only flag"
+        return None
+
+    copy = Tool(tool.name + OTHER, tool.label + OTHER, None, tool.mode + f", heatline from {directory}",
+                command, tool.parse, split=tool.split, needs=needs, memory_parse=tool.memory_parse)
+    copy.pythonpath = path
+    return copy

@@ -5,7 +5,9 @@ ground-truth targets at a tenth of their size), and the multi-process part at it
 (a pool of 20 short tasks, a few children started, and in the normal build the Pool target),
 checks the shape of the results JSON and that the renderer turns it into both documents. Needs
 no network and no peer profiler: runners that are not installed are recorded as unavailable,
-which is also checked.
+which is also checked. A second run covers the pool-cost options (the pools' CPU split by
+process, --single, --phases and --other, with this tree's own src/ as the other tree) on the
+multi-process part alone.
 """
 
 import json
@@ -40,6 +42,16 @@ def smoke(tmp_path_factory):
     extra = ["--skip-accuracy"] if SANITIZED else []
     _run(os.path.join(BENCH, "run.py"), "--smoke", "--tools", "heatline,heatline-cpu,py-spy",
          "--out", str(out), "--workdir", str(tmp / "work"), *extra)
+    return tmp, json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pool")
+    out = tmp / "pool.json"
+    _run(os.path.join(BENCH, "run.py"), "--smoke", "--children-only", "--skip-accuracy",
+         "--skip-startup", "--single", "--phases", "--tools", "heatline",
+         "--other", os.path.join(ROOT, "src"), "--out", str(out), "--workdir", str(tmp / "work"))
     return tmp, json.loads(out.read_text())
 
 
@@ -102,6 +114,69 @@ def test_multi_process_part_runs_plain_python_and_heatline(smoke):
         assert row["status"] == "ok", row
         assert row["busy_s"] > 0 and row["worker_s"] > 0  # the workers were followed
         assert row["worker_split"] and row["wait_split"]
+
+
+def test_pool_cpu_is_split_by_process(pool):
+    _, data = pool
+    part = data["children"]
+    assert part["tools"] == ["python", "heatline", "heatline@other"]
+    assert "startup" not in part and "accuracy" not in part
+    benches = part["overhead"]["benchmarks"]
+    assert set(benches) == {"pool_fork", "pool_single"}
+    for name, entry in benches.items():
+        for tool in part["tools"]:
+            assert entry["summary"][tool]["status"] == "ok", (name, entry["summary"][tool])
+            for run in entry["runs"][tool]:
+                # The three parts add up to the tree's CPU, which wait4 measured apart.
+                parts = run["workers_cpu_s"] + run["main_cpu_s"] + run["after_cpu_s"]
+                assert abs(parts - run["cpu_s"]) < 0.001, run
+                assert run["main_cpu_s"] > 0 and run["after_cpu_s"] >= 0, run
+                if name == "pool_fork":
+                    assert run["workers_cpu_s"] > 0, run
+                else:  # no pool: no worker
+                    assert run["workers_cpu_s"] == 0, run
+
+
+def test_phases_time_every_fork_child_and_the_merge(pool):
+    _, data = pool
+    phases = data["children"]["phases"]
+    assert set(phases["summary"]) == {"heatline", "heatline@other"}  # heatline's runners only
+    runs = phases["config"]["runs"]
+    for tool, row in phases["summary"].items():
+        assert row["status"] == "ok", (tool, row)
+        assert row["start_child"]["calls"] == 2 * runs  # Pool(2): two fork workers per run
+        assert row["write"]["calls"] == 2 * runs and row["write"]["median_kib"] > 0
+        assert row["collect"]["calls"] == runs  # one merge, in the main process
+        for phase in ("start_child", "write", "collect"):
+            assert 0 < row[phase]["median_ms"] <= row[phase]["max_ms"]
+
+
+def test_other_tree_runs_beside_this_one(pool):
+    _, data = pool
+    assert data["other"]["path"] == os.path.join(ROOT, "src")
+    other = data["tools"]["heatline@other"]
+    assert other["available"] and other["label"] == "heatline@other" and other["version"]
+    result = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "--smoke",
+                             "--other", os.path.join(ROOT, "no-such-tree"), "--out", "x.json"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "no-such-tree" in result.stderr
+
+
+def test_renderer_rewrites_only_the_parts_asked_for(pool):
+    tmp, _ = pool
+    docs = tmp / "docs"
+    with open(os.path.join(ROOT, "docs", "overhead.md")) as f:
+        published = f.read()
+    _run(os.path.join(BENCH, "render.py"), str(tmp / "pool.json"), "--docs-dir", str(docs),
+         "--parts", "pool")
+    text = (docs / "overhead.md").read_text()
+    section = text.split("<!-- pool:begin -->")[1].split("<!-- pool:end -->")[0]
+    assert "workers' CPU (s)" in section and "| heatline@other |" in section
+    assert "pool_single" in section and "`start_child`" in section
+    # The multi-process section of the published page is left as it was.
+    children_part = published.split("<!-- children:begin -->")[1].split("<!-- children:end -->")[0]
+    assert children_part in text
 
 
 def test_py_spy_subprocess_stacks_charge_the_worker_function(tmp_path):

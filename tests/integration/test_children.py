@@ -172,7 +172,7 @@ def test_no_children_restores_single_process_profiles(run_heatline, tmp_path):
 def test_a_fork_child_keeps_the_memory_hooks_only_when_profiled(run_heatline, tmp_path,
                                                                 options, child_hooked):
     """With --no-children a fork child runs as under python: the allocator hooks it inherited
-    are taken out (idle, they still cost every allocation a call: bench/pool_cost.py)."""
+    are taken out (idle, they still cost every allocation a call: `make bench-pool`)."""
     _, run = _profile(run_heatline, tmp_path, _target("children_hooks.py"), options=options)
     assert json.loads(run.stdout) == {"parent": True, "fork child": child_hooked}
 
