@@ -54,11 +54,15 @@ def _truth(tmp_path):
 
 def _check(truth, profile):
     """test_accuracy's check of `profile` (a profile's data) against the phases' truth; a
-    failure also shows the threads' figures (engine_wait_s: heatline's own lock)."""
+    failure also shows the threads' figures (engine_wait_s: heatline's own lock) and the
+    sampler's longest gap and tick."""
     try:
         test_accuracy._check(truth, test_accuracy.measured(profile))
     except AssertionError as failure:
-        raise AssertionError(f"{failure}\nthreads: {profile['threads']}") from None
+        sampler = {k: profile.get(k) for k in ("samples", "max_sample_gap_s", "max_tick_s")}
+        raise AssertionError(
+            f"{failure}\nthreads: {profile['threads']}\nsampler: {sampler}"
+        ) from None
 
 
 @timing

@@ -104,6 +104,22 @@ def test_sleep_is_charged_as_system_time_to_the_sleeping_line():
     assert python_ns + native_ns < 0.05 * system_ns + 2 * tick_ns
 
 
+def test_the_longest_gap_between_samples_and_the_longest_tick_are_reported():
+    # The lock held for 0.15 s (as a long snapshot would): no tick can run meanwhile, so one
+    # sample covers at least that long, and the report says so.
+    def run():
+        time.sleep(0.05)
+        _native._hold_engine_lock(0.15)
+        time.sleep(0.05)
+
+    snapshot = _profile(run)
+    assert snapshot["max_sample_gap_ns"] >= 0.15e9
+    assert snapshot["max_sample_gap_ns"] <= snapshot["sampled_ns"]
+    assert 0 < snapshot["max_tick_ns"] < snapshot["max_sample_gap_ns"]
+    quiet = _profile(sleeping_function)  # a fresh session starts from zero
+    assert quiet["max_sample_gap_ns"] < snapshot["max_sample_gap_ns"]
+
+
 def spinning_function(cpu_s=0.3):
     """Spin until this thread has used cpu_s of CPU (not wall time: on a busy machine the
     thread gets less than a core, and the truth is what its own CPU clock says)."""

@@ -397,6 +397,8 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->sampled_ns = e->sampler.sampled_ns;
     view->interval_ns = e->sampler.interval_ns;
     view->lost_ns = e->sampler.lost_ns;
+    view->max_gap_ns = e->sampler.max_gap_ns;
+    view->max_tick_ns = e->sampler.max_tick_ns;
     view->stats = &e->stats;
     view->nthreads = e->sampler.nthreads;
 }

@@ -93,6 +93,7 @@ typedef struct hl_thread_stat {
 /* The engine's own figures, as the snapshot reports them. */
 typedef struct hl_snapshot {
     uint64_t samples, sampled_ns, interval_ns, lost_ns;
+    uint64_t max_gap_ns, max_tick_ns; /* the sampler's longest gap and longest tick */
     const hl_stats *stats; /* files, functions, lines, stacks */
     size_t nthreads;       /* read each with hl_engine_thread_stat */
 } hl_snapshot;

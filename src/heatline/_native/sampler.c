@@ -311,7 +311,14 @@ static void *sampler_main(void *arg) {
         uint64_t now = hl_now_ns();
         if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
         if (e->on_wake) e->on_wake(now); /* heatline ctl on/off: applied before this tick */
-        if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) tick(e, now - last);
+        if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED)) {
+            /* A long gap is the sampler held up (not scheduled, or waiting for the lock): time
+             * whose state was read once, at its end. Reported so that it can be seen. */
+            if (now - last > e->max_gap_ns) e->max_gap_ns = now - last;
+            tick(e, now - last);
+            uint64_t took = hl_now_ns() - now;
+            if (took > e->max_tick_ns) e->max_tick_ns = took;
+        }
         hl_sigterm_tick();
         last = now;
         deadline = hl_now_ns() + next_interval(e);
@@ -385,4 +392,5 @@ void hl_sampler_reset(hl_sampler *e) {
     e->threads = NULL;
     e->nthreads = e->threads_capacity = 0;
     e->samples = e->sampled_ns = e->lost_ns = 0;
+    e->max_gap_ns = e->max_tick_ns = 0;
 }

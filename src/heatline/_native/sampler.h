@@ -61,6 +61,8 @@ typedef struct hl_sampler {
     uint64_t samples;    /* ticks that charged time */
     uint64_t sampled_ns; /* wall time those ticks covered */
     uint64_t lost_ns;    /* thread time whose stack could not be read */
+    uint64_t max_gap_ns;  /* the longest time between two wake-ups (one sample's weight) */
+    uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
 } hl_sampler;
 
 /* Prepares a session in the starting thread (lock held, GIL held): seeds the generator, creates

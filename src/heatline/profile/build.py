@@ -186,6 +186,8 @@ def build_profile(
         "samples": snapshot["samples"],
         "sampled_s": _seconds(snapshot["sampled_ns"]),
         "lost_s": _seconds(snapshot["lost_ns"]),
+        "max_sample_gap_s": _seconds(snapshot.get("max_sample_gap_ns", 0)),
+        "max_tick_s": _seconds(snapshot.get("max_tick_ns", 0)),
         **_profiled_periods(snapshot),
         "totals": {
             "python_s": _seconds(totals_ns[0]),

@@ -98,6 +98,9 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
     offset = info["offset_s"]
     for key in ("samples", "sampled_s", "lost_s", "cpu_s"):
         merged[key] = _round(merged[key] + profile[key])
+    for key in ("max_sample_gap_s", "max_tick_s"):  # optional: older files lack them
+        if key in profile:
+            merged[key] = max(merged.get(key, 0.0), profile[key])
     for key, value in profile["totals"].items():
         merged["totals"][key] = _round(merged["totals"][key] + value)
     thread_base = len(merged["threads"])
