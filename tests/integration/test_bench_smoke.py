@@ -6,10 +6,11 @@ ground-truth targets at a tenth of their size), and the multi-process part at it
 checks the shape of the results JSON and that the renderer turns it into both documents. Needs
 no network and no peer profiler: runners that are not installed are recorded as unavailable,
 which is also checked. A second run covers the pool-cost options (the pools' CPU split by
-process, --single, --phases and --other, with this tree's own src/ as the other tree) on the
-multi-process part alone.
+process, --single, --phases and --other, with the heatline this interpreter imports as the
+other tree) on the multi-process part alone.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -20,6 +21,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "bench")
 SANITIZED = bool(os.environ.get("HEATLINE_SANITIZED"))
+# The "other" tree for --other: where this interpreter's heatline is (this tree's src/ when
+# installed in place, site-packages otherwise; src/ alone has no extension built for every
+# CPython the suite runs on).
+OTHER = os.path.dirname(os.path.dirname(importlib.util.find_spec("heatline").origin))
 
 sys.path.insert(0, BENCH)
 from heatbench import accuracy, children, tools  # noqa: E402
@@ -51,7 +56,7 @@ def pool(tmp_path_factory):
     out = tmp / "pool.json"
     _run(os.path.join(BENCH, "run.py"), "--smoke", "--children-only", "--skip-accuracy",
          "--skip-startup", "--single", "--phases", "--tools", "heatline",
-         "--other", os.path.join(ROOT, "src"), "--out", str(out), "--workdir", str(tmp / "work"))
+         "--other", OTHER, "--out", str(out), "--workdir", str(tmp / "work"))
     return tmp, json.loads(out.read_text())
 
 
@@ -153,7 +158,7 @@ def test_phases_time_every_fork_child_and_the_merge(pool):
 
 def test_other_tree_runs_beside_this_one(pool):
     _, data = pool
-    assert data["other"]["path"] == os.path.join(ROOT, "src")
+    assert data["other"]["path"] == OTHER
     other = data["tools"]["heatline@other"]
     assert other["available"] and other["label"] == "heatline@other" and other["version"]
     result = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "--smoke",
