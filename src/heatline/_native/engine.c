@@ -122,13 +122,8 @@ void hl_engine_lock_from_hook(void) {
     /* The profiler's own doing, which the sampler charges as busy (see engine.h): measured so
      * that the report can say how much of a thread's time it was, and the tests can tell it
      * from the program's own blocking. */
-    uint64_t waited = hl_now_ns() - began;
-    hl_sampler *s = &hl_the_engine.sampler;
-    for (size_t i = 0; i < s->nthreads; i++)
-        if (s->threads[i].native_id == self) {
-            s->threads[i].engine_wait_ns += waited;
-            break;
-        }
+    hl_thread *t = hl_sampler_find_thread(&hl_the_engine.sampler, self);
+    if (t != NULL) t->engine_wait_ns += hl_now_ns() - began;
 }
 
 void hl_engine_unlock_from_hook(void) {

@@ -109,7 +109,7 @@ static uint64_t next_interval(hl_sampler *e) {
  * oldest state is the one it runs: a newer one with the same id is usually a state that
  * thread preallocated for a thread it is starting, which carries its creator's id until the
  * new thread binds it. */
-static hl_thread *find_thread(hl_sampler *e, long native_id) {
+hl_thread *hl_sampler_find_thread(hl_sampler *e, long native_id) {
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive && e->threads[i].native_id == native_id) return &e->threads[i];
     return NULL;
@@ -178,7 +178,7 @@ static void refresh_threads(hl_sampler *e) {
         if (native_id < 0 || hl_memread_ptr(&next, tstate + l->tstate_next) != 0)
             goto abandon; /* the list changed under us; try again next tick */
         if (native_id != 0) { /* 0: created but not started yet */
-            hl_thread *t = find_thread(e, native_id);
+            hl_thread *t = hl_sampler_find_thread(e, native_id);
             if (t != NULL) t->tstate = tstate; /* the list runs newest to oldest */
             else if (add_thread(e, tstate, native_id) == 0) t = &e->threads[e->nthreads - 1];
             if (t != NULL) seen[t - e->threads] = 1;

@@ -70,6 +70,9 @@ typedef struct hl_sampler {
  * (the thread finishes the scan). */
 void hl_sampler_prepare(hl_sampler *s);
 
+/* The live registry entry of a kernel thread id, or NULL (lock held). */
+hl_thread *hl_sampler_find_thread(hl_sampler *s, long native_id);
+
 /* Destroys what hl_sampler_prepare created, once the thread is joined (lock held). */
 void hl_sampler_release(hl_sampler *s);
 
