@@ -32,18 +32,6 @@ def _program(tmp_path, body, *args, run_python, env=None):
     return json.loads(result.stdout) if result.stdout.strip() else None
 
 
-# Open (issue 7, docs/accuracy.md): under load, the API runs' accuracy checks fail in about one
-# full-suite run in three to five, on every CPython: a phase is 100% Python or native by heatline
-# where the truth counts 5-22% of it as neither on a CPU nor waiting for one (python_loop 78.1%
-# on a CPU, 3.11, one busy loop beside the suite). That blocked time is invisible to the
-# samples. Not the hooks' wait for heatline's lock any more (it is runnable now and measured:
-# a failure prints each thread's engine_wait_s), nor steal time; the cause is not established.
-# Kept running and reported (non-strict), so that it is neither hidden nor blocking.
-open_split_failure = pytest.mark.xfail(
-    strict=False, reason="under load, time the truth counts blocked is charged busy (open)"
-)
-
-
 def _truth_env(tmp_path):
     return {"HEATLINE_TRUTH": str(tmp_path / "truth.json")}
 
@@ -66,7 +54,6 @@ def _check(truth, profile):
 
 
 @timing
-@open_split_failure
 def test_start_in_a_thread_profiles_every_thread_within_tolerance(tmp_path, run_python):
     """Started from a thread that is not the main one, stopped from a third: the main thread's
     phases (main_thread.py) and those of a thread that was already running before start() are
@@ -101,7 +88,6 @@ def test_start_in_a_thread_profiles_every_thread_within_tolerance(tmp_path, run_
 
 
 @timing
-@open_split_failure
 def test_decorator_and_context_manager_profile_within_tolerance(tmp_path, run_python):
     pytest.importorskip("numpy")
     out = _program(tmp_path, f"""
@@ -134,7 +120,6 @@ def test_decorator_and_context_manager_profile_within_tolerance(tmp_path, run_py
 
 
 @timing
-@open_split_failure
 def test_pause_and_resume_drive_the_api_session(tmp_path, run_python):
     """Started with off=True: nothing is charged until resume(); pause() stops charging."""
     pytest.importorskip("numpy")
