@@ -110,6 +110,7 @@ class Session:
         self._started_at = ""
         self._wall_start = self._wall_stop = 0.0
         self._cpu_start = self._cpu_stop = 0.0
+        self._steal_start = self._steal_stop = None
         self._running = False
 
     def start(self) -> None:
@@ -120,6 +121,7 @@ class Session:
         self._started_at = _utc_now_iso()
         self._wall_start = time.perf_counter()
         self._cpu_start = time.process_time()
+        self._steal_start = machine_steal_s()
         _register_fork_hooks(_native)
         self._open_control()
         try:
@@ -174,6 +176,7 @@ class Session:
         self._close_control()
         self._wall_stop = time.perf_counter()
         self._cpu_stop = time.process_time()
+        self._steal_stop = machine_steal_s()
         self._running = False
         if _active is self:
             _active = None
@@ -206,6 +209,10 @@ class Session:
 
         wall_stop = self._wall_stop if not self._running else time.perf_counter()
         cpu_stop = self._cpu_stop if not self._running else time.process_time()
+        steal_stop = self._steal_stop if not self._running else machine_steal_s()
+        steal_s = None
+        if self._steal_start is not None and steal_stop is not None:
+            steal_s = max(steal_stop - self._steal_start, 0.0)
         snapshot = _native.snapshot()
         if self.snapshot_filter is not None:
             snapshot = self.snapshot_filter(snapshot)
@@ -217,9 +224,24 @@ class Session:
             elapsed_s=wall_stop - self._wall_start,
             cpu_s=cpu_stop - self._cpu_start,
             interval_s=self.interval_s,
+            steal_s=steal_s,
+            cpu_count=os.cpu_count() or 1,
         )
         profile["warnings"] += self._warnings
         return profile
+
+
+def machine_steal_s() -> float | None:
+    """CPU time the hypervisor has taken from this machine's CPUs since boot (steal time, all
+    CPUs summed), or None where the kernel does not say (not Linux, or no steal field). Read at
+    start and stop only: a thread held up this way looks running from inside the machine, so
+    heatline charges it as running, and the profile says how much there was."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _utc_now_iso() -> str:

@@ -2,6 +2,7 @@
 (heatline.profile.build), without the engine."""
 
 import json
+import os
 
 import pytest
 
@@ -70,16 +71,19 @@ def snapshot(**overrides):
     return snap
 
 
-def build(snap=None, sources=SOURCES):
-    return profile_build.build_profile(
-        snap or snapshot(),
+def build(snap=None, sources=SOURCES, **run):
+    """The profile of `snap`; `run` overrides the run's figures (elapsed_s, steal_s...)."""
+    figures = dict(
         program="/src/app.py",
         argv=["app.py", "-v"],
         started_at="2024-01-01T00:00:00.000Z",
         elapsed_s=0.1234567,
         cpu_s=0.08,
         interval_s=0.01,
-        read_lines=lambda path: sources.get(path, []),
+    )
+    figures.update(run)
+    return profile_build.build_profile(
+        snap or snapshot(), read_lines=lambda path: sources.get(path, []), **figures
     )
 
 
@@ -253,6 +257,28 @@ def test_a_thread_waiting_long_for_heatlines_lock_is_a_warning():
     snap["threads"][0]["engine_wait_ns"] = 20 * MS  # of the threads' 110 ms
     (warning,) = build(snap)["warnings"]
     assert warning.startswith("threads waited 0.020 s (18.2% of their time) for heatline's own")
+
+
+def test_steal_time_is_recorded_and_a_warning_once_it_is_a_share_of_the_machine():
+    assert "steal_s" not in build()  # where /proc/stat gives none
+    quiet = build(steal_s=0.0, cpu_count=2)
+    assert quiet["steal_s"] == 0.0 and quiet["warnings"] == []
+    # 2 CPUs x 10 s: 0.3 s stolen is 1.5%, under the 2% that warns; 0.5 s (2.5%) warns.
+    assert build(elapsed_s=10.0, steal_s=0.3, cpu_count=2)["warnings"] == []
+    (warning,) = build(elapsed_s=10.0, steal_s=0.5, cpu_count=2)["warnings"]
+    assert warning.startswith("the hypervisor took 0.50 s of this machine's CPU time during the "
+                              "run (steal time, 2.5% of its 2 CPUs)")
+
+
+def test_machine_steal_time_is_the_steal_field_of_proc_stat_in_seconds():
+    from heatline import session
+
+    with open("/proc/stat") as f:
+        before = int(f.readline().split()[8]) / os.sysconf("SC_CLK_TCK")
+    got = session.machine_steal_s()
+    with open("/proc/stat") as f:
+        after = int(f.readline().split()[8]) / os.sysconf("SC_CLK_TCK")
+    assert before <= got <= after
 
 
 def test_profiled_periods_in_seconds_and_a_warning_when_some_were_not_kept():

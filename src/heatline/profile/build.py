@@ -24,6 +24,10 @@ CONTEXT_LINES = 2
 # Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
 LOST_WARNING_FRACTION = 0.05
 ENGINE_WAIT_WARNING_FRACTION = 0.05
+# Warn about the host's steal time once it exceeds this share of the machine's CPU time (and
+# this many seconds: /proc/stat counts it in ticks).
+STEAL_WARNING_FRACTION = 0.02
+STEAL_WARNING_MIN_S = 0.05
 # Points kept in the program's memory timeline in the profile.
 PROGRAM_TIMELINE_POINTS = 200
 
@@ -51,6 +55,8 @@ def build_profile(
     elapsed_s: float,
     cpu_s: float,
     interval_s: float,
+    steal_s: float | None = None,
+    cpu_count: int = 1,
     read_lines: Callable[[str], list[str]] = read_source_lines,
 ) -> dict[str, Any]:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
@@ -188,6 +194,7 @@ def build_profile(
         "lost_s": _seconds(snapshot["lost_ns"]),
         "max_sample_gap_s": _seconds(snapshot.get("max_sample_gap_ns", 0)),
         "max_tick_s": _seconds(snapshot.get("max_tick_ns", 0)),
+        **({} if steal_s is None else {"steal_s": round(steal_s, 6)}),
         **_profiled_periods(snapshot),
         "totals": {
             "python_s": _seconds(totals_ns[0]),
@@ -201,7 +208,7 @@ def build_profile(
         "stacks": _stacks(snapshot, files, functions),
         **_memory_summary(memory, files),
         "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory)
-        + _control_warnings(snapshot),
+        + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count),
     }
     return gpu_report.with_gpu(profile, snapshot, read_lines)
 
@@ -211,6 +218,22 @@ def _profiled_periods(snapshot: dict[str, Any]) -> dict[str, Any]:
     [start_s, end_s] pairs since the start; absent from snapshots without the record."""
     periods = snapshot.get("profiled_periods")
     return {} if periods is None else {"profiled_periods": _periods(periods)}
+
+
+def _steal_warnings(steal_s: float | None, elapsed_s: float, cpu_count: int) -> list[str]:
+    """A virtual machine whose host took its CPUs away: the threads held up look running from
+    inside (the guest cannot see it), so their lines were charged that time as their own."""
+    available_s = elapsed_s * max(cpu_count, 1)
+    if steal_s is None or available_s <= 0 or steal_s < STEAL_WARNING_MIN_S:
+        return []
+    share = steal_s / available_s
+    if share < STEAL_WARNING_FRACTION:
+        return []
+    return [
+        f"the hypervisor took {steal_s:.2f} s of this machine's CPU time during the run (steal "
+        f"time, {share * 100.0:.1f}% of its {cpu_count} CPUs): threads held up by it look "
+        "running from inside the machine and were charged that time at their lines"
+    ]
 
 
 def _control_warnings(snapshot: dict[str, Any]) -> list[str]:

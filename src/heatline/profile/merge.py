@@ -98,7 +98,8 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
     offset = info["offset_s"]
     for key in ("samples", "sampled_s", "lost_s", "cpu_s"):
         merged[key] = _round(merged[key] + profile[key])
-    for key in ("max_sample_gap_s", "max_tick_s"):  # optional: older files lack them
+    # Optional (older files lack them); steal_s is the machine's, over overlapping runs.
+    for key in ("max_sample_gap_s", "max_tick_s", "steal_s"):
         if key in profile:
             merged[key] = max(merged.get(key, 0.0), profile[key])
     for key, value in profile["totals"].items():
