@@ -359,6 +359,16 @@ def test_load_file_entry_missing_keys(tmp_path):
     assert "lines" in _load_error(tmp_path, prof)
 
 
+@pytest.mark.parametrize("field, value", [("stack", [0, 99]), ("stack", [-1]), ("thread", 5),
+                                          ("thread", -1)])
+def test_load_stack_entry_pointing_outside_its_tables(tmp_path, field, value):
+    # Found by test_view's fuzz test: a frame index past the table passed validation and
+    # `view` died with an IndexError; a negative one would have named the wrong frame.
+    prof = build()
+    prof["stacks"]["entries"][0][field] = value
+    assert f"stacks.entries[0].{field}" in _load_error(tmp_path, prof)
+
+
 def test_version_3_profiles_are_still_read(tmp_path):
     # Version 3 listed idle lines too; the shape is the same, so heatline still shows them.
     prof = dict(build(), schema_version=3)

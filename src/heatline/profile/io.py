@@ -242,6 +242,7 @@ def validate(data: Any, path: str = "profile") -> None:
             _check(data["memory"], _MEMORY_TOTALS, "memory")
         if data["gpu"]["enabled"]:
             _check(data["gpu"], _GPU_TOTALS, "gpu")
+        _check_stack_references(data["stacks"], len(data["threads"]))
         if "profiled_periods" in data:  # optional: added in schema 4 without a bump
             _check(data["profiled_periods"], [_POINT], "profiled_periods")
         if "processes" in data:
@@ -255,6 +256,18 @@ def validate(data: Any, path: str = "profile") -> None:
         raise ProfileError(f"'{path}': {exc.where} {exc.problem}") from None
     for pid, own_profile in data.get("process_profiles", {}).items():
         validate(own_profile, f"{path}: process_profiles[{pid}]")
+
+
+def _check_stack_references(stacks: dict[str, Any], threads: int) -> None:
+    """The stacks' entries index the frame table and the thread list: an index outside them
+    would fail (or, negative, silently mislabel) in every renderer that follows it."""
+    frames = len(stacks["frames"])
+    for number, entry in enumerate(stacks["entries"]):
+        where = f"stacks.entries[{number}]"
+        if any(not 0 <= index < frames for index in entry["stack"]):
+            raise _Invalid(f"{where}.stack", f"should hold indices of stacks.frames (0-{frames-1})")
+        if not 0 <= entry["thread"] < threads:
+            raise _Invalid(f"{where}.thread", f"should be an index of threads (0-{threads - 1})")
 
 
 class _Invalid(Exception):
