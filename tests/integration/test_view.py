@@ -288,13 +288,15 @@ def _paths(value, prefix=()):
 
 def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(saved_profile):
     """A fuzz test: a real profile with one field dropped or replaced by a value of the wrong
-    type (a fixed seed per case), 400 times; validate() and the renderer in-process."""
+    type (a fixed seed per case), 400 times; validate() and every renderer in-process (`view`
+    renders a saved profile to each format). The real profile differs from run to run, so each
+    run tries other mutations: a failure names its case, to be kept as a unit test."""
     import copy
     import io
     import json
     import random
 
-    from heatline.renderers import terminal
+    from heatline.renderers import chrome, collapsed, html, pprof, speedscope, terminal
 
     with open(saved_profile, encoding="utf-8") as f:
         original = json.load(f)
@@ -324,8 +326,26 @@ def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(sa
             continue
         for reduced in (False, True):
             terminal.render(data, file=io.StringIO(), reduced=reduced, threshold_pct=1.0)
+        for export in (html, pprof, speedscope, collapsed, chrome):
+            export.render(data)
         outcomes["rendered"] += 1
     assert outcomes["error"] > 100 and outcomes["rendered"] > 10, outcomes
+
+
+def test_hand_edited_fractional_byte_counts_still_export_to_pprof(saved_profile, tmp_path):
+    # Found by the fuzz test above (case 417): bytes are integers in profiles heatline writes,
+    # but the format allows any number, and pprof's encoder took only ints.
+    import json
+
+    from heatline.renderers import pprof
+
+    with open(saved_profile, encoding="utf-8") as f:
+        data = json.load(f)
+    lines = [line for entry in data["files"].values() for line in entry["lines"]]
+    for line in lines:
+        line["alloc_native_bytes"] = 2.5
+    profile.validate(data, "p.json")
+    assert pprof.render(data)[:2] == b"\x1f\x8b"  # gzip
 
 
 LONG_NAMES = '''\

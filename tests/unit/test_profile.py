@@ -369,6 +369,14 @@ def test_load_stack_entry_pointing_outside_its_tables(tmp_path, field, value):
     assert f"stacks.entries[0].{field}" in _load_error(tmp_path, prof)
 
 
+def test_load_line_whose_function_is_not_a_name(tmp_path):
+    # Found by test_view's fuzz test (case 645): `"function": true` passed validation and the
+    # pprof export died on it.
+    prof = build()
+    prof["files"]["/src/app.py"]["lines"][0]["function"] = True
+    assert ".lines[0].function should be null or a string" in _load_error(tmp_path, prof)
+
+
 def test_version_3_profiles_are_still_read(tmp_path):
     # Version 3 listed idle lines too; the shape is the same, so heatline still shows them.
     prof = dict(build(), schema_version=3)

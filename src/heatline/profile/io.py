@@ -236,6 +236,10 @@ def validate(data: Any, path: str = "profile") -> None:
                     raise _Invalid(key, "should be a JSON object")
                 for file_path, entry in data[key].items():
                     _check(entry, _FILE, f"files[{file_path!r}]")
+                    for number, line in enumerate(entry["lines"]):  # optional: schema 4+
+                        if "function" in line:
+                            where = f"files[{file_path!r}].lines[{number}].function"
+                            _check(line["function"], (None, str), where)
             else:
                 _check(data[key], spec, key)
         if data["memory"]["enabled"]:

@@ -109,14 +109,16 @@ def encode(profile: dict[str, Any]) -> bytes:
         b.sample(leaf_first, [sum(parts), *parts, *zeros], thread_name(profile, stack.thread))
     per_line = []  # (thread label, values of the extra sample types, from a line's fields)
     if memory:
+        # Byte counts are integers in profiles heatline writes; round() keeps a hand-edited
+        # 2.5 from failing the varint encoding.
         per_line.append(("memory", lambda line: [
-            line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0),
-            max(line.get("growth_bytes", 0), 0),
+            round(line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)),
+            round(max(line.get("growth_bytes", 0), 0)),
         ]))
     if gpu:
         per_line.append(("gpu", lambda line: [
-            round(line.get("gpu_s", 0) * 1e9), line.get("gpu_copy_bytes", 0),
-            line.get("gpu_alloc_bytes", 0),
+            round(line.get("gpu_s", 0) * 1e9), round(line.get("gpu_copy_bytes", 0)),
+            round(line.get("gpu_alloc_bytes", 0)),
         ]))
     offset = len(TIME_TYPES)
     for label, values_of in per_line:
