@@ -355,20 +355,38 @@ class _ChildFinisher:
     def __call__(self) -> None:
         if os.getpid() != self.pid:
             return
-        self.pid = -1  # once
         # A SIGTERM while writing (pool.terminate() racing a worker's own exit) waits until
-        # the profile is written: the guard's handler then kills the process as before.
+        # the profile is written: the guard's handler then kills the process as before. It is
+        # blocked before the finisher is marked as run: the guard's handler, run between the
+        # two, would find it marked, write nothing and kill the process.
         blocked = _block_sigterm()
+        if os.getpid() != self.pid:  # the handler ran meanwhile, and wrote
+            _unblock(blocked)
+            return
+        self.pid = -1  # once
         try:
             from heatline import runner
 
             if runner._terminating or not self.succeeded and self.exit == "exit":
                 self.exit = "SIGTERM"
             self._write()
-        except BaseException:  # noqa: BLE001 -- a profiler failure never changes the child
-            pass
+        except BaseException as exc:  # noqa: BLE001 -- a profiler failure never changes the child
+            self._record_failure(exc)
         finally:
             _unblock(blocked)
+
+    def _record_failure(self, exc: BaseException) -> None:
+        """What went wrong, one line in <token>.failed, for the main process to report."""
+        try:
+            text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            path = os.path.join(self.carrier.config["dir"], self.token + ".failed")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, text.encode("utf-8", "replace"))
+            finally:
+                os.close(fd)
+        except BaseException:  # noqa: BLE001 -- the report then says only that it is missing
+            pass
 
     def _write(self) -> None:
         import marshal
@@ -459,7 +477,11 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
     children = []
     started = {name[: -len(".started")] for name in names if name.endswith(".started")}
     finished = set()
+    problems = []  # one line per child that tried to write its profile and failed
     for name in names:
+        if name.endswith(".failed"):
+            problems.append(f"child process {name.split('-')[0]} could not write its profile: "
+                            + _read_line(os.path.join(directory, name)))
         if not name.endswith(".prof"):
             continue
         try:
@@ -474,7 +496,9 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
                 cpu_s=payload["cpu_s"],
                 interval_s=payload["interval_s"],
             )
-        except Exception:  # noqa: BLE001 -- a torn or foreign file costs only that child
+        except Exception as exc:  # noqa: BLE001 -- a torn or foreign file costs only that child
+            problems.append(f"the profile of child process {name.split('-')[0]} could not be "
+                            f"read: {' '.join(f'{type(exc).__name__}: {exc}'.split())[:300]}")
             continue
         finished.add(name[: -len(".prof")])
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
@@ -486,7 +510,17 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
         return main_profile
     main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
                  "argv": list(main_profile["argv"]), "exit": "exit", "offset_s": 0.0}
-    return merge_processes((main_info, main_profile), children, missing=missing)
+    merged = merge_processes((main_info, main_profile), children, missing=missing)
+    merged["warnings"] += sorted(problems)
+    return merged
+
+
+def _read_line(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(300).decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(its error could not be read: {exc.strerror})"
 
 
 def discard() -> None:

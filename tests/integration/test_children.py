@@ -219,6 +219,29 @@ def test_exits_crashes_and_sigkill(run_heatline, tmp_path):
     assert spin["python_s"] > 0
 
 
+def test_a_child_that_cannot_write_its_profile_says_why(run_heatline, tmp_path):
+    """A profiler failure in a child never changes the child, and the report names it rather
+    than only counting a missing profile: here the child's snapshot raises."""
+    script = tmp_path / "failing_child.py"
+    script.write_text(
+        "import os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    import heatline._native as engine\n"
+        "    def broken():\n"
+        "        raise RuntimeError('snapshot broken on purpose')\n"
+        "    engine.snapshot = broken\n"
+        "    os._exit(6)\n"
+        "print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+    )
+    profile, run = _profile(run_heatline, tmp_path, str(script))
+    assert run.stdout == "6\n"  # the child's own exit status, as under python
+    warnings = " ".join(profile["warnings"])
+    assert "1 child process left no profile" in warnings
+    assert "could not write its profile: RuntimeError: snapshot broken on purpose" in warnings
+    assert _left_in(_private_tmp(tmp_path)) == []
+
+
 def test_fork_from_a_thread_is_profiled(run_heatline, tmp_path):
     path = _target("children_behaviour.py")
     profile, run = _profile(run_heatline, tmp_path, path, "thread")
