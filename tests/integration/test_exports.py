@@ -286,7 +286,9 @@ def test_use_virtual_time_leaves_out_blocked_time(run_heatline, tmp_path):
     true_pct = 100 * spin_busy / (spin_busy + truth["rest"]["native_s"])
     # A sample is the thread's state at one instant, weighted by the time since the previous
     # one: the two ticks next to the sleep's start and end can see the thread on either side
-    # (docs/accuracy.md), so two samples' worth of the busy time is allowed beside the 3 pp.
-    sample_pp = 100 * 2 * (profile["sampled_s"] / profile["samples"]) / totals["attributed_s"]
+    # (docs/accuracy.md), each charging at most the longest gap between samples (longer than
+    # the mean when the sampler is held up: seen under ASan on a loaded machine, 11.3 pp
+    # against a mean-based 9.7), so that much is allowed at each edge beside the 3 pp.
+    sample_pp = 100 * 2 * profile["max_sample_gap_s"] / totals["attributed_s"]
     assert spin["python_pct"] + spin["native_pct"] == \
         pytest.approx(true_pct, abs=3.0 + sample_pp), (truth, sample_pp)

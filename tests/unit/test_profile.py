@@ -263,11 +263,13 @@ def test_steal_time_is_recorded_and_a_warning_once_it_is_a_share_of_the_machine(
     assert "steal_s" not in build()  # where /proc/stat gives none
     quiet = build(steal_s=0.0, cpu_count=2)
     assert quiet["steal_s"] == 0.0 and quiet["warnings"] == []
-    # 2 CPUs x 10 s: 0.3 s stolen is 1.5%, under the 2% that warns; 0.5 s (2.5%) warns.
-    assert build(elapsed_s=10.0, steal_s=0.3, cpu_count=2)["warnings"] == []
-    (warning,) = build(elapsed_s=10.0, steal_s=0.5, cpu_count=2)["warnings"]
-    assert warning.startswith("the hypervisor took 0.50 s of this machine's CPU time during the "
-                              "run (steal time, 2.5% of its 2 CPUs)")
+    # 2 CPUs x 10 s: 0.9 s stolen is 4.5%, under the 5% that warns; 1.1 s (5.5%) warns.
+    assert build(elapsed_s=10.0, steal_s=0.9, cpu_count=2)["warnings"] == []
+    (warning,) = build(elapsed_s=10.0, steal_s=1.1, cpu_count=2)["warnings"]
+    assert warning.startswith("the hypervisor took 1.10 s of this machine's CPU time during the "
+                              "run (steal time, 5.5% of its 2 CPUs)")
+    # A short run: 0.2 s is 10% of 2 CPUs x 1 s, but under the 0.25 s a warning needs.
+    assert build(elapsed_s=1.0, steal_s=0.2, cpu_count=2)["warnings"] == []
 
 
 def test_machine_steal_time_is_the_steal_field_of_proc_stat_in_seconds():

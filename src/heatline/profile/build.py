@@ -26,8 +26,8 @@ LOST_WARNING_FRACTION = 0.05
 ENGINE_WAIT_WARNING_FRACTION = 0.05
 # Warn about the host's steal time once it exceeds this share of the machine's CPU time (and
 # this many seconds: /proc/stat counts it in ticks).
-STEAL_WARNING_FRACTION = 0.02
-STEAL_WARNING_MIN_S = 0.05
+STEAL_WARNING_FRACTION = 0.05
+STEAL_WARNING_MIN_S = 0.25
 # Points kept in the program's memory timeline in the profile.
 PROGRAM_TIMELINE_POINTS = 200
 
