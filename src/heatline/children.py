@@ -378,7 +378,9 @@ class _ChildFinisher:
     def _record_failure(self, exc: BaseException) -> None:
         """What went wrong, one line in <token>.failed, for the main process to report."""
         try:
-            text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            from heatline import runner
+
+            text = runner._one_line(exc)[:300]
             path = os.path.join(self.carrier.config["dir"], self.token + ".failed")
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
@@ -466,6 +468,7 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
         return main_profile
     import marshal
 
+    from heatline import runner
     from heatline.profile.build import build_profile
     from heatline.profile.merge import merge_processes
 
@@ -498,7 +501,7 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
             )
         except Exception as exc:  # noqa: BLE001 -- a torn or foreign file costs only that child
             problems.append(f"the profile of child process {name.split('-')[0]} could not be "
-                            f"read: {' '.join(f'{type(exc).__name__}: {exc}'.split())[:300]}")
+                            f"read: {runner._one_line(exc)[:300]}")
             continue
         finished.add(name[: -len(".prof")])
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}

@@ -130,6 +130,7 @@ def phase(kind):
                         {
                             "wall_s": 0.0,
                             "cpu_s": 0.0,
+                            "on_cpu_s": 0.0,
                             "python_s": 0.0,
                             "native_s": 0.0,
                             "system_s": 0.0,
@@ -138,7 +139,7 @@ def phase(kind):
                     entry["busy_clock"] = clock.name
                     entry["wall_s"] += wall
                     entry["cpu_s"] += cpu
-                    entry["on_cpu_s"] = entry.get("on_cpu_s", 0.0) + on_cpu
+                    entry["on_cpu_s"] += on_cpu
                     for key, value in split.items():
                         entry[key] += value
 
