@@ -19,7 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 
-from heatline.session import Session  # noqa: E402
+from heatline.engine.session import Session  # noqa: E402
 
 
 def timed(work, window):

@@ -14,7 +14,7 @@ which overhead.run splits the tree's CPU by process. run.py --single adds pool_s
 tasks in the main process alone.
 
 Phases (run.py --phases). The pool_fork driver, with PHASES_HOOK first, under each heatline
-runner: heatline.children's start of a fork child, its snapshot's write at the child's end and
+runner: heatline.run.children's start of a fork child, its snapshot's write at the child's end and
 the main process's merge, timed in every process.
 
 Start-up. A driver starts STARTUP_EXEC `python -c pass` children (subprocess.run, one after
@@ -216,14 +216,14 @@ def startup(ctx, tools, rounds, workdir, env, log, exec_count=STARTUP_EXEC,
 
 # ------------------------------------------------------------------ phases
 
-# Prepended to the pool_fork driver (run.py --phases): times heatline.children's start of a
+# Prepended to the pool_fork driver (run.py --phases): times heatline.run.children's start of a
 # fork child, its snapshot's write (and size) at the child's end, and the main process's
 # merge, in every process, into the file $HEATBENCH_PHASES names.
 PHASES_HOOK = """\
 import os as _os
 import time as _time
 
-from heatline import children as _children
+from heatline.run import children as _children
 
 _record = _os.environ.pop("HEATBENCH_PHASES")
 

@@ -34,9 +34,8 @@ __all__ = [
     "is_running",
 ]
 
-# Imported from heatline.api on first use (PEP 562). `profile` is the heatline.profile
-# package, which is callable (heatline/profile/__init__.py).
-_API = frozenset({"start", "stop", "Profile", "HeatlineError", "is_running"})
+# Imported from heatline.api on first use (PEP 562).
+_API = frozenset({"start", "stop", "profile", "Profile", "HeatlineError", "is_running"})
 
 
 def __getattr__(name: str) -> Any:
@@ -44,31 +43,27 @@ def __getattr__(name: str) -> Any:
         from heatline import api
 
         return getattr(api, name)
-    if name == "profile":
-        import heatline.profile
-
-        return heatline.profile
     raise AttributeError(f"module 'heatline' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext heatline``: the %heatline and %%heatline magics (heatline/ipython.py)."""
-    from heatline.ipython import load
+    from heatline.integrations.ipython import load
 
     load(ipython)
 
 
 def pause() -> None:
     """Stop charging time until :func:`resume`. Does nothing when no profile is being taken."""
-    # A running profile always lives in heatline.session, so if that module was never imported
-    # nothing is running, and we avoid importing the engine into an unprofiled program.
-    session = sys.modules.get("heatline.session")
+    # A running profile always lives in heatline.engine.session, so if that module was never
+    # imported nothing is running, and we avoid importing the engine into an unprofiled program.
+    session = sys.modules.get("heatline.engine.session")
     if session is not None:
         session.pause()
 
 
 def resume() -> None:
     """Charge time again after :func:`pause` (or after starting with ``--off``)."""
-    session = sys.modules.get("heatline.session")
+    session = sys.modules.get("heatline.engine.session")
     if session is not None:
         session.resume()

@@ -6,7 +6,7 @@ One engine per process: one profile at a time, whoever started it (this API, or 
 are in docs/engine-api.md ("Profiling from inside: heatline.start/stop").
 
 Imported by ``heatline.start`` and the like, never by ``import heatline``; the engine itself
-is imported only when a profile starts (heatline.session).
+is imported only when a profile starts (heatline.engine.session).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def options_from_keywords(keywords: dict[str, Any]) -> Options:
             values[option.dest] = _value(option, value)
         except (TypeError, ValueError) as exc:  # argparse.ArgumentTypeError is a ValueError
             raise HeatlineError(f"option {name}: {exc}") from None
-    only_implies_all(values, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    only_implies_all(values)
     if values.get("outfile") is not None:
         values["outfile"] = os.path.abspath(os.fspath(values["outfile"]))
     return Options(**values)
@@ -86,7 +86,7 @@ def _value(option: Any, value: Any) -> Any:
 
 
 class _Run(NamedTuple):
-    session: Any  # heatline.session.Session
+    session: Any  # heatline.engine.session.Session
     options: Options
 
 
@@ -100,7 +100,7 @@ def _forget_in_child() -> None:
     global _run, _lock
     _lock = threading.Lock()  # another thread may have held it across the fork
     if _run is not None:
-        session = sys.modules.get("heatline.session")
+        session = sys.modules.get("heatline.engine.session")
         if session is not None and session._active is _run.session:
             session._active = None
         _run = None
@@ -112,7 +112,7 @@ if hasattr(os, "register_at_fork"):
 
 def _cli_session() -> Any:
     """The session of a `heatline script.py` run this program is part of, if any."""
-    session = sys.modules.get("heatline.session")
+    session = sys.modules.get("heatline.engine.session")
     active = getattr(session, "_active", None)
     if active is None or (_run is not None and active is _run.session):
         return None
@@ -141,7 +141,7 @@ def _start(options: Options) -> None:
                 "it: use heatline.pause()/resume() (or --off), or the @profile decorator to "
                 "limit the report"
             )
-        from heatline.session import Session
+        from heatline.engine.session import Session
 
         main = sys.modules.get("__main__")
         main_file = getattr(main, "__file__", None)
@@ -172,7 +172,7 @@ def stop() -> Profile:
     data = run.session.profile()
     options = run.options
     if options.use_virtual_time:
-        from heatline.virtual_time import running_time_only
+        from heatline.data.virtual_time import running_time_only
 
         running_time_only(data)
     result = Profile(data, reduced=options.reduced_profile,
@@ -226,7 +226,7 @@ class Profiler:
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         if _cli_session() is not None:
-            from heatline import marked
+            from heatline.engine import marked
 
             return marked.profile(function)
         if not callable(function):

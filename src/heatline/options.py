@@ -4,10 +4,12 @@ heatline's options and the program's command line, the values the runner gets
 and every default lives here. (The engine's own fallback for the sampling interval, in
 _native/engine.c, only applies when no interval is passed, which heatline never does.)
 
-This module is imported with the CLI, before the program runs: it imports nothing.
+This module is imported with the CLI, before the program runs: it imports nothing but os.
 """
 
 from __future__ import annotations
+
+import os  # imported by the interpreter's start-up already: costs nothing
 
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
@@ -281,12 +283,12 @@ def _duration(text: str) -> float:
 
 
 def _line_limit(text: str) -> tuple[str, int, int]:
-    from heatline.check import parse_line_limit
+    from heatline.cli.check import parse_line_limit
 
     return _units(parse_line_limit)(text)
 
 
-# The limits of `heatline check` (heatline.check.Budget has the same names; a budget file's
+# The limits of `heatline check` (heatline.cli.check.Budget has the same names; a budget file's
 # keys are these flags without the dashes in front).
 CHECK_OPTIONS = (
     Option(("--budget",), "read limits from FILE (TOML, or JSON when it ends in .json; the "
@@ -306,13 +308,17 @@ CHECK_OPTIONS = (
 )
 
 
-def only_implies_all(values: dict[str, Any], own_dir: str) -> None:
+# heatline's own package directory, with a trailing separator.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def only_implies_all(values: dict[str, Any]) -> None:
     """As in Scalene, --profile-only names the files to profile even in the standard library
     or installed packages: files it does not name stay out anyway, only heatline's own
-    package (``own_dir``) needs excluding. Changes ``values`` (keyed by dest) in place."""
+    package (PACKAGE_DIR) needs excluding. Changes ``values`` (keyed by dest) in place."""
     if values.get("profile_only") and not values.get("profile_all"):
         values["profile_all"] = True
-        values["profile_exclude"] = [*values.get("profile_exclude", []), own_dir]
+        values["profile_exclude"] = [*values.get("profile_exclude", []), PACKAGE_DIR]
 
 
 class Options:

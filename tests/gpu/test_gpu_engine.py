@@ -14,7 +14,8 @@ from gpu_support import HERE, NATIVE, TRUTH, gpu_env, tagged_lines
 # of the snapshot with line ids resolved to (path, line).
 DRIVER = r"""
 import json, runpy, sys
-from heatline import _native, scope
+from heatline import _native
+from heatline.engine import scope
 _native.start(0.01, exclude_prefixes=scope.default_exclude_prefixes(), gpu=int(sys.argv[2]))
 runpy.run_path(sys.argv[1], run_name="__main__")
 _native.stop()

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import heatline
-from heatline import profile
+from heatline import data as profile
 
 HEATLINE_DIR = os.path.dirname(os.path.abspath(heatline.__file__))
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from heatline.profile import SCHEMA_VERSION
+from heatline.data import SCHEMA_VERSION
 
 
 def assert_one_error_line(result, contains=""):

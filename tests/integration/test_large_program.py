@@ -10,7 +10,7 @@ import sys
 
 FILES = 60
 LINES_PER_FILE = 4000
-CONTEXT = 2  # heatline.profile.build.CONTEXT_LINES
+CONTEXT = 2  # heatline.data.build.CONTEXT_LINES
 
 
 def write_program(directory):
@@ -46,7 +46,7 @@ def test_a_large_program_gets_a_bounded_profile_and_report(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     size = out.stat().st_size
     assert size < 5_000_000, size
-    from heatline.profile import build
+    from heatline.data import build
 
     assert build.CONTEXT_LINES == CONTEXT
     with open(out, encoding="utf-8") as f:

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from heatline.profile.memory import LEAK_THRESHOLD, leak_of
+from heatline.data.memory import LEAK_THRESHOLD, leak_of
 
 PROGRAM = '''\
 import sys

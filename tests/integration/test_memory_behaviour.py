@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from heatline import profile
+from heatline import data as profile
 
 pytest.importorskip("numpy")
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

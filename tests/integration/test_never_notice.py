@@ -9,7 +9,7 @@ import stat
 import subprocess
 import sys
 
-from heatline import profile
+from heatline import data as profile
 
 
 def _default_sigint():

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from heatline.profile import validate
+from heatline.data import validate
 
 
 def test_profile_is_written_mid_run_and_whole_at_the_end(run_heatline, run_python, program,
@@ -35,7 +35,7 @@ def test_profile_is_written_mid_run_and_whole_at_the_end(run_heatline, run_pytho
 # during the callback, so those seconds are charged to no line.
 PAUSED_WHILE_WRITING = textwrap.dedent("""
     import json, sys, time
-    from heatline.session import Session
+    from heatline.engine.session import Session
 
     session = Session(program="spin", argv=[], interval_s=0.005)
     session.start()

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from heatline import profile as profile_format
+from heatline import data as profile_format
 
 # Imported here, before pytester snapshots sys.modules (it drops what was imported later, and
 # numpy cannot be imported twice in one process).

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from heatline import profile
+from heatline import data as profile
 
 ANSI = re.compile(rb"\x1b\[")
 BUSY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "busy.py")

@@ -69,7 +69,7 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
     nothing renames it on the way: the memory totals are the profile's `memory` keys, a line's
     memory record holds the profile line's byte fields, timelines are lists of [t_ns, value]
     lists, and the GPU part's fields are those of the profile's `gpu` object."""
-    from heatline.profile import memory as memory_report
+    from heatline.data import memory as memory_report
 
     def work():
         kept = bytearray(3_000_000)  # far above the window: recorded exactly
@@ -120,7 +120,7 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
 
 
 def test_in_seconds_turns_every_ns_field_and_timeline_into_seconds_in_one_place():
-    from heatline.profile.snapshot import in_seconds
+    from heatline.data.snapshot import in_seconds
 
     record = {"gpu_ns": 1_500_000, "name": "k", "peak_at": {"file": 0, "line": 3, "t_ns": 2_000},
               "memory_timeline": [[3_000_000_000, 7], [1_000_000_000, 5]], "lines": [[1, 2]]}

@@ -3,7 +3,7 @@
 import test_profile
 from test_profile import MS, build, snapshot
 
-from heatline import profile as profile_module
+from heatline import data as profile_module
 
 
 def gpu_part(**overrides):

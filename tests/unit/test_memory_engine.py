@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 
 from heatline import _native
-from heatline._opcodes import opcode_flags_table
+from heatline.engine.opcodes import opcode_flags_table
 
 WINDOW = 64 * 1024
 

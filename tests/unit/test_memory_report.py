@@ -1,7 +1,7 @@
 """The leak rule and the timeline helpers (heatline/profile/memory.py) on synthetic timelines
 whose verdict is known by construction."""
 
-from heatline.profile import memory as mr
+from heatline.data import memory as mr
 from heatline.renderers.terminal import sparkline
 
 MB = 1_000_000

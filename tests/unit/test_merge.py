@@ -5,8 +5,8 @@ import copy
 import pytest
 import test_profile
 
-from heatline import profile
-from heatline.profile.merge import merge_processes, process_view
+from heatline import data as profile
+from heatline.data.merge import merge_processes, process_view
 
 
 def _info(pid, ppid, offset_s=0.0, role="Pool worker"):

@@ -1,4 +1,4 @@
-"""The opcode flag table handed to the engine (heatline._opcodes)."""
+"""The opcode flag table handed to the engine (heatline.engine.opcodes)."""
 
 import dis
 import glob
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from heatline import _opcodes
-from heatline._opcodes import CALL, SWITCH, opcode_flags_table
+from heatline.engine import opcodes as _opcodes
+from heatline.engine.opcodes import CALL, SWITCH, opcode_flags_table
 
 CALL_PREFIXES = ("CALL", "PRECALL", "INSTRUMENTED_CALL")
 

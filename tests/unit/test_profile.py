@@ -1,14 +1,14 @@
 """Profile files (heatline.profile) and the snapshot -> profile conversion
-(heatline.profile.build), without the engine."""
+(heatline.data.build), without the engine."""
 
 import json
 import os
 
 import pytest
 
-from heatline import profile
-from heatline.profile import build as profile_build
-from heatline.profile import ProfileError
+from heatline import data as profile
+from heatline.data import build as profile_build
+from heatline.data import ProfileError
 
 MS = 1_000_000  # nanoseconds
 
@@ -273,7 +273,7 @@ def test_steal_time_is_recorded_and_a_warning_once_it_is_a_share_of_the_machine(
 
 
 def test_machine_steal_time_is_the_steal_field_of_proc_stat_in_seconds():
-    from heatline import session
+    from heatline.engine import session
 
     with open("/proc/stat") as f:
         before = int(f.readline().split()[8]) / os.sysconf("SC_CLK_TCK")

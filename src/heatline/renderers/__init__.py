@@ -43,11 +43,11 @@ def render_to(profile: dict[str, Any], fmt: str | None, path: str, **options: An
     """Write ``profile`` to ``path`` in ``fmt`` (None: from the suffix), atomically."""
     fmt = fmt or format_for_path(path)
     if fmt == "json":
-        from heatline.profile import dump
+        from heatline.data import dump
 
         dump(profile, path)
         return
-    from heatline.profile import write_bytes
+    from heatline.data import write_bytes
 
     write_bytes(render_bytes(profile, fmt, **options), path)
 

@@ -47,10 +47,10 @@ def render(
 
     ``reduced`` shows only lines and functions whose share of the time is at least
     ``threshold_pct``; in the full view such lines are highlighted. ``malloc_threshold``:
-    see heatline.profile.memory.below_malloc_threshold.
+    see heatline.data.memory.below_malloc_threshold.
     """
     if malloc_threshold > 1:
-        from heatline.profile.memory import below_malloc_threshold
+        from heatline.data.memory import below_malloc_threshold
 
         profile = below_malloc_threshold(profile, malloc_threshold)
     console = _console(file if file is not None else sys.stderr)
@@ -354,7 +354,7 @@ def _calling_only(
     inclusive: dict[tuple[str, str], float],
 ) -> list[tuple]:
     """Rows for functions of reported files that appear on stacks but have no row."""
-    from heatline.profile import memory as memory_report
+    from heatline.data import memory as memory_report
     from heatline.renderers import calling_only
 
     rows = []

@@ -41,10 +41,10 @@ if TYPE_CHECKING:
 
 ENV_CONFIG = "HEATLINE_CHILD"
 ENV_PYTHONPATH = "PYTHONPATH"
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-HOOK_DIR = os.path.join(_PACKAGE_DIR, "_child")
+_RUN_DIR = os.path.dirname(os.path.abspath(__file__))
+HOOK_DIR = os.path.join(_RUN_DIR, "_child")
 # The directory `import heatline` finds heatline in (a child may have another sys.path).
-IMPORT_ROOT = os.path.dirname(_PACKAGE_DIR)
+IMPORT_ROOT = os.path.dirname(os.path.dirname(_RUN_DIR))
 
 # Modules heatline wraps a function of: they must stay in sys.modules while the program runs
 # (runner's module set-aside keeps them), or the program would import a fresh, unwrapped copy.
@@ -130,7 +130,7 @@ def _make_run_dir() -> str:
     """A new directory heatline-XXXXXXXXXXXX, mode 0700, in the temporary directory, as
     tempfile.mkdtemp makes it, without importing tempfile (and shutil, random...) into the
     program."""
-    from heatline.control import _temp_dir
+    from heatline.engine.control import _temp_dir
 
     parent = _temp_dir()
     while True:
@@ -152,7 +152,7 @@ def _install(carrier: _Carrier) -> None:
     global _carrier
     _carrier = carrier
     if hasattr(os, "register_at_fork"):
-        from heatline import session
+        from heatline.engine import session
 
         os.register_at_fork(after_in_child=carrier.after_fork_in_child)
         session.fork_child_profiles = True  # it keeps the memory hooks it inherits
@@ -286,7 +286,8 @@ def start_child(carrier: _Carrier, role: str, ppid: int, gpu: int | None) -> Non
     written into the run directory whichever way the process ends."""
     import atexit
 
-    from heatline import runner, session as session_module
+    from heatline.run import runner
+    from heatline.engine import session as session_module
 
     arguments = dict(carrier.config["session"])
     arguments["control"] = False  # `heatline ctl PID` acts on the main process only
@@ -365,7 +366,7 @@ class _ChildFinisher:
             return
         self.pid = -1  # once
         try:
-            from heatline import runner
+            from heatline.run import runner
 
             if runner._terminating or not self.succeeded and self.exit == "exit":
                 self.exit = "SIGTERM"
@@ -378,7 +379,7 @@ class _ChildFinisher:
     def _record_failure(self, exc: BaseException) -> None:
         """What went wrong, one line in <token>.failed, for the main process to report."""
         try:
-            from heatline import runner
+            from heatline.run import runner
 
             text = runner._one_line(exc)[:300]
             path = os.path.join(self.carrier.config["dir"], self.token + ".failed")
@@ -468,9 +469,9 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
         return main_profile
     import marshal
 
-    from heatline import runner
-    from heatline.profile.build import build_profile
-    from heatline.profile.merge import merge_processes
+    from heatline.run import runner
+    from heatline.data.build import build_profile
+    from heatline.data.merge import merge_processes
 
     directory = carrier.config["dir"]
     try:

@@ -14,7 +14,7 @@ def _profile(config: dict, before: set) -> None:
     if added:
         sys.path.insert(0, root)
     try:
-        from heatline import children
+        from heatline.run import children
 
         children.start_spawned(config)
     except Exception:  # noqa: BLE001 -- the child runs unprofiled rather than not at all

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from heatline.profile import snapshot as engine_units
-from heatline.profile.snapshot import Timeline  # [[t_s, bytes], ...], sorted by time
+from heatline.data import snapshot as engine_units
+from heatline.data.snapshot import Timeline  # [[t_s, bytes], ...], sorted by time
 
 LEAK_THRESHOLD = 0.5
 LEAK_MIN_SAMPLES = 3

@@ -1,5 +1,5 @@
 """One profiling run: drives the engine (the only module that imports heatline._native) and
-hands its raw snapshot to heatline.profile.build, which turns it into the profile dict
+hands its raw snapshot to heatline.data.build, which turns it into the profile dict
 described in docs/profile-format.md."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import time
 
-from heatline import scope
+from heatline.engine import scope
 from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW  # noqa: F401 (re-export)
-from heatline._opcodes import opcode_flags_table
+from heatline.engine.opcodes import opcode_flags_table
 
 # typing and collections.abc only for the annotations (strings here): importing them costs a
 # child process about 10 ms (re, functools, collections...); this module is on its start path.
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 _active: Session | None = None
 _fork_hooks_registered = False
-# Set by heatline.children when every fork child starts a session of its own (it then keeps the
+# Set by heatline.run.children when every fork child starts a session of its own (it then keeps the
 # memory hooks it inherited, which that session uses).
 fork_child_profiles = False
 # The scope's library prefixes and the opcode table (about 1 ms to work out, mostly realpath
@@ -135,7 +135,7 @@ class Session:
     def _open_control(self) -> None:
         if not self.control:
             return
-        from heatline import control
+        from heatline.engine import control
 
         try:
             self._endpoint = control.Endpoint(self.paused)
@@ -205,7 +205,7 @@ class Session:
     def profile(self) -> dict[str, Any]:
         """The profile of the run so far (normally called after stop())."""
         from heatline import _native
-        from heatline.profile.build import build_profile
+        from heatline.data.build import build_profile
 
         wall_stop = self._wall_stop if not self._running else time.perf_counter()
         cpu_stop = self._cpu_stop if not self._running else time.process_time()

@@ -263,7 +263,7 @@ def run_and_check(run_args: list[str], program: list[str], budget: Budget, keep:
     import sys
     import tempfile
 
-    from heatline import profile as profiles
+    from heatline import data as profiles
 
     with tempfile.TemporaryDirectory(prefix="heatline-check-") as directory:
         path = os.path.join(directory, "profile.json")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # Few imports here, and none of json, dataclasses, inspect or traceback: whatever heatline holds
 # in memory while the program runs, the program's own full garbage collections must walk too.
 
-_HEATLINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_HEATLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _startup_modules() -> frozenset[str]:
@@ -239,7 +239,7 @@ def _print_syntax_error(exc: BaseException) -> None:
 
 
 def _run(program: _Program, options: Options) -> Launch:
-    from heatline.session import Session
+    from heatline.engine.session import Session
 
     _check_outfile_is_not_the_program(options.outfile, program.module_attrs.get("__file__"))
     main = types.ModuleType("__main__")
@@ -249,7 +249,7 @@ def _run(program: _Program, options: Options) -> Launch:
     sys.argv = list(program.argv)
 
     session = Session(program=program.label, argv=program.argv, **options.session_arguments())
-    from heatline import marked
+    from heatline.engine import marked
 
     marked.install(builtins)  # @profile: the one builtin heatline adds (heatline/marked.py)
     session.snapshot_filter = marked.keep_marked
@@ -265,7 +265,7 @@ def _run(program: _Program, options: Options) -> Launch:
         program_path = list(sys.path)
         sys.path[:] = _OWN_PATH  # heatline's imports, never the program's json.py, random.py
         try:
-            from heatline import children
+            from heatline.run import children
 
             children.enable(options.session_arguments())
         finally:
@@ -333,7 +333,7 @@ def _set_aside_own_modules() -> dict[str, Any]:
     """
     own = dict(sys.modules)
     # Modules whose functions heatline wrapped to follow child processes stay too.
-    wrapped = getattr(sys.modules.get("heatline.children"), "WRAPPED_MODULES", ())
+    wrapped = getattr(sys.modules.get("heatline.run.children"), "WRAPPED_MODULES", ())
     for name in own:
         if name in _STARTUP_MODULES or name in sys.builtin_module_names or name in wrapped:
             continue
@@ -465,7 +465,7 @@ class _Finisher:
             with _own_imports(self.own_modules):
                 self._finish()
         finally:
-            children = sys.modules.get("heatline.children")
+            children = sys.modules.get("heatline.run.children")
             if children is not None:
                 children.discard()  # merged already, unless building the profile failed
             if self.interrupted:
@@ -475,11 +475,11 @@ class _Finisher:
         try:
             self.session.stop()
             profile = self.session.profile()
-            children = sys.modules.get("heatline.children")
+            children = sys.modules.get("heatline.run.children")
             if children is not None:
                 profile = children.collect(profile)
             if self.options.use_virtual_time:
-                from heatline.virtual_time import running_time_only
+                from heatline.data.virtual_time import running_time_only
 
                 running_time_only(profile)
             if self.options.outfile:
@@ -515,7 +515,7 @@ class _Finisher:
 
                 profile = self.session.profile()
                 if self.options.use_virtual_time:
-                    from heatline.virtual_time import running_time_only
+                    from heatline.data.virtual_time import running_time_only
 
                     running_time_only(profile)
                 render_to(profile, self.options.format, self.options.outfile)

@@ -7,9 +7,9 @@ import math
 import os
 from typing import Any, Callable
 
-from heatline.profile.gpu import LINE_KEYS as GPU_LINE_KEYS
-from heatline.profile.memory import LINE_KEYS as MEMORY_LINE_KEYS
-from heatline.profile.memory import TOTAL_KEYS as MEMORY_TOTAL_KEYS
+from heatline.data.gpu import LINE_KEYS as GPU_LINE_KEYS
+from heatline.data.memory import LINE_KEYS as MEMORY_LINE_KEYS
+from heatline.data.memory import TOTAL_KEYS as MEMORY_TOTAL_KEYS
 
 SCHEMA_VERSION = 5
 # Versions this heatline can still show: version 3 differs only in listing every line of files

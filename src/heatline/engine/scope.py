@@ -27,7 +27,7 @@ def _candidate_dirs() -> list[str]:
         dirs += [os.path.join(prefix, lib, version_dir) for lib in ("lib", "lib64")]
         if sys.platform == "win32":
             dirs.append(os.path.join(prefix, "Lib"))
-    dirs.append(os.path.dirname(os.path.abspath(__file__)))  # heatline's own package
+    dirs.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # heatline's package
     return dirs
 
 

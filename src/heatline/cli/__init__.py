@@ -17,7 +17,7 @@ from heatline import __version__
 from heatline.options import CHECK_OPTIONS, RUN_OPTIONS, Option, Options, only_implies_all
 
 if TYPE_CHECKING:
-    from heatline.runner import Launch
+    from heatline.run.runner import Launch
 
 USAGE = """\
 heatline [options] script.py [args...]
@@ -215,7 +215,7 @@ def prepare(argv: Sequence[str] | None = None) -> int | Launch:
 
 
 def _run(args: list[str]) -> Launch:
-    from heatline import runner
+    from heatline.run import runner
 
     option_args, program = split_argv(args)
     options = _run_parser().parse_args(option_args)
@@ -230,7 +230,7 @@ def _run(args: list[str]) -> Launch:
     del values["module"]  # (-m MODULE never reaches argparse: split_argv put it in program)
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
-    only_implies_all(values, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    only_implies_all(values)
     if values["profile_interval"] is not None and values["outfile"] is None:
         fail("--profile-interval needs a file to write: give -o FILE (or --json, --html)")
     run_options = Options(**values)
@@ -245,7 +245,7 @@ def _run(args: list[str]) -> Launch:
 
 
 def _view(args: list[str]) -> int:
-    from heatline import profile
+    from heatline import data as profile
 
     options = _view_parser().parse_args(args)
     try:
@@ -253,7 +253,7 @@ def _view(args: list[str]) -> int:
     except profile.ProfileError as exc:
         fail(str(exc), 1)
     if options.pid is not None:
-        from heatline.profile.merge import process_view
+        from heatline.data.merge import process_view
 
         try:
             data = process_view(data, options.pid)
@@ -295,7 +295,8 @@ def _growth(text: str) -> float:
 
 
 def _diff(args: list[str]) -> int:
-    from heatline import diff, profile
+    from heatline import data as profile
+    from heatline.data import diff
 
     parser = _Parser(prog="heatline diff", description="Compare two profiles written with -o.",
                      allow_abbrev=False)
@@ -327,7 +328,8 @@ _CHECK_VALUES, _CHECK_SHORTS = _option_sets(CHECK_OPTIONS + RUN_OPTIONS)
 
 
 def _check(args: list[str]) -> int:
-    from heatline import check, profile
+    from heatline import data as profile
+    from heatline.cli import check
 
     option_args, program = split_argv(args, _CHECK_VALUES, _CHECK_SHORTS)
     if program[:1] and program[0].endswith(".json"):
@@ -407,7 +409,7 @@ def _without_keep_options(option_args: list[str], parser: argparse.ArgumentParse
 
 
 def _report_check(data: dict, budget: object, stream: object) -> int:
-    from heatline import check
+    from heatline.cli import check
 
     try:
         found = check.breaches(data, budget)  # type: ignore[arg-type]
@@ -425,7 +427,7 @@ def _report_check(data: dict, budget: object, stream: object) -> int:
 
 
 def _ctl(args: list[str]) -> int:
-    from heatline import control
+    from heatline.engine import control
 
     parser = _Parser(
         prog="heatline ctl",

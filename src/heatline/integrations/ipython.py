@@ -25,7 +25,6 @@ from typing import Any
 
 from heatline.options import RUN_OPTIONS, Options, only_implies_all
 
-_HEATLINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Options that make no sense around a statement: --off would profile nothing.
 _LEFT_OUT = {"off"}
 _IFRAME_HEIGHT_PX = 640
@@ -77,7 +76,7 @@ def parse(line: str) -> tuple[Options, str]:
         values["outfile"] = f"profile.{values['format']}"
     if values["outfile"] is not None:
         values["outfile"] = os.path.abspath(values["outfile"])
-    only_implies_all(values, _HEATLINE_DIR)
+    only_implies_all(values)
     return Options(**values), rest
 
 

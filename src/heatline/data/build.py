@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from heatline import __version__
-from heatline.profile.snapshot import in_seconds, place
-from heatline.profile.snapshot import periods as _periods
-from heatline.profile.snapshot import seconds as _seconds
-from heatline.profile.snapshot import timeline as _timeline
+from heatline.data.snapshot import in_seconds, place
+from heatline.data.snapshot import periods as _periods
+from heatline.data.snapshot import seconds as _seconds
+from heatline.data.snapshot import timeline as _timeline
 
 # A file's lines are listed only where they have time or memory, with this many lines of
 # context either side (and the first line of each listed function), so the profile and the
@@ -63,9 +63,9 @@ def build_profile(
 
     Pure apart from ``read_lines``, so it can be tested with synthetic snapshots.
     """
-    from heatline.profile import gpu as gpu_report
-    from heatline.profile import memory as memory_report
-    from heatline.profile import SCHEMA_VERSION
+    from heatline.data import gpu as gpu_report
+    from heatline.data import memory as memory_report
+    from heatline.data import SCHEMA_VERSION
 
     files = snapshot["files"]
     functions = snapshot["functions"]
@@ -250,7 +250,7 @@ def _control_warnings(snapshot: dict[str, Any]) -> list[str]:
 
 def _memory_summary(memory: dict[str, Any], files: list) -> dict[str, Any]:
     """The profile's top-level memory fields (docs/profile-format.md)."""
-    from heatline.profile import memory as memory_report
+    from heatline.data import memory as memory_report
 
     if not memory.get("enabled"):
         return {

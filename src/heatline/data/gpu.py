@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from heatline.profile.snapshot import in_seconds, place
-from heatline.profile.snapshot import seconds as _seconds
+from heatline.data.snapshot import in_seconds, place
+from heatline.data.snapshot import seconds as _seconds
 
 # Kernels listed in the profile's kernels table (the most expensive first).
 MAX_KERNELS = 50
@@ -57,7 +57,7 @@ def with_gpu(
 ) -> dict[str, Any]:
     """Add the GPU fields to a profile built from ``snapshot``: per line and function, the
     top-level ``gpu`` object and the GPU warnings. Returns ``profile`` (changed in place)."""
-    from heatline.profile import memory as memory_report
+    from heatline.data import memory as memory_report
 
     gpu = snapshot.get("gpu") or {}
     files = snapshot["files"]
@@ -126,7 +126,7 @@ def with_gpu(
 
 def gpu_fields(gpu: dict[str, Any], files: list) -> dict[str, Any]:
     """The top-level ``gpu`` object of the profile from the snapshot's ``gpu`` part."""
-    from heatline.profile import memory as memory_report
+    from heatline.data import memory as memory_report
 
     def launcher(key: Any) -> dict[str, Any]:
         if key is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from heatline.profile import memory as memory_report
-from heatline.profile.gpu import LINE_KEYS as _GPU_KEYS
+from heatline.data import memory as memory_report
+from heatline.data.gpu import LINE_KEYS as _GPU_KEYS
 
 _TIME_KEYS = ("python_s", "native_s", "system_s")
 # Points kept in a merged line's or function's memory timeline.
