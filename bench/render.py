@@ -645,7 +645,7 @@ def render_pool(results, source):
     rows.append(["status"] + [_status(ph["summary"][n]) for n in names])
     out += ["#### heatline's phases per child", "",
             f"{cfg.get('runs', '?')} runs of pool_fork ({cfg.get('tasks', '?')} tasks) under each "
-            "heatline runner with heatline.run.children's functions timed in every process: median ms "
+            "heatline runner with heatline.run.follow's and collect's functions timed in every process: median ms "
             "(max ms; calls over all runs; median snapshot size).", "",
             _table(["phase"] + [_label(results, n) for n in names], rows), ""]
     return "\n".join(out)

@@ -14,7 +14,7 @@ which overhead.run splits the tree's CPU by process. run.py --single adds pool_s
 tasks in the main process alone.
 
 Phases (run.py --phases). The pool_fork driver, with PHASES_HOOK first, under each heatline
-runner: heatline.run.children's start of a fork child, its snapshot's write at the child's end and
+runner: heatline.run.follow's start of a fork child, its snapshot's write at the child's end and
 the main process's merge, timed in every process.
 
 Start-up. A driver starts STARTUP_EXEC `python -c pass` children (subprocess.run, one after
@@ -216,14 +216,15 @@ def startup(ctx, tools, rounds, workdir, env, log, exec_count=STARTUP_EXEC,
 
 # ------------------------------------------------------------------ phases
 
-# Prepended to the pool_fork driver (run.py --phases): times heatline.run.children's start of a
+# Prepended to the pool_fork driver (run.py --phases): times heatline.run.follow's start of a
 # fork child, its snapshot's write (and size) at the child's end, and the main process's
 # merge, in every process, into the file $HEATBENCH_PHASES names.
 PHASES_HOOK = """\
 import os as _os
 import time as _time
 
-from heatline.run import children as _children
+from heatline.run import collect as _collect
+from heatline.run import follow as _follow
 
 _record = _os.environ.pop("HEATBENCH_PHASES")
 
@@ -253,9 +254,9 @@ def _timed_write(write):
     return timed
 
 
-_children.start_child = _timed("start_child", _children.start_child)
-_children.collect = _timed("collect", _children.collect)
-_children._ChildFinisher._write = _timed_write(_children._ChildFinisher._write)
+_follow.start_child = _timed("start_child", _follow.start_child)
+_collect.collect = _timed("collect", _collect.collect)
+_follow.ChildFinisher._write = _timed_write(_follow.ChildFinisher._write)
 """
 PHASE_ROWS = {"start_child": "a fork child's start (`start_child`)",
               "write": "a child's end: writing its snapshot",

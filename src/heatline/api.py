@@ -101,8 +101,8 @@ def _forget_in_child() -> None:
     _lock = threading.Lock()  # another thread may have held it across the fork
     if _run is not None:
         session = sys.modules.get("heatline.engine.session")
-        if session is not None and session._active is _run.session:
-            session._active = None
+        if session is not None:
+            session.forget_active(_run.session)
         _run = None
 
 
@@ -113,7 +113,7 @@ if hasattr(os, "register_at_fork"):
 def _cli_session() -> Any:
     """The session of a `heatline script.py` run this program is part of, if any."""
     session = sys.modules.get("heatline.engine.session")
-    active = getattr(session, "_active", None)
+    active = None if session is None else session.active()
     if active is None or (_run is not None and active is _run.session):
         return None
     return active

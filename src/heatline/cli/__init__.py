@@ -17,7 +17,7 @@ from heatline import __version__
 from heatline.options import CHECK_OPTIONS, RUN_OPTIONS, Option, Options, only_implies_all
 
 if TYPE_CHECKING:
-    from heatline.run.runner import Launch
+    from heatline.run.launch import Launch
 
 USAGE = """\
 heatline [options] script.py [args...]
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def prepare(argv: Sequence[str] | None = None) -> int | Launch:
     """Everything :func:`main` does before the program runs: an exit status when there is
-    nothing to run (``view``, ``--help``), else the program ready to run (runner.Launch)."""
+    nothing to run (``view``, ``--help``), else the program ready to run (run.launch.Launch)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["view"]:
         return _view(args[1:])
@@ -215,7 +215,7 @@ def prepare(argv: Sequence[str] | None = None) -> int | Launch:
 
 
 def _run(args: list[str]) -> Launch:
-    from heatline.run import runner
+    from heatline.run import launch
 
     option_args, program = split_argv(args)
     options = _run_parser().parse_args(option_args)
@@ -238,9 +238,9 @@ def _run(args: list[str]) -> Launch:
         run_options.outfile = check_outfile(run_options.outfile)
     try:
         if program[:1] == ["-m"]:
-            return runner.run_module(program[1], program[2:], run_options)
-        return runner.run_script(program[0], program[1:], run_options)
-    except runner.ProgramError as exc:
+            return launch.run_module(program[1], program[2:], run_options)
+        return launch.run_script(program[0], program[1:], run_options)
+    except launch.ProgramError as exc:
         fail(str(exc), exc.status)
 
 

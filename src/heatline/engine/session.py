@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
 _active: Session | None = None
 _fork_hooks_registered = False
-# Set by heatline.run.children when every fork child starts a session of its own (it then keeps the
-# memory hooks it inherited, which that session uses).
-fork_child_profiles = False
+# Whether every fork child starts a session of its own (it then keeps the memory hooks it
+# inherited, which that session uses): keep_hooks_in_fork_children().
+_fork_child_profiles = False
 # The scope's library prefixes and the opcode table (about 1 ms to work out, mostly realpath
 # calls): the same for every session of this process, and of its fork children, which inherit
 # them (a Pool worker's start).
@@ -51,7 +51,7 @@ def _register_fork_hooks(native: Any) -> None:
         return
 
     def after_in_child() -> None:
-        if not fork_child_profiles:
+        if not _fork_child_profiles:
             native._release_after_fork()
 
     os.register_at_fork(
@@ -59,6 +59,33 @@ def _register_fork_hooks(native: Any) -> None:
         after_in_child=after_in_child,
     )
     _fork_hooks_registered = True
+
+
+def keep_hooks_in_fork_children() -> None:
+    """Every fork child from now on starts a session of its own (run/follow.py), which uses
+    the memory hooks it inherits: they are no longer released in the child."""
+    global _fork_child_profiles
+    _fork_child_profiles = True
+
+
+def active() -> Session | None:
+    """The session running in this process, whoever started it (the command or the API)."""
+    return _active
+
+
+def forget_active(session: Session) -> None:
+    """After fork(), in the child: ``session`` (the parent's, which the engine's fork handler
+    stopped) is no longer this process's running session."""
+    global _active
+    if _active is session:
+        _active = None
+
+
+def chain_sigterm() -> None:
+    """Make sure a Python SIGTERM handler runs even when the signal races a wait (sigterm.h)."""
+    from heatline import _native
+
+    _native._chain_sigterm()
 
 
 def pause() -> None:
@@ -180,6 +207,33 @@ class Session:
         self._running = False
         if _active is self:
             _active = None
+
+    def stopped_by_fork(self) -> None:
+        """In a fork child: this (the parent's) session was stopped by the engine's fork
+        handler; stop() has nothing left to do."""
+        self._running = False
+
+    @property
+    def started_at(self) -> str:
+        """When start() was called: UTC, ISO 8601."""
+        return self._started_at
+
+    @property
+    def elapsed_s(self) -> float:
+        """Wall time from start() to stop()."""
+        return self._wall_stop - self._wall_start
+
+    @property
+    def cpu_s(self) -> float:
+        """The process's CPU time from start() to stop()."""
+        return self._cpu_stop - self._cpu_start
+
+    def raw_snapshot(self) -> dict[str, Any]:
+        """The engine's snapshot (docs/engine-api.md), not yet a profile: what a child process
+        writes for the main process to build and merge."""
+        from heatline import _native
+
+        return _native.snapshot()
 
     def pause(self) -> None:
         if self._running:

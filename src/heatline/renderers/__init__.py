@@ -75,7 +75,11 @@ def render_bytes(profile: dict[str, Any], fmt: str, **options: Any) -> bytes:
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # heatline's own launcher files, wherever the profile was recorded (another install, machine).
-_OWN_FILE = re.compile(r"[/\\]heatline[/\\](?:__main__|cli|runner|session|scope|profile)\.py$")
+# Today's names and the names they had before the package was laid out by role.
+_OWN_FILE = re.compile(
+    r"[/\\]heatline[/\\](?:__main__|cli|runner|session|scope|profile"
+    r"|cli[/\\]__init__|run[/\\]launch|engine[/\\]session|engine[/\\]scope)\.py$"
+)
 
 
 def is_own_frame(frame: dict[str, Any]) -> bool:

@@ -1,4 +1,4 @@
-"""heatline's start-up hook in a Python child (heatline/children.py). This directory is put
+"""heatline's start-up hook in a Python child (heatline/run/carrier.py). This directory is put
 first on PYTHONPATH only in the environment of an exec that heatline follows, so the child's
 interpreter imports this module while it starts (site.py). It leaves the child as it would be
 without heatline: os.environ and PYTHONPATH as the parent passed them, this directory out of
@@ -14,9 +14,9 @@ def _profile(config: dict, before: set) -> None:
     if added:
         sys.path.insert(0, root)
     try:
-        from heatline.run import children
+        from heatline.run import follow
 
-        children.start_spawned(config)
+        follow.start_spawned(config)
     except Exception:  # noqa: BLE001 -- the child runs unprofiled rather than not at all
         pass
     finally:
@@ -45,7 +45,7 @@ def _start() -> None:
         import marshal  # built in, as everything imported here: no json (re, enum...)
 
         try:
-            config = marshal.loads(bytes.fromhex(config_text))  # children.encode_config
+            config = marshal.loads(bytes.fromhex(config_text))  # carrier.encode_config
         except (ValueError, EOFError, TypeError):
             config = None
         if not isinstance(config, dict):

@@ -1,0 +1,109 @@
+"""The end of a run with child processes: every child's profile read from the run directory
+and merged with the main one (data/merge.py); the run directory removed. Children still
+running are not waited for."""
+
+from __future__ import annotations
+
+import os
+
+from heatline.run import carrier as carriers
+from heatline.run.output import one_line
+
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
+    """The main profile merged with every child's (profile/merge.py); the run directory is
+    removed. Children still running are not waited for."""
+    carrier = carriers.current()
+    if carrier is None:
+        return main_profile
+    import marshal
+
+    from heatline.data.build import build_profile
+    from heatline.data.merge import merge_processes
+
+    directory = carrier.config["dir"]
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        names = []
+    children = []
+    started = {name[: -len(".started")] for name in names if name.endswith(".started")}
+    finished = set()
+    problems = []  # one line per child that tried to write its profile and failed
+    for name in names:
+        if name.endswith(".failed"):
+            problems.append(f"child process {name.split('-')[0]} could not write its profile: "
+                            + _read_line(os.path.join(directory, name)))
+        if not name.endswith(".prof"):
+            continue
+        try:
+            with open(os.path.join(directory, name), "rb") as f:
+                payload = marshal.load(f)
+            profile = build_profile(
+                payload["snapshot"],
+                program=payload["program"],
+                argv=payload["argv"],
+                started_at=payload["started_at"],
+                elapsed_s=payload["elapsed_s"],
+                cpu_s=payload["cpu_s"],
+                interval_s=payload["interval_s"],
+            )
+        except Exception as exc:  # noqa: BLE001 -- a torn or foreign file costs only that child
+            problems.append(f"the profile of child process {name.split('-')[0]} could not be "
+                            f"read: {one_line(exc)[:300]}")
+            continue
+        finished.add(name[: -len(".prof")])
+        info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
+        info["offset_s"] = payload["start_epoch"] - carrier.config["start_epoch"]
+        children.append((info, profile))
+    _remove_dir(directory)
+    missing = len(started - finished)
+    if not children and not missing:
+        return main_profile
+    main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
+                 "argv": list(main_profile["argv"]), "exit": "exit", "offset_s": 0.0}
+    merged = merge_processes((main_info, main_profile), children, missing=missing)
+    merged["warnings"] += sorted(problems)
+    return merged
+
+
+def _read_line(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(300).decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(its error could not be read: {exc.strerror})"
+
+
+def discard() -> None:
+    """Remove the run directory without merging (the main profile could not be built)."""
+    carrier = carriers.current()
+    if carrier is not None:
+        _remove_dir(carrier.config["dir"])
+
+
+def _remove_dir(directory: str) -> None:
+    """Remove the run directory (flat: files only). With os alone: this may run outside
+    heatline's own imports, where `shutil` could be the program's."""
+    for _ in range(5):  # a child still running may add a file meanwhile
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        for name in names:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+        try:
+            os.rmdir(directory)
+            return
+        except OSError:
+            pass
+

@@ -1,0 +1,117 @@
+"""Finishing a run: the atexit handler that stops the engine, merges the children's profiles,
+and writes the profile and the report (and the periodic writes of --profile-interval)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from heatline.options import Options
+from heatline.run import collect
+from heatline.run.errors import rearm_sigint_exit
+from heatline.run.isolation import own_imports
+from heatline.run.output import internal_error, one_line, stderr_fd, write_stderr
+
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+# The exit status when the program succeeded but its profile could not be written.
+WRITE_FAILED_STATUS = 1
+
+
+class Finisher:
+    """The atexit handler that stops the engine and writes the profile and report."""
+
+    def __init__(self, session: Any, options: Options) -> None:
+        self.session = session
+        self.options = options
+        self.succeeded = True  # False once the program's exit status is known to be non-zero
+        self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
+        self.warned = False  # --profile-interval: a failed write was reported
+        self.own_modules: dict[str, Any] = dict(sys.modules)  # sys.modules for heatline's work
+        # A forked child inherits atexit handlers; only the profiled process may write.
+        self.pid = os.getpid()
+
+    def __call__(self) -> None:
+        if os.getpid() != self.pid:
+            return
+        try:
+            with own_imports(self.own_modules):
+                self._finish()
+        finally:
+            collect.discard()  # merged already, unless building the profile failed
+            if self.interrupted:
+                rearm_sigint_exit()
+
+    def _finish(self) -> None:
+        try:
+            self.session.stop()
+            profile = self.session.profile()
+            profile = collect.collect(profile)
+            if self.options.use_virtual_time:
+                from heatline.data.virtual_time import running_time_only
+
+                running_time_only(profile)
+            if self.options.outfile:
+                if not self._write(profile, self.options.outfile):
+                    return
+            if not self.options.quiet:
+                from heatline.renderers.terminal import render
+
+                with stderr_fd() as stream:
+                    render(
+                        profile,
+                        file=stream,
+                        reduced=self.options.reduced_profile,
+                        threshold_pct=self.options.cpu_percent_threshold,
+                        malloc_threshold=self.options.malloc_threshold,
+                    )
+        except KeyboardInterrupt:
+            internal_error("interrupted while writing the profile")
+        except BaseException as exc:  # noqa: BLE001 -- never change the program's exit status
+            internal_error(one_line(exc))
+
+    def write_so_far(self) -> None:
+        """--profile-interval: write the profile of the run so far to -o, replacing the file
+        whole. Called by the engine in the main thread, between two of the program's
+        instructions, with the engine paused. A failure is one warning line and the program
+        goes on; KeyboardInterrupt or SystemExit (from the program's own signal handlers,
+        which may run meanwhile) is the program's and goes through."""
+        if os.getpid() != self.pid:
+            return
+        try:
+            with own_imports(self.own_modules):
+                from heatline.renderers import render_to
+
+                profile = self.session.profile()
+                if self.options.use_virtual_time:
+                    from heatline.data.virtual_time import running_time_only
+
+                    running_time_only(profile)
+                render_to(profile, self.options.format, self.options.outfile)
+        except Exception as exc:  # noqa: BLE001 -- the program must go on
+            if not self.warned:  # once: a full disk would otherwise say so every period
+                self.warned = True
+                reason = one_line(exc)
+                write_stderr(f"heatline: warning: can't write the profile so far: {reason}\n")
+
+    def _write(self, profile: Any, path: str) -> bool:
+        """Write the profile; if that fails, say so in one line and, when the program itself
+        succeeded, end the process with status 1 (the interpreter's exit status can no longer
+        be changed from an atexit handler, so what is left of its shutdown is skipped)."""
+        from heatline.renderers import render_to
+
+        try:
+            render_to(profile, self.options.format, path)
+            return True
+        except OSError as exc:
+            reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else one_line(exc)
+            write_stderr(f"heatline: error: can't write the profile to '{path}': {reason}\n")
+            if self.succeeded:
+                os._exit(WRITE_FAILED_STATUS)
+            return False
+

@@ -1,0 +1,224 @@
+"""Following child processes: the hooks that carry the profiler into a fork child or an exec'd
+Python child (carrier.py says how), and a profiled child's own session, whose raw snapshot is
+written into the run directory whichever way the child ends (collect.py merges them).
+On a child's start path: imports nothing beyond the interpreter's start-up and heatline's own
+start path (no typing, re, json)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from heatline.run import carrier as carriers
+from heatline.run.carrier import Carrier
+from heatline.run.output import one_line
+from heatline.run.sigterm import SigtermGuard, terminating
+
+# typing only for the annotations (strings here): importing it costs a child process about
+# 10 ms (re, functools, collections...), and this module is on a child's start path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def install(carrier: Carrier) -> None:
+    """The hooks that follow this process's children with ``carrier``: in the main process
+    after carrier.enable(), once the program's SIGTERM guard is installed (the fork hook must
+    run after the guard's, in a child); in an exec'd child, as it starts."""
+    carriers.adopt(carrier)
+    if hasattr(os, "register_at_fork"):
+        from heatline.engine import session
+
+        os.register_at_fork(after_in_child=lambda: _after_fork_in_child(carrier))
+        session.keep_hooks_in_fork_children()  # each fork child profiles with them
+    carriers.wrap_exec(carrier)
+
+
+def _after_fork_in_child(carrier: Carrier) -> None:
+    if carrier.guard is not None:  # the parent child's: the child gets its own
+        carrier.guard._in_child()
+        carrier.guard = None
+    try:
+        start_child(carrier, "fork child", os.getppid(), gpu=0)
+    except Exception:  # noqa: BLE001 -- the child must run even if heatline cannot follow
+        pass
+
+
+def start_spawned(config: dict[str, Any]) -> None:
+    """Called by heatline/_child/sitecustomize.py in an exec'd Python child."""
+    carrier = Carrier(config)
+    install(carrier)
+    if config.get("role") == "forkserver":
+        return  # it only forks the workers, which profile themselves; it lives past the run
+    start_child(carrier, config.get("role", "python subprocess"), config.get("parent", 0),
+                gpu=None)
+
+
+def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None:
+    """Start a fresh session in this (child) process and arrange for its profile to be
+    written into the run directory whichever way the process ends."""
+    import atexit
+
+    from heatline.engine import session as session_module
+
+    arguments = dict(carrier.config["session"])
+    arguments["control"] = False  # `heatline ctl PID` acts on the main process only
+    if gpu is not None:
+        arguments["gpu"] = gpu  # CUPTI and NVML state does not survive fork()
+    previous = carrier.finisher
+    if previous is not None:
+        previous.session.stopped_by_fork()  # the parent's: the engine's fork handler stopped it
+    session = session_module.Session(program=_program_label(), argv=list(sys.argv), **arguments)
+    token = f"{os.getpid()}-{time.monotonic_ns():x}"
+    finisher = ChildFinisher(carrier, session, role, ppid, token)
+    session.start()
+    carrier.finisher = finisher
+    _touch(os.path.join(carrier.config["dir"], token + ".started"))
+    atexit.register(finisher)
+    _wrap_exit(carrier, finisher)
+    carrier.guard = SigtermGuard(finisher)
+    carrier.guard.install(at_fork=False)  # the carrier's fork hook disarms it in a child
+    if carrier.guard.armed:
+        session.chain_sigterm()  # the handler must run even if the signal races a wait
+
+
+def _program_label() -> str:
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and argv0 not in ("-c", "-m") and os.path.exists(argv0):
+        return os.path.abspath(argv0)
+    return argv0 or sys.executable
+
+
+def _wrap_exit(carrier: Carrier, finisher: ChildFinisher) -> None:
+    real_exit = carrier.real.setdefault("_exit", os._exit)
+
+    def _exit(status: int) -> Any:
+        if finisher.pid == os.getpid():
+            finisher.exit = f"os._exit({status})"
+            finisher()
+        return real_exit(status)
+
+    os._exit = _exit
+
+
+def _touch(path: str) -> None:
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError:
+        pass  # the run directory is gone (the main process ended first): nothing to report to
+
+
+class ChildFinisher:
+    """Stops a child's session and writes its raw snapshot, once, from whichever exit path
+    comes first (atexit, os._exit, SIGTERM, exec). Never raises."""
+
+    def __init__(self, carrier: Carrier, session: Any, role: str, ppid: int, token: str) -> None:
+        self.carrier = carrier
+        self.session = session
+        self.role = role
+        self.ppid = ppid
+        self.token = token
+        self.pid = os.getpid()
+        self.succeeded = True  # what SigtermGuard sets
+        self.exit = "exit"
+        self.start_epoch = time.time()
+
+    def __call__(self) -> None:
+        if os.getpid() != self.pid:
+            return
+        # A SIGTERM while writing (pool.terminate() racing a worker's own exit) waits until
+        # the profile is written: the guard's handler then kills the process as before. It is
+        # blocked before the finisher is marked as run: the guard's handler, run between the
+        # two, would find it marked, write nothing and kill the process.
+        blocked = _block_sigterm()
+        if os.getpid() != self.pid:  # the handler ran meanwhile, and wrote
+            _unblock(blocked)
+            return
+        self.pid = -1  # once
+        try:
+            if terminating() or not self.succeeded and self.exit == "exit":
+                self.exit = "SIGTERM"
+            self._write()
+        except BaseException as exc:  # noqa: BLE001 -- a profiler failure never changes the child
+            self._record_failure(exc)
+        finally:
+            _unblock(blocked)
+
+    def _record_failure(self, exc: BaseException) -> None:
+        """What went wrong, one line in <token>.failed, for the main process to report."""
+        try:
+            text = one_line(exc)[:300]
+            path = os.path.join(self.carrier.config["dir"], self.token + ".failed")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, text.encode("utf-8", "replace"))
+            finally:
+                os.close(fd)
+        except BaseException:  # noqa: BLE001 -- the report then says only that it is missing
+            pass
+
+    def _write(self) -> None:
+        import marshal
+
+        session = self.session
+        session.stop()
+        payload = {
+            "pid": os.getpid(),
+            "ppid": self.ppid,
+            "role": _refine_role(self.role),
+            "program": session.program,
+            "argv": [str(a) for a in session.argv],
+            "exit": self.exit,
+            "start_epoch": self.start_epoch,
+            "started_at": session.started_at,
+            "elapsed_s": session.elapsed_s,
+            "cpu_s": session.cpu_s,
+            "interval_s": session.interval_s,
+            "snapshot": session.raw_snapshot(),
+        }
+        directory = self.carrier.config["dir"]
+        temporary = os.path.join(directory, self.token + ".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with open(fd, "wb") as f:
+            marshal.dump(payload, f)
+        os.replace(temporary, os.path.join(directory, self.token + ".prof"))
+
+
+def _block_sigterm() -> Any:
+    try:
+        import _signal
+
+        return _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGTERM})
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+
+
+def _unblock(previous: Any) -> None:
+    if previous is not None:
+        import _signal
+
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, previous)
+
+
+def _refine_role(role: str) -> str:
+    """A multiprocessing child's role from its process name and target (read at exit)."""
+    process = sys.modules.get("multiprocessing.process")
+    if process is None or role not in ("fork child", "spawned process"):
+        return role
+    current = process.current_process()
+    name = current.name
+    if name == "MainProcess":
+        return role
+    if "PoolWorker" in name:
+        return "Pool worker"
+    # A torch DataLoader's workers are plain multiprocessing processes running its worker
+    # loop (the parent deletes a process's target once started; the child keeps its copy).
+    target = getattr(current, "_target", None)
+    if (getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
+            and getattr(target, "__name__", None) == "_worker_loop"):
+        return "DataLoader worker"
+    if "concurrent.futures.process" in sys.modules:
+        return "ProcessPoolExecutor worker"
+    return f"multiprocessing process ({name})"
+
