@@ -27,8 +27,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it from here)
 __all__ = [
     "__version__", "pause", "resume", "start", "stop", "profile", "Profile", "HeatlineError",
     "is_running",

@@ -283,12 +283,12 @@ def _duration(text: str) -> float:
 
 
 def _line_limit(text: str) -> tuple[str, int, int]:
-    from heatline.cli.check import parse_line_limit
+    from heatline.units import parse_line_limit
 
     return _units(parse_line_limit)(text)
 
 
-# The limits of `heatline check` (heatline.cli.check.Budget has the same names; a budget file's
+# The limits of `heatline check` (heatline.data.budget.Budget has the same names; a budget file's
 # keys are these flags without the dashes in front).
 CHECK_OPTIONS = (
     Option(("--budget",), "read limits from FILE (TOML, or JSON when it ends in .json; the "

@@ -1,5 +1,6 @@
 """Sizes and durations as people write them ("200 MB", "1.5GiB", "512k", "30s", "2m"): the one
-parser for --memory-sampling-window, the pytest plugin's budgets and `heatline check`.
+parser for --memory-sampling-window, the pytest plugin's budgets and `heatline check` (whose
+per-line limits, FILE:LINE=SIZE, are read here too).
 
 Sizes are binary, as in --memory-sampling-window since the start: K, KB and KiB all mean 1024
 bytes (M: 1024², G: 1024³, T: 1024⁴); case does not matter, spaces around the unit are allowed,
@@ -62,3 +63,18 @@ def format_size(value: float) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.1f} {unit}"
     return f"{int(value)} B"
+
+
+def parse_line_limit(text: str) -> tuple[str, int, int]:
+    """``"app.py:12=100MB"`` -> ("app.py", 12, 100000000); ValueError (one line) otherwise."""
+    where, equals, size = str(text).rpartition("=")
+    if not equals:
+        raise ValueError(f"expected FILE:LINE=SIZE (e.g. app.py:12=100MB), not {text!r}")
+    return (*parse_location(where, text), parse_size(size))
+
+
+def parse_location(where: str, text: str) -> tuple[str, int]:
+    file, colon, line = where.rpartition(":")
+    if not colon or not file or not line.strip().isdigit() or int(line) < 1:
+        raise ValueError(f"expected FILE:LINE=SIZE (e.g. app.py:12=100MB), not {text!r}")
+    return file, int(line)

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import heatline
-from heatline.cli import split_argv
+from heatline.cli.common import split_argv
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_pause_and_resume_do_nothing_without_a_running_profile():
 
 
 def _option_actions():
-    from heatline.cli import _run_parser
+    from heatline.cli.run import parser as _run_parser
 
     return [action for action in _run_parser()._actions if action.option_strings]
 
@@ -69,7 +69,7 @@ def test_split_argv_knows_every_option_of_the_parser():
 
 
 def test_parser_defaults_are_the_options_defaults():
-    from heatline.cli import _run_parser
+    from heatline.cli.run import parser as _run_parser
     from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW, Options
 
     parsed = vars(_run_parser().parse_args([]))

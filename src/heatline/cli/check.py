@@ -1,256 +1,128 @@
-"""``heatline check``: a profile against a budget, for CI.
-
-A budget is a set of limits: ``max_peak`` (bytes of the program's peak memory), ``max_time``
-(wall seconds), ``max_cpu`` (CPU seconds of the process), ``no_leaks`` (no line flagged as a
-likely leak) and ``max_line_peak`` (the peak bytes of one line, ``FILE:LINE``; FILE matches a
-profiled path equal to it or ending in ``/FILE``). :func:`breaches` lists, one line each, the
-limits a profile exceeds; an empty list means within budget.
-
-A budget file (``--budget``) holds the same limits, keys named like the flags (``max-peak`` or
-``max_peak``): JSON when its name ends in ``.json``, TOML otherwise (Python 3.11's tomllib, or
-the ``tomli`` package before 3.11). In a ``pyproject.toml`` the limits live in
-``[tool.heatline.check]``. Sizes and durations are strings as units.py reads them (``"500MB"``,
-``"30s"``; sizes are binary: MB = MiB = 2^20 bytes) or plain numbers (bytes, seconds).
-"""
+"""``heatline check [limits] profile.json`` or ``heatline check [limits] [options] script.py``:
+a profile, or the run of a program, against a budget (data/budget.py), for CI."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 from typing import Any
 
-from heatline import units
+from heatline.cli.common import VALUE_OPTIONS, Parser, add_format_shortcuts, add_option
+from heatline.cli.common import check_outfile, fail, option_sets, split_argv
+from heatline.options import CHECK_OPTIONS, RUN_OPTIONS
+
+# Options of `heatline check` that check itself uses in a run: the limits, and where (and in
+# which format) to keep the profile; the other run options go to the profiled run.
+_KEEP_OPTIONS = ("-o", "--outfile", "--format", "--html", "--json")
 
 
-class BudgetError(Exception):
-    """A budget or a profile that cannot be checked; str() is one line."""
+_CHECK_VALUES, _CHECK_SHORTS = option_sets(CHECK_OPTIONS + RUN_OPTIONS)
 
 
-class Budget:
-    """The limits; None (or False, or no entries) means "no limit"."""
+def run(args: list[str]) -> int:
+    """Check a profile or a run against limits; the exit status (0 within budget, 1 over, 2
+    bad input; a failed program's own status)."""
+    from heatline import data as profile
+    from heatline.data import budget as check
 
-    def __init__(self) -> None:
-        self.max_peak: int | None = None
-        self.max_time: float | None = None
-        self.max_cpu: float | None = None
-        self.no_leaks = False
-        self.max_line_peak: list[tuple[str, int, int]] = []  # (file, line, bytes)
-
-    def empty(self) -> bool:
-        return (self.max_peak is None and self.max_time is None and self.max_cpu is None
-                and not self.no_leaks and not self.max_line_peak)
-
-
-def parse_line_limit(text: str) -> tuple[str, int, int]:
-    """``"app.py:12=100MB"`` -> ("app.py", 12, 100000000); ValueError (one line) otherwise."""
-    where, equals, size = str(text).rpartition("=")
-    if not equals:
-        raise ValueError(f"expected FILE:LINE=SIZE (e.g. app.py:12=100MB), not {text!r}")
-    return (*_parse_location(where, text), units.parse_size(size))
-
-
-def _parse_location(where: str, text: str) -> tuple[str, int]:
-    file, colon, line = where.rpartition(":")
-    if not colon or not file or not line.strip().isdigit() or int(line) < 1:
-        raise ValueError(f"expected FILE:LINE=SIZE (e.g. app.py:12=100MB), not {text!r}")
-    return file, int(line)
-
-
-_KEYS = ("max-peak", "max-time", "max-cpu", "no-leaks", "max-line-peak")
-
-
-def load_budget(path: str) -> Budget:
-    """The budget in file ``path``; BudgetError (one line naming the file) when unusable."""
+    option_args, program = split_argv(args, _CHECK_VALUES, _CHECK_SHORTS)
+    if program[:1] and program[0].endswith(".json"):
+        # A profile, not a program: the limits may come after it (heatline check p.json --no-leaks)
+        option_args, program = option_args + program[1:], program[:1]
+    parser = Parser(
+        prog="heatline check",
+        usage="heatline check [limits] profile.json\n"
+        "       heatline check [limits] [options] script.py [args...]  (or -m module ...)",
+        description="Check a profile (a .json file), or the run of a program, against limits: "
+        "exit status 0 within budget, 1 with one line per limit exceeded, 2 for bad input. "
+        "Running a program, the run options of 'heatline --help' apply, and a program "
+        "that fails keeps its own exit status.",
+        allow_abbrev=False,
+    )
+    for option in CHECK_OPTIONS + RUN_OPTIONS:
+        add_option(parser, option)
+    add_format_shortcuts(parser)
+    options = parser.parse_args(option_args)
+    budget = check.Budget()
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise BudgetError(f"can't read budget '{path}': {exc.strerror or exc}") from None
-    try:
-        if path.endswith(".json"):
-            import json
-
-            data = json.loads(raw.decode("utf-8"))
-        else:
-            data = _toml().loads(raw.decode("utf-8"))
-    except BudgetError:
-        raise
-    except Exception as exc:  # noqa: BLE001 -- any parse error is the file's fault
-        text = " ".join(str(exc).split())
-        raise BudgetError(f"budget '{path}' is not valid {_kind(path)}: {text}") from None
-    if isinstance(data, dict) and os.path.basename(path) == "pyproject.toml":
-        data = data.get("tool", {}).get("heatline", {}).get("check", {})
-    if not isinstance(data, dict):
-        raise BudgetError(f"budget '{path}' should hold a table of limits")
-    budget = Budget()
-    try:
-        apply(budget, data)
-    except ValueError as exc:
-        raise BudgetError(f"budget '{path}': {exc}") from None
-    return budget
-
-
-def _kind(path: str) -> str:
-    return "JSON" if path.endswith(".json") else "TOML"
-
-
-def _toml() -> Any:
-    try:
-        import tomllib  # type: ignore[import-not-found]  # 3.11+
-    except ImportError:
+        if options.budget is not None:
+            budget = check.load_budget(options.budget)
+        given = {option.dest: getattr(options, option.dest) for option in CHECK_OPTIONS[1:]}
+        for name, value in given.items():
+            if name == "max_line_peak":
+                budget.max_line_peak.extend(value or [])
+            elif value not in (None, False):
+                setattr(budget, name, value)
+    except check.BudgetError as exc:
+        fail(str(exc))
+    if budget.empty():
+        fail("no limits to check: give --max-peak, --max-time, --max-cpu, --no-leaks, "
+             "--max-line-peak or --budget FILE")
+    if not program:
+        fail("nothing to check: give a profile (.json) or a program to run")
+    if program[0].endswith(".json"):
+        _no_run_options(options, parser)
         try:
-            import tomli as tomllib  # type: ignore[import-not-found,no-redef]
-        except ImportError:
-            raise BudgetError(
-                "reading a TOML budget needs Python 3.11+ or the tomli package; "
-                "or write the budget as JSON (a .json file)"
-            ) from None
-    return tomllib
+            data = profile.load(program[0])
+        except profile.ProfileError as exc:
+            fail(str(exc))
+        return _report_check(data, budget, sys.stdout)
+    keep = options.outfile and check_outfile(options.outfile)
+    run_args = _without_keep_options(option_args, parser)
+    return run_and_check(run_args, program, budget, keep, options.format,
+                               lambda data, stream: _report_check(data, budget, stream))
 
 
-def apply(budget: Budget, data: dict[str, Any]) -> None:
-    """Set the limits named in ``data`` (keys like the flags); ValueError for a bad one."""
-    for key, value in data.items():
-        name = str(key).replace("_", "-")
-        if name not in _KEYS:
-            raise ValueError(f"unknown limit {key!r} (known: {', '.join(_KEYS)})")
-        try:
-            if name == "max-peak":
-                budget.max_peak = units.parse_size(value)
-            elif name == "max-time":
-                budget.max_time = units.parse_seconds(value)
-            elif name == "max-cpu":
-                budget.max_cpu = units.parse_seconds(value)
-            elif name == "no-leaks":
-                if not isinstance(value, bool):
-                    raise ValueError("should be true or false")
-                budget.no_leaks = value
-            elif isinstance(value, dict):  # max-line-peak = {"app.py:12" = "100MB"}
-                for where, size in value.items():
-                    budget.max_line_peak.append(
-                        (*_parse_location(str(where), f"{where}={size}"), units.parse_size(size))
-                    )
-            elif isinstance(value, list):  # max-line-peak = ["app.py:12=100MB"]
-                budget.max_line_peak.extend(parse_line_limit(item) for item in value)
-            else:
-                raise ValueError('should be a table {"FILE:LINE" = SIZE} or a list of '
-                                 '"FILE:LINE=SIZE"')
-        except ValueError as exc:
-            raise ValueError(f"{name}: {exc}") from None
+def _no_run_options(options: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    for option in RUN_OPTIONS:
+        if getattr(options, option.dest) != parser.get_default(option.dest):
+            fail(f"{option.flags[-1]} applies to a run, not to a saved profile")
 
 
-def breaches(profile: dict[str, Any], budget: Budget) -> list[str]:
-    """One line per limit the profile exceeds. BudgetError when a memory limit is asked of a
-    profile recorded without memory (--cpu-only)."""
-    found = []
-    memory_limits = budget.max_peak is not None or budget.no_leaks or budget.max_line_peak
-    if memory_limits and not profile.get("memory", {}).get("enabled"):
-        raise BudgetError("the profile has no memory data (recorded with --cpu-only), so its "
-                          "memory limits cannot be checked")
-    if budget.max_peak is not None and profile["peak_bytes"] > budget.max_peak:
-        found.append(
-            f"peak memory {units.format_size(profile['peak_bytes'])} exceeds --max-peak "
-            f"{units.format_size(budget.max_peak)}{_peak_blame(profile)}"
-        )
-    if budget.max_time is not None and profile["elapsed_s"] > budget.max_time:
-        found.append(f"wall time {_duration(profile['elapsed_s'])} exceeds "
-                     f"--max-time {_duration(budget.max_time)}")
-    if budget.max_cpu is not None and profile["cpu_s"] > budget.max_cpu:
-        found.append(f"CPU time {_duration(profile['cpu_s'])} exceeds "
-                     f"--max-cpu {_duration(budget.max_cpu)}")
-    if budget.no_leaks:
-        for path, line in _lines(profile):
-            leak = line.get("leak")
-            if leak:
-                found.append(
-                    f"likely leak at {path}:{line['line']}: grows "
-                    f"{units.format_size(leak['growth_bytes_per_s'])}/s "
-                    f"(likelihood {leak['likelihood']:.2f}), --no-leaks allows none"
-                )
-    for file, number, limit in budget.max_line_peak:
-        for path, line in _lines(profile):
-            if line["line"] == number and _same_file(path, file) and \
-                    line.get("peak_bytes", 0) > limit:
-                found.append(
-                    f"line {path}:{number} peaked at {units.format_size(line['peak_bytes'])}, "
-                    f"exceeds --max-line-peak {file}:{number}={units.format_size(limit)}"
-                )
-    return found
+def _without_keep_options(option_args: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """The run options to hand to the profiled run: all but the limits and -o/--format."""
+    values = {flag for option in CHECK_OPTIONS for flag in option.flags if option.takes_value}
+    values |= {"-o", "--outfile", "--format"}
+    flags = {"--no-leaks", "--html", "--json"}
+    kept, i = [], 0
+    while i < len(option_args):
+        arg = option_args[i]
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name in values:
+            i += 1 if "=" in arg and arg.startswith("--") else 2
+            continue
+        if name in flags or (arg.startswith("-o") and not arg.startswith("--")):
+            i += 1
+            continue
+        if not arg.startswith("--") and "o" in arg[1:]:  # -qo FILE
+            fail("give -o on its own (not combined with other short options) to heatline check")
+        takes_value = arg in VALUE_OPTIONS  # (--opt=value carries its own)
+        kept.extend(option_args[i : i + 2] if takes_value else [arg])
+        i += 2 if takes_value else 1
+    return kept
 
 
-def unmatched_line_limits(profile: dict[str, Any], budget: Budget) -> list[str]:
-    """The FILE parts of --max-line-peak that name no file of the profile (likely typos)."""
-    return [f"{file}:{line}" for file, line, _ in budget.max_line_peak
-            if not any(_same_file(path, file) for path in profile["files"])]
+def _report_check(data: dict, budget: object, stream: object) -> int:
+    from heatline.data import budget as check
+
+    try:
+        found = check.breaches(data, budget)  # type: ignore[arg-type]
+    except check.BudgetError as exc:
+        fail(str(exc))
+    for where in check.unmatched_line_limits(data, budget):  # type: ignore[arg-type]
+        sys.stderr.write(f"heatline: warning: --max-line-peak {where}: no such file in the "
+                         "profile (a file without time or memory is not listed)\n")
+    for line in found:
+        stream.write(f"heatline: over budget: {line}\n")  # type: ignore[attr-defined]
+    if not found:
+        stream.write(f"heatline: {check.summary(data, budget)}\n")  # type: ignore
+    stream.flush()  # type: ignore[attr-defined]
+    return 1 if found else 0
 
 
-def summary(profile: dict[str, Any], budget: Budget) -> str:
-    """One line: the figures the budget limits, for a run within budget."""
-    parts = []
-    if budget.max_peak is not None:
-        parts.append(f"peak {units.format_size(profile['peak_bytes'])} <= "
-                     f"{units.format_size(budget.max_peak)}")
-    if budget.max_time is not None:
-        parts.append(f"wall {_duration(profile['elapsed_s'])} <= "
-                     f"{_duration(budget.max_time)}")
-    if budget.max_cpu is not None:
-        parts.append(f"CPU {_duration(profile['cpu_s'])} <= "
-                     f"{_duration(budget.max_cpu)}")
-    if budget.no_leaks:
-        parts.append("no likely leaks")
-    if budget.max_line_peak:
-        parts.append(f"{len(budget.max_line_peak)} line limit(s) met")
-    return "within budget: " + ", ".join(parts)
 
-
-def _duration(seconds: float) -> str:
-    """``31.25`` -> ``"31.25 s"``, ``0.0123`` -> ``"12.3 ms"``."""
-    return f"{seconds * 1000:.3g} ms" if abs(seconds) < 1 else f"{seconds:.2f} s"
-
-
-def _same_file(path: str, name: str) -> bool:
-    name = name.replace(os.sep, "/")
-    path = path.replace(os.sep, "/")
-    return path == name or path.endswith("/" + name.lstrip("./"))
-
-
-def _lines(profile: dict[str, Any]):  # noqa: ANN202 -- an iterator of (path, line)
-    for path, entry in profile["files"].items():
-        for line in entry["lines"]:
-            yield path, line
-
-
-def _held_at(timeline: list, t: float) -> float:
-    """A step-function timeline's value at time t."""
-    value = 0.0
-    for point_t, point_value in timeline:
-        if point_t > t:
-            break
-        value = point_value
-    return value
-
-
-def _peak_blame(profile: dict[str, Any], top: int = 3) -> str:
-    """'; at the peak: a.py:12 400.0 MB, ...': the lines holding the most memory when the
-    program peaked (by their own peaks when the profile has no peak time)."""
-    peak_at = profile.get("peak_at")
-    held = []
-    for path, line in _lines(profile):
-        if peak_at is not None:
-            amount = _held_at(line.get("timeline", []), peak_at["t_s"])
-        else:
-            amount = line.get("peak_bytes", 0)
-        if amount > 0:
-            held.append((amount, path, line["line"]))
-    held.sort(key=lambda item: -item[0])
-    if not held:
-        return ""
-    label = "held at the peak by" if peak_at is not None else "largest line peaks"
-    listed = ", ".join(f"{path}:{number} {units.format_size(amount)}"
-                       for amount, path, number in held[:top])
-    return f"; {label}: {listed}"
-
-
-def run_and_check(run_args: list[str], program: list[str], budget: Budget, keep: str | None,
+def run_and_check(run_args: list[str], program: list[str], budget: Any, keep: str | None,
                   keep_format: str | None, report: Any) -> int:
     """``heatline check [limits] [options] script.py args``: profile the program in a child
     ``heatline`` (its stdin, stdout and stderr are the program's), then check the profile;
@@ -260,7 +132,6 @@ def run_and_check(run_args: list[str], program: list[str], budget: Budget, keep:
     the verdict is still written), else the verdict's. So a CI step fails when either does."""
     import signal
     import subprocess
-    import sys
     import tempfile
 
     from heatline import data as profiles
@@ -292,3 +163,4 @@ def run_and_check(run_args: list[str], program: list[str], budget: Budget, keep:
 
             render_to(data, keep_format or format_for_path(keep), keep)
     return status or verdict
+

@@ -54,22 +54,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    from heatline.cli import _add, _add_format_shortcuts
+    from heatline.cli.common import add_format_shortcuts, add_option
 
     parser = _Parser(prog="%heatline", add_help=False, allow_abbrev=False)
     for option in RUN_OPTIONS:
         if option.dest not in _LEFT_OUT:
-            _add(parser, option)
-    _add_format_shortcuts(parser)
+            add_option(parser, option)
+    add_format_shortcuts(parser)
     return parser
 
 
 def parse(line: str) -> tuple[Options, str]:
     """The options at the start of ``line`` and the rest of it (the statement, as typed)."""
-    from heatline.cli import _VALUE_OPTIONS, _SHORT_FLAGS, split_argv
+    from heatline.cli.common import split_argv
 
     words = line.split()
-    option_words, _ = split_argv(words, _VALUE_OPTIONS, _SHORT_FLAGS)
+    option_words, _ = split_argv(words)
     rest = re.sub(r"^\s*" + r"\S+\s+" * len(option_words), "", line + " ", count=1).strip()
     values = vars(_parser().parse_args(option_words))
     if values["outfile"] is None and values["format"] in ("html", "json"):

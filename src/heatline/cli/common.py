@@ -1,0 +1,124 @@
+"""What every subcommand's command line shares: the parser whose usage errors are one line,
+options added from the options table (heatline/options.py), the split between heatline's
+options and the program's command line, and the check of an output file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from heatline.options import RUN_OPTIONS, Option
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line, not the usage text plus a message."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(message)
+
+
+def fail(message: str, status: int = 2) -> NoReturn:
+    sys.stderr.write(f"heatline: error: {message}\n")
+    sys.stderr.flush()
+    raise SystemExit(status)
+
+
+def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
+    if option.takes_value:
+        kwargs: dict = {"metavar": option.metavar, "default": option.default}
+        if option.repeat:
+            kwargs.update(action="append", default=None)
+        if option.parse is not None:
+            kwargs["type"] = option.parse
+    elif option.negatable:
+        kwargs = {"action": argparse.BooleanOptionalAction, "default": option.default}
+    else:
+        kwargs = {"action": "store_true"}
+    parser.add_argument(*option.flags, dest=option.dest, help=option.help, **kwargs)
+
+
+def add_format_shortcuts(parser: argparse.ArgumentParser) -> None:
+    for name in ("html", "json"):
+        parser.add_argument(f"--{name}", dest="format", action="store_const", const=name,
+                            help=f"same as --format {name} (without -o: writes profile.{name})")
+
+
+def option_sets(options: Sequence[Option]) -> tuple[frozenset[str], frozenset[str]]:
+    """What split_argv needs to know of a parser's options: which take a value (so the scan
+    skips it), and which single letters are flags that may be combined (-q; -h from argparse)."""
+    values = frozenset(flag for option in options if option.takes_value for flag in option.flags)
+    shorts = frozenset(
+        {"h"}
+        | {
+            flag[1]
+            for option in options
+            if not option.takes_value
+            for flag in option.all_flags
+            if len(flag) == 2
+        }
+    )
+    return values, shorts
+
+
+VALUE_OPTIONS, SHORT_FLAGS = option_sets(RUN_OPTIONS)
+
+
+def split_argv(
+    argv: Sequence[str], value_options: frozenset[str] = VALUE_OPTIONS,
+    short_flags: frozenset[str] = SHORT_FLAGS,
+) -> tuple[list[str], list[str]]:
+    """Split ``argv`` into heatline's options and the program's command line.
+
+    The program's command line starts at the first positional argument (the script) or at
+    ``-m``; it is handed over untouched, so the program's own options never reach argparse.
+    Returns (options, program) where program is [] (none given), [script, *args] or
+    ["-m", module, *args].
+    """
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return argv[:i], argv[i + 1 :]
+        if arg.startswith("--"):
+            # "--opt=value" carries its own value; "--opt value" takes the next argument.
+            i += 2 if arg in value_options else 1
+        elif arg.startswith("-") and arg != "-":
+            cluster = arg[1:]  # short options, possibly combined: -q, -ofile, -qo file, -mmod
+            for position, letter in enumerate(cluster):
+                attached = cluster[position + 1 :]
+                if letter == "m":
+                    flags = [f"-{cluster[:position]}"] if position else []
+                    if attached:
+                        return argv[:i] + flags, ["-m", attached, *argv[i + 1 :]]
+                    if i + 1 == len(argv):
+                        return argv, []  # argparse reports the missing module name
+                    return argv[:i] + flags, ["-m", *argv[i + 1 :]]
+                if letter not in short_flags:  # -o (or an unknown option argparse reports)
+                    i += 2 if f"-{letter}" in value_options and not attached else 1
+                    break
+            else:
+                i += 1
+        else:
+            return argv[:i], argv[i:]
+    return argv, []
+
+
+def check_outfile(path: str) -> str:
+    """The absolute path of a writable -o file, or a usage error before anything runs."""
+    path = os.path.abspath(path)
+    parent = os.path.dirname(path)
+    if os.path.isdir(path):
+        fail(f"can't write the profile to '{path}': it is a directory")
+    if not os.path.isdir(parent):
+        fail(f"can't write the profile to '{path}': directory '{parent}' does not exist")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            fail(f"can't write the profile to '{path}': permission denied")
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"can't write the profile to '{path}': directory '{parent}' is not writable")
+    return path
+

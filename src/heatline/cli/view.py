@@ -1,0 +1,67 @@
+"""``heatline view profile.json``: show a saved profile again, in any format."""
+
+from __future__ import annotations
+
+import sys
+
+from heatline.cli.common import Parser, add_format_shortcuts, add_option, check_outfile, fail
+from heatline.options import RUN_OPTIONS
+
+def _view_parser() -> Parser:
+    parser = Parser(
+        prog="heatline view", description="Show a profile written with -o.", allow_abbrev=False
+    )
+    for option in RUN_OPTIONS:
+        if option.view:
+            add_option(parser, option)
+    add_format_shortcuts(parser)
+    parser.add_argument("-o", "--outfile", metavar="FILE", help="write to FILE, not stdout")
+    parser.add_argument(
+        "--pid", type=int, default=None, metavar="PID",
+        help="show only this process of a profile with child processes",
+    )
+    parser.add_argument("profile", metavar="profile.json", help="the profile to show")
+    return parser
+
+
+
+def run(args: list[str]) -> int:
+    """Show the profile; the exit status."""
+    from heatline import data as profile
+
+    options = _view_parser().parse_args(args)
+    try:
+        data = profile.load(options.profile)
+    except profile.ProfileError as exc:
+        fail(str(exc), 1)
+    if options.pid is not None:
+        from heatline.data.merge import process_view
+
+        try:
+            data = process_view(data, options.pid)
+        except KeyError:
+            pids = ", ".join(str(p["pid"]) for p in data.get("processes", [])) or "none"
+            fail(f"'{options.profile}' has no process {options.pid} (processes: {pids})", 1)
+    from heatline.renderers import format_for_path, render_bytes, render_to
+
+    report = {
+        "reduced": options.reduced_profile,
+        "threshold_pct": options.cpu_percent_threshold,
+        "malloc_threshold": options.malloc_threshold,
+    }
+    if options.outfile is not None:
+        path = check_outfile(options.outfile)
+        fmt = options.format or format_for_path(path)
+        render_to(data, fmt, path, **(report if fmt == "terminal" else {}))
+        return 0
+    fmt = options.format or "terminal"
+    if fmt == "terminal":
+        from heatline.renderers.terminal import render
+
+        render(data, file=sys.stdout, **report)
+        return 0
+    sys.stdout.flush()
+    sys.stdout.buffer.write(render_bytes(data, fmt))
+    sys.stdout.buffer.flush()
+    return 0
+
