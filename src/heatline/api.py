@@ -337,20 +337,21 @@ class Profile:
     def print(self, file: Any = None, *, reduced: bool | None = None,
               threshold_pct: float | None = None) -> None:
         """The terminal report (as ``heatline script.py`` prints it) on ``file`` (stdout)."""
-        from heatline.renderers.terminal import render
+        from heatline.renderers import View
+        from heatline.renderers.terminal import print_report
 
-        render(self.data, file=sys.stdout if file is None else file,
-               reduced=self.reduced if reduced is None else reduced,
-               threshold_pct=self.threshold_pct if threshold_pct is None else threshold_pct)
+        view = View(self.reduced if reduced is None else reduced,
+                    self.threshold_pct if threshold_pct is None else threshold_pct)
+        print_report(self.data, sys.stdout if file is None else file, view)
 
     def save(self, path: Any, format: str | None = None) -> None:  # noqa: A002 -- the CLI's word
         """Write the profile to ``path`` in ``format`` (default: from the suffix, as ``-o``)."""
         from heatline.options import FORMATS
-        from heatline.renderers import render_to
+        from heatline.renderers import View, render_to
 
         if format is not None and format not in FORMATS:
             raise HeatlineError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-        render_to(self.data, format, os.fspath(path))
+        render_to(self.data, format, os.fspath(path), View(self.reduced, self.threshold_pct))
 
     @property
     def elapsed_s(self) -> float:

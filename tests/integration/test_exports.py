@@ -63,7 +63,7 @@ def test_collapsed_stacks_sum_to_the_profile_time(run_heatline, phases_profile, 
 def _stack_time(profile, *keys):
     """Seconds of the given kinds in the profile's stacks that have a frame besides
     heatline's own (the exports leave out the launcher's and the finisher's moments)."""
-    from heatline.renderers import stacks
+    from heatline.data.queries import stacks
 
     return sum(getattr(stack, key) for stack in stacks(profile) if stack.frames for key in keys)
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from heatline.renderers import call_edges, inclusive_times
+from heatline.data.queries import call_edges, inclusive_times
 from heatline.renderers.html import page_data
 
 TOLERANCE_PP = 3.0

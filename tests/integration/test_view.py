@@ -296,7 +296,7 @@ def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(sa
     import json
     import random
 
-    from heatline.renderers import chrome, collapsed, html, pprof, speedscope, terminal
+    from heatline.renderers import View, chrome, collapsed, html, pprof, speedscope, terminal
 
     with open(saved_profile, encoding="utf-8") as f:
         original = json.load(f)
@@ -325,7 +325,7 @@ def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(sa
             outcomes["error"] += 1
             continue
         for reduced in (False, True):
-            terminal.render(data, file=io.StringIO(), reduced=reduced, threshold_pct=1.0)
+            terminal.print_report(data, io.StringIO(), View(reduced=reduced, threshold_pct=1.0))
         for export in (html, pprof, speedscope, collapsed, chrome):
             export.render(data)
         outcomes["rendered"] += 1
@@ -448,3 +448,34 @@ def test_at_80_columns_every_function_name_and_leak_location_is_whole(
         leak_table = out[out.index("Likely leaks"):] if leaks else ""
         for location in leaks:
             assert any(location in line for line in leak_table.splitlines()), location
+
+
+def test_view_as_json_of_a_profile_with_undecodable_argv_is_the_file_itself(tmp_path):
+    """Undecodable bytes in argv are surrogates in the profile; `view --format json` once died
+    of UnicodeEncodeError on them (a second JSON writer). One writer: the same bytes as -o."""
+    path = tmp_path / "p.json"
+    written = subprocess.run(
+        [os.fsencode(sys.executable), b"-m", b"heatline", b"-q", b"-o", os.fsencode(path),
+         os.fsencode(BUSY), b"\xff"],
+        check=False, capture_output=True, timeout=60,
+    )
+    assert written.returncode == 0, written.stderr
+    assert profile.load(str(path))["argv"][-1] == "\udcff"
+    result = view("--format", "json", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == b""
+    assert result.stdout == path.read_bytes()
+
+
+def test_the_threshold_reaches_the_html_page(saved_profile, tmp_path):
+    """--cpu-percent-threshold highlights lines in the HTML report as in the terminal (the
+    page once hard-coded 1%)."""
+    from heatline.renderers.html import page_data
+
+    out = tmp_path / "p.html"
+    result = view("--cpu-percent-threshold", "37.5", "-o", str(out), saved_profile)
+    assert result.returncode == 0, result.stderr
+    page = out.read_text()
+    assert '"hot_pct":37.5' in page
+    assert "HOT = D.hot_pct" in page
+    assert page_data(profile.load(saved_profile))["hot_pct"] == 1.0  # the default

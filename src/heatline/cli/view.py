@@ -42,26 +42,20 @@ def run(args: list[str]) -> int:
         except KeyError:
             pids = ", ".join(str(p["pid"]) for p in data.get("processes", [])) or "none"
             fail(f"'{options.profile}' has no process {options.pid} (processes: {pids})", 1)
-    from heatline.renderers import format_for_path, render_bytes, render_to
+    from heatline.renderers import View, render_bytes, render_to
 
-    report = {
-        "reduced": options.reduced_profile,
-        "threshold_pct": options.cpu_percent_threshold,
-        "malloc_threshold": options.malloc_threshold,
-    }
+    view = View.of(options)
     if options.outfile is not None:
-        path = check_outfile(options.outfile)
-        fmt = options.format or format_for_path(path)
-        render_to(data, fmt, path, **(report if fmt == "terminal" else {}))
+        render_to(data, options.format, check_outfile(options.outfile), view)
         return 0
     fmt = options.format or "terminal"
     if fmt == "terminal":
-        from heatline.renderers.terminal import render
+        from heatline.renderers.terminal import print_report
 
-        render(data, file=sys.stdout, **report)
+        print_report(data, sys.stdout, view)
         return 0
     sys.stdout.flush()
-    sys.stdout.buffer.write(render_bytes(data, fmt))
+    sys.stdout.buffer.write(render_bytes(data, fmt, view))
     sys.stdout.buffer.flush()
     return 0
 

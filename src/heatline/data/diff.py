@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, TextIO
 
-from heatline.renderers import function_of_line
+from heatline.data.queries import function_of_line
 
 KINDS = ("python_s", "native_s", "system_s")
 

@@ -334,27 +334,28 @@ def _describe(spec: Any) -> str:
     return {str: "a string", bool: "true or false", int: "an integer"}.get(spec, "a number")
 
 
+def encode(profile: dict[str, Any]) -> bytes:
+    """The bytes of ``profile`` as a profile file: JSON, UTF-8. Strings that are not valid
+    Unicode (the surrogates Python makes of undecodable bytes in argv or paths, PEP 383)
+    are written as JSON ``\\udcXX`` escapes, so the file stays UTF-8 and reading it back gives
+    the same strings: backslashreplace fires only on what UTF-8 cannot encode, lone
+    surrogates, and writes them as \\udcXX, inside a JSON string the JSON escape of the same
+    character. The one JSON writer: dump(), ``-o p.json`` and ``heatline view --format json``."""
+    text = json.dumps(profile, indent=1, ensure_ascii=False)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
 def dump(profile: dict[str, Any], path: str) -> None:
-    """Write ``profile`` to ``path`` as JSON.
-
-    Writes a temporary file in the directory of the file ``path`` names (through symlinks)
-    and renames it onto that file, so a reader (or an interrupted write) never sees half a
-    profile, a symlink stays a symlink to the same file, and an existing file keeps its
-    permission bits; a new file gets the usual mode (0666 less the umask). Strings that are
-    not valid Unicode (the surrogates Python makes of undecodable bytes in argv or paths,
-    PEP 383) are written as JSON ``\\udcXX`` escapes, so the file stays UTF-8 and reading
-    it back gives the same strings. Raises OSError if the profile cannot be written.
-    """
-
-    def write(file: Any) -> None:
-        with _open_text(file) as f:
-            _write_json(profile, f)
-
-    replace_file(path, write)
+    """Write ``profile`` to ``path`` as JSON (:func:`encode`), the way :func:`write_bytes`
+    writes. Raises OSError if the profile cannot be written."""
+    write_bytes(encode(profile), path)
 
 
 def write_bytes(data: bytes, path: str) -> None:
-    """Write ``data`` to ``path`` the way :func:`dump` writes (the other output formats)."""
+    """Write ``data`` to ``path``: a temporary file in the directory of the file ``path``
+    names (through symlinks), renamed onto that file, so a reader (or an interrupted write)
+    never sees half a file, a symlink stays a symlink to the same file, and an existing file
+    keeps its permission bits; a new file gets the usual mode (0666 less the umask)."""
 
     def write(file: Any) -> None:
         with open(file, "wb") as f:
@@ -389,14 +390,3 @@ def replace_file(path: str, write: Callable[[Any], None]) -> None:
         except OSError:
             pass
         raise
-
-
-def _open_text(file: Any) -> Any:
-    # backslashreplace fires only on what UTF-8 cannot encode, lone surrogates, and writes
-    # them as \udcXX: inside a JSON string, the JSON escape of the same character.
-    return open(file, "w", encoding="utf-8", errors="backslashreplace")
-
-
-def _write_json(profile: dict[str, Any], f: Any) -> None:
-    json.dump(profile, f, indent=1, ensure_ascii=False)
-    f.write("\n")

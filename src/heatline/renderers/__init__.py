@@ -1,18 +1,24 @@
-"""Renderers turn a profile dict (docs/profile-format.md) into something to read.
+"""Renderers: every view of a profile, made from the profile dict alone (docs/profile-format.md).
 
-The JSON profile is the source of truth: every format below is produced from it alone, by
-``render_to(profile, fmt, path)`` (``heatline view prof.json --format F -o OUT``, or ``-o`` at
-record time). The helpers here are shared by the renderers: the stacks with heatline's own
-launcher frames removed, and inclusive (cumulative) time per function computed from them.
+The interface: each format is one module of this package with ``render(profile, view) -> bytes``
+(``view``: what the reader asked to see, :class:`View`); the terminal module also prints to a
+live stream (``print_report``), the only place colour and the terminal's width matter. One
+writer: :func:`render_to` writes any format's bytes atomically (data/io.py), whether at the end
+of a run (``-o``), by ``heatline view`` or by ``Profile.save``.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
-from heatline.options import FORMATS
+from heatline.options import DEFAULT_THRESHOLD_PCT, FORMATS
+
+# Format -> the module of this package that renders it.
+MODULES = {"terminal": "terminal", "json": "profile_json", "html": "html",
+           "collapsed": "collapsed", "speedscope": "speedscope", "pprof": "pprof",
+           "chrome": "chrome"}
+assert set(MODULES) == set(FORMATS)
 
 # Output suffix -> format, longest suffix first (".speedscope.json" before ".json").
 SUFFIXES = (
@@ -30,6 +36,22 @@ SUFFIXES = (
 )
 
 
+class View(NamedTuple):
+    """What the reader asked to see (the report options: --reduced-profile,
+    --cpu-percent-threshold, --malloc-threshold). The data formats ignore what they do not
+    show; every format gets the same View."""
+
+    reduced: bool = False
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT
+    malloc_threshold: int = 1
+
+    @classmethod
+    def of(cls, options: Any) -> View:
+        """The View that run or view options (anything with those attributes) ask for."""
+        return cls(options.reduced_profile, options.cpu_percent_threshold,
+                   options.malloc_threshold)
+
+
 def format_for_path(path: str) -> str:
     """The format an output file's name asks for; JSON when the suffix is not one of ours."""
     name = os.path.basename(path).lower()
@@ -39,158 +61,17 @@ def format_for_path(path: str) -> str:
     return "json"
 
 
-def render_to(profile: dict[str, Any], fmt: str | None, path: str, **options: Any) -> None:
-    """Write ``profile`` to ``path`` in ``fmt`` (None: from the suffix), atomically."""
-    fmt = fmt or format_for_path(path)
-    if fmt == "json":
-        from heatline.data import dump
-
-        dump(profile, path)
-        return
-    from heatline.data import write_bytes
-
-    write_bytes(render_bytes(profile, fmt, **options), path)
-
-
-def render_bytes(profile: dict[str, Any], fmt: str, **options: Any) -> bytes:
-    if fmt == "json":
-        import json
-
-        return json.dumps(profile, indent=1, ensure_ascii=False).encode()
-    if fmt == "terminal":
-        import io
-
-        from heatline.renderers.terminal import render
-
-        out = io.StringIO()
-        render(profile, file=out, **options)
-        return out.getvalue().encode()
-    if fmt not in FORMATS:
+def render_bytes(profile: dict[str, Any], fmt: str, view: View = View()) -> bytes:
+    """``profile`` in format ``fmt``."""
+    if fmt not in MODULES:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    module = __import__(f"heatline.renderers.{fmt}", fromlist=["render"])
-    return module.render(profile)
+    module = __import__(f"heatline.renderers.{MODULES[fmt]}", fromlist=["render"])
+    return module.render(profile, view)
 
 
-# --- stacks ---------------------------------------------------------------------------------
+def render_to(profile: dict[str, Any], fmt: str | None, path: str, view: View = View()) -> None:
+    """Write ``profile`` to ``path`` in ``fmt`` (None: from the suffix), atomically (a reader
+    never sees half a file; data.io.write_bytes). Raises OSError if it cannot be written."""
+    from heatline.data.io import write_bytes
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# heatline's own launcher files, wherever the profile was recorded (another install, machine).
-# Today's names and the names they had before the package was laid out by role.
-_OWN_FILE = re.compile(
-    r"[/\\]heatline[/\\](?:__main__|cli|runner|session|scope|profile"
-    r"|cli[/\\]__init__|run[/\\]launch|engine[/\\]session|engine[/\\]scope)\.py$"
-)
-
-
-def is_own_frame(frame: dict[str, Any]) -> bool:
-    path = frame.get("file", "")
-    return path.startswith(_PACKAGE_DIR + os.sep) or bool(_OWN_FILE.search(path))
-
-
-class Stack(NamedTuple):
-    frames: list[int]  # indices into profile["stacks"]["frames"], outermost first
-    thread: int
-    python_s: float
-    native_s: float
-    system_s: float
-
-    @property
-    def total_s(self) -> float:
-        return self.python_s + self.native_s + self.system_s
-
-
-def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
-    """The profile's stacks without heatline's own frames.
-
-    Every recorded stack starts with the launcher (``python -m heatline`` / the ``heatline``
-    script, cli.py, runner.py, then runpy for ``-m``): everything up to and including the last
-    heatline frame is the launcher and is dropped, as is any other heatline frame.
-    """
-    table = profile.get("stacks") or {}
-    frames = table.get("frames", [])
-    own = [is_own_frame(frame) for frame in frames]
-    for entry in table.get("entries", []):
-        stack = list(entry["stack"])
-        last_own = max((i for i, index in enumerate(stack) if own[index]), default=-1)
-        kept = [index for index in stack[last_own + 1 :] if not own[index]]
-        yield Stack(kept, entry["thread"], entry["python_s"], entry["native_s"], entry["system_s"])
-
-
-def frame_label(frame: dict[str, Any]) -> str:
-    """``qualname (file.py:line)``, the usual spelling of a Python frame in flame graphs."""
-    name = frame.get("qualname") or frame.get("name") or "?"
-    return f"{name} ({os.path.basename(frame.get('file', ''))}:{frame.get('line', 0)})"
-
-
-def function_key(frame: dict[str, Any]) -> tuple[str, str]:
-    return (frame.get("file", ""), frame.get("qualname") or frame.get("name") or "?")
-
-
-def inclusive_times(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
-    """Inclusive (cumulative) time per function, (file, qualname) -> seconds.
-
-    A stack's time counts once for every distinct function on it (recursion counts once), so
-    a function's inclusive time is the time during which it was anywhere on the stack.
-    Computed from ``stacks``; time the engine dropped from its stack table (``dropped_s``) is
-    missing here.
-    """
-    frames = (profile.get("stacks") or {}).get("frames", [])
-    result: dict[tuple[str, str], float] = {}
-    for stack in stacks(profile):
-        for key in {function_key(frames[index]) for index in stack.frames}:
-            result[key] = result.get(key, 0.0) + stack.total_s
-    return result
-
-
-def call_edges(profile: dict[str, Any]) -> dict[tuple[tuple[str, str], tuple[str, str]], float]:
-    """(caller, callee) function pairs -> seconds spent with that call on the stack."""
-    frames = (profile.get("stacks") or {}).get("frames", [])
-    result: dict[tuple[tuple[str, str], tuple[str, str]], float] = {}
-    for stack in stacks(profile):
-        keys = [function_key(frames[index]) for index in stack.frames]
-        for pair in {(a, b) for a, b in zip(keys, keys[1:]) if a != b}:
-            result[pair] = result.get(pair, 0.0) + stack.total_s
-    return result
-
-
-def calling_only(profile: dict[str, Any]) -> dict[tuple[str, str], int]:
-    """Functions of the profile's files that are on stacks but have no function entry (none
-    of their lines was ever the innermost user line: a dispatcher, main()), (file, qualname)
-    -> the first of their lines seen on a stack (their first line is not recorded)."""
-    files = profile.get("files") or {}
-    listed = {
-        (path, function.get("qualname") or function.get("name"))
-        for path, entry in files.items()
-        for function in entry.get("functions", [])
-    }
-    first_seen: dict[tuple[str, str], int] = {}
-    for frame in (profile.get("stacks") or {}).get("frames", []):
-        key = function_key(frame)
-        if key[0] in files and key not in listed:
-            line = frame.get("line", 0)
-            first_seen[key] = min(first_seen.get(key, line), line)
-    return first_seen
-
-
-def thread_name(profile: dict[str, Any], index: int) -> str:
-    threads = profile.get("threads", [])
-    if 0 <= index < len(threads):
-        thread = threads[index]
-        return f"{'main thread' if thread.get('main') else 'thread'} {thread.get('native_id')}"
-    return f"thread {index}"
-
-
-def function_of_line(entry: dict[str, Any], line: dict[str, Any]) -> str:
-    """The function a line of a file entry belongs to: the one the engine charged it to (the
-    line's ``function``); for a line without one (context lines, profiles before schema 4), the
-    one whose ``def`` is the last at or before the line (nested and later functions win),
-    ``<module>`` before any."""
-    if line.get("function"):
-        return line["function"]
-    number = line["line"]
-    best, best_line = "<module>", 0
-    for function in entry.get("functions", []):
-        first = function.get("first_line", 0)
-        if best_line < first <= number:
-            best, best_line = function.get("qualname") or function.get("name"), first
-    return best
+    write_bytes(render_bytes(profile, fmt or format_for_path(path), view), path)

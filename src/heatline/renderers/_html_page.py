@@ -236,7 +236,7 @@ drawFlame();
 })();
 // Annotated source; runs of 4+ lines with nothing to show fold into one clickable row
 (function () {
-  var box = document.getElementById("files"), HOT = 1.0;
+  var box = document.getElementById("files"), HOT = D.hot_pct;
   var cols = ["line", "Python", "native", "system", "alloc", "growth", "copy", "memory", "source"];
   if (D.gpu) cols.splice(8, 0, "GPU ms", "launches", "GPU copy", "GPU alloc");
   D.files.forEach(function (f) {

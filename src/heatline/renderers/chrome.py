@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from heatline import __version__
-from heatline.renderers import thread_name
+from heatline.data.queries import thread_name
 
 PID = 1
 TOP_LINES = 10
@@ -84,5 +84,5 @@ def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render(profile: dict[str, Any]) -> bytes:
+def render(profile: dict[str, Any], view: Any = None) -> bytes:
     return json.dumps(to_dict(profile), ensure_ascii=True).encode()

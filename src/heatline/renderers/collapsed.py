@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from heatline.renderers import frame_label, stacks, thread_name
+from heatline.data.queries import frame_label, stacks, thread_name
 
 _UNSAFE = re.compile(r"[;\r\n\x00-\x1f]")
 
@@ -31,7 +31,7 @@ def folded(profile: dict[str, Any]) -> dict[str, float]:
     return result
 
 
-def render(profile: dict[str, Any]) -> bytes:
+def render(profile: dict[str, Any], view: Any = None) -> bytes:
     lines = []
     for key, seconds in folded(profile).items():
         micros = round(seconds * 1e6)

@@ -14,7 +14,9 @@ import json
 from typing import Any
 
 from heatline import __version__
-from heatline.renderers import (
+from heatline.options import DEFAULT_THRESHOLD_PCT
+from heatline.renderers import View
+from heatline.data.queries import (
     call_edges,
     calling_only,
     frame_label,
@@ -87,7 +89,10 @@ def _gpu(profile: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def page_data(profile: dict[str, Any]) -> dict[str, Any]:
+def page_data(
+    profile: dict[str, Any], threshold_pct: float = DEFAULT_THRESHOLD_PCT
+) -> dict[str, Any]:
+    """What the page shows; lines at or above ``threshold_pct`` of the time are highlighted."""
     inclusive = inclusive_times(profile)
     total = (profile.get("totals") or {}).get("attributed_s", 0) or 1.0
     files = []
@@ -131,6 +136,7 @@ def page_data(profile: dict[str, Any]) -> dict[str, Any]:
     return {
         "program": profile.get("program", ""),
         "version": __version__,
+        "hot_pct": threshold_pct,
         "summary": {k: profile.get(k) for k in ("elapsed_s", "cpu_s", "samples", "peak_bytes",
                                                 "started_at", "python_version")},
         "files": files,
@@ -155,7 +161,8 @@ def embed_json(data: Any) -> str:
     return text
 
 
-def render(profile: dict[str, Any]) -> bytes:
+def render(profile: dict[str, Any], view: View = View()) -> bytes:
     from heatline.renderers._html_page import PAGE
 
-    return PAGE.replace("/*HEATLINE_DATA*/", embed_json(page_data(profile)), 1).encode()
+    data = page_data(profile, view.threshold_pct)
+    return PAGE.replace("/*HEATLINE_DATA*/", embed_json(data), 1).encode()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gzip
 from typing import Any
 
-from heatline.renderers import function_of_line, stacks, thread_name
+from heatline.data.queries import function_of_line, stacks, thread_name
 
 TIME_TYPES = (("cpu", "nanoseconds"), ("python", "nanoseconds"), ("native", "nanoseconds"),
               ("system", "nanoseconds"))
@@ -145,5 +145,5 @@ def encode(profile: dict[str, Any]) -> bytes:
     return bytes(head + b.out + tail)
 
 
-def render(profile: dict[str, Any]) -> bytes:
+def render(profile: dict[str, Any], view: Any = None) -> bytes:
     return gzip.compress(encode(profile), mtime=0)

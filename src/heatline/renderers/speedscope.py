@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from heatline import __version__
-from heatline.renderers import stacks, thread_name
+from heatline.data.queries import stacks, thread_name
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
@@ -64,5 +64,5 @@ def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render(profile: dict[str, Any]) -> bytes:
+def render(profile: dict[str, Any], view: Any = None) -> bytes:
     return json.dumps(to_dict(profile), ensure_ascii=True).encode()

@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from heatline.renderers import gpu_terminal
+from heatline.renderers import View, gpu_terminal
 from heatline.renderers.visible import visible
 
 # At most this many rows in the function summary; the rest are counted in one line.
@@ -35,20 +35,25 @@ _GAP = "   "  # between the columns of the line table
 # In the reduced view, a line is also kept when it allocates at least this share of all the
 # bytes allocated, whatever its time.
 _MEMORY_SHARE_PCT = 1.0
-def render(
-    profile: dict[str, Any],
-    *,
-    file: TextIO | None = None,
-    reduced: bool = False,
-    threshold_pct: float = 1.0,
-    malloc_threshold: int = 1,
-) -> None:
-    """Print ``profile`` to ``file`` (sys.stderr by default).
 
-    ``reduced`` shows only lines and functions whose share of the time is at least
-    ``threshold_pct``; in the full view such lines are highlighted. ``malloc_threshold``:
-    see heatline.data.memory.below_malloc_threshold.
+
+def render(profile: dict[str, Any], view: View = View()) -> bytes:
+    """The report as text (what ``-o report.txt`` holds): no colour, the default width."""
+    import io
+
+    out = io.StringIO()
+    print_report(profile, out, view)
+    return out.getvalue().encode()
+
+
+def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View = View()) -> None:
+    """Print ``profile`` to ``file`` (sys.stderr by default), in colour on a terminal.
+
+    ``view.reduced`` shows only lines and functions whose share of the time is at least
+    ``view.threshold_pct``; in the full view such lines are highlighted.
+    ``view.malloc_threshold``: see heatline.data.memory.below_malloc_threshold.
     """
+    reduced, threshold_pct, malloc_threshold = view
     if malloc_threshold > 1:
         from heatline.data.memory import below_malloc_threshold
 
@@ -355,7 +360,7 @@ def _calling_only(
 ) -> list[tuple]:
     """Rows for functions of reported files that appear on stacks but have no row."""
     from heatline.data import memory as memory_report
-    from heatline.renderers import calling_only
+    from heatline.data.queries import calling_only
 
     rows = []
     for (path, qualname), line in calling_only(profile).items():
@@ -371,8 +376,8 @@ def _calling_only(
 
 def _inclusive_pct(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
     """Each function's inclusive (cumulative) time from the stacks, in % of the attributed
-    time like the other columns (renderers.inclusive_times)."""
-    from heatline.renderers import inclusive_times
+    time like the other columns (data/queries.py, inclusive_times)."""
+    from heatline.data.queries import inclusive_times
 
     total = (profile.get("totals") or {}).get("attributed_s") or 0.0
     if not total:

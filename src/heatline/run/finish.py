@@ -60,16 +60,11 @@ class Finisher:
                 if not self._write(profile, self.options.outfile):
                     return
             if not self.options.quiet:
-                from heatline.renderers.terminal import render
+                from heatline.renderers import View
+                from heatline.renderers.terminal import print_report
 
                 with stderr_fd() as stream:
-                    render(
-                        profile,
-                        file=stream,
-                        reduced=self.options.reduced_profile,
-                        threshold_pct=self.options.cpu_percent_threshold,
-                        malloc_threshold=self.options.malloc_threshold,
-                    )
+                    print_report(profile, stream, View.of(self.options))
         except KeyboardInterrupt:
             internal_error("interrupted while writing the profile")
         except BaseException as exc:  # noqa: BLE001 -- never change the program's exit status
@@ -85,14 +80,14 @@ class Finisher:
             return
         try:
             with own_imports(self.own_modules):
-                from heatline.renderers import render_to
+                from heatline.renderers import View, render_to
 
                 profile = self.session.profile()
                 if self.options.use_virtual_time:
                     from heatline.data.virtual_time import running_time_only
 
                     running_time_only(profile)
-                render_to(profile, self.options.format, self.options.outfile)
+                render_to(profile, self.options.format, self.options.outfile, View.of(self.options))
         except Exception as exc:  # noqa: BLE001 -- the program must go on
             if not self.warned:  # once: a full disk would otherwise say so every period
                 self.warned = True
@@ -103,10 +98,10 @@ class Finisher:
         """Write the profile; if that fails, say so in one line and, when the program itself
         succeeded, end the process with status 1 (the interpreter's exit status can no longer
         be changed from an atexit handler, so what is left of its shutdown is skipped)."""
-        from heatline.renderers import render_to
+        from heatline.renderers import View, render_to
 
         try:
-            render_to(profile, self.options.format, path)
+            render_to(profile, self.options.format, path, View.of(self.options))
             return True
         except OSError as exc:
             reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else one_line(exc)

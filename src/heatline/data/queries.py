@@ -1,0 +1,132 @@
+"""Queries over a profile dict (docs/profile-format.md) that several views need: the stacks
+without heatline's own launcher frames, inclusive time and call edges computed from them, the
+functions that only call, a thread's display name, and the function a line belongs to."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterator, NamedTuple
+
+# heatline's package directory (this file is in heatline/data/).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# heatline's own launcher files, wherever the profile was recorded (another install, machine).
+# Today's names and the names they had before the package was laid out by role.
+_OWN_FILE = re.compile(
+    r"[/\\]heatline[/\\](?:__main__|cli|runner|session|scope|profile"
+    r"|cli[/\\]__init__|run[/\\]launch|engine[/\\]session|engine[/\\]scope)\.py$"
+)
+
+
+def is_own_frame(frame: dict[str, Any]) -> bool:
+    path = frame.get("file", "")
+    return path.startswith(_PACKAGE_DIR + os.sep) or bool(_OWN_FILE.search(path))
+
+
+class Stack(NamedTuple):
+    frames: list[int]  # indices into profile["stacks"]["frames"], outermost first
+    thread: int
+    python_s: float
+    native_s: float
+    system_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.python_s + self.native_s + self.system_s
+
+
+def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
+    """The profile's stacks without heatline's own frames.
+
+    Every recorded stack starts with the launcher (``python -m heatline`` / the ``heatline``
+    script, cli.py, runner.py, then runpy for ``-m``): everything up to and including the last
+    heatline frame is the launcher and is dropped, as is any other heatline frame.
+    """
+    table = profile.get("stacks") or {}
+    frames = table.get("frames", [])
+    own = [is_own_frame(frame) for frame in frames]
+    for entry in table.get("entries", []):
+        stack = list(entry["stack"])
+        last_own = max((i for i, index in enumerate(stack) if own[index]), default=-1)
+        kept = [index for index in stack[last_own + 1 :] if not own[index]]
+        yield Stack(kept, entry["thread"], entry["python_s"], entry["native_s"], entry["system_s"])
+
+
+def frame_label(frame: dict[str, Any]) -> str:
+    """``qualname (file.py:line)``, the usual spelling of a Python frame in flame graphs."""
+    name = frame.get("qualname") or frame.get("name") or "?"
+    return f"{name} ({os.path.basename(frame.get('file', ''))}:{frame.get('line', 0)})"
+
+
+def function_key(frame: dict[str, Any]) -> tuple[str, str]:
+    return (frame.get("file", ""), frame.get("qualname") or frame.get("name") or "?")
+
+
+def inclusive_times(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """Inclusive (cumulative) time per function, (file, qualname) -> seconds.
+
+    A stack's time counts once for every distinct function on it (recursion counts once), so
+    a function's inclusive time is the time during which it was anywhere on the stack.
+    Computed from ``stacks``; time the engine dropped from its stack table (``dropped_s``) is
+    missing here.
+    """
+    frames = (profile.get("stacks") or {}).get("frames", [])
+    result: dict[tuple[str, str], float] = {}
+    for stack in stacks(profile):
+        for key in {function_key(frames[index]) for index in stack.frames}:
+            result[key] = result.get(key, 0.0) + stack.total_s
+    return result
+
+
+def call_edges(profile: dict[str, Any]) -> dict[tuple[tuple[str, str], tuple[str, str]], float]:
+    """(caller, callee) function pairs -> seconds spent with that call on the stack."""
+    frames = (profile.get("stacks") or {}).get("frames", [])
+    result: dict[tuple[tuple[str, str], tuple[str, str]], float] = {}
+    for stack in stacks(profile):
+        keys = [function_key(frames[index]) for index in stack.frames]
+        for pair in {(a, b) for a, b in zip(keys, keys[1:]) if a != b}:
+            result[pair] = result.get(pair, 0.0) + stack.total_s
+    return result
+
+
+def calling_only(profile: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """Functions of the profile's files that are on stacks but have no function entry (none
+    of their lines was ever the innermost user line: a dispatcher, main()), (file, qualname)
+    -> the first of their lines seen on a stack (their first line is not recorded)."""
+    files = profile.get("files") or {}
+    listed = {
+        (path, function.get("qualname") or function.get("name"))
+        for path, entry in files.items()
+        for function in entry.get("functions", [])
+    }
+    first_seen: dict[tuple[str, str], int] = {}
+    for frame in (profile.get("stacks") or {}).get("frames", []):
+        key = function_key(frame)
+        if key[0] in files and key not in listed:
+            line = frame.get("line", 0)
+            first_seen[key] = min(first_seen.get(key, line), line)
+    return first_seen
+
+
+def thread_name(profile: dict[str, Any], index: int) -> str:
+    threads = profile.get("threads", [])
+    if 0 <= index < len(threads):
+        thread = threads[index]
+        return f"{'main thread' if thread.get('main') else 'thread'} {thread.get('native_id')}"
+    return f"thread {index}"
+
+
+def function_of_line(entry: dict[str, Any], line: dict[str, Any]) -> str:
+    """The function a line of a file entry belongs to: the one the engine charged it to (the
+    line's ``function``); for a line without one (context lines, profiles before schema 4), the
+    one whose ``def`` is the last at or before the line (nested and later functions win),
+    ``<module>`` before any."""
+    if line.get("function"):
+        return line["function"]
+    number = line["line"]
+    best, best_line = "<module>", 0
+    for function in entry.get("functions", []):
+        first = function.get("first_line", 0)
+        if best_line < first <= number:
+            best, best_line = function.get("qualname") or function.get("name"), first
+    return best
