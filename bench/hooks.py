@@ -25,7 +25,7 @@ from heatline.engine.session import Session  # noqa: E402
 def timed(work, window):
     """Seconds work() takes; under a session with this memory window (0: CPU only), or with no
     profiler at all when window is None."""
-    session = Session(program=work.__name__, argv=[], memory_window=window) if window is not None else None
+    session = Session(program=work.__name__, argv=[], memory_sampling_window_bytes=window) if window is not None else None
     if session is not None:
         session.start()
     start = time.perf_counter()

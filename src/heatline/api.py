@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any, Callable, NamedTuple
 
-from heatline.options import RUN_OPTIONS, Options, only_implies_all
+from heatline.options import DEFAULT_THRESHOLD_PCT, RUN_OPTIONS, Options, only_implies_all
 
 
 class HeatlineError(RuntimeError):
@@ -176,7 +176,7 @@ def stop() -> Profile:
 
         running_time_only(data)
     result = Profile(data, reduced=options.reduced_profile,
-                     threshold_pct=options.cpu_percent_threshold)
+                     threshold_pct=options.threshold_pct)
     if options.outfile:
         result.save(options.outfile, format=options.format)
     return result
@@ -323,7 +323,7 @@ class Profile:
     ``heatline -o prof.json`` writes); the methods render it and give its numbers."""
 
     def __init__(self, data: dict[str, Any] | None, *, reduced: bool = False,
-                 threshold_pct: float = 1.0) -> None:
+                 threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> None:
         self._data = data
         self.reduced = reduced
         self.threshold_pct = threshold_pct

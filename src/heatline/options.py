@@ -17,12 +17,25 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-DEFAULT_INTERVAL_S = 0.01
+# One name, one default and one valid range per quantity, from the command line to the engine
+# and back: the option's dest, the Session keyword, the engine's start() keyword, the C field
+# (_ns where these say _s) and the profile's key say the same words; the defaults and ranges
+# are declared here only (the engine checks the same ranges: tests/unit/test_options.py).
+
+# Mean time between samples, seconds: greater than 0, at most MAX_SAMPLING_INTERVAL_S.
+DEFAULT_SAMPLING_INTERVAL_S = 0.01
+MAX_SAMPLING_INTERVAL_S = 1.0
 # Mean bytes allocated (or copied) between memory samples; see memhooks.c for the maths. At this
 # window a line that allocates 10 MB in small objects gets ~160 samples (about 3% error) and an
 # allocation-heavy program takes a few thousand samples per second.
-DEFAULT_MEMORY_WINDOW = 64 * 1024
+DEFAULT_MEMORY_SAMPLING_WINDOW_BYTES = 64 * 1024
+MIN_MEMORY_SAMPLING_WINDOW_BYTES = 64
+MAX_MEMORY_SAMPLING_WINDOW_BYTES = 1 << 30
+# Lines and functions with at least this share of the time are highlighted (and kept by
+# --reduced-profile).
 DEFAULT_THRESHOLD_PCT = 1.0
+# --profile-interval: seconds between writes of the profile so far, greater than 0.
+MAX_PROFILE_INTERVAL_S = 1e6
 
 
 def _usage_error(message: str) -> Exception:
@@ -40,16 +53,17 @@ def _float(text: str) -> float:
 
 def _interval(text: str) -> float:
     value = _float(text)
-    if not 0 < value <= 1:  # also rejects nan
+    if not 0 < value <= MAX_SAMPLING_INTERVAL_S:  # also rejects nan
         raise _usage_error(
-            f"must be a number of seconds greater than 0 and at most 1, not {text!r}"
+            f"must be a number of seconds greater than 0 and at most "
+            f"{MAX_SAMPLING_INTERVAL_S:g}, not {text!r}"
         )
     return value
 
 
 def _seconds(text: str) -> float:
     value = _float(text)
-    if not 0 < value <= 1e6:  # also rejects nan and inf
+    if not 0 < value <= MAX_PROFILE_INTERVAL_S:  # also rejects nan and inf
         raise _usage_error(f"must be a number of seconds greater than 0, not {text!r}")
     return value
 
@@ -78,7 +92,7 @@ def _window(text: str) -> int:
         value = parse_size(text)
     except ValueError:
         value = 0
-    if not 64 <= value <= 1 << 30:
+    if not MIN_MEMORY_SAMPLING_WINDOW_BYTES <= value <= MAX_MEMORY_SAMPLING_WINDOW_BYTES:
         raise _usage_error(
             f"must be a number of bytes from 64 to 1G (e.g. 65536 or 64K), not {text!r}"
         )
@@ -102,8 +116,9 @@ def _patterns(text: str) -> list[str]:
 class Option:
     """One option: its flags, where its value goes, its default and its help.
 
-    A flag (no metavar) is a store_true option with default False. ``session`` names the
-    Session argument it feeds, if any; ``view`` marks options ``heatline view`` has too.
+    A flag (no metavar) is a store_true option with default False. ``dest`` is the value's
+    name (default: the last flag's, in Python spelling); ``session`` names the Session
+    argument it feeds, if any; ``view`` marks options ``heatline view`` has too.
     """
 
     __slots__ = (
@@ -116,6 +131,7 @@ class Option:
         flags: tuple[str, ...],
         help: str,  # noqa: A002 -- argparse's word
         *,
+        dest: str | None = None,
         default: Any = False,
         metavar: str | None = None,
         parse: Callable[[str], Any] | None = None,
@@ -125,7 +141,7 @@ class Option:
         repeat: bool = False,  # may be given more than once: the values are collected in a list
     ) -> None:
         self.flags = flags
-        self.dest = flags[-1].lstrip("-").replace("-", "_")
+        self.dest = dest or flags[-1].lstrip("-").replace("-", "_")
         self.default = default
         self.metavar = metavar
         self.parse = parse
@@ -181,18 +197,20 @@ RUN_OPTIONS = (
     ),
     Option(
         ("--cpu-sampling-rate", "--cpu-sampling-interval"),  # the first: Scalene's name
-        f"mean time between samples (default: {DEFAULT_INTERVAL_S:g})",
-        default=DEFAULT_INTERVAL_S,
+        f"mean time between samples (default: {DEFAULT_SAMPLING_INTERVAL_S:g})",
+        dest="sampling_interval_s",
+        default=DEFAULT_SAMPLING_INTERVAL_S,
         metavar="SECONDS",
         parse=_interval,
-        session="interval_s",
+        session="sampling_interval_s",
     ),
     Option(("--cpu-only",), "profile CPU time only: no memory or copy profiling"),
     Option(
         ("--memory-sampling-window",),
         "mean number of bytes allocated (or copied) between memory samples; smaller is "
-        f"more precise and slower (default: {DEFAULT_MEMORY_WINDOW // 1024}K)",
-        default=DEFAULT_MEMORY_WINDOW,
+        f"more precise and slower (default: {DEFAULT_MEMORY_SAMPLING_WINDOW_BYTES // 1024}K)",
+        dest="memory_sampling_window_bytes",
+        default=DEFAULT_MEMORY_SAMPLING_WINDOW_BYTES,
         metavar="BYTES",
         parse=_window,
     ),
@@ -207,6 +225,7 @@ RUN_OPTIONS = (
         ("--cpu-percent-threshold",),
         "lines and functions with at least this share of "
         f"the time are highlighted (default: {DEFAULT_THRESHOLD_PCT:g})",
+        dest="threshold_pct",
         default=DEFAULT_THRESHOLD_PCT,
         metavar="PERCENT",
         parse=_percent,
@@ -248,6 +267,7 @@ RUN_OPTIONS = (
         ("--profile-interval",),
         "also write the profile (-o) every SECONDS while the program runs, each time "
         "replacing the file whole (default: only at the end)",
+        dest="profile_interval_s",
         default=None,
         metavar="SECONDS",
         parse=_seconds,
@@ -323,7 +343,7 @@ def only_implies_all(values: dict[str, Any]) -> None:
 
 class Options:
     """The value of every option of RUN_OPTIONS, as attributes named by their ``dest``
-    (``outfile``, ``quiet``, ``cpu_sampling_interval``...); what is not given is the default."""
+    (``outfile``, ``quiet``, ``sampling_interval_s``...); what is not given is the default."""
 
     def __init__(self, **values: Any) -> None:
         for option in RUN_OPTIONS:
@@ -338,6 +358,8 @@ class Options:
         arguments = {
             option.session: getattr(self, option.dest) for option in RUN_OPTIONS if option.session
         }
-        arguments["memory_window"] = 0 if self.cpu_only else self.memory_sampling_window
+        arguments["memory_sampling_window_bytes"] = (
+            0 if self.cpu_only else self.memory_sampling_window_bytes
+        )
         arguments["gpu"] = 2 if self.gpu is None else int(self.gpu)  # 2: auto
         return arguments

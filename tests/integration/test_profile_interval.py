@@ -37,7 +37,7 @@ PAUSED_WHILE_WRITING = textwrap.dedent("""
     import json, sys, time
     from heatline.engine.session import Session
 
-    session = Session(program="spin", argv=[], interval_s=0.005)
+    session = Session(program="spin", argv=[], sampling_interval_s=0.005)
     session.start()
     calls = []
 

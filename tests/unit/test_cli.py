@@ -70,12 +70,13 @@ def test_split_argv_knows_every_option_of_the_parser():
 
 def test_parser_defaults_are_the_options_defaults():
     from heatline.cli.run import parser as _run_parser
-    from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW, Options
+    from heatline.options import DEFAULT_MEMORY_SAMPLING_WINDOW_BYTES as DEFAULT_WINDOW
+    from heatline.options import DEFAULT_SAMPLING_INTERVAL_S, Options
 
     parsed = vars(_run_parser().parse_args([]))
     del parsed["module"]
     assert parsed == vars(Options())
     arguments = Options().session_arguments()
-    assert arguments["interval_s"] == DEFAULT_INTERVAL_S
-    assert arguments["memory_window"] == DEFAULT_MEMORY_WINDOW
-    assert Options(cpu_only=True).session_arguments()["memory_window"] == 0
+    assert arguments["sampling_interval_s"] == DEFAULT_SAMPLING_INTERVAL_S
+    assert arguments["memory_sampling_window_bytes"] == DEFAULT_WINDOW
+    assert Options(cpu_only=True).session_arguments()["memory_sampling_window_bytes"] == 0

@@ -79,7 +79,7 @@ def build(snap=None, sources=SOURCES, **run):
         started_at="2024-01-01T00:00:00.000Z",
         elapsed_s=0.1234567,
         cpu_s=0.08,
-        interval_s=0.01,
+        sampling_interval_s=0.01,
     )
     figures.update(run)
     return profile_build.build_profile(

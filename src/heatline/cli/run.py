@@ -75,7 +75,7 @@ def prepare(args: list[str]) -> launch.Launch:
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
     only_implies_all(values)
-    if values["profile_interval"] is not None and values["outfile"] is None:
+    if values["profile_interval_s"] is not None and values["outfile"] is None:
         fail("--profile-interval needs a file to write: give -o FILE (or --json, --html)")
     run_options = Options(**values)
     if run_options.outfile is not None:

@@ -54,7 +54,7 @@ def build_profile(
     started_at: str,
     elapsed_s: float,
     cpu_s: float,
-    interval_s: float,
+    sampling_interval_s: float,
     steal_s: float | None = None,
     cpu_count: int = 1,
     read_lines: Callable[[str], list[str]] = read_source_lines,
@@ -176,7 +176,7 @@ def build_profile(
         sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
     ]
 
-    interval_ns = snapshot.get("sampling_interval_ns") or interval_s * 1e9
+    interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
     profile = {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,

@@ -8,7 +8,7 @@ import os
 import time
 
 from heatline.engine import scope
-from heatline.options import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW  # noqa: F401 (re-export)
+from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.engine.opcodes import opcode_flags_table
 
 # typing and collections.abc only for the annotations (strings here): importing them costs a
@@ -108,24 +108,24 @@ class Session:
         *,
         program: str,
         argv: Sequence[str],
-        interval_s: float = DEFAULT_INTERVAL_S,
+        sampling_interval_s: float = DEFAULT_SAMPLING_INTERVAL_S,
         profile_all: bool = False,
         only: Sequence[str] = (),
         exclude: Sequence[str] = (),
         paused: bool = False,
-        memory_window: int = 0,
+        memory_sampling_window_bytes: int = 0,  # 0: no memory profiling
         gpu: int = 0,  # 0 off, 1 on, 2 auto (on where NVML loads and reports a device)
         control: bool = True,  # files through which `heatline ctl` turns profiling on/off
         main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
     ) -> None:
         self.program = program
         self.argv = list(argv)
-        self.interval_s = interval_s
+        self.sampling_interval_s = sampling_interval_s
         self.profile_all = profile_all
         self.only = list(only)
         self.exclude = list(exclude)
         self.paused = paused
-        self.memory_window = memory_window
+        self.memory_sampling_window_bytes = memory_sampling_window_bytes
         self.gpu = gpu
         self.control = control
         self._endpoint: Any = None
@@ -179,14 +179,14 @@ class Session:
         endpoint = self._endpoint
         exclude_prefixes, opcode_flags = _tables()
         _native.start(
-            self.interval_s,
+            self.sampling_interval_s,
             exclude_prefixes=list(exclude_prefixes),
             only=self.only,
             exclude=self.exclude,
             profile_all=self.profile_all,
             opcode_flags=opcode_flags,
             paused=self.paused,
-            memory_window=self.memory_window,
+            memory_window=self.memory_sampling_window_bytes,
             gpu=self.gpu,
             control=None if endpoint is None else (endpoint.command, endpoint.state),
             main_native_id=self.main_native_id,
@@ -277,7 +277,7 @@ class Session:
             started_at=self._started_at,
             elapsed_s=wall_stop - self._wall_start,
             cpu_s=cpu_stop - self._cpu_start,
-            interval_s=self.interval_s,
+            sampling_interval_s=self.sampling_interval_s,
             steal_s=steal_s,
             cpu_count=os.cpu_count() or 1,
         )

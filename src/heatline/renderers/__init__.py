@@ -48,7 +48,7 @@ class View(NamedTuple):
     @classmethod
     def of(cls, options: Any) -> View:
         """The View that run or view options (anything with those attributes) ask for."""
-        return cls(options.reduced_profile, options.cpu_percent_threshold,
+        return cls(options.reduced_profile, options.threshold_pct,
                    options.malloc_threshold)
 
 

@@ -136,7 +136,7 @@ def encode(profile: dict[str, Any]) -> bytes:
     tail = bytearray()
     tail += _int(10, round(float(profile.get("elapsed_s", 0)) * 1e9))
     tail += _bytes(11, _int(1, b.s("cpu")) + _int(2, b.s("nanoseconds")))
-    tail += _int(12, round(float(profile.get("sampling_interval_s", 0.01)) * 1e9))
+    tail += _int(12, round(float(profile["sampling_interval_s"]) * 1e9))  # a required key
     tail += _int(14, b.s("cpu"))  # default_sample_type: otherwise pprof shows the last one
     # The string table goes last so that it holds every string used above (dicts keep
     # insertion order, which is index order).

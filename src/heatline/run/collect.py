@@ -52,7 +52,7 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
                 started_at=payload["started_at"],
                 elapsed_s=payload["elapsed_s"],
                 cpu_s=payload["cpu_s"],
-                interval_s=payload["interval_s"],
+                sampling_interval_s=payload["sampling_interval_s"],
             )
         except Exception as exc:  # noqa: BLE001 -- a torn or foreign file costs only that child
             problems.append(f"the profile of child process {name.split('-')[0]} could not be "

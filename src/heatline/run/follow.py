@@ -174,7 +174,7 @@ class ChildFinisher:
             "started_at": session.started_at,
             "elapsed_s": session.elapsed_s,
             "cpu_s": session.cpu_s,
-            "interval_s": session.interval_s,
+            "sampling_interval_s": session.sampling_interval_s,
             "snapshot": session.raw_snapshot(),
         }
         directory = self.carrier.config["dir"]

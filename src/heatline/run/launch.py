@@ -82,8 +82,8 @@ def start(program: Program, options: Options) -> Launch:
     SigtermGuard(finisher).install()
     if carrier is not None:
         follow.install(carrier)  # its fork hook must run after the guard's (in a child)
-    if options.profile_interval is not None and options.outfile:
-        session.every(options.profile_interval, finisher.write_so_far)
+    if options.profile_interval_s is not None and options.outfile:
+        session.every(options.profile_interval_s, finisher.write_so_far)
     return Launch(program.code, main.__dict__, finisher)
 
 
