@@ -280,6 +280,43 @@ RUN_OPTIONS = (
 )
 
 
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise _usage_error(f"must be a whole number, not {text!r}") from None
+
+
+def _rows(text: str) -> int:
+    value = _whole(text)
+    if value < 1:
+        raise _usage_error(f"must be a whole number of rows, at least 1, not {text!r}")
+    return value
+
+
+def _growth(text: str) -> float:
+    value = _float(text)
+    if not 0 <= value < float("inf"):
+        raise _usage_error(f"must be a percentage of 0 or more, not {text!r}")
+    return value
+
+
+# `heatline view`: the run options marked view=True, then these.
+VIEW_OPTIONS = (
+    Option(("-o", "--outfile"), "write to FILE, not stdout", default=None, metavar="FILE"),
+    Option(("--pid",), "show only this process of a profile with child processes",
+           default=None, metavar="PID", parse=_whole),
+)
+
+# `heatline diff`.
+DIFF_OPTIONS = (
+    Option(("--fail-on-regression",), "exit with status 1 when the total time, or one "
+           "function's time, grew by more than PCT percent of the before total",
+           default=None, metavar="PCT", parse=_growth),
+    Option(("--limit",), "rows per table (default: 20)", default=20, metavar="N", parse=_rows),
+)
+
+
 def _units(parse: Callable[[Any], Any]) -> Callable[[str], Any]:
     def convert(text: str) -> Any:
         try:

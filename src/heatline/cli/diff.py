@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from heatline.cli.common import Parser, fail
-
-def _growth(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, not {text!r}")
-    return value
-
+from heatline.cli.common import Parser, add_option, fail
+from heatline.options import DIFF_OPTIONS
 
 def run(args: list[str]) -> int:
     """Compare; the exit status (1: a regression over --fail-on-regression)."""
@@ -24,10 +14,8 @@ def run(args: list[str]) -> int:
 
     parser = Parser(prog="heatline diff", description="Compare two profiles written with -o.",
                      allow_abbrev=False)
-    parser.add_argument("--fail-on-regression", metavar="PCT", type=_growth,
-                        help="exit with status 1 when the total time, or one function's time, "
-                        "grew by more than PCT percent of the before total")
-    parser.add_argument("--limit", metavar="N", type=int, default=20, help="rows per table")
+    for option in DIFF_OPTIONS:
+        add_option(parser, option)
     parser.add_argument("before", metavar="before.json")
     parser.add_argument("after", metavar="after.json")
     options = parser.parse_args(args)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 from heatline.cli.common import Parser, add_format_shortcuts, add_option, check_outfile, fail
-from heatline.options import RUN_OPTIONS
+from heatline.options import RUN_OPTIONS, VIEW_OPTIONS
+
 
 def _view_parser() -> Parser:
     parser = Parser(
@@ -15,11 +16,8 @@ def _view_parser() -> Parser:
         if option.view:
             add_option(parser, option)
     add_format_shortcuts(parser)
-    parser.add_argument("-o", "--outfile", metavar="FILE", help="write to FILE, not stdout")
-    parser.add_argument(
-        "--pid", type=int, default=None, metavar="PID",
-        help="show only this process of a profile with child processes",
-    )
+    for option in VIEW_OPTIONS:
+        add_option(parser, option)
     parser.add_argument("profile", metavar="profile.json", help="the profile to show")
     return parser
 
