@@ -15,7 +15,7 @@ import functools
 import os
 import sys
 import threading
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, TypeVar, overload
 
 from heatline.options import DEFAULT_THRESHOLD_PCT, RUN_OPTIONS, Options, only_implies_all
 
@@ -190,7 +190,18 @@ def is_running() -> bool:
 # --- with heatline.profile() / @heatline.profile ---------------------------------------------
 
 
-def profile(function: Callable[..., Any] | None = None, **options: Any) -> Any:
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def profile(function: _F, /) -> _F: ...
+
+
+@overload
+def profile(function: None = None, /, **options: Any) -> Profiler: ...
+
+
+def profile(function: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """``with heatline.profile(**options) as p:`` profiles the block (``p`` is the
     :class:`Profile`, complete once the block is left); ``@heatline.profile`` or
     ``@heatline.profile(**options)`` profiles each call of a function and prints its report
@@ -224,7 +235,7 @@ class Profiler:
         result = self._profiles.pop()
         result._data = stop()._data
 
-    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+    def __call__(self, function: _F) -> _F:
         if _cli_session() is not None:
             from heatline.engine import marked
 
@@ -257,7 +268,7 @@ class Profiler:
                     result.print(file=sys.stderr)
 
         profiled.heatline_profile = None  # type: ignore[attr-defined]
-        return profiled
+        return profiled  # type: ignore[return-value]
 
 
 # --- the result ---------------------------------------------------------------------------------
