@@ -24,12 +24,13 @@ import sys
 
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
+from heatline._version import __version__
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports them
     from typing import Any
 
     from heatline.api import HeatlineError, Profile, is_running, profile, start, stop
-__version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it from here)
 __all__ = [
     "__version__", "pause", "resume", "start", "stop", "profile", "Profile", "HeatlineError",
     "is_running",

@@ -299,7 +299,7 @@ def test_import_stays_cheap_and_pause_resume_without_a_profile_do_nothing(run_py
         "print(sorted(m for m in sys.modules if m.startswith('heatline')))"
     ), text=True)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "['heatline']"
+    assert result.stdout.strip() == "['heatline', 'heatline._version']"
 
 
 # --- @profile under the heatline command -----------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from heatline import __version__
+from heatline._version import __version__
 from heatline.cli.common import Parser, add_format_shortcuts, add_option, check_outfile, fail
 from heatline.cli.common import split_argv
 from heatline.options import RUN_OPTIONS, Options, only_implies_all

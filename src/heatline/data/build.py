@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from heatline import __version__
+from heatline._version import __version__
 from heatline.data.snapshot import in_seconds, place
 from heatline.data.snapshot import periods as _periods
 from heatline.data.snapshot import seconds as _seconds

@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from heatline import __version__
+from heatline._version import __version__
 from heatline.data.queries import thread_name
 
 PID = 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from heatline import __version__
+from heatline._version import __version__
 from heatline.options import DEFAULT_THRESHOLD_PCT
 from heatline.renderers import View
 from heatline.data.queries import (

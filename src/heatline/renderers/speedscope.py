@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from heatline import __version__
+from heatline._version import __version__
 from heatline.data.queries import stacks, thread_name
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
