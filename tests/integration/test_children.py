@@ -1,4 +1,4 @@
-"""Child processes (issue 9): profiled with the parent's options and merged into one profile,
+"""Child processes: profiled with the parent's options and merged into one profile,
 without the program or its children noticing (tests/targets/children_*.py)."""
 
 import json

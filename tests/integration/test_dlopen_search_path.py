@@ -1,5 +1,5 @@
 """dlopen of a bare name from a library with its own RUNPATH/RPATH must find what it finds
-under python, with memory profiling on (issue 7, item 1): heatline's dlopen hook must not make
+under python, with memory profiling on: heatline's dlopen hook must not make
 heatline's module the caller whose search path is used. And a library loaded that way, after
 profiling started, still has its native allocations counted."""
 

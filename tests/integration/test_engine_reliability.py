@@ -1,5 +1,5 @@
-"""The engine must not change or lose a run: descriptors it does not own (issue 7, item 4)
-and long paths (item 13). Names that are not UTF-8 are checked in
+"""The engine must not change or lose a run: descriptors it does not own
+(closed or reused by the program) and long paths. Names that are not UTF-8 are checked in
 tests/unit/test_engine_names.py."""
 
 import json
@@ -141,7 +141,7 @@ def test_long_paths_are_kept_whole_and_apart(run_heatline, tmp_path, profile_pat
 
 
 # copy.deepcopy of a 300-deep list: a stack deeper than the frames kept per stack (128), made
-# of quick calls that return while the sampler reads them (issue 7, item 15).
+# of quick calls that return while the sampler reads them: the walk must stay safe.
 DEEPCOPY = """
 import copy
 x = []

@@ -1,4 +1,4 @@
-"""A large program (issue 7, item 12): 60 modules of 4,000 executed lines each. The profile and
+"""A large program: 60 modules of 4,000 executed lines each. The profile and
 the report grow with what was measured (lines with time or memory, a little context), not with
 the program's source: before, this run took ~25 s to report, wrote 95 MB and 240k report lines.
 Work is asserted (sizes, counts), never wall time."""

@@ -1,4 +1,4 @@
-"""The leak verdict of a short run is the engine's, not its buckets' (issue 7, item 17): a loop
+"""The leak verdict of a short run is the engine's, not its buckets': a loop
 that leaks 1 MiB every other iteration over its last fifth (a run of about 1-2 s), profiled 10
 times. The program records when it leaked; the rule applied to those true times and to the
 profile's timeline must agree every run. (The program's own timing varies with the machine's

@@ -3,7 +3,7 @@
 Each target knows what every tagged line allocates, keeps, leaks and copies
 (tests/targets/_memtruth.py; test_memory_truth.py checks those truths against tracemalloc and
 a memcpy probe). A second run of the same target with tracemalloc gives the exact peak.
-heatline profiles the target, and the acceptance criteria of issue 3 are checked:
+heatline profiles the target, and what it reports is checked against that truth:
 
 - the peak within 3% of the exact peak, and peak_at at the right line and time;
 - each line that allocates at least 10 MB within 10% of its true total, Python and native

@@ -1,4 +1,4 @@
-"""What memory means for mappings (issue 7, item 14): an accessible anonymous mapping is
+"""What memory means for mappings: an accessible anonymous mapping is
 allocated memory (counted whole, touched or not, like malloc'd memory); a reservation
 (PROT_NONE, or MAP_NORESERVE) is not, and must not show up as a peak."""
 

@@ -1,5 +1,5 @@
 """The program must not notice the profiler: its shutdown, its files, its exit status; and
-heatline must not lose or mangle what it writes (issue 7, items 2, 5, 10, 11)."""
+heatline must not lose or mangle what it writes (its output, argv, the -o file, the report)."""
 
 import json
 import os

@@ -178,7 +178,7 @@ def _deep_copies(depth=300, copies=2000):
 
 def test_a_deep_quick_stack_is_read_and_its_stacks_add_up_to_the_lines_to_the_ns():
     # copy.deepcopy of a 300-deep list: about 600 quick frames, deeper than the 128 frames
-    # kept per stack, returning while the sampler reads them (issue 7, item 15).
+    # kept per stack, returning while the sampler reads them: the walk must stay safe.
     import sys
 
     limit = sys.getrecursionlimit()

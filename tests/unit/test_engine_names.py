@@ -1,6 +1,6 @@
 """File and function names as the engine reads them from code objects: kept whole whatever
-their length (issue 7, item 13) and equal to Python's own str even when a path's bytes are not
-UTF-8 (item 5: surrogateescape'd bytes must not fail the snapshot)."""
+their length and equal to Python's own str even when a path's bytes are not UTF-8
+(surrogateescape'd bytes must not fail the snapshot)."""
 
 import os
 
@@ -56,7 +56,7 @@ def test_current_stack_reports_undecodable_paths_unchanged():
     assert stack[0][2] == 2
 
 
-# --- one vocabulary across the seam (issue 8) -------------------------------------------------
+# --- one vocabulary across the seam ------------------------------------------------------------
 
 
 def _profile_name(key):

@@ -1,4 +1,4 @@
-"""The C engine's layout (issue 8): its rooms depend on each other without a cycle, the engine's
+"""The C engine's layout: its rooms depend on each other without a cycle, the engine's
 state is private to the engine room, and every file says what its room is for.
 
 A room is a .c file and its .h (foo.c + foo.h); room A depends on room B when A's .c or .h

@@ -171,7 +171,7 @@ def test_tracemalloc_started_during_profiling_keeps_working():
 
 
 def test_a_line_that_starts_late_gets_its_whole_timeline_over_its_own_span():
-    """A line's timeline starts at its first allocation (issue 7, item 17): a line that only
+    """A line's timeline starts at its first allocation: a line that only
     allocates in the last part of the run gets all its buckets there, so the leak rule's times
     are fine. Before, buckets started at the engine's start and a line growing over the last
     ~100 ms of a 0.5 s run got 3-6 points."""

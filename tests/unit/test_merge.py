@@ -1,4 +1,4 @@
-"""profile/merge.py: several processes' profiles merged into one (issue 9)."""
+"""data/merge.py: several processes' profiles merged into one."""
 
 import copy
 

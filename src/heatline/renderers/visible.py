@@ -1,4 +1,5 @@
-"""Profile strings made safe to print on a terminal (issue 7, item 6)."""
+"""Profile strings made safe to print on a terminal: control characters in a path or source
+line are shown as escapes, never sent to the terminal."""
 
 from __future__ import annotations
 
