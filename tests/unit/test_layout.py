@@ -66,7 +66,7 @@ def test_find_cycle_sees_a_cycle():
 
 def test_no_include_cycle_between_rooms():
     graph = _dependencies()
-    assert {"engine", "sampler", "memory", "gpu", "module"} <= set(graph)
+    assert {"engine", "sampler", "memory", "gpu", "nvml", "cupti", "module"} <= set(graph)
     assert _find_cycle(graph) is None
 
 
@@ -77,6 +77,19 @@ def test_engine_state_is_private_to_the_engine_room():
     assert "engine.h" in _includes(NATIVE / "module.c")
     assert "engine.h" in _includes(NATIVE / "memory.c")
     assert "engine.h" in _includes(NATIVE / "gpu.c")
+
+
+def test_each_gpu_library_has_a_room_of_its_own():
+    """NVML is bound and called from nvml.c only, CUPTI from cupti.c only; gpu.c is the glue that
+    loads both and drives them (gpu_abi.h declares what both use)."""
+    for path in _sources():
+        text = path.read_text(encoding="utf-8")
+        if path.name == "gpu_abi.h":
+            continue
+        if re.search(r"\bhl_nvml\w*_fn\b", text):
+            assert path.name == "nvml.c", path.name
+        if re.search(r"\bhl_cupti\w*_fn\b", text):
+            assert path.name == "cupti.c", path.name
 
 
 def test_every_file_names_its_room_in_its_header_comment():

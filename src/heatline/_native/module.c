@@ -384,6 +384,8 @@ static PyObject *gpu_line_key(const hl_stats *s, uint32_t line) {
 
 static PyObject *gpu_dict(const hl_stats *s) {
     const hl_gpu_results *g = hl_gpu_results_get();
+    const hl_nvml_results *sampling = g->sampling;
+    const hl_cupti_results *tracing = g->tracing;
     PyObject *warnings = PyList_New(0), *devices = PyList_New(0), *lines = PyList_New(0),
              *kernels = PyList_New(0);
     for (int i = 0; warnings != NULL && i < g->nwarnings; i++) {
@@ -392,8 +394,8 @@ static PyObject *gpu_dict(const hl_stats *s) {
         if (w == NULL || PyList_Append(warnings, w) != 0) Py_CLEAR(warnings);
         Py_XDECREF(w);
     }
-    for (unsigned i = 0; devices != NULL && i < g->ndevices; i++) {
-        const hl_gpu_device *d = &g->devices[i];
+    for (unsigned i = 0; devices != NULL && i < sampling->ndevices; i++) {
+        const hl_nvml_device *d = &sampling->devices[i];
         PyObject *item = Py_BuildValue(
             "{s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "index", d->index, "name", d->name,
             "memory_total_bytes", (unsigned long long)d->memory_total, "samples",
@@ -405,8 +407,8 @@ static PyObject *gpu_dict(const hl_stats *s) {
         if (item == NULL || PyList_Append(devices, item) != 0) Py_CLEAR(devices);
         Py_XDECREF(item);
     }
-    for (size_t i = 0; lines != NULL && i < g->nlines && i < s->nlines; i++) {
-        const hl_gpu_line *l = &g->lines[i];
+    for (size_t i = 0; lines != NULL && i < tracing->nlines && i < s->nlines; i++) {
+        const hl_cupti_line *l = &tracing->lines[i];
         if (l->launches == 0 && l->gpu_ns == 0 && l->alloc == 0) continue;
         PyObject *item = Py_BuildValue(
             "{s:N,s:K,s:K,s:K,s:K,s:K,s:K}", "line", gpu_line_key(s, (uint32_t)i), "gpu_ns",
@@ -417,8 +419,8 @@ static PyObject *gpu_dict(const hl_stats *s) {
         if (item == NULL || PyList_Append(lines, item) != 0) Py_CLEAR(lines);
         Py_XDECREF(item);
     }
-    for (size_t i = 0; kernels != NULL && i < g->nkernels; i++) {
-        const hl_gpu_kernel *k = &g->kernels[i];
+    for (size_t i = 0; kernels != NULL && i < tracing->nkernels; i++) {
+        const hl_cupti_kernel *k = &tracing->kernels[i];
         PyObject *launchers = PyList_New(0);
         for (uint32_t j = 0; launchers != NULL && j < k->nlines; j++) {
             PyObject *item = Py_BuildValue("(NKK)", gpu_line_key(s, k->lines[j].line),
@@ -446,14 +448,16 @@ static PyObject *gpu_dict(const hl_stats *s) {
         Py_XDECREF(kernels);
         return NULL;
     }
-    return Py_BuildValue(
-        "{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:N}", "enabled",
-        g->nvml ? Py_True : Py_False, "kernel_tracing", g->cupti ? Py_True : Py_False, "warnings",
-        warnings, "devices", devices, "lines", lines, "kernels", kernels, "records",
-        (unsigned long long)g->records, "unattributed_gpu_ns", (unsigned long long)g->unmatched_ns,
-        "unmatched_records", (unsigned long long)g->unmatched_records, "dropped_records",
-        (unsigned long long)g->dropped_records, "alloc_peak_bytes", (long long)g->alloc_peak,
-        "alloc_peak_at", peak_at(s, g->alloc_peak_line, g->alloc_peak_t_ns));
+    return Py_BuildValue("{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:N}", "enabled",
+                         g->nvml ? Py_True : Py_False, "kernel_tracing",
+                         g->cupti ? Py_True : Py_False, "warnings", warnings, "devices", devices,
+                         "lines", lines, "kernels", kernels, "records",
+                         (unsigned long long)tracing->records, "unattributed_gpu_ns",
+                         (unsigned long long)tracing->unmatched_ns, "unmatched_records",
+                         (unsigned long long)tracing->unmatched_records, "dropped_records",
+                         (unsigned long long)tracing->dropped_records, "alloc_peak_bytes",
+                         (long long)tracing->alloc_peak, "alloc_peak_at",
+                         peak_at(s, tracing->alloc_peak_line, tracing->alloc_peak_t_ns));
 }
 
 /* [[start_ns, end_ns], ...]: when profiling was on, the first 1024 periods; *count is how many
