@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "gpu_abi.h"
+#include "unaligned.h"
 
 #define RING_SIZE (1u << 20)    /* correlation ids kept in flight */
 #define BUFFER_BYTES (4u << 20) /* activity buffers handed to CUPTI */
@@ -146,18 +147,6 @@ static void charge_kernel(const char *name, uint32_t line, uint64_t ns) {
     }
 }
 
-static uint32_t read_u32(const uint8_t *p, size_t offset) {
-    uint32_t v;
-    memcpy(&v, p + offset, sizeof(v));
-    return v;
-}
-
-static uint64_t read_u64(const uint8_t *p, size_t offset) {
-    uint64_t v;
-    memcpy(&v, p + offset, sizeof(v));
-    return v;
-}
-
 /* The line that launched the operation with this correlation id, or HL_NO_LINE. found: whether
  * the launch was seen at all. */
 static uint32_t launching_line(uint32_t correlation, int *found) {
@@ -167,17 +156,17 @@ static uint32_t launching_line(uint32_t correlation, int *found) {
 }
 
 static void charge_record(const uint8_t *record) {
-    uint32_t kind = read_u32(record, HL_REC_KIND);
+    uint32_t kind = hl_load_u32(record, HL_REC_KIND);
     uint64_t start, end, correlation;
     int found;
     if (kind == HL_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-        start = read_u64(record, HL_KERNEL_START);
-        end = read_u64(record, HL_KERNEL_END);
-        correlation = read_u32(record, HL_KERNEL_CORRELATION);
+        start = hl_load_u64(record, HL_KERNEL_START);
+        end = hl_load_u64(record, HL_KERNEL_END);
+        correlation = hl_load_u32(record, HL_KERNEL_CORRELATION);
     } else if (kind == HL_CUPTI_ACTIVITY_KIND_MEMCPY || kind == HL_CUPTI_ACTIVITY_KIND_MEMSET) {
-        start = read_u64(record, HL_COPY_START);
-        end = read_u64(record, HL_COPY_END);
-        correlation = read_u32(record, HL_COPY_CORRELATION);
+        start = hl_load_u64(record, HL_COPY_START);
+        end = hl_load_u64(record, HL_COPY_END);
+        correlation = hl_load_u32(record, HL_COPY_CORRELATION);
     } else {
         return;
     }
@@ -192,12 +181,11 @@ static void charge_record(const uint8_t *record) {
         l->gpu_ns += ns;
     }
     if (kind == HL_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-        const char *name;
-        memcpy(&name, record + HL_KERNEL_NAME, sizeof(name));
+        const char *name = hl_load_pointer(record, HL_KERNEL_NAME);
         charge_kernel(name, line, ns);
     } else if (kind == HL_CUPTI_ACTIVITY_KIND_MEMCPY && l != NULL) {
         uint8_t copy_kind = record[HL_COPY_KIND];
-        uint64_t bytes = read_u64(record, HL_COPY_BYTES);
+        uint64_t bytes = hl_load_u64(record, HL_COPY_BYTES);
         if (copy_kind == HL_CUPTI_MEMCPY_HTOD || copy_kind == HL_CUPTI_MEMCPY_HTOA)
             l->copy_h2d += bytes;
         else if (copy_kind == HL_CUPTI_MEMCPY_DTOH || copy_kind == HL_CUPTI_MEMCPY_ATOH)
@@ -282,18 +270,16 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
     const uint8_t *data = cbdata;
     int op = cbid < CBID_TABLE ? __atomic_load_n(&cbid_class[cbid], __ATOMIC_RELAXED) : OP_UNKNOWN;
     if (op == OP_UNKNOWN) {
-        const char *name;
-        memcpy(&name, data + HL_CB_FUNCTION_NAME, sizeof(name));
+        const char *name = hl_load_pointer(data, HL_CB_FUNCTION_NAME);
         op = classify(name);
         if (cbid < CBID_TABLE) __atomic_store_n(&cbid_class[cbid], (uint8_t)op, __ATOMIC_RELAXED);
     }
     if (op == OP_NONE) return;
-    uint32_t site = read_u32(data, HL_CB_SITE);
-    const uint8_t *params;
-    memcpy(&params, data + HL_CB_PARAMS, sizeof(params));
+    uint32_t site = hl_load_u32(data, HL_CB_SITE);
+    const uint8_t *params = hl_load_pointer(data, HL_CB_PARAMS);
     if (op == OP_LAUNCH || op == OP_COPY || op == OP_MEMSET) {
         if (site != HL_CUPTI_API_ENTER) return;
-        uint32_t correlation = read_u32(data, HL_CB_CORRELATION_ID);
+        uint32_t correlation = hl_load_u32(data, HL_CB_CORRELATION_ID);
         hl_engine_lock();
         if (cupti.active && cupti.ring != NULL) {
             uint32_t line = hl_engine_current_line();
@@ -305,21 +291,18 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
         return;
     }
     if (site != HL_CUPTI_API_EXIT || params == NULL) return;
-    const int *result;
-    memcpy(&result, data + HL_CB_RETURN_VALUE, sizeof(result));
+    const int *result = hl_load_pointer(data, HL_CB_RETURN_VALUE);
     if (result != NULL && *result != 0) return; /* the call failed: nothing changed */
     hl_engine_lock();
     if (cupti.active) {
         if (op == OP_FREE) {
-            record_free(read_u64(params, HL_PARAM_FREE_DPTR));
+            record_free(hl_load_u64(params, HL_PARAM_FREE_DPTR));
         } else {
-            const uint64_t *dptr;
-            memcpy(&dptr, params + HL_PARAM_ALLOC_DPTR, sizeof(dptr));
-            uint64_t bytes = read_u64(params, HL_PARAM_ALLOC_BYTES);
+            const uint64_t *dptr = hl_load_pointer(params, HL_PARAM_ALLOC_DPTR);
+            uint64_t bytes = hl_load_u64(params, HL_PARAM_ALLOC_BYTES);
             if (op == OP_ALLOC_PITCH) {
-                const size_t *pitch;
-                memcpy(&pitch, params + HL_PARAM_PITCH_PITCH, sizeof(pitch));
-                bytes = pitch ? *pitch * read_u64(params, HL_PARAM_PITCH_HEIGHT) : 0;
+                const size_t *pitch = hl_load_pointer(params, HL_PARAM_PITCH_PITCH);
+                bytes = pitch ? *pitch * hl_load_u64(params, HL_PARAM_PITCH_HEIGHT) : 0;
             }
             if (dptr != NULL) record_alloc(*dptr, bytes, hl_engine_current_line());
         }
