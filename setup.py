@@ -9,8 +9,9 @@ import os
 from setuptools import Extension, setup
 
 NATIVE = "src/heatline/_native"
-SOURCES = ["module.c", "engine.c", "sampler.c", "memory.c", "memhooks.c", "livetable.c", "got.c"]
-SOURCES += ["frames.c", "stats.c", "linetable.c", "memread.c", "compat.c", "control.c"]
+SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhooks.c"]
+SOURCES += ["livetable.c", "got.c", "frames.c", "stats.c", "linetable.c", "memread.c"]
+SOURCES += ["compat.c", "control.c"]
 SOURCES += ["scope.c", "sigterm.c", "periodic.c", "gpu.c", "nvml.c", "cupti.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
