@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "engine.h"
+#include "engine_part.h"
 
 #define PATH_BYTES 4096
 

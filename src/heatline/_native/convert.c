@@ -13,9 +13,7 @@
 
 #include <string.h>
 
-#include "control.h" /* the on/off record: profiled_periods */
-#include "gpu.h"     /* the GPU part's results */
-#include "memory.h"  /* the memory part's results */
+#include "engine.h" /* the snapshot view and every result type the snapshot reads */
 
 /* A list of n items, item i made by make(i, context). NULL with an exception set if the list or
  * an item could not be made. The lists of ids (files, functions, lines...) are built this way,
@@ -137,8 +135,7 @@ static PyObject *peak_at(const hl_stats *s, uint32_t line, uint64_t t_ns) {
                          "t_ns", (unsigned long long)t_ns);
 }
 
-static PyObject *memory_dict(const hl_stats *s) {
-    const hl_memory_totals *m = hl_memory_totals_get();
+static PyObject *memory_dict(const hl_stats *s, const hl_memory_totals *m) {
     return Py_BuildValue(
         "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
         m->enabled ? Py_True : Py_False, "sampling_window_bytes", (unsigned long long)m->window,
@@ -161,8 +158,7 @@ static PyObject *gpu_line_key(const hl_stats *s, uint32_t line) {
                          s->lines[line].function);
 }
 
-static PyObject *gpu_dict(const hl_stats *s) {
-    const hl_gpu_results *g = hl_gpu_results_get();
+static PyObject *gpu_dict(const hl_stats *s, const hl_gpu_results *g) {
     const hl_nvml_results *sampling = g->sampling;
     const hl_cupti_results *tracing = g->tracing;
     PyObject *warnings = PyList_New(0), *devices = PyList_New(0), *lines = PyList_New(0),
@@ -241,7 +237,7 @@ static PyObject *gpu_dict(const hl_stats *s) {
 
 /* [[start_ns, end_ns], ...]: when profiling was on, the first 1024 periods; *count is how many
  * there were, *dropped the changes past the 4096 recorded. */
-/* ---- when profiling was on (control.h) ----------------------------------------------------- */
+/* ---- when profiling was on ---------------------------------------------------------------- */
 
 static PyObject *period_item(size_t i, const void *periods) {
     const uint64_t (*pairs)[2] = periods;
@@ -254,7 +250,7 @@ static PyObject *profiled_periods(uint64_t *count, uint64_t *dropped) {
     enum { SHOWN = 1024 };
     static uint64_t periods[SHOWN][2]; /* under the engine lock, taken by the snapshot */
     *dropped = 0;
-    *count = hl_control_periods(periods, SHOWN, dropped);
+    *count = hl_engine_profiled_periods(periods, SHOWN, dropped);
     size_t shown = *count < SHOWN ? (size_t)*count : SHOWN;
     return list_of(shown, period_item, periods);
 }
@@ -278,7 +274,8 @@ PyObject *hl_convert_snapshot(const hl_snapshot *view) {
         "threads", list_of(view->nthreads, thread_item, NULL), "stacks",
         list_of(s->nstacks, stack_item, s), "stacks_dropped_ns",
         (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
-        (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s), "gpu", gpu_dict(s));
+        (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
+        gpu_dict(s, view->gpu));
 }
 
 /* ---- the test hooks' stack ----------------------------------------------------------------- */

@@ -30,7 +30,7 @@
 
 #include "array.h"
 #include "clock.h"
-#include "engine.h"
+#include "engine_part.h"
 #include "gpu_abi.h"
 #include "unaligned.h"
 

@@ -7,7 +7,7 @@
  * matched by CUPTI's correlation id (the comment at the top of cupti.c). The library is bound
  * from a handle the GPU part loaded (gpu.c), so nothing of CUDA is needed to build or to run
  * without a GPU. CUPTI's callbacks run in the program's threads and in CUPTI's own; they take
- * the engine lock (engine.h), under which the results are read and written.
+ * the engine lock (engine_part.h), under which the results are read and written.
  */
 #ifndef HEATLINE_CUPTI_H
 #define HEATLINE_CUPTI_H

@@ -1,9 +1,10 @@
-/* engine.c: the engine room. See engine.h.
+/* engine.c: the engine room. See engine.h (the binding's side) and engine_part.h (the parts').
  *
  * One engine per process (hl_the_engine below): the lock, the tables (stats.h), the sampler's
- * state (sampler.h) and the parts (memory.c, gpu.c) that plug in through hl_engine_part. This
- * file holds the lifecycle (start, stop, pause, fork, reset) and what the parts and the binding
- * may read; it does no sampling itself.
+ * state (sampler.h) and the parts (memory.c, gpu.c, control.c, periodic.c) that plug in through
+ * hl_engine_part. This file holds the lifecycle (start, stop, pause, fork, reset), what the
+ * parts and the binding may read, and the few calls the binding makes to a part, passed on;
+ * it does no sampling itself.
  *
  * Locking: a part's start or stop runs without the engine lock (it may take it); the
  * sampler thread holds it for each tick, readers for each snapshot. The Python allocator hooks
@@ -20,12 +21,16 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "compat.h"
+#include "control.h"
 #include "memread.h"
+#include "periodic.h"
 #include "sampler.h"
+#include "sigterm.h"
 
 typedef struct hl_engine {
     pthread_mutex_t lock;
@@ -119,7 +124,7 @@ void hl_engine_lock_from_hook(void) {
     uint64_t began = hl_now_ns();
     if (!wait_for_lock_runnable(lock, began)) pthread_mutex_lock(lock);
     if (slot != NULL) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
-    /* The profiler's own doing, which the sampler charges as busy (see engine.h): measured so
+    /* The profiler's own doing, which the sampler charges as busy (see engine_part.h): measured so
      * that the report can say how much of a thread's time it was, and the tests can tell it
      * from the program's own blocking. */
     hl_thread *t = hl_sampler_find_thread(&hl_the_engine.sampler, self);
@@ -370,6 +375,20 @@ void hl_engine_set_paused(int paused) {
     __atomic_store_n(&hl_the_engine.sampler.paused, paused ? 1 : 0, __ATOMIC_RELAXED);
 }
 
+/* ---- what the binding asks of a part ------------------------------------------------------- */
+
+void hl_engine_pause(int paused) {
+    hl_control_set_paused(paused); /* the record is the control part's */
+}
+
+void hl_engine_set_periodic(uint64_t period_ns, PyObject *callback) {
+    hl_periodic_set(period_ns, callback);
+}
+
+int hl_engine_chain_sigterm(void) {
+    return hl_sigterm_chain();
+}
+
 void hl_engine_wait_for_tick(void) {
     /* A tick runs with the lock held, from its check of the paused flag to its last charge. */
     pthread_mutex_lock(&hl_the_engine.lock);
@@ -396,6 +415,8 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->max_tick_ns = e->sampler.max_tick_ns;
     view->stats = &e->stats;
     view->nthreads = e->sampler.nthreads;
+    view->memory = hl_memory_totals_get();
+    view->gpu = hl_gpu_results_get();
 }
 
 void hl_engine_thread_stat(size_t index, hl_thread_stat *out) {
@@ -406,6 +427,10 @@ void hl_engine_thread_stat(size_t index, hl_thread_stat *out) {
     out->unattributed_ns = t->unattributed_ns;
     out->cpu_ns = t->cpu_ns;
     out->engine_wait_ns = t->engine_wait_ns;
+}
+
+size_t hl_engine_profiled_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dropped) {
+    return hl_control_periods(periods, capacity, dropped);
 }
 
 void hl_engine_snapshot_end(void) {
@@ -432,4 +457,12 @@ int hl_engine_walk(uintptr_t tstate, hl_frame *frames, int max_depth) {
     int flags;
     int depth = hl_walk(&e->sampler.walker, tstate, frames, max_depth, &flags, NULL);
     return depth < 0 ? -EFAULT : depth;
+}
+
+void hl_engine_hold_lock(uint64_t ns) {
+    struct timespec hold = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    hl_engine_lock();
+    while (nanosleep(&hold, &hold) != 0 && errno == EINTR) {
+    }
+    hl_engine_unlock();
 }

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "engine.h"
+#include "engine_part.h"
 
 static struct {
     void *nvml_lib, *cupti_lib; /* loaded once, kept for later sessions */

@@ -9,7 +9,7 @@
  * is already used by another profiler leaves a warning in the results, never an error. Kernel
  * tracing is tried only where device sampling is on.
  *
- * Results are read and written under the engine lock (engine.h).
+ * Results are read and written under the engine lock (engine_part.h).
  */
 #ifndef HEATLINE_GPU_H
 #define HEATLINE_GPU_H
@@ -30,7 +30,7 @@ typedef struct hl_gpu_results {
     const hl_cupti_results *tracing; /* kernel tracing's results */
 } hl_gpu_results;
 
-/* The part's lifecycle (engine.h) is hl_gpu_part: start_released (the session's mode, enum
+/* The part's lifecycle (engine_part.h) is hl_gpu_part: start_released (the session's mode, enum
  * hl_gpu_mode: HL_GPU_AUTO turns it on only when NVML loads and reports a device, HL_GPU_ON
  * also records why not in the warnings; the results are reset in every mode),
  * stop_released (flushes CUPTI's buffers into the results, then stops tracing; idempotent),

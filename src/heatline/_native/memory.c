@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "engine.h"
+#include "engine_part.h"
 #include "got.h"
 #include "livetable.h"
 #include "memhooks.h"

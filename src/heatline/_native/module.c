@@ -8,14 +8,9 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
-#include "control.h" /* pause and resume, recorded */
 #include "convert.h"
 #include "engine.h"
-#include "gpu.h" /* HL_GPU_OFF */
-#include "sigterm.h"
-#include "periodic.h"
 
 /* Copies a sequence of str into a malloc'ed array of UTF-8 strings. Returns 0, or -1 with a
  * Python exception set. */
@@ -139,7 +134,7 @@ PyDoc_STRVAR(pause_doc, "pause($module, /)\n--\n\nStop charging time until resum
 static PyObject *native_pause(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    hl_control_set_paused(1);
+    hl_engine_pause(1);
     Py_BEGIN_ALLOW_THREADS
     hl_engine_wait_for_tick();
     Py_END_ALLOW_THREADS
@@ -150,7 +145,7 @@ PyDoc_STRVAR(resume_doc, "resume($module, /)\n--\n\nCharge time again after paus
 static PyObject *native_resume(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    hl_control_set_paused(0);
+    hl_engine_pause(0);
     Py_RETURN_NONE;
 }
 
@@ -162,7 +157,7 @@ PyDoc_STRVAR(
 static PyObject *native_chain_sigterm(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    return PyBool_FromLong(hl_sigterm_chain() == 0);
+    return PyBool_FromLong(hl_engine_chain_sigterm() == 0);
 }
 
 PyDoc_STRVAR(
@@ -180,7 +175,7 @@ static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "period_s must be >= 0 and callback callable or None");
         return NULL;
     }
-    hl_periodic_set((uint64_t)(period_s * 1e9), callback);
+    hl_engine_set_periodic((uint64_t)(period_s * 1e9), callback);
     Py_RETURN_NONE;
 }
 
@@ -301,12 +296,8 @@ static PyObject *native_hold_engine_lock(PyObject *module, PyObject *arg) {
         PyErr_SetString(PyExc_ValueError, "_hold_engine_lock(seconds): 0 to 10");
         return NULL;
     }
-    struct timespec hold = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
     Py_BEGIN_ALLOW_THREADS
-    hl_engine_lock();
-    while (nanosleep(&hold, &hold) != 0 && errno == EINTR) {
-    }
-    hl_engine_unlock();
+    hl_engine_hold_lock((uint64_t)(seconds * 1e9));
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }

@@ -7,7 +7,7 @@
  * device-wide (every process on the device). The library is bound from a handle the GPU part
  * loaded (gpu.c), so nothing of NVML is needed to build or to run without a GPU.
  *
- * Results are read and written under the engine lock (engine.h).
+ * Results are read and written under the engine lock (engine_part.h).
  */
 #ifndef HEATLINE_NVML_H
 #define HEATLINE_NVML_H

@@ -5,7 +5,7 @@
 
 #include "clock.h"
 #include "compat.h"
-#include "engine.h"
+#include "engine_part.h"
 
 static PyObject *callback;    /* owned; touched only with the GIL */
 static uint64_t period_ns;    /* 0: off */

@@ -44,7 +44,7 @@ typedef struct hl_sampler {
     void (*on_thread_start)(void);           /* first thing in the new thread */
     void (*after_tick)(uint64_t now_ns);     /* after each tick, lock held */
     void (*on_wake)(uint64_t now_ns);        /* each wake-up, paused or not, lock held */
-    int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine.h) */
+    int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine_part.h) */
 
     pthread_t thread;
     int thread_tid; /* its kernel thread id, for hl_sampler_join */
@@ -58,10 +58,10 @@ typedef struct hl_sampler {
     size_t nthreads, threads_capacity;
     long pthread_tid_offset; /* 3.9/3.10: where glibc keeps the kernel id, or -1 */
 
-    uint64_t samples;    /* ticks that charged time */
+    uint64_t samples; /* ticks that charged time */
     uint64_t sampled_ns; /* wall time those ticks covered */
-    uint64_t lost_ns;    /* thread time whose stack could not be read */
-    uint64_t max_gap_ns;  /* the longest time between two wake-ups (one sample's weight) */
+    uint64_t lost_ns; /* thread time whose stack could not be read */
+    uint64_t max_gap_ns; /* the longest time between two wake-ups (one sample's weight) */
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
 } hl_sampler;
 
