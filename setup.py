@@ -25,6 +25,12 @@ if os.environ.get("HEATLINE_SANITIZE"):
     extra_link_args += ["-fsanitize=address,undefined"]
 if os.environ.get("HEATLINE_WERROR"):
     extra_compile_args.append("-Werror")
+# HEATLINE_DEBUG=1 compiles in the engine's checks of its own contracts (HL_ASSERT, debug.h: the
+# engine lock held where a function needs it, what the tables hold); the ASan build has them
+# too. A plain build leaves them out, so they cost the hooks and the tick nothing.
+define_macros = []
+if os.environ.get("HEATLINE_DEBUG") or os.environ.get("HEATLINE_SANITIZE"):
+    define_macros.append(("HEATLINE_DEBUG", "1"))
 
 setup(
     ext_modules=[
@@ -33,6 +39,7 @@ setup(
             sources=[f"{NATIVE}/{name}" for name in SOURCES],
             depends=[os.path.join(NATIVE, n) for n in os.listdir(NATIVE) if n.endswith(".h")],
             extra_compile_args=extra_compile_args,
+            define_macros=define_macros,
             extra_link_args=extra_link_args,
         )
     ]

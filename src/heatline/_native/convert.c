@@ -62,7 +62,7 @@ static PyObject *thread_item(size_t i, const void *unused) {
     (void)unused;
     hl_thread_stat stat;
     const hl_thread_stat *t = &stat;
-    hl_engine_thread_stat(i, &stat);
+    hl_engine_thread_stat_locked(i, &stat);
     return Py_BuildValue(
         "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
         t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
@@ -75,6 +75,7 @@ static PyObject *thread_item(size_t i, const void *unused) {
 static PyObject *stack_item(size_t i, const void *stats) {
     const hl_stats *s = stats;
     const hl_stack_stat *st = &s->stacks[i];
+    HL_ASSERT(st->frames_at + st->depth <= s->pool_length);
     PyObject *frames = PyTuple_New((Py_ssize_t)st->depth);
     for (uint32_t d = 0; frames != NULL && d < st->depth; d++) {
         uint64_t key = s->frame_pool[st->frames_at + d];
@@ -246,7 +247,8 @@ static PyObject *period_item(size_t i, const void *periods) {
 
 /* [[start_ns, end_ns], ...]: when profiling was on, the first 1024 periods; *count is how many
  * there were, *dropped the changes past the 4096 recorded. */
-static PyObject *profiled_periods(uint64_t *count, uint64_t *dropped) {
+static PyObject *profiled_periods_locked(uint64_t *count, uint64_t *dropped) {
+    HL_ASSERT_ENGINE_LOCKED();
     enum { SHOWN = 1024 };
     static uint64_t periods[SHOWN][2]; /* under the engine lock, taken by the snapshot */
     *dropped = 0;
@@ -257,10 +259,11 @@ static PyObject *profiled_periods(uint64_t *count, uint64_t *dropped) {
 
 /* ---- the snapshot -------------------------------------------------------------------------- */
 
-PyObject *hl_convert_snapshot(const hl_snapshot *view) {
+PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
+    HL_ASSERT_ENGINE_LOCKED();
     const hl_stats *s = view->stats;
     uint64_t periods_count, periods_dropped;
-    PyObject *periods = profiled_periods(&periods_count, &periods_dropped);
+    PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
         "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
         "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
@@ -288,12 +291,14 @@ typedef struct walked_stack {
 static PyObject *walked_frame_item(size_t i, const void *stack) {
     const walked_stack *w = stack;
     const hl_frame *frame = &w->frames[i];
+    HL_ASSERT(frame->file < w->stats->nfiles && frame->function < w->stats->nfunctions);
     const hl_function *f = &w->stats->functions[frame->function];
     return Py_BuildValue("(NNiO)", name_str(w->stats->files[frame->file].path),
                          name_str(f->qualname), frame->line, frame->user ? Py_True : Py_False);
 }
 
-PyObject *hl_convert_stack(const hl_snapshot *view, const hl_frame *frames, int depth) {
+PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frames, int depth) {
+    HL_ASSERT_ENGINE_LOCKED();
     walked_stack stack = {view->stats, frames};
     return list_of((size_t)depth, walked_frame_item, &stack);
 }

@@ -12,10 +12,10 @@
 #include "engine.h"
 
 /* The snapshot dict: a new reference, or NULL with an exception set. */
-PyObject *hl_convert_snapshot(const hl_snapshot *view);
+PyObject *hl_convert_snapshot_locked(const hl_snapshot *view);
 
-/* frames[0..depth) (innermost first, from hl_engine_walk) as a list of (filename, qualname,
+/* frames[0..depth) (innermost first, from hl_engine_walk_locked) as a list of (filename, qualname,
  * line, user) tuples: a new reference, or NULL with an exception set. */
-PyObject *hl_convert_stack(const hl_snapshot *view, const hl_frame *frames, int depth);
+PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frames, int depth);
 
 #endif

@@ -1,16 +1,15 @@
 /* cupti.c: GPU kernel tracing through CUPTI. See cupti.h.
  *
- * heatline subscribes to the driver API's callbacks, which every framework's launches go
- * through (torch, CuPy, Numba, JAX, Triton). Each driver function is classified once by name
- * (launch, copy, memset, allocation, free, or of no interest), and cached per callback id. At
- * the entry of a launch, copy or memset the calling thread's line is found with the walker the
- * memory hooks use (hl_engine_current_line: the thread's own stack, no GIL needed) and stored in
- * a ring under CUPTI's correlation id. CUPTI's activity records (concurrent kernels, memcpy,
- * memset) carry the same correlation id and the operation's device start and end: when CUPTI
- * hands over a completed buffer, each record is matched to its line through the ring, and its
- * duration (and bytes, for copies) charged to the line and, for kernels, to the kernel table.
- * Allocations and frees are read at the exit of the call from its parameters (size, address)
- * when it succeeded.
+ * heatline subscribes to the driver API's callbacks, which every framework's launches go through
+ * (torch, CuPy, Numba, JAX, Triton). Each driver function is classified once by name (launch, copy,
+ * memset, allocation, free, or of no interest), and cached per callback id. At the entry of a
+ * launch, copy or memset the calling thread's line is found with the walker the memory hooks use
+ * (hl_engine_current_line_locked: the thread's own stack, no GIL needed) and stored in a ring under
+ * CUPTI's correlation id. CUPTI's activity records (concurrent kernels, memcpy, memset) carry the
+ * same correlation id and the operation's device start and end: when CUPTI hands over a completed
+ * buffer, each record is matched to its line through the ring, and its duration (and bytes, for
+ * copies) charged to the line and, for kernels, to the kernel table. Allocations and frees are read
+ * at the exit of the call from its parameters (size, address) when it succeeded.
  *
  * The ring holds the last 2^20 operations launched; a record whose slot was overwritten by a
  * later launch before the record arrived is counted as unmatched, as is time launched with no
@@ -80,21 +79,26 @@ static struct {
 
 static uint8_t cbid_class[CBID_TABLE];
 
-const hl_cupti_results *hl_cupti_results_get(void) {
+const hl_cupti_results *hl_cupti_results_get_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     return &cupti.r;
 }
 
 /* ---- charging (engine lock held) --------------------------------------------------------- */
 
-static hl_cupti_line *line_record(uint32_t line) {
+static hl_cupti_line *line_record_locked(uint32_t line) {
+    HL_ASSERT_ENGINE_LOCKED();
     if (line == HL_NO_LINE) return NULL;
+    /* An id of this session's tables: the ring and these results are reset with them. */
+    HL_ASSERT(line < hl_engine_stats_locked()->nlines);
     size_t had = cupti.r.nlines;
     if (HL_ARRAY_RESERVE(cupti.r.lines, cupti.r.nlines, (size_t)line + 1, 64) != 0) return NULL;
     memset(cupti.r.lines + had, 0, (cupti.r.nlines - had) * sizeof(*cupti.r.lines));
     return &cupti.r.lines[line];
 }
 
-static void find_demangler(void) {
+static void find_demangler_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
     if (f == NULL) { /* libstdc++ loaded privately (RTLD_LOCAL), as most extensions do */
         void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
@@ -106,7 +110,8 @@ static void find_demangler(void) {
     cupti.demangle = (char *(*)(const char *, char *, size_t *, int *))f;
 }
 
-static hl_cupti_kernel *kernel_record(const char *name) {
+static hl_cupti_kernel *kernel_record_locked(const char *name) {
+    HL_ASSERT_ENGINE_LOCKED();
     if (name == NULL) name = "(unnamed kernel)";
     for (size_t i = 0; i < cupti.r.nkernels; i++) /* few distinct kernels; most recent first */
         if (strcmp(cupti.r.kernels[cupti.r.nkernels - 1 - i].name, name) == 0)
@@ -117,7 +122,7 @@ static hl_cupti_kernel *kernel_record(const char *name) {
     memset(k, 0, sizeof(*k));
     k->name = strdup(name);
     if (k->name == NULL) return NULL;
-    if (cupti.demangle == NULL) find_demangler();
+    if (cupti.demangle == NULL) find_demangler_locked();
     if (cupti.demangle != NULL && name[0] == '_' && name[1] == 'Z') {
         int status = -1;
         char *readable = cupti.demangle(name, NULL, NULL, &status);
@@ -128,8 +133,9 @@ static hl_cupti_kernel *kernel_record(const char *name) {
     return k;
 }
 
-static void charge_kernel(const char *name, uint32_t line, uint64_t ns) {
-    hl_cupti_kernel *k = kernel_record(name);
+static void charge_kernel_locked(const char *name, uint32_t line, uint64_t ns) {
+    HL_ASSERT_ENGINE_LOCKED();
+    hl_cupti_kernel *k = kernel_record_locked(name);
     if (k == NULL) return;
     k->calls++;
     k->ns += ns;
@@ -139,6 +145,7 @@ static void charge_kernel(const char *name, uint32_t line, uint64_t ns) {
             k->lines[i].ns += ns;
             return;
         }
+    HL_ASSERT(k->nlines <= HL_CUPTI_KERNEL_LINES);
     if (k->nlines < HL_CUPTI_KERNEL_LINES) {
         k->lines[k->nlines++] = (hl_cupti_kernel_line){line, 1, ns};
     } else {
@@ -149,13 +156,16 @@ static void charge_kernel(const char *name, uint32_t line, uint64_t ns) {
 
 /* The line that launched the operation with this correlation id, or HL_NO_LINE. found: whether
  * the launch was seen at all. */
-static uint32_t launching_line(uint32_t correlation, int *found) {
+static uint32_t launching_line_locked(uint32_t correlation, int *found) {
+    HL_ASSERT_ENGINE_LOCKED();
+    HL_ASSERT(cupti.ring != NULL);
     ring_slot *s = &cupti.ring[correlation & (RING_SIZE - 1)];
     *found = correlation != 0 && s->correlation == correlation;
     return *found ? s->line : HL_NO_LINE;
 }
 
-static void charge_record(const uint8_t *record) {
+static void charge_record_locked(const uint8_t *record) {
+    HL_ASSERT_ENGINE_LOCKED();
     uint32_t kind = hl_load_u32(record, HL_REC_KIND);
     uint64_t start, end, correlation;
     int found;
@@ -171,8 +181,8 @@ static void charge_record(const uint8_t *record) {
         return;
     }
     uint64_t ns = end > start ? end - start : 0; /* both 0: CUPTI could not time it */
-    uint32_t line = launching_line((uint32_t)correlation, &found);
-    hl_cupti_line *l = line_record(line);
+    uint32_t line = launching_line_locked((uint32_t)correlation, &found);
+    hl_cupti_line *l = line_record_locked(line);
     cupti.r.records++;
     if (l == NULL) {
         cupti.r.unmatched_ns += ns;
@@ -182,7 +192,7 @@ static void charge_record(const uint8_t *record) {
     }
     if (kind == HL_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         const char *name = hl_load_pointer(record, HL_KERNEL_NAME);
-        charge_kernel(name, line, ns);
+        charge_kernel_locked(name, line, ns);
     } else if (kind == HL_CUPTI_ACTIVITY_KIND_MEMCPY && l != NULL) {
         uint8_t copy_kind = record[HL_COPY_KIND];
         uint64_t bytes = hl_load_u64(record, HL_COPY_BYTES);
@@ -212,7 +222,7 @@ static void buffer_completed(hl_CUcontext context, uint32_t stream, uint8_t *buf
         void *record = NULL;
         while (valid_size > 0 &&
                cupti.cuptiActivityGetNextRecord(buffer, valid_size, &record) == HL_CUPTI_SUCCESS)
-            charge_record(record);
+            charge_record_locked(record);
         size_t dropped = 0;
         if (cupti.cuptiActivityGetNumDroppedRecords != NULL &&
             cupti.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == HL_CUPTI_SUCCESS)
@@ -236,7 +246,8 @@ static int classify(const char *name) {
     return OP_NONE;
 }
 
-static void alloc_changed(int64_t delta, uint32_t line) {
+static void alloc_changed_locked(int64_t delta, uint32_t line) {
+    HL_ASSERT_ENGINE_LOCKED();
     cupti.r.alloc_live += delta;
     if (cupti.r.alloc_live > cupti.r.alloc_peak) {
         cupti.r.alloc_peak = cupti.r.alloc_live;
@@ -245,18 +256,20 @@ static void alloc_changed(int64_t delta, uint32_t line) {
     }
 }
 
-static void record_alloc(uint64_t address, uint64_t bytes, uint32_t line) {
-    hl_cupti_line *l = line_record(line);
+static void record_alloc_locked(uint64_t address, uint64_t bytes, uint32_t line) {
+    HL_ASSERT_ENGINE_LOCKED();
+    hl_cupti_line *l = line_record_locked(line);
     if (l != NULL) l->alloc += bytes;
     if (HL_ARRAY_RESERVE(cupti.allocs, cupti.allocs_capacity, cupti.nallocs + 1, 64) != 0) return;
     cupti.allocs[cupti.nallocs++] = (live_alloc){address, bytes, line};
-    alloc_changed((int64_t)bytes, line);
+    alloc_changed_locked((int64_t)bytes, line);
 }
 
-static void record_free(uint64_t address) {
+static void record_free_locked(uint64_t address) {
+    HL_ASSERT_ENGINE_LOCKED();
     for (size_t i = cupti.nallocs; i-- > 0;) /* device allocations are few (caching allocators) */
         if (cupti.allocs[i].address == address) {
-            alloc_changed(-(int64_t)cupti.allocs[i].bytes, HL_NO_LINE);
+            alloc_changed_locked(-(int64_t)cupti.allocs[i].bytes, HL_NO_LINE);
             cupti.allocs[i] = cupti.allocs[--cupti.nallocs];
             return;
         }
@@ -282,9 +295,9 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
         uint32_t correlation = hl_load_u32(data, HL_CB_CORRELATION_ID);
         hl_engine_lock();
         if (cupti.active && cupti.ring != NULL) {
-            uint32_t line = hl_engine_current_line();
+            uint32_t line = hl_engine_current_line_locked();
             cupti.ring[correlation & (RING_SIZE - 1)] = (ring_slot){correlation, line};
-            hl_cupti_line *l = line_record(line);
+            hl_cupti_line *l = line_record_locked(line);
             if (l != NULL) l->launches++;
         }
         hl_engine_unlock();
@@ -296,7 +309,7 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
     hl_engine_lock();
     if (cupti.active) {
         if (op == OP_FREE) {
-            record_free(hl_load_u64(params, HL_PARAM_FREE_DPTR));
+            record_free_locked(hl_load_u64(params, HL_PARAM_FREE_DPTR));
         } else {
             const uint64_t *dptr = hl_load_pointer(params, HL_PARAM_ALLOC_DPTR);
             uint64_t bytes = hl_load_u64(params, HL_PARAM_ALLOC_BYTES);
@@ -304,7 +317,7 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
                 const size_t *pitch = hl_load_pointer(params, HL_PARAM_PITCH_PITCH);
                 bytes = pitch ? *pitch * hl_load_u64(params, HL_PARAM_PITCH_HEIGHT) : 0;
             }
-            if (dptr != NULL) record_alloc(*dptr, bytes, hl_engine_current_line());
+            if (dptr != NULL) record_alloc_locked(*dptr, bytes, hl_engine_current_line_locked());
         }
     }
     hl_engine_unlock();
@@ -401,6 +414,7 @@ fail:
 }
 
 void hl_cupti_stop(void) {
+    HL_ASSERT(!hl_engine_lock_held()); /* a flush completes buffers, whose callback takes it */
     if (!__atomic_load_n(&cupti.active, __ATOMIC_RELAXED)) return;
     (void)cupti.cuptiActivityFlushAll(HL_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* completes buffers */
     for (size_t i = 0; i < NKINDS; i++) (void)cupti.cuptiActivityDisable(activity_kinds[i]);
@@ -409,13 +423,15 @@ void hl_cupti_stop(void) {
     (void)cupti.cuptiUnsubscribe(cupti.subscriber);
 }
 
-void hl_cupti_release(void) {
+void hl_cupti_release_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     __atomic_store_n(&cupti.active, 0, __ATOMIC_RELAXED);
     free(cupti.ring);
     cupti.ring = NULL;
 }
 
-void hl_cupti_reset(void) {
+void hl_cupti_reset_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     free(cupti.r.lines);
     for (size_t i = 0; i < cupti.r.nkernels; i++) {
         free(cupti.r.kernels[i].name);

@@ -67,15 +67,15 @@ void hl_cupti_stop(void);
 
 /* Then, engine lock held: the callbacks record nothing more and the correlation ring is freed.
  * The results stay readable. */
-void hl_cupti_release(void);
+void hl_cupti_release_locked(void);
 
 /* Forgets the results (engine lock held). */
-void hl_cupti_reset(void);
+void hl_cupti_reset_locked(void);
 
 /* In the child of fork(): CUPTI's state does not survive it; every callback becomes a no-op. */
 void hl_cupti_after_fork_child(void);
 
 /* The results (engine lock held). */
-const hl_cupti_results *hl_cupti_results_get(void);
+const hl_cupti_results *hl_cupti_results_get_locked(void);
 
 #endif

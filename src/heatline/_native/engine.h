@@ -10,6 +10,17 @@
  * engine_part.h (a new part adds one to the list in engine.c). The binding calls the engine
  * through this header only: what it asks of a part (pause's record, the periodic callback,
  * SIGTERM's chaining, the parts' results) goes through an engine function that delegates.
+ *
+ * Lock contracts. One lock, the engine lock (hl_engine_lock, engine_part.h), guards the
+ * engine's tables, the sampler's state and the parts' results. A function whose name ends in
+ * _locked is called with it held by the calling thread and never takes it; a function without
+ * the suffix either takes it itself, and so must not be called with it held (it does not
+ * nest), or needs no lock (its comment says lock-free, or names the lock of its own it takes).
+ * The sampler's functions (sampler.h), the engine room's private half, all run under the lock
+ * and say so once there. Debug builds (debug.h: HEATLINE_DEBUG, which the ASan build sets)
+ * check the contracts: the lock records its holder (lock.h), every _locked function checks it
+ * on entry (HL_ASSERT_ENGINE_LOCKED) and taking it twice fails a check instead of hanging.
+ * Release builds compile the checks out, so the tick and the allocation hooks pay nothing.
  */
 #ifndef HEATLINE_ENGINE_H
 #define HEATLINE_ENGINE_H
@@ -95,7 +106,7 @@ typedef struct hl_snapshot {
     uint64_t samples, sampled_ns, interval_ns, lost_ns;
     uint64_t max_gap_ns, max_tick_ns; /* the sampler's longest gap and longest tick */
     const hl_stats *stats; /* files, functions, lines, stacks */
-    size_t nthreads;       /* read each with hl_engine_thread_stat */
+    size_t nthreads;       /* read each with hl_engine_thread_stat_locked */
     const hl_memory_totals *memory; /* the memory part's results (memory.h) */
     const hl_gpu_results *gpu;      /* the GPU part's (gpu.h) */
 } hl_snapshot;
@@ -103,7 +114,7 @@ typedef struct hl_snapshot {
 /* Takes the engine lock and fills *view; the results (the parts' too) stay still until
  * hl_engine_snapshot_end. The calling thread's own allocations are not sampled meanwhile. */
 void hl_engine_snapshot_begin(hl_snapshot *view);
-void hl_engine_thread_stat(size_t index, hl_thread_stat *out);
+void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out);
 /* The periods when profiling was on, between begin and end (control.h, hl_control_periods). */
 size_t hl_engine_profiled_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dropped);
 void hl_engine_snapshot_end(void);
@@ -111,10 +122,10 @@ void hl_engine_snapshot_end(void);
 /* Test hooks, with the GIL held: what the engine's own walker reads. Both return -EBUSY while
  * a session is on (the walker is then the sampler's), -EFAULT if the code object or the stack
  * could not be read. hl_engine_line_of: the line of a byte offset in a code object.
- * hl_engine_walk, between hl_engine_snapshot_begin and _end: writes tstate's stack to frames
+ * hl_engine_walk_locked, between hl_engine_snapshot_begin and _end: writes tstate's stack to frames
  * (innermost first; their ids resolve in the snapshot's stats) and returns its depth. */
 int hl_engine_line_of(uintptr_t code, int offset, int *line);
-int hl_engine_walk(uintptr_t tstate, hl_frame *frames, int max_depth);
+int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
 
 /* Test hook: holds the engine lock for ns nanoseconds, as a long tick or a snapshot would (call
  * it with the GIL released). */

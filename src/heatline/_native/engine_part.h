@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "debug.h"
 #include "scope.h" /* hl_config.scope: which files are user code */
 #include "stats.h"
 
@@ -64,9 +65,20 @@ extern const hl_engine_part hl_periodic_part; /* periodic.c (--profile-interval)
 
 /* Serialise with the sampler (and the other parts) to read or charge results. The calling
  * thread is marked as inside the engine meanwhile: its own allocations are not sampled (the
- * hooks would take the lock again). */
+ * hooks would take the lock again). The lock does not nest. Functions named *_locked are called
+ * with it held and never take it (engine.h, "Lock contracts"). */
 void hl_engine_lock(void);
 void hl_engine_unlock(void);
+
+/* In debug builds (debug.h) the lock records its holder: HL_ASSERT_ENGINE_LOCKED() checks that
+ * the calling thread holds it, as every *_locked function does on entry. Compiled out of
+ * release builds. */
+#if HL_DEBUG
+int hl_engine_lock_held(void);
+#define HL_ASSERT_ENGINE_LOCKED() HL_ASSERT(hl_engine_lock_held())
+#else
+#define HL_ASSERT_ENGINE_LOCKED() ((void)0)
+#endif
 
 /* The lock taken from inside an allocation hook, whose thread is already marked. A thread that
  * waits here while the sampler holds the lock (during a tick) would look blocked to that very
@@ -88,12 +100,12 @@ void hl_engine_set_paused(int paused);
 void hl_engine_wait_for_tick(void);
 
 /* The engine's tables (lock held). */
-hl_stats *hl_engine_stats(void);
+hl_stats *hl_engine_stats_locked(void);
 
 /* The line id of the calling thread's innermost user frame (HL_NO_LINE if none), read with the
  * engine's walker: the thread's own stack with plain loads, no GIL needed. A thread without a
  * Python thread state (a BLAS or OpenMP worker, a CUDA callback thread) is charged to the line
  * the main thread is on. Lock held. */
-uint32_t hl_engine_current_line(void);
+uint32_t hl_engine_current_line_locked(void);
 
 #endif

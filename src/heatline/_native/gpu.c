@@ -23,9 +23,10 @@ static struct {
     hl_gpu_results r;
 } gpu;
 
-const hl_gpu_results *hl_gpu_results_get(void) {
-    gpu.r.sampling = hl_nvml_results_get();
-    gpu.r.tracing = hl_cupti_results_get();
+const hl_gpu_results *hl_gpu_results_get_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
+    gpu.r.sampling = hl_nvml_results_get_locked();
+    gpu.r.tracing = hl_cupti_results_get_locked();
     return &gpu.r;
 }
 
@@ -45,9 +46,10 @@ static void *library(void **cached, const char *variable, const char *fallback) 
 }
 
 /* Forgets all results (engine lock held). */
-static void gpu_reset(void) {
-    hl_nvml_reset();
-    hl_cupti_reset();
+static void gpu_reset_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
+    hl_nvml_reset_locked();
+    hl_cupti_reset_locked();
     memset(&gpu.r, 0, sizeof(gpu.r));
 }
 
@@ -71,7 +73,7 @@ static int start_tracing(void) {
 static void gpu_start(const hl_config *config) {
     int mode = config->gpu_mode;
     hl_engine_lock();
-    gpu_reset();
+    gpu_reset_locked();
     gpu.start_ns = hl_now_ns();
     hl_engine_unlock();
     if (mode == HL_GPU_OFF) return;
@@ -91,15 +93,15 @@ static void gpu_start(const hl_config *config) {
     hl_engine_lock();
     gpu.r.nvml = 1;
     gpu.r.cupti = cupti == 0;
-    hl_nvml_start(gpu.start_ns);
+    hl_nvml_start_locked(gpu.start_ns);
     hl_engine_unlock();
 }
 
 static void gpu_stop(void) {
     hl_cupti_stop(); /* the lock not held: CUPTI's buffer callbacks take it */
     hl_engine_lock();
-    hl_cupti_release();
-    hl_nvml_stop();
+    hl_cupti_release_locked();
+    hl_nvml_stop_locked();
     hl_engine_unlock();
 }
 
@@ -112,6 +114,6 @@ static void gpu_after_fork_child(void) {
 const hl_engine_part hl_gpu_part = {
     .start_released = gpu_start,
     .stop_released = gpu_stop,
-    .tick = hl_nvml_tick,
+    .tick = hl_nvml_tick_locked,
     .after_fork_child = gpu_after_fork_child,
 };

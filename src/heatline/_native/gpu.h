@@ -37,6 +37,6 @@ typedef struct hl_gpu_results {
  * tick (samples NVML every 100 ms), after_fork_child (every callback becomes a no-op). */
 
 /* The results (engine lock held). */
-const hl_gpu_results *hl_gpu_results_get(void);
+const hl_gpu_results *hl_gpu_results_get_locked(void);
 
 #endif

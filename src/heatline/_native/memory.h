@@ -41,6 +41,6 @@ typedef struct hl_memory_totals {
  * enter/leave (a thread inside the engine: its own allocations are not sampled). */
 
 /* The program-wide figures (read under the engine lock). */
-const hl_memory_totals *hl_memory_totals_get(void);
+const hl_memory_totals *hl_memory_totals_get_locked(void);
 
 #endif

@@ -227,7 +227,7 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     (void)unused;
     hl_snapshot view;
     hl_engine_snapshot_begin(&view);
-    PyObject *result = hl_convert_snapshot(&view);
+    PyObject *result = hl_convert_snapshot_locked(&view);
     hl_engine_snapshot_end();
     return result;
 }
@@ -271,13 +271,13 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     hl_frame frames[HL_MAX_DEPTH];
     hl_snapshot view;
     hl_engine_snapshot_begin(&view);
-    int depth = hl_engine_walk((uintptr_t)PyThreadState_Get(), frames, HL_MAX_DEPTH);
+    int depth = hl_engine_walk_locked((uintptr_t)PyThreadState_Get(), frames, HL_MAX_DEPTH);
     if (depth == -EBUSY) {
         hl_engine_snapshot_end();
         PyErr_SetString(PyExc_RuntimeError, "_current_stack cannot run while profiling");
         return NULL;
     }
-    PyObject *list = depth < 0 ? NULL : hl_convert_stack(&view, frames, depth);
+    PyObject *list = depth < 0 ? NULL : hl_convert_stack_locked(&view, frames, depth);
     hl_engine_snapshot_end();
     if (depth < 0) PyErr_SetString(PyExc_RuntimeError, "the stack could not be read");
     return list;

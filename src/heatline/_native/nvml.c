@@ -1,8 +1,8 @@
 /* nvml.c: GPU device sampling through NVML. See nvml.h.
  *
- * The sampler thread calls hl_nvml_tick at every tick (through the GPU part); every 100 ms it
- * reads each device's utilisation and memory in use into per-device timelines and counters
- * (mean utilisation, the share of samples at 0%, peak memory).
+ * The sampler thread calls hl_nvml_tick_locked at every tick (through the GPU part); every
+ * 100 ms it reads each device's utilisation and memory in use into per-device timelines and
+ * counters (mean utilisation, the share of samples at 0%, peak memory).
  */
 #define _GNU_SOURCE
 #include "nvml.h"
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "engine_part.h" /* the lock its results are read and written under */
 #include "gpu_abi.h"
 
 #define SAMPLE_PERIOD_NS 100000000u /* every 100 ms */
@@ -26,7 +27,8 @@ static struct {
     hl_nvml_results r;
 } nvml;
 
-const hl_nvml_results *hl_nvml_results_get(void) {
+const hl_nvml_results *hl_nvml_results_get_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     return &nvml.r;
 }
 
@@ -72,7 +74,9 @@ int hl_nvml_open(void *lib) {
 }
 
 /* A point of every device's timelines at t (ns since the session's start). */
-static void sample(uint64_t t) {
+static void sample_locked(uint64_t t) {
+    HL_ASSERT_ENGINE_LOCKED();
+    HL_ASSERT(nvml.r.ndevices <= HL_NVML_MAX_DEVICES);
     for (unsigned i = 0; i < nvml.r.ndevices; i++) {
         hl_nvml_device *d = &nvml.r.devices[i];
         hl_nvmlUtilization_t utilization;
@@ -95,27 +99,31 @@ static void sample(uint64_t t) {
     }
 }
 
-void hl_nvml_start(uint64_t start_ns) {
+void hl_nvml_start_locked(uint64_t start_ns) {
+    HL_ASSERT_ENGINE_LOCKED();
     nvml.on = 1;
     nvml.start_ns = start_ns;
-    sample(0); /* a first point at the start */
+    sample_locked(0); /* a first point at the start */
     nvml.next_sample_ns = start_ns + SAMPLE_PERIOD_NS;
 }
 
-void hl_nvml_tick(uint64_t now_ns) {
+void hl_nvml_tick_locked(uint64_t now_ns) {
+    HL_ASSERT_ENGINE_LOCKED();
     if (!nvml.on || now_ns < nvml.next_sample_ns) return;
     nvml.next_sample_ns = now_ns + SAMPLE_PERIOD_NS;
-    sample(now_ns - nvml.start_ns);
+    sample_locked(now_ns - nvml.start_ns);
 }
 
-void hl_nvml_stop(void) {
+void hl_nvml_stop_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     if (!nvml.on) return;
-    sample(hl_now_ns() - nvml.start_ns); /* a last point at the end */
+    sample_locked(hl_now_ns() - nvml.start_ns); /* a last point at the end */
     nvml.nvmlShutdown();
     nvml.on = 0; /* the devices' results stay readable */
 }
 
-void hl_nvml_reset(void) {
+void hl_nvml_reset_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     for (unsigned i = 0; i < nvml.r.ndevices; i++) {
         hl_timeline_free(&nvml.r.devices[i].util);
         hl_timeline_free(&nvml.r.devices[i].used);

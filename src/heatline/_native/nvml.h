@@ -42,15 +42,15 @@ int hl_nvml_open(void *lib);
 /* Engine lock held. Start: sampling is on, a first point is taken at t = 0 (start_ns, the
  * session's start, is the origin of every timeline). Tick: every 100 ms, a point. Stop: a last
  * point, then NVML is shut down; the results stay readable. Reset: forgets the results. */
-void hl_nvml_start(uint64_t start_ns);
-void hl_nvml_tick(uint64_t now_ns);
-void hl_nvml_stop(void);
-void hl_nvml_reset(void);
+void hl_nvml_start_locked(uint64_t start_ns);
+void hl_nvml_tick_locked(uint64_t now_ns);
+void hl_nvml_stop_locked(void);
+void hl_nvml_reset_locked(void);
 
 /* In the child of fork(): NVML's state does not survive it; the child samples nothing. */
 void hl_nvml_after_fork_child(void);
 
 /* The results (engine lock held). */
-const hl_nvml_results *hl_nvml_results_get(void);
+const hl_nvml_results *hl_nvml_results_get_locked(void);
 
 #endif

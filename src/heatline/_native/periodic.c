@@ -13,6 +13,7 @@ static uint64_t next_ns;
 static int requested;         /* a pending call is queued and has not run yet */
 
 void hl_periodic_set(uint64_t period, PyObject *new_callback) {
+    HL_ASSERT(PyGILState_Check()); /* the callback's references are the GIL's to change */
     PyObject *old = callback;
     callback = NULL;
     __atomic_store_n(&period_ns, 0, __ATOMIC_RELAXED);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "frames.h"
+#include "lock.h"
 #include "stats.h"
 
 /* One entry of the thread registry: an OS thread that runs Python code. */
@@ -34,10 +35,14 @@ typedef struct hl_thread {
 } hl_thread;
 
 /* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it
- * ticks; everything below `lock` is read and written under it. */
+ * ticks; everything below `lock` is read and written under it.
+ *
+ * *lock is the engine lock, and every function below is called with it held: they are the
+ * engine room's own helpers, never called from elsewhere, so that contract is stated here once
+ * rather than with the _locked suffix the rest of the engine uses (engine.h). */
 typedef struct hl_sampler {
     /* Set by the engine before hl_sampler_spawn. */
-    pthread_mutex_t *lock;
+    hl_lock *lock;
     hl_stats *stats;
     uint64_t interval_ns;
     long main_native_id;
