@@ -3,10 +3,11 @@
  * of engine functions a part may call (the lock, the tables, the line a thread is on, the
  * pause flag).
  *
- * The parts (memory.c, gpu.c, control.c, periodic.c) include this header and never engine.h,
- * which is the binding's: engine.c, which implements both, may then include the parts' own
- * headers to serve the binding (engine.h) without an include cycle. engine.h includes this
- * header, so what is declared here is the binding's too (hl_config, the lock).
+ * The parts (memory.c, gpu.c, control.c, periodic.c, and the files they are made of) include
+ * this header and never engine.h, which is the binding's: engine.c, which implements both, may
+ * then include the parts' own headers to serve the binding (engine.h) without an include
+ * cycle. engine.h includes this header, so what is declared here is the binding's too: it
+ * builds an hl_config, and pause() calls hl_engine_wait_for_tick.
  */
 #ifndef HEATLINE_ENGINE_PART_H
 #define HEATLINE_ENGINE_PART_H
