@@ -9,9 +9,10 @@ import os
 from setuptools import Extension, setup
 
 NATIVE = "src/heatline/_native"
-SOURCES = ["module.c", "engine.c", "sampler.c", "memory.c", "memhooks.c", "livetable.c", "got.c"]
-SOURCES += ["frames.c", "stats.c", "linetable.c", "memread.c", "compat.c", "gpu.c", "control.c"]
-SOURCES += ["scope.c", "sigterm.c", "periodic.c"]
+SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhooks.c"]
+SOURCES += ["livetable.c", "got.c", "frames.c", "stats.c", "linetable.c", "memread.c"]
+SOURCES += ["compat.c", "control.c"]
+SOURCES += ["scope.c", "sigterm.c", "periodic.c", "gpu.c", "nvml.c", "cupti.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []
@@ -24,6 +25,12 @@ if os.environ.get("HEATLINE_SANITIZE"):
     extra_link_args += ["-fsanitize=address,undefined"]
 if os.environ.get("HEATLINE_WERROR"):
     extra_compile_args.append("-Werror")
+# HEATLINE_DEBUG=1 compiles in the engine's checks of its own contracts (HL_ASSERT, debug.h: the
+# engine lock held where a function needs it, what the tables hold); the ASan build has them
+# too. A plain build leaves them out, so they cost the hooks and the tick nothing.
+define_macros = []
+if os.environ.get("HEATLINE_DEBUG") or os.environ.get("HEATLINE_SANITIZE"):
+    define_macros.append(("HEATLINE_DEBUG", "1"))
 
 setup(
     ext_modules=[
@@ -32,6 +39,7 @@ setup(
             sources=[f"{NATIVE}/{name}" for name in SOURCES],
             depends=[os.path.join(NATIVE, n) for n in os.listdir(NATIVE) if n.endswith(".h")],
             extra_compile_args=extra_compile_args,
+            define_macros=define_macros,
             extra_link_args=extra_link_args,
         )
     ]

@@ -66,17 +66,45 @@ def test_find_cycle_sees_a_cycle():
 
 def test_no_include_cycle_between_rooms():
     graph = _dependencies()
-    assert {"engine", "sampler", "memory", "gpu", "module"} <= set(graph)
+    assert {"engine", "sampler", "memory", "gpu", "nvml", "cupti", "module"} <= set(graph)
     assert _find_cycle(graph) is None
 
 
 def test_engine_state_is_private_to_the_engine_room():
-    """Only engine.c sees the sampler's state; the parts and the binding talk to engine.h."""
+    """Only engine.c sees the sampler's state; the binding talks to engine.h, the parts to
+    engine_part.h (never to engine.h, which is the binding's)."""
     users = {p.name for p in _sources() if "sampler.h" in _includes(p)}
     assert users == {"engine.c", "sampler.c"}
     assert "engine.h" in _includes(NATIVE / "module.c")
-    assert "engine.h" in _includes(NATIVE / "memory.c")
-    assert "engine.h" in _includes(NATIVE / "gpu.c")
+    for part in ("memory.c", "gpu.c", "cupti.c", "control.c", "periodic.c"):
+        assert "engine_part.h" in _includes(NATIVE / part), part
+    engine_h_users = {p.name for p in _sources() if "engine.h" in _includes(p)}
+    assert engine_h_users == {"engine.c", "module.c", "convert.c", "convert.h"}
+
+
+def test_the_binding_reaches_the_engine_through_engine_h_only():
+    """module.c (arguments and calls) and convert.c (results) include no header of the engine's
+    rooms but engine.h: what they need of a part (pause's record, the periodic callback,
+    SIGTERM's chaining, the parts' results) goes through an engine function or the snapshot
+    view, so a part can change without the binding knowing."""
+    binding = {"module.c": {"engine.h", "convert.h"}, "convert.c": {"engine.h", "convert.h"},
+               "convert.h": {"engine.h"}}
+    for name, allowed in binding.items():
+        ours = {h for h in _includes(NATIVE / name) if (NATIVE / h).exists()}
+        assert ours == allowed, name
+
+
+def test_each_gpu_library_has_a_room_of_its_own():
+    """NVML is bound and called from nvml.c only, CUPTI from cupti.c only; gpu.c is the glue that
+    loads both and drives them (gpu_abi.h declares what both use)."""
+    for path in _sources():
+        text = path.read_text(encoding="utf-8")
+        if path.name == "gpu_abi.h":
+            continue
+        if re.search(r"\bhl_nvml\w*_fn\b", text):
+            assert path.name == "nvml.c", path.name
+        if re.search(r"\bhl_cupti\w*_fn\b", text):
+            assert path.name == "cupti.c", path.name
 
 
 def test_every_file_names_its_room_in_its_header_comment():

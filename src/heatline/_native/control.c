@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "engine.h"
+#include "engine_part.h"
 
 #define PATH_BYTES 4096
 
@@ -76,6 +76,7 @@ void hl_control_set_paused(int paused) {
     paused = paused ? 1 : 0;
     pthread_mutex_lock(&ctl.lock);
     hl_engine_set_paused(paused);
+    HL_ASSERT(ctl.nchanges <= HL_CONTROL_MAX_CHANGES);
     if (paused != ctl.paused && ctl.stop_ns == 0) {
         if (ctl.nchanges < HL_CONTROL_MAX_CHANGES) ctl.changes[ctl.nchanges++] = hl_now_ns();
         else ctl.dropped++;
@@ -97,7 +98,8 @@ static int open_private(const char *path, int flags) {
     return fd;
 }
 
-static void read_command(void) {
+static void read_command_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     char text[64];
     int fd = open_private(ctl.command, O_RDONLY);
     if (fd < 0) return;
@@ -114,7 +116,8 @@ static void read_command(void) {
     ctl.applied = seq;
 }
 
-static void write_state(void) {
+static void write_state_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     int paused = hl_engine_paused();
     if (ctl.written == ctl.applied && ctl.written_paused == paused) return;
     char text[64];
@@ -128,13 +131,14 @@ static void write_state(void) {
     close(fd);
 }
 
-static void control_wake(uint64_t now_ns) {
+static void control_wake_locked(uint64_t now_ns) {
+    HL_ASSERT_ENGINE_LOCKED();
     /* The paths change only under the engine lock, which the sampler holds here; the sequence
      * numbers are the sampler thread's alone while a session runs. */
     if (ctl.command[0] == '\0' || now_ns < ctl.next_poll_ns) return;
     ctl.next_poll_ns = now_ns + HL_CONTROL_POLL_NS;
-    read_command();
-    write_state();
+    read_command_locked();
+    write_state_locked();
 }
 
 size_t hl_control_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dropped) {
@@ -163,6 +167,6 @@ size_t hl_control_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dro
 const hl_engine_part hl_control_part = {
     .start = control_start,
     .stop = control_stop,
-    .wake = control_wake,
+    .wake = control_wake_locked,
     .after_fork_child = control_after_fork_child,
 };

@@ -16,7 +16,7 @@
 #define HL_CONTROL_POLL_NS 100000000u /* 100 ms */
 #define HL_CONTROL_MAX_CHANGES 4096   /* on/off changes recorded; later ones are counted */
 
-/* The engine part (engine.h: hl_control_part) starts with the session, taking the paths of the
+/* The engine part (engine_part.h: hl_control_part) starts with the session, taking the paths of the
  * command and state files from hl_config (NULL: no control from outside; the on/off record is
  * still kept; a path too long fails the start with -ENAMETOOLONG), polls the command file at
  * each wake-up of the sampler thread, paused or not, and ends the record when the session

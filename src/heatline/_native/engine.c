@@ -1,9 +1,10 @@
-/* engine.c: the engine room. See engine.h.
+/* engine.c: the engine room. See engine.h (the binding's side) and engine_part.h (the parts').
  *
  * One engine per process (hl_the_engine below): the lock, the tables (stats.h), the sampler's
- * state (sampler.h) and the parts (memory.c, gpu.c) that plug in through hl_engine_part. This
- * file holds the lifecycle (start, stop, pause, fork, reset) and what the parts and the binding
- * may read; it does no sampling itself.
+ * state (sampler.h) and the parts (memory.c, gpu.c, control.c, periodic.c) that plug in through
+ * hl_engine_part. This file holds the lifecycle (start, stop, pause, fork, reset), what the
+ * parts and the binding may read, and the few calls the binding makes to a part, passed on;
+ * it does no sampling itself.
  *
  * Locking: a part's start or stop runs without the engine lock (it may take it); the
  * sampler thread holds it for each tick, readers for each snapshot. The Python allocator hooks
@@ -20,15 +21,19 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "compat.h"
+#include "control.h"
 #include "memread.h"
+#include "periodic.h"
 #include "sampler.h"
+#include "sigterm.h"
 
 typedef struct hl_engine {
-    pthread_mutex_t lock;
+    hl_lock lock; /* the engine lock (engine_part.h) */
     int running;   /* a session is on (changed only by start/stop/fork child) */
     int suspended; /* running, but the thread is stopped around a fork() */
     hl_config config; /* the session's settings (its scope moved into the walker) */
@@ -37,7 +42,7 @@ typedef struct hl_engine {
 } hl_engine;
 
 static hl_engine hl_the_engine = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = HL_LOCK_INITIALIZER,
 };
 
 static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part, &hl_control_part,
@@ -58,13 +63,19 @@ static void leave_engine(void) {
 
 void hl_engine_lock(void) {
     enter_engine();
-    pthread_mutex_lock(&hl_the_engine.lock);
+    hl_lock_acquire(&hl_the_engine.lock);
 }
 
 void hl_engine_unlock(void) {
-    pthread_mutex_unlock(&hl_the_engine.lock);
+    hl_lock_release(&hl_the_engine.lock);
     leave_engine();
 }
+
+#if HL_DEBUG
+int hl_engine_lock_held(void) {
+    return hl_lock_held(&hl_the_engine.lock);
+}
+#endif
 
 /* ---- the lock, taken from a hook ------------------------------------------------------------ */
 
@@ -91,13 +102,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static int wait_for_lock_runnable(pthread_mutex_t *lock, uint64_t began) {
+static int wait_for_lock_runnable(hl_lock *lock, uint64_t began) {
     int yielding = 0;
     for (unsigned i = 1;; i++) {
         if (yielding) sched_yield();
         else cpu_relax();
         if (yielding || i % 64 == 0) {
-            if (pthread_mutex_trylock(lock) == 0) return 1;
+            if (hl_lock_try(lock)) return 1;
             uint64_t waited = hl_now_ns() - began;
             if (waited > HOOK_YIELD_NS) return 0;
             yielding = waited > HOOK_SPIN_NS;
@@ -106,8 +117,8 @@ static int wait_for_lock_runnable(pthread_mutex_t *lock, uint64_t began) {
 }
 
 void hl_engine_lock_from_hook(void) {
-    pthread_mutex_t *lock = &hl_the_engine.lock;
-    if (pthread_mutex_trylock(lock) == 0) return;
+    hl_lock *lock = &hl_the_engine.lock;
+    if (hl_lock_try(lock)) return;
     long self = (long)gettid();
     long *slot = NULL;
     for (int i = 0; i < WAITING_SLOTS && slot == NULL; i++) {
@@ -117,9 +128,9 @@ void hl_engine_lock_from_hook(void) {
             slot = &waiting[i];
     }
     uint64_t began = hl_now_ns();
-    if (!wait_for_lock_runnable(lock, began)) pthread_mutex_lock(lock);
+    if (!wait_for_lock_runnable(lock, began)) hl_lock_acquire(lock);
     if (slot != NULL) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
-    /* The profiler's own doing, which the sampler charges as busy (see engine.h): measured so
+    /* The profiler's own doing, which the sampler charges as busy (see engine_part.h): measured so
      * that the report can say how much of a thread's time it was, and the tests can tell it
      * from the program's own blocking. */
     hl_thread *t = hl_sampler_find_thread(&hl_the_engine.sampler, self);
@@ -127,7 +138,7 @@ void hl_engine_lock_from_hook(void) {
 }
 
 void hl_engine_unlock_from_hook(void) {
-    pthread_mutex_unlock(&hl_the_engine.lock);
+    hl_lock_release(&hl_the_engine.lock);
 }
 
 /* The sampler's waiting_for_lock: lock-free. */
@@ -143,11 +154,13 @@ int hl_engine_paused(void) {
     return __atomic_load_n(&hl_the_engine.sampler.paused, __ATOMIC_RELAXED);
 }
 
-hl_stats *hl_engine_stats(void) {
+hl_stats *hl_engine_stats_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     return &hl_the_engine.stats;
 }
 
-uint32_t hl_engine_current_line(void) {
+uint32_t hl_engine_current_line_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     hl_engine *e = &hl_the_engine;
     const hl_sampler *s = &e->sampler;
     uintptr_t tstate = (uintptr_t)PyGILState_GetThisThreadState();
@@ -168,12 +181,14 @@ uint32_t hl_engine_current_line(void) {
 
 /* ---- the sampler's callbacks ---------------------------------------------------------------- */
 
-static void parts_tick(uint64_t now_ns) {
+static void parts_tick_locked(uint64_t now_ns) {
+    HL_ASSERT_ENGINE_LOCKED();
     for (size_t i = 0; i < NPARTS; i++)
         if (parts[i]->tick) parts[i]->tick(now_ns);
 }
 
-static void parts_wake(uint64_t now_ns) {
+static void parts_wake_locked(uint64_t now_ns) {
+    HL_ASSERT_ENGINE_LOCKED();
     for (size_t i = 0; i < NPARTS; i++)
         if (parts[i]->wake) parts[i]->wake(now_ns);
 }
@@ -183,13 +198,13 @@ static void parts_wake(uint64_t now_ns) {
 /* fork(): the child has no sampler thread. Holding the lock across fork() gives the child
  * consistent tables; the child then marks the engine stopped so stop() is a no-op there. */
 static void before_fork(void) {
-    pthread_mutex_lock(&hl_the_engine.lock);
+    hl_lock_acquire(&hl_the_engine.lock);
 }
 static void after_fork_parent(void) {
-    pthread_mutex_unlock(&hl_the_engine.lock);
+    hl_lock_release(&hl_the_engine.lock);
 }
 static void after_fork_child(void) {
-    pthread_mutex_init(&hl_the_engine.lock, NULL);
+    hl_lock_reinit(&hl_the_engine.lock);
     hl_the_engine.running = 0;
     hl_the_engine.suspended = 0;
     hl_the_engine.sampler.stop_requested = 0;
@@ -197,7 +212,8 @@ static void after_fork_child(void) {
         if (parts[i]->after_fork_child) parts[i]->after_fork_child();
 }
 
-static void reset_results(hl_engine *e) {
+static void reset_results_locked(hl_engine *e) {
+    HL_ASSERT_ENGINE_LOCKED();
     hl_sampler_reset(&e->sampler);
     hl_walker_clear(&e->sampler.walker); /* code entries point into the tables cleared next */
     for (size_t i = 0; i < NPARTS; i++) /* their results refer to lines in the tables */
@@ -206,7 +222,8 @@ static void reset_results(hl_engine *e) {
 }
 
 /* The walker's layout, for the test hooks outside a session (lock held). */
-static void prepare_walker(hl_engine *e) {
+static void prepare_walker_locked(hl_engine *e) {
+    HL_ASSERT_ENGINE_LOCKED();
     if (!e->running) {
         hl_compat_init(&e->sampler.walker.layout);
         e->sampler.walker.stats = &e->stats;
@@ -220,14 +237,14 @@ int hl_engine_start(hl_config *config) {
     hl_sampler *s = &e->sampler;
     int err = 0;
 
-    pthread_mutex_lock(&e->lock);
+    hl_lock_acquire(&e->lock);
     if (e->running) {
         err = -EBUSY;
         goto fail_locked;
     }
     err = hl_memread_init();
     if (err != 0) goto fail_locked;
-    reset_results(e);
+    reset_results_locked(e);
     hl_compat_init(&s->walker.layout);
     s->walker.scope = config->scope;
     memset(&config->scope, 0, sizeof(config->scope));
@@ -240,8 +257,8 @@ int hl_engine_start(hl_config *config) {
     s->main_native_id = config->main_native_id;
     s->paused = config->paused;
     s->on_thread_start = enter_engine; /* for good: nothing the sampler allocates is sampled */
-    s->after_tick = parts_tick;
-    s->on_wake = parts_wake;
+    s->after_tick = parts_tick_locked;
+    s->on_wake = parts_wake_locked;
     s->waiting_for_lock = thread_waiting;
     e->suspended = 0;
     hl_sampler_prepare(s);
@@ -253,8 +270,9 @@ int hl_engine_start(hl_config *config) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         atfork_registered = 1;
     }
-    pthread_mutex_unlock(&e->lock);
+    hl_lock_release(&e->lock);
     for (size_t i = 0; i < NPARTS; i++) {
+        HL_ASSERT(!hl_engine_lock_held()); /* a part's start may take it */
         err = parts[i]->start ? parts[i]->start(&e->config) : 0;
         if (err != 0) break;
     }
@@ -268,7 +286,7 @@ int hl_engine_start(hl_config *config) {
 fail_cond:
     hl_sampler_release(s);
 fail_locked:
-    pthread_mutex_unlock(&e->lock);
+    hl_lock_release(&e->lock);
     hl_scope_clear(&config->scope);
     return err;
 }
@@ -279,34 +297,36 @@ void hl_engine_start_released(void) {
 }
 
 void hl_engine_stop_released(void) {
+    HL_ASSERT(!hl_engine_lock_held()); /* the parts' stops may take it */
     for (size_t i = 0; i < NPARTS; i++)
         if (parts[i]->stop_released) parts[i]->stop_released();
 }
 
 void hl_engine_stop_parts(void) {
+    HL_ASSERT(!hl_engine_lock_held());
     for (size_t i = 0; i < NPARTS; i++)
         if (parts[i]->stop) parts[i]->stop();
 }
 
 void hl_engine_stop(void) {
     hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
+    hl_lock_acquire(&e->lock);
     if (!e->running) {
-        pthread_mutex_unlock(&e->lock);
+        hl_lock_release(&e->lock);
         return;
     }
     if (!e->suspended) hl_sampler_join(&e->sampler);
     e->running = 0;
     e->suspended = 0;
     hl_sampler_release(&e->sampler);
-    pthread_mutex_unlock(&e->lock);
+    hl_lock_release(&e->lock);
 }
 
 void hl_engine_release_after_fork(void) {
     hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
+    hl_lock_acquire(&e->lock);
     int running = e->running;
-    pthread_mutex_unlock(&e->lock);
+    hl_lock_release(&e->lock);
     if (running) return;
     for (size_t i = 0; i < NPARTS; i++)
         if (parts[i]->release_after_fork) parts[i]->release_after_fork();
@@ -314,19 +334,19 @@ void hl_engine_release_after_fork(void) {
 
 void hl_engine_suspend_for_fork(void) {
     hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
+    hl_lock_acquire(&e->lock);
     if (e->running && !e->suspended) {
         hl_sampler_join(&e->sampler);
         e->suspended = 1;
     }
-    pthread_mutex_unlock(&e->lock);
+    hl_lock_release(&e->lock);
 }
 
 static void respawn_sampler(void) {
     hl_engine *e = &hl_the_engine;
-    pthread_mutex_lock(&e->lock);
+    hl_lock_acquire(&e->lock);
     if (e->running && e->suspended && hl_sampler_spawn(&e->sampler) == 0) e->suspended = 0;
-    pthread_mutex_unlock(&e->lock);
+    hl_lock_release(&e->lock);
 }
 
 /* The thread that forked and its Python stack depth at the after_in_parent hook, for
@@ -370,10 +390,24 @@ void hl_engine_set_paused(int paused) {
     __atomic_store_n(&hl_the_engine.sampler.paused, paused ? 1 : 0, __ATOMIC_RELAXED);
 }
 
+/* ---- what the binding asks of a part ------------------------------------------------------- */
+
+void hl_engine_pause(int paused) {
+    hl_control_set_paused(paused); /* the record is the control part's */
+}
+
+void hl_engine_set_periodic(uint64_t period_ns, PyObject *callback) {
+    hl_periodic_set(period_ns, callback);
+}
+
+int hl_engine_chain_sigterm(void) {
+    return hl_sigterm_chain();
+}
+
 void hl_engine_wait_for_tick(void) {
     /* A tick runs with the lock held, from its check of the paused flag to its last charge. */
-    pthread_mutex_lock(&hl_the_engine.lock);
-    pthread_mutex_unlock(&hl_the_engine.lock);
+    hl_lock_acquire(&hl_the_engine.lock);
+    hl_lock_release(&hl_the_engine.lock);
 }
 
 int hl_engine_running(void) {
@@ -394,11 +428,16 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->lost_ns = e->sampler.lost_ns;
     view->max_gap_ns = e->sampler.max_gap_ns;
     view->max_tick_ns = e->sampler.max_tick_ns;
+    HL_ASSERT(!e->suspended || e->running); /* suspended: running, its thread joined for a fork */
     view->stats = &e->stats;
     view->nthreads = e->sampler.nthreads;
+    view->memory = hl_memory_totals_get_locked();
+    view->gpu = hl_gpu_results_get_locked();
 }
 
-void hl_engine_thread_stat(size_t index, hl_thread_stat *out) {
+void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out) {
+    HL_ASSERT_ENGINE_LOCKED();
+    HL_ASSERT(index < hl_the_engine.sampler.nthreads);
     const hl_thread *t = &hl_the_engine.sampler.threads[index];
     out->native_id = t->native_id;
     out->main = t->main;
@@ -406,6 +445,10 @@ void hl_engine_thread_stat(size_t index, hl_thread_stat *out) {
     out->unattributed_ns = t->unattributed_ns;
     out->cpu_ns = t->cpu_ns;
     out->engine_wait_ns = t->engine_wait_ns;
+}
+
+size_t hl_engine_profiled_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dropped) {
+    return hl_control_periods(periods, capacity, dropped);
 }
 
 void hl_engine_snapshot_end(void) {
@@ -418,18 +461,27 @@ int hl_engine_line_of(uintptr_t code, int offset, int *line) {
     hl_engine_lock();
     int running = e->running;
     if (!running) {
-        prepare_walker(e);
+        prepare_walker_locked(e);
         *line = hl_walker_line_of(&e->sampler.walker, code, offset, &ok);
     }
     hl_engine_unlock();
     return running ? -EBUSY : ok ? 0 : -EFAULT;
 }
 
-int hl_engine_walk(uintptr_t tstate, hl_frame *frames, int max_depth) {
+int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth) {
+    HL_ASSERT_ENGINE_LOCKED();
     hl_engine *e = &hl_the_engine;
     if (e->running) return -EBUSY;
-    prepare_walker(e);
+    prepare_walker_locked(e);
     int flags;
     int depth = hl_walk(&e->sampler.walker, tstate, frames, max_depth, &flags, NULL);
     return depth < 0 ? -EFAULT : depth;
+}
+
+void hl_engine_hold_lock(uint64_t ns) {
+    struct timespec hold = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    hl_engine_lock();
+    while (nanosleep(&hold, &hold) != 0 && errno == EINTR) {
+    }
+    hl_engine_unlock();
 }

@@ -1,12 +1,26 @@
 /* engine.h: the engine room: the one engine of this process, its state, its lock and its
- * lifecycle (start, stop, pause, fork, reset) and the read side (snapshot).
+ * lifecycle (start, stop, pause, fork, reset) and the read side (snapshot), as the Python
+ * binding (module.c, convert.c) sees it.
  *
  * The engine is made of the sampler thread (sampler.c, the tick), which charges time, and of
- * parts that charge into the same tables: the memory part (memory.c, memhooks.c, livetable.c)
- * and the GPU part (gpu.c). The engine calls the parts at its lifecycle points through
- * hl_engine_part (a new part adds one to the list in engine.c); the parts call the engine only
- * through the narrow functions at the end of this file. The Python binding (module.c) calls the
- * engine through this header only (it includes memory.h and gpu.h for their results' types).
+ * parts that charge into the same tables: the memory part (memory.c, memhooks.c, livetable.c),
+ * the GPU part (gpu.c, nvml.c, cupti.c), heatline ctl's on/off control (control.c) and
+ * --profile-interval's writes (periodic.c). The engine calls the parts at its lifecycle points
+ * through hl_engine_part, and the parts call the engine only through the narrow functions of
+ * engine_part.h (a new part adds one to the list in engine.c). The binding calls the engine
+ * through this header only: what it asks of a part (pause's record, the periodic callback,
+ * SIGTERM's chaining, the parts' results) goes through an engine function that delegates.
+ *
+ * Lock contracts. One lock, the engine lock (hl_engine_lock, engine_part.h), guards the
+ * engine's tables, the sampler's state and the parts' results. A function whose name ends in
+ * _locked is called with it held by the calling thread and never takes it; a function without
+ * the suffix either takes it itself, and so must not be called with it held (it does not
+ * nest), or needs no lock (its comment says lock-free, or names the lock of its own it takes).
+ * The sampler's functions (sampler.h), the engine room's private half, all run under the lock
+ * and say so once there. Debug builds (debug.h: HEATLINE_DEBUG, which the ASan build sets)
+ * check the contracts: the lock records its holder (lock.h), every _locked function checks it
+ * on entry (HL_ASSERT_ENGINE_LOCKED) and taking it twice fails a check instead of hanging.
+ * Release builds compile the checks out, so the tick and the allocation hooks pay nothing.
  */
 #ifndef HEATLINE_ENGINE_H
 #define HEATLINE_ENGINE_H
@@ -14,22 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine_part.h" /* hl_config, the lock */
 #include "frames.h"
-#include "scope.h" /* hl_config.scope: which files are user code */
+#include "gpu.h"    /* the GPU part's results, in the snapshot */
+#include "memory.h" /* the memory part's results, likewise */
 #include "stats.h"
-
-typedef struct hl_config {
-    uint64_t interval_ns;      /* mean time between ticks; 0: 10 ms */
-    long main_native_id;
-    int paused;
-    hl_scope scope;            /* ownership moves to the engine */
-    uint8_t opcode_flags[256]; /* HL_OP_* flags per opcode (frames.h) */
-    uint64_t memory_window;    /* bytes between memory samples on average; 0: no memory */
-    int gpu_mode;              /* enum hl_gpu_mode (gpu.h) */
-    /* heatline ctl's command and state files (control.h), or NULL: read during
-     * hl_engine_start only (the control part copies them). */
-    const char *control_command, *control_state;
-} hl_config;
 
 /* ---- the lifecycle (called by module.c) --------------------------------------------------- */
 
@@ -52,17 +55,25 @@ void hl_engine_stop_released(void);
 void hl_engine_stop_parts(void);
 void hl_engine_stop(void);
 
-void hl_engine_set_paused(int paused);
+/* pause() (1) and resume() (0) for the program (heatline.pause()/resume()): the flag, and the
+ * change recorded for the profile's profiled periods (control.h). After a pause, call
+ * hl_engine_wait_for_tick (engine_part.h) with the GIL released. */
+void hl_engine_pause(int paused);
+
+/* --profile-interval: with the GIL, every period_ns (0: never) from now, callback() is called
+ * in the main thread, the engine paused meanwhile (periodic.h). */
+struct _object; /* PyObject, as in periodic.h */
+void hl_engine_set_periodic(uint64_t period_ns, struct _object *callback);
+
+/* After Python's SIGTERM handler is installed (by the main thread): chains a C handler in front
+ * of it so that it runs even when the signal races a blocking call (sigterm.h). Returns 0, or
+ * -1 when SIGTERM has no handler to chain. */
+int hl_engine_chain_sigterm(void);
 
 /* In the child of os.fork() (os.register_at_fork(after_in_child=...)), GIL held: if no session
  * runs in this process (the parent's was marked stopped at the fork), the parts take out what
  * they installed, so that a child that profiles nothing runs at its plain speed. */
 void hl_engine_release_after_fork(void);
-
-/* Returns once no tick is under way: after hl_engine_set_paused(1), nothing the program does
- * from then on is charged (a tick that had read the flag before could otherwise charge the
- * code that follows pause()). Do not call with the engine lock held. */
-void hl_engine_wait_for_tick(void);
 
 /* Whether a session is on. */
 int hl_engine_running(void);
@@ -95,79 +106,29 @@ typedef struct hl_snapshot {
     uint64_t samples, sampled_ns, interval_ns, lost_ns;
     uint64_t max_gap_ns, max_tick_ns; /* the sampler's longest gap and longest tick */
     const hl_stats *stats; /* files, functions, lines, stacks */
-    size_t nthreads;       /* read each with hl_engine_thread_stat */
+    size_t nthreads;       /* read each with hl_engine_thread_stat_locked */
+    const hl_memory_totals *memory; /* the memory part's results (memory.h) */
+    const hl_gpu_results *gpu;      /* the GPU part's (gpu.h) */
 } hl_snapshot;
 
-/* Takes the engine lock and fills *view; the results (the parts' too: memory.h, gpu.h) stay
- * still until hl_engine_snapshot_end. The calling thread's own allocations are not sampled
- * meanwhile. */
+/* Takes the engine lock and fills *view; the results (the parts' too) stay still until
+ * hl_engine_snapshot_end. The calling thread's own allocations are not sampled meanwhile. */
 void hl_engine_snapshot_begin(hl_snapshot *view);
-void hl_engine_thread_stat(size_t index, hl_thread_stat *out);
+void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out);
+/* The periods when profiling was on, between begin and end (control.h, hl_control_periods). */
+size_t hl_engine_profiled_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dropped);
 void hl_engine_snapshot_end(void);
 
 /* Test hooks, with the GIL held: what the engine's own walker reads. Both return -EBUSY while
  * a session is on (the walker is then the sampler's), -EFAULT if the code object or the stack
  * could not be read. hl_engine_line_of: the line of a byte offset in a code object.
- * hl_engine_walk, between hl_engine_snapshot_begin and _end: writes tstate's stack to frames
+ * hl_engine_walk_locked, between hl_engine_snapshot_begin and _end: writes tstate's stack to frames
  * (innermost first; their ids resolve in the snapshot's stats) and returns its depth. */
 int hl_engine_line_of(uintptr_t code, int offset, int *line);
-int hl_engine_walk(uintptr_t tstate, hl_frame *frames, int max_depth);
+int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
 
-/* ---- the parts ------------------------------------------------------------------------------ */
-
-/* A part of the engine: what it does at each lifecycle point. Any function may be NULL. */
-typedef struct hl_engine_part {
-    /* With the GIL held and the engine lock NOT held, right after the thread started; 0 or
-     * -errno (the session then stops). */
-    int (*start)(const hl_config *config);
-    /* With the GIL released, after every part's start. */
-    void (*start_released)(const hl_config *config);
-    void (*stop_released)(void); /* GIL released, lock not held */
-    void (*stop)(void);          /* GIL held, lock not held */
-    void (*reset)(void);         /* lock held: forget results before the tables are cleared */
-    void (*tick)(uint64_t now_ns); /* the sampler thread, at every tick, lock held */
-    void (*wake)(uint64_t now_ns); /* the sampler thread, at every wake-up (paused or not),
-                                    * before the tick, lock held */
-    void (*after_fork_child)(void); /* in the child of fork(): the part records nothing there */
-    /* In the child of fork(), GIL held, once the interpreter is usable again, when no session
-     * is running there: take out what the part installed (the child runs as without it). */
-    void (*release_after_fork)(void);
-    /* Marks the calling thread as working inside the engine (nests): see hl_engine_lock. */
-    void (*enter)(void);
-    void (*leave)(void);
-} hl_engine_part;
-
-/* The parts, in the order they start (defined in their rooms). */
-extern const hl_engine_part hl_memory_part; /* memory.c */
-extern const hl_engine_part hl_gpu_part;    /* gpu.c */
-extern const hl_engine_part hl_control_part; /* control.c: heatline ctl, the on/off record */
-extern const hl_engine_part hl_periodic_part; /* periodic.c (--profile-interval) */
-
-/* ---- what the parts may call ---------------------------------------------------------------- */
-
-/* Serialise with the sampler (and the other parts) to read or charge results. The calling
- * thread is marked as inside the engine meanwhile: its own allocations are not sampled (the
- * hooks would take the lock again). */
-void hl_engine_lock(void);
-void hl_engine_unlock(void);
-
-/* The lock taken from inside an allocation hook, whose thread is already marked. A thread that
- * waits here while the sampler holds the lock (during a tick) would look blocked to that very
- * tick, and its time would be charged as system time: the profiler's own doing. Such a thread
- * announces itself first, and the sampler classifies it by what it was doing. */
-void hl_engine_lock_from_hook(void);
-void hl_engine_unlock_from_hook(void);
-
-/* Whether pause() is in effect. Lock-free. */
-int hl_engine_paused(void);
-
-/* The engine's tables (lock held). */
-hl_stats *hl_engine_stats(void);
-
-/* The line id of the calling thread's innermost user frame (HL_NO_LINE if none), read with the
- * engine's walker: the thread's own stack with plain loads, no GIL needed. A thread without a
- * Python thread state (a BLAS or OpenMP worker, a CUDA callback thread) is charged to the line
- * the main thread is on. Lock held. */
-uint32_t hl_engine_current_line(void);
+/* Test hook: holds the engine lock for ns nanoseconds, as a long tick or a snapshot would (call
+ * it with the GIL released). */
+void hl_engine_hold_lock(uint64_t ns);
 
 #endif

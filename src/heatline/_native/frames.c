@@ -9,6 +9,7 @@
 #include "array.h"
 #include "linetable.h"
 #include "memread.h"
+#include "unaligned.h"
 
 #define MAX_STRING (1u << 24)    /* longest file or function name copied, in code points */
 #define MAX_TABLE (1u << 20)     /* largest line table copied */
@@ -17,18 +18,6 @@
 #define MAX_FRAMES_VISITED 4096  /* guards against a cycle in a torn chain */
 
 /* ---- reading objects ----------------------------------------------------------------- */
-
-static uintptr_t word_at(const uint8_t *buffer, size_t offset) {
-    uintptr_t value;
-    memcpy(&value, buffer + offset, sizeof(value));
-    return value;
-}
-
-static int int_at(const uint8_t *buffer, size_t offset) {
-    int value;
-    memcpy(&value, buffer + offset, sizeof(value));
-    return value;
-}
 
 /* Appends code point cp as UTF-8 to out (capacity checked by the caller: 4 bytes free). */
 static size_t put_utf8(char *out, uint32_t cp) {
@@ -105,8 +94,8 @@ static int read_bytes_header(const hl_layout *l, uintptr_t address, size_t *leng
     uint8_t header[64];
     size_t need = l->bytes_data;
     if (need > sizeof(header) || hl_memread(header, address, need) != 0) return -1;
-    if (word_at(header, l->object_type) != (uintptr_t)&PyBytes_Type) return -1;
-    intptr_t size = (intptr_t)word_at(header, l->bytes_size);
+    if (hl_load_word(header, l->object_type) != (uintptr_t)&PyBytes_Type) return -1;
+    intptr_t size = (intptr_t)hl_load_word(header, l->bytes_size);
     if (size < 0) return -1;
     *length = (size_t)size;
     *data = address + l->bytes_data;
@@ -122,16 +111,16 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     char *path = NULL, *name = NULL, *qualname = NULL;
     memset(c, 0, sizeof(*c));
     c->address = address;
-    c->filename = word_at(header, l->code_filename);
-    c->name = word_at(header, l->code_name);
-    c->qualname = word_at(header, l->code_qualname);
-    c->linetable = word_at(header, l->code_linetable);
-    c->first_line = int_at(header, l->code_firstlineno);
+    c->filename = hl_load_word(header, l->code_filename);
+    c->name = hl_load_word(header, l->code_name);
+    c->qualname = hl_load_word(header, l->code_qualname);
+    c->linetable = hl_load_word(header, l->code_linetable);
+    c->first_line = hl_load_int(header, l->code_firstlineno);
     if (l->frame_model == HL_FRAMES_OBJECTS) {
-        c->bytecode = word_at(header, l->code_code);
+        c->bytecode = hl_load_word(header, l->code_code);
         if (read_bytes_header(l, c->bytecode, &c->code_bytes, &c->code_start) != 0) return -1;
     } else {
-        c->size = (intptr_t)word_at(header, l->code_size);
+        c->size = (intptr_t)hl_load_word(header, l->code_size);
         if (c->size < 0) return -1;
         c->code_start = address + l->code_adaptive;
         c->code_bytes = (size_t)c->size * 2;
@@ -173,13 +162,14 @@ fail_names:
 
 static int same_identity(const hl_walker *w, const hl_code *c, const uint8_t *header) {
     const hl_layout *l = &w->layout;
-    if (c->filename != word_at(header, l->code_filename)) return 0;
-    if (c->name != word_at(header, l->code_name)) return 0;
-    if (c->qualname != word_at(header, l->code_qualname)) return 0;
-    if (c->linetable != word_at(header, l->code_linetable)) return 0;
-    if (c->first_line != int_at(header, l->code_firstlineno)) return 0;
-    if (l->frame_model == HL_FRAMES_OBJECTS) return c->bytecode == word_at(header, l->code_code);
-    return c->size == (intptr_t)word_at(header, l->code_size);
+    if (c->filename != hl_load_word(header, l->code_filename)) return 0;
+    if (c->name != hl_load_word(header, l->code_name)) return 0;
+    if (c->qualname != hl_load_word(header, l->code_qualname)) return 0;
+    if (c->linetable != hl_load_word(header, l->code_linetable)) return 0;
+    if (c->first_line != hl_load_int(header, l->code_firstlineno)) return 0;
+    if (l->frame_model == HL_FRAMES_OBJECTS)
+        return c->bytecode == hl_load_word(header, l->code_code);
+    return c->size == (intptr_t)hl_load_word(header, l->code_size);
 }
 
 /* The cache entry for the code object at address, or NULL if it is not a readable code
@@ -188,7 +178,7 @@ static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
     const hl_layout *l = &w->layout;
     uint8_t header[HEADER_BUFFER];
     if (address == 0 || hl_memread(header, address, l->code_read_size) != 0) return NULL;
-    if (word_at(header, l->object_type) != l->code_type) return NULL;
+    if (hl_load_word(header, l->object_type) != l->code_type) return NULL;
 
     uint32_t index;
     int cached = hl_map_get(&w->code_index, address, &index);
@@ -261,9 +251,10 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
          * frames, which ends in NULL: followed, it looked like a whole stack of library frames
          * with no user frame, and its time was called unattributed. A frame being run is
          * always referenced. (ob_refcnt is the object's first word.) */
-        if (l->frame_model == HL_FRAMES_OBJECTS && (intptr_t)word_at(buffer, 0) <= 0) return depth;
-        uintptr_t code_address = word_at(buffer, l->frame_code);
-        uintptr_t previous = word_at(buffer, l->frame_previous);
+        if (l->frame_model == HL_FRAMES_OBJECTS && (intptr_t)hl_load_word(buffer, 0) <= 0)
+            return depth;
+        uintptr_t code_address = hl_load_word(buffer, l->frame_code);
+        uintptr_t previous = hl_load_word(buffer, l->frame_previous);
         if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&
             (int)(signed char)buffer[l->frame_owner] == l->owner_cstack) {
             frame = previous; /* a shim frame marking a C-stack entry: not Python code */
@@ -282,12 +273,12 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
         int offset_bytes;
         uintptr_t instruction;
         if (l->frame_model == HL_FRAMES_OBJECTS) {
-            int lasti = int_at(buffer, l->frame_instr);
+            int lasti = hl_load_int(buffer, l->frame_instr);
             offset_bytes =
                 lasti < 0 ? -1 : (l->linetable_format == HL_LNOTAB_39 ? lasti : lasti * 2);
             instruction = offset_bytes < 0 ? 0 : c->code_start + (uintptr_t)offset_bytes;
         } else {
-            instruction = word_at(buffer, l->frame_instr);
+            instruction = hl_load_word(buffer, l->frame_instr);
             offset_bytes =
                 instruction >= c->code_start && instruction < c->code_start + c->code_bytes
                     ? (int)(instruction - c->code_start)

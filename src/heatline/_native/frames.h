@@ -9,7 +9,7 @@
  * entry.
  *
  * The walker is the engine's (engine.c): the sampler thread walks with it at each tick, the
- * memory and GPU parts (hl_engine_current_line) and the test hooks under the engine lock;
+ * memory and GPU parts (hl_engine_current_line_locked) and the test hooks under the engine lock;
  * hl_walker_clear runs after the sampler has stopped.
  */
 #ifndef HEATLINE_FRAMES_H

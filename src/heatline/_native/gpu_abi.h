@@ -1,6 +1,7 @@
-/* gpu_abi.h: the few NVML and CUPTI declarations the GPU part of the engine uses, written from
- * NVIDIA's public API documentation so that heatline builds with no CUDA headers and no CUDA
- * library at build time (the libraries are loaded with dlopen at start; see gpu.c).
+/* gpu_abi.h: the few NVML and CUPTI declarations the GPU part of the engine uses (nvml.c,
+ * cupti.c), written from NVIDIA's public API documentation so that heatline builds with no CUDA
+ * headers and no CUDA library at build time (the libraries are loaded with dlopen at start; see
+ * gpu.c).
  *
  * Only what is used is declared. Activity records are read by byte offset, not through structs:
  * CUPTI fills the newest version of each record its own release knows (CUpti_ActivityKernel9 in
@@ -15,6 +16,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* A function declared below, bound from a dlopen handle (<dlfcn.h>): NULL when lib lacks it. */
+#define HL_GPU_RESOLVE(lib, type, symbol) ((type)dlsym(lib, #symbol))
 
 /* ---- NVML (libnvidia-ml.so.1) ------------------------------------------------------------ */
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_part.h" /* the engine lock, which writers hold */
+
 #define EMPTY 0u
 #define REMOVED 1u
 #define MIN_TABLE 4096u
@@ -135,12 +137,15 @@ int hl_live_contains(uintptr_t key) {
     return t != NULL && table_contains(t, key);
 }
 
-int hl_live_reserve(void) {
+int hl_live_reserve_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     return table_for_insert() == NULL ? -1 : 0;
 }
 
-void hl_live_add(uintptr_t key, hl_live_record record) {
+void hl_live_add_locked(uintptr_t key, hl_live_record record) {
+    HL_ASSERT_ENGINE_LOCKED();
     live_table *t = table;
+    HL_ASSERT(t != NULL && key > REMOVED); /* reserved first; 0 and 1 mark free slots */
     size_t i = slot_of(key) & t->mask;
     while (t->keys[i] != EMPTY && t->keys[i] != REMOVED) i = (i + 1) & t->mask;
     if (t->keys[i] == EMPTY) t->used++;
@@ -148,12 +153,15 @@ void hl_live_add(uintptr_t key, hl_live_record record) {
     filter_add(key);
     __atomic_store_n(&t->keys[i], key, __ATOMIC_RELEASE);
     t->live++;
+    HL_ASSERT(t->live <= t->used && t->used * 4 <= t->mask + 1); /* probes stay short */
 }
 
-int hl_live_take(uintptr_t key, hl_live_record *record) {
+int hl_live_take_locked(uintptr_t key, hl_live_record *record) {
+    HL_ASSERT_ENGINE_LOCKED();
     live_table *t = table;
     long slot = t ? table_find(t, key) : -1;
     if (slot < 0) return 0;
+    HL_ASSERT(t->live > 0);
     *record = t->records[slot];
     __atomic_store_n(&t->keys[slot], (uintptr_t)REMOVED, __ATOMIC_RELEASE);
     filter_remove(key);
@@ -161,7 +169,8 @@ int hl_live_take(uintptr_t key, hl_live_record *record) {
     return 1;
 }
 
-void hl_live_reset(void) {
+void hl_live_reset_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     live_table *t = table;
     __atomic_store_n(&table, NULL, __ATOMIC_RELEASE);
     table_free_all(t);

@@ -58,16 +58,16 @@ int hl_live_contains(uintptr_t key);
 /* The rest with the engine lock held. */
 
 /* Makes room for one more key. Returns 0, or -1 when out of memory. */
-int hl_live_reserve(void);
+int hl_live_reserve_locked(void);
 
-/* Lists key (not listed: hl_live_take it first), after hl_live_reserve returned 0. */
-void hl_live_add(uintptr_t key, hl_live_record record);
+/* Lists key (not listed: hl_live_take_locked it first), after hl_live_reserve_locked returned 0. */
+void hl_live_add_locked(uintptr_t key, hl_live_record record);
 
 /* Unlists key: 1 with its record in *record, or 0 if it was not listed. */
-int hl_live_take(uintptr_t key, hl_live_record *record);
+int hl_live_take_locked(uintptr_t key, hl_live_record *record);
 
 /* Forgets every key and frees every table (no free may be probing: the hooks are off or the
  * session is starting). */
-void hl_live_reset(void);
+void hl_live_reset_locked(void);
 
 #endif

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "debug.h"
 #include "got.h"
 #include "livetable.h"
 #include "stats.h"
@@ -464,5 +465,6 @@ void hl_memhooks_enter(void) {
     tls.inside++;
 }
 void hl_memhooks_leave(void) {
+    HL_ASSERT(tls.inside > 0); /* enter and leave pair up: hl_engine_lock and _unlock */
     tls.inside--;
 }

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "engine.h"
+#include "engine_part.h"
 #include "got.h"
 #include "livetable.h"
 #include "memhooks.h"
@@ -28,23 +28,29 @@ static struct {
 
 /* ---- charging (engine lock held) ---------------------------------------------------------- */
 
-static void program_changed(uint64_t t, uint32_t line) {
+static void program_changed_locked(uint64_t t, uint32_t line) {
+    HL_ASSERT_ENGINE_LOCKED();
     hl_memory_totals *m = &mem.totals;
     if (m->live > m->peak) {
         m->peak = m->live;
         m->peak_t_ns = t;
         m->peak_line = line;
     }
+    /* live is the sum of the weights in the live table: a free is subtracted only for a block
+     * the table listed, so it cannot go below 0. */
+    HL_ASSERT(m->live >= 0 && m->peak >= m->live);
     (void)hl_timeline_add(&m->timeline, HL_PROGRAM_TIMELINE_BUCKETS, t, m->live);
 }
 
 /* Subtracts a block that left the live table from its line and from the program. */
-static void forget_block(hl_live_record r, uint64_t now) {
+static void forget_block_locked(hl_live_record r, uint64_t now) {
+    HL_ASSERT_ENGINE_LOCKED();
     hl_memory_totals *m = &mem.totals;
     m->freed += r.weight;
     m->live -= (int64_t)r.weight;
     if (r.line != HL_NO_LINE) {
-        hl_line_memory *lm = hl_engine_stats()->lines[r.line].memory;
+        HL_ASSERT(r.line < hl_engine_stats_locked()->nlines); /* the table is reset with them */
+        hl_line_memory *lm = hl_engine_stats_locked()->lines[r.line].memory;
         if (lm != NULL) {
             lm->freed += r.weight;
             lm->freed_samples++;
@@ -52,7 +58,7 @@ static void forget_block(hl_live_record r, uint64_t now) {
             (void)hl_timeline_add(&lm->timeline, HL_LINE_TIMELINE_BUCKETS, now, lm->live);
         }
     }
-    program_changed(now, r.line);
+    program_changed_locked(now, r.line);
 }
 
 static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
@@ -62,13 +68,13 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
         return;
     }
     uint64_t now = hl_now_ns() - mem.start_ns;
-    uint32_t line = hl_engine_current_line();
+    uint32_t line = hl_engine_current_line_locked();
     hl_memory_totals *m = &mem.totals;
     m->samples++;
     m->alloc[kind] += weight;
     if (line == HL_NO_LINE) m->unattributed_alloc += weight;
 
-    if (hl_live_reserve() != 0) {
+    if (hl_live_reserve_locked() != 0) {
         m->untracked++;
         hl_engine_unlock_from_hook();
         return;
@@ -76,12 +82,12 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
     /* The address may still be listed if its earlier free was not seen (freed by an object
      * that is not redirected): that block is gone, so it is forgotten first. */
     hl_live_record stale;
-    if (hl_live_take(address, &stale)) forget_block(stale, now);
-    hl_live_add(address, (hl_live_record){weight, line, (uint8_t)kind});
+    if (hl_live_take_locked(address, &stale)) forget_block_locked(stale, now);
+    hl_live_add_locked(address, (hl_live_record){weight, line, (uint8_t)kind});
 
     m->live += (int64_t)weight;
     if (line != HL_NO_LINE) {
-        hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats(), line);
+        hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats_locked(), line);
         if (lm != NULL) {
             lm->alloc[kind] += weight;
             lm->alloc_samples++;
@@ -90,26 +96,26 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
             (void)hl_timeline_add(&lm->timeline, HL_LINE_TIMELINE_BUCKETS, now, lm->live);
         }
     }
-    program_changed(now, line);
+    program_changed_locked(now, line);
     hl_engine_unlock_from_hook();
 }
 
 static void record_free(uintptr_t address) {
     hl_engine_lock_from_hook();
     hl_live_record r;
-    if (hl_live_take(address, &r)) forget_block(r, hl_now_ns() - mem.start_ns);
+    if (hl_live_take_locked(address, &r)) forget_block_locked(r, hl_now_ns() - mem.start_ns);
     hl_engine_unlock_from_hook();
 }
 
 static void record_copy(uint64_t weight) {
     hl_engine_lock_from_hook();
     if (hl_memhooks_sampling() && !hl_engine_paused()) {
-        uint32_t line = hl_engine_current_line();
+        uint32_t line = hl_engine_current_line_locked();
         mem.totals.copied += weight;
         if (line == HL_NO_LINE) {
             mem.totals.unattributed_copied += weight;
         } else {
-            hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats(), line);
+            hl_line_memory *lm = hl_stats_line_memory(hl_engine_stats_locked(), line);
             if (lm != NULL) lm->copied += weight;
         }
     }
@@ -139,21 +145,23 @@ static int memory_start(const hl_config *config) {
     return 0;
 }
 
-static void memory_reset(void) {
-    hl_live_reset();
+static void memory_reset_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
+    hl_live_reset_locked();
     hl_timeline_free(&mem.totals.timeline);
     memset(&mem.totals, 0, sizeof(mem.totals));
     mem.totals.peak_line = HL_NO_LINE;
 }
 
-const hl_memory_totals *hl_memory_totals_get(void) {
+const hl_memory_totals *hl_memory_totals_get_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
     return &mem.totals;
 }
 
 const hl_engine_part hl_memory_part = {
     .start = memory_start,
     .stop = hl_memhooks_remove,
-    .reset = memory_reset,
+    .reset = memory_reset_locked,
     .after_fork_child = hl_memhooks_off,
     .release_after_fork = hl_memhooks_put_back,
     .enter = hl_memhooks_enter,

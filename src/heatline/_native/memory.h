@@ -5,7 +5,7 @@
  * (memcpy/memmove) through GOT redirection of every other loaded library (got.h). See the
  * comment at the top of memhooks.c for the sampling maths and docs/design.md for the reasons.
  *
- * Results are charged into the engine's tables (stats.h) under the engine lock (engine.h); the
+ * Results are charged into the engine's tables (stats.h) under the engine lock (engine_part.h); the
  * hooks' fast paths take no lock.
  */
 #ifndef HEATLINE_MEMORY_H
@@ -35,12 +35,12 @@ typedef struct hl_memory_totals {
     hl_timeline timeline;            /* of `live` */
 } hl_memory_totals;
 
-/* The part's lifecycle (engine.h) is hl_memory_part: start (with the GIL: the allocator hooks
+/* The part's lifecycle (engine_part.h) is hl_memory_part: start (with the GIL: the allocator hooks
  * and GOT redirections go in when config->memory_window is not 0), stop (with the GIL: they
  * come out; the tables stay readable), reset, after_fork_child (sampling is off in the child),
  * enter/leave (a thread inside the engine: its own allocations are not sampled). */
 
 /* The program-wide figures (read under the engine lock). */
-const hl_memory_totals *hl_memory_totals_get(void);
+const hl_memory_totals *hl_memory_totals_get_locked(void);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include "clock.h"
 #include "compat.h"
-#include "engine.h"
+#include "engine_part.h"
 
 static PyObject *callback;    /* owned; touched only with the GIL */
 static uint64_t period_ns;    /* 0: off */
@@ -13,6 +13,7 @@ static uint64_t next_ns;
 static int requested;         /* a pending call is queued and has not run yet */
 
 void hl_periodic_set(uint64_t period, PyObject *new_callback) {
+    HL_ASSERT(PyGILState_Check()); /* the callback's references are the GIL's to change */
     PyObject *old = callback;
     callback = NULL;
     __atomic_store_n(&period_ns, 0, __ATOMIC_RELAXED);

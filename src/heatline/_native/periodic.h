@@ -16,7 +16,7 @@ struct _object; /* PyObject: Python.h is not included here, so that an includer 
 /* With the GIL: every period_ns (0: never) from now, call callback() (None: never). */
 void hl_periodic_set(uint64_t period_ns, struct _object *callback);
 
-/* The engine part (engine.h): its tick requests the call when it is due and the previous one
+/* The engine part (engine_part.h): its tick requests the call when it is due and the previous one
  * has run (no ticks, so no writes, while profiling is paused); its stop clears the callback. */
 
 #endif

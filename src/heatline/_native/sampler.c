@@ -110,6 +110,7 @@ static uint64_t next_interval(hl_sampler *e) {
  * thread preallocated for a thread it is starting, which carries its creator's id until the
  * new thread binds it. */
 hl_thread *hl_sampler_find_thread(hl_sampler *e, long native_id) {
+    HL_ASSERT(hl_lock_held(e->lock)); /* the registry changes at every tick */
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive && e->threads[i].native_id == native_id) return &e->threads[i];
     return NULL;
@@ -295,7 +296,7 @@ static void *sampler_main(void *arg) {
     hl_sampler *e = arg;
     e->on_thread_start(); /* the engine marks it as its own: nothing it allocates is sampled */
     __atomic_store_n(&e->thread_tid, (int)gettid(), __ATOMIC_RELEASE);
-    pthread_mutex_lock(e->lock);
+    hl_lock_acquire(e->lock);
     if (!e->walker.layout.has_native_thread_id) {
         tid_offsets(tid_matches); /* the starting thread scanned first */
         e->pthread_tid_offset = -1;
@@ -306,7 +307,7 @@ static void *sampler_main(void *arg) {
     uint64_t deadline = last + next_interval(e);
     while (!e->stop_requested) {
         struct timespec until = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
-        int rc = pthread_cond_timedwait(&e->wake, e->lock, &until);
+        int rc = hl_lock_wait(e->lock, &e->wake, &until);
         if (e->stop_requested) break;
         uint64_t now = hl_now_ns();
         if (rc != ETIMEDOUT && now < deadline) continue; /* spurious wake-up */
@@ -323,7 +324,7 @@ static void *sampler_main(void *arg) {
         last = now;
         deadline = hl_now_ns() + next_interval(e);
     }
-    pthread_mutex_unlock(e->lock);
+    hl_lock_release(e->lock);
     return NULL;
 }
 
@@ -379,10 +380,10 @@ int hl_sampler_spawn(hl_sampler *e) {
 void hl_sampler_join(hl_sampler *e) {
     e->stop_requested = 1;
     pthread_cond_signal(&e->wake);
-    pthread_mutex_unlock(e->lock);
+    hl_lock_release(e->lock);
     pthread_join(e->thread, NULL);
     wait_until_gone(__atomic_load_n(&e->thread_tid, __ATOMIC_ACQUIRE));
-    pthread_mutex_lock(e->lock);
+    hl_lock_acquire(e->lock);
     e->stop_requested = 0;
 }
 

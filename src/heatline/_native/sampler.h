@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "frames.h"
+#include "lock.h"
 #include "stats.h"
 
 /* One entry of the thread registry: an OS thread that runs Python code. */
@@ -34,17 +35,21 @@ typedef struct hl_thread {
 } hl_thread;
 
 /* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it
- * ticks; everything below `lock` is read and written under it. */
+ * ticks; everything below `lock` is read and written under it.
+ *
+ * *lock is the engine lock, and every function below is called with it held: they are the
+ * engine room's own helpers, never called from elsewhere, so that contract is stated here once
+ * rather than with the _locked suffix the rest of the engine uses (engine.h). */
 typedef struct hl_sampler {
     /* Set by the engine before hl_sampler_spawn. */
-    pthread_mutex_t *lock;
+    hl_lock *lock;
     hl_stats *stats;
     uint64_t interval_ns;
     long main_native_id;
     void (*on_thread_start)(void);           /* first thing in the new thread */
     void (*after_tick)(uint64_t now_ns);     /* after each tick, lock held */
     void (*on_wake)(uint64_t now_ns);        /* each wake-up, paused or not, lock held */
-    int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine.h) */
+    int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine_part.h) */
 
     pthread_t thread;
     int thread_tid; /* its kernel thread id, for hl_sampler_join */
@@ -58,10 +63,10 @@ typedef struct hl_sampler {
     size_t nthreads, threads_capacity;
     long pthread_tid_offset; /* 3.9/3.10: where glibc keeps the kernel id, or -1 */
 
-    uint64_t samples;    /* ticks that charged time */
+    uint64_t samples; /* ticks that charged time */
     uint64_t sampled_ns; /* wall time those ticks covered */
-    uint64_t lost_ns;    /* thread time whose stack could not be read */
-    uint64_t max_gap_ns;  /* the longest time between two wake-ups (one sample's weight) */
+    uint64_t lost_ns; /* thread time whose stack could not be read */
+    uint64_t max_gap_ns; /* the longest time between two wake-ups (one sample's weight) */
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
 } hl_sampler;
 

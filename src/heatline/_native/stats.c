@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "debug.h"
 
 uint64_t hl_hash(const void *data, size_t len, uint64_t seed) {
     const unsigned char *p = data;
@@ -144,6 +145,7 @@ int64_t hl_stats_line(hl_stats *s, uint32_t file, int line, uint32_t function) {
 }
 
 hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id) {
+    HL_ASSERT(line_id < s->nlines);
     hl_line_stat *l = &s->lines[line_id];
     if (l->memory == NULL) l->memory = calloc(1, sizeof(*l->memory));
     return l->memory;
@@ -151,6 +153,7 @@ hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id) {
 
 int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
                          uint64_t ns) {
+    HL_ASSERT(category >= 0 && category < HL_NCATEGORIES);
     int64_t id = hl_stats_line(s, file, line, function);
     if (id < 0) return -1;
     s->lines[id].ns[category] += ns;
@@ -204,6 +207,7 @@ void hl_timeline_free(hl_timeline *tl) {
 
 int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, uint32_t depth,
                           int category, uint64_t ns) {
+    HL_ASSERT(category >= 0 && category < HL_NCATEGORIES && depth <= HL_MAX_DEPTH);
     uint64_t key = hl_hash(frames, depth * sizeof(*frames), thread);
     uint32_t id;
     int found;

@@ -6,7 +6,7 @@
  * that does not fit is counted in stacks_dropped_ns instead of being lost silently.
  *
  * Concurrency: the sampler thread is the only writer. Readers (snapshot) and the writer
- * serialise on the engine lock (engine.h); nothing here locks.
+ * serialise on the engine lock (engine_part.h); nothing here locks.
  */
 #ifndef HEATLINE_STATS_H
 #define HEATLINE_STATS_H

@@ -1,0 +1,304 @@
+/* convert.c: the engine's results as Python objects. See convert.h.
+ *
+ * Every field is named as the profile names it (docs/profile-format.md), with _ns where the
+ * profile has _s and timelines as [t_ns, value] lists, so the Python side renames nothing
+ * (heatline/profile/snapshot.py converts the units). Runs with the engine lock held (between
+ * hl_engine_snapshot_begin and _end), so the tables stay still while they are read; the GIL is
+ * held too, and nothing here waits for anything else.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "convert.h"
+
+#include <string.h>
+
+#include "engine.h" /* the snapshot view and every result type the snapshot reads */
+
+/* A list of n items, item i made by make(i, context). NULL with an exception set if the list or
+ * an item could not be made. The lists of ids (files, functions, lines...) are built this way,
+ * so each table needs only the function that makes one item. */
+typedef PyObject *(*item_maker)(size_t index, const void *context);
+
+static PyObject *list_of(size_t n, item_maker make, const void *context) {
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list != NULL && i < n; i++) {
+        PyObject *item = make(i, context);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+/* A name read from a code object (frames.c) as a str equal to the original: its UTF-8 may
+ * hold lone surrogates (a path's undecodable bytes, kept by surrogateescape), which
+ * "surrogatepass" turns back into the same code points instead of failing the snapshot. */
+static PyObject *name_str(const char *utf8) {
+    return PyUnicode_DecodeUTF8(utf8, (Py_ssize_t)strlen(utf8), "surrogatepass");
+}
+
+/* ---- the tables (stats.h) ---------------------------------------------------------------- */
+
+static PyObject *file_item(size_t i, const void *stats) {
+    const hl_stats *s = stats;
+    return Py_BuildValue("{s:N,s:O}", "path", name_str(s->files[i].path), "user",
+                         s->files[i].user ? Py_True : Py_False);
+}
+
+static PyObject *function_item(size_t i, const void *stats) {
+    const hl_function *f = &((const hl_stats *)stats)->functions[i];
+    return Py_BuildValue("{s:I,s:N,s:N,s:i}", "file", f->file, "name", name_str(f->name),
+                         "qualname", name_str(f->qualname), "first_line", f->first_line);
+}
+
+static PyObject *line_item(size_t i, const void *stats) {
+    const hl_line_stat *l = &((const hl_stats *)stats)->lines[i];
+    return Py_BuildValue("(IiIKKK)", l->file, l->line, l->function,
+                         (unsigned long long)l->ns[HL_PYTHON], (unsigned long long)l->ns[HL_NATIVE],
+                         (unsigned long long)l->ns[HL_SYSTEM]);
+}
+
+static PyObject *thread_item(size_t i, const void *unused) {
+    (void)unused;
+    hl_thread_stat stat;
+    const hl_thread_stat *t = &stat;
+    hl_engine_thread_stat_locked(i, &stat);
+    return Py_BuildValue(
+        "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
+        t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
+        "native_ns", (unsigned long long)t->ns[HL_NATIVE], "system_ns",
+        (unsigned long long)t->ns[HL_SYSTEM], "unattributed_ns",
+        (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns,
+        "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
+}
+
+static PyObject *stack_item(size_t i, const void *stats) {
+    const hl_stats *s = stats;
+    const hl_stack_stat *st = &s->stacks[i];
+    HL_ASSERT(st->frames_at + st->depth <= s->pool_length);
+    PyObject *frames = PyTuple_New((Py_ssize_t)st->depth);
+    for (uint32_t d = 0; frames != NULL && d < st->depth; d++) {
+        uint64_t key = s->frame_pool[st->frames_at + d];
+        PyObject *frame = Py_BuildValue("(Ii)", (unsigned)(key >> 32), (int)(uint32_t)key);
+        if (frame == NULL) Py_CLEAR(frames);
+        else PyTuple_SET_ITEM(frames, (Py_ssize_t)d, frame);
+    }
+    if (frames == NULL) return NULL;
+    return Py_BuildValue("(NIKKK)", frames, st->thread, (unsigned long long)st->ns[HL_PYTHON],
+                         (unsigned long long)st->ns[HL_NATIVE],
+                         (unsigned long long)st->ns[HL_SYSTEM]);
+}
+
+/* ---- the memory part of the snapshot (memory.h) ----------------------------------------- */
+
+static PyObject *timeline_list(const hl_timeline *tl) {
+    PyObject *list = PyList_New(0);
+    for (uint32_t i = 0; list != NULL && tl->buckets != NULL && i < tl->capacity; i++) {
+        const hl_timeline_bucket *b = &tl->buckets[i];
+        if (!b->used) continue;
+        PyObject *point = Py_BuildValue("[KL]", (unsigned long long)b->max_t_ns, (long long)b->max);
+        if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
+        Py_XDECREF(point);
+        if (list == NULL || b->last_t_ns == b->max_t_ns) continue;
+        point = Py_BuildValue("[KL]", (unsigned long long)b->last_t_ns, (long long)b->last);
+        if (point == NULL || PyList_Append(list, point) != 0) Py_CLEAR(list);
+        Py_XDECREF(point);
+    }
+    return list;
+}
+
+static PyObject *memory_lines_list(const hl_stats *s) {
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list != NULL && i < s->nlines; i++) {
+        const hl_line_stat *l = &s->lines[i];
+        const hl_line_memory *m = l->memory;
+        if (m == NULL) continue;
+        PyObject *item = Py_BuildValue(
+            "{s:I,s:i,s:I,s:K,s:K,s:K,s:L,s:L,s:K,s:K,s:K,s:N}", "file", l->file, "line", l->line,
+            "function", l->function, "alloc_python_bytes",
+            (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
+            (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes",
+            (unsigned long long)m->freed, "growth_bytes", (long long)m->live, "peak_bytes",
+            (long long)m->peak, "copy_bytes", (unsigned long long)m->copied, "alloc_samples",
+            (unsigned long long)m->alloc_samples, "freed_samples",
+            (unsigned long long)m->freed_samples, "timeline", timeline_list(&m->timeline));
+        if (item == NULL || PyList_Append(list, item) != 0) Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    return list;
+}
+
+/* {"file": file_id, "line": n, "t_ns": t}, or None when line is HL_NO_LINE: where and when a
+ * peak was reached (the profile's peak_at and gpu.alloc_peak_at, with a file id). */
+static PyObject *peak_at(const hl_stats *s, uint32_t line, uint64_t t_ns) {
+    if (line == HL_NO_LINE || line >= s->nlines) Py_RETURN_NONE;
+    return Py_BuildValue("{s:I,s:i,s:K}", "file", s->lines[line].file, "line", s->lines[line].line,
+                         "t_ns", (unsigned long long)t_ns);
+}
+
+static PyObject *memory_dict(const hl_stats *s, const hl_memory_totals *m) {
+    return Py_BuildValue(
+        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
+        m->enabled ? Py_True : Py_False, "sampling_window_bytes", (unsigned long long)m->window,
+        "alloc_python_bytes", (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
+        (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes", (unsigned long long)m->freed,
+        "live_bytes_at_end", (long long)m->live, "peak_bytes", (long long)m->peak, "peak_at",
+        peak_at(s, m->peak_line, m->peak_t_ns), "copy_bytes", (unsigned long long)m->copied,
+        "unattributed_alloc_bytes", (unsigned long long)m->unattributed_alloc,
+        "unattributed_copy_bytes", (unsigned long long)m->unattributed_copied, "samples",
+        (unsigned long long)m->samples, "untracked_samples", (unsigned long long)m->untracked,
+        "redirected_slots", (unsigned long long)m->slots_patched, "memory_timeline",
+        timeline_list(&m->timeline), "lines", memory_lines_list(s));
+}
+
+/* ---- the GPU part of the snapshot (gpu.h) -------------------------------------------------- */
+
+static PyObject *gpu_line_key(const hl_stats *s, uint32_t line) {
+    if (line == HL_NO_LINE || line >= s->nlines) Py_RETURN_NONE;
+    return Py_BuildValue("(IiI)", s->lines[line].file, s->lines[line].line,
+                         s->lines[line].function);
+}
+
+static PyObject *gpu_dict(const hl_stats *s, const hl_gpu_results *g) {
+    const hl_nvml_results *sampling = g->sampling;
+    const hl_cupti_results *tracing = g->tracing;
+    PyObject *warnings = PyList_New(0), *devices = PyList_New(0), *lines = PyList_New(0),
+             *kernels = PyList_New(0);
+    for (int i = 0; warnings != NULL && i < g->nwarnings; i++) {
+        PyObject *w =
+            PyUnicode_DecodeUTF8(g->warnings[i], (Py_ssize_t)strlen(g->warnings[i]), "replace");
+        if (w == NULL || PyList_Append(warnings, w) != 0) Py_CLEAR(warnings);
+        Py_XDECREF(w);
+    }
+    for (unsigned i = 0; devices != NULL && i < sampling->ndevices; i++) {
+        const hl_nvml_device *d = &sampling->devices[i];
+        PyObject *item = Py_BuildValue(
+            "{s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "index", d->index, "name", d->name,
+            "memory_total_bytes", (unsigned long long)d->memory_total, "samples",
+            (unsigned long long)d->samples, "utilisation_pct_sum", (unsigned long long)d->util_sum,
+            "idle_samples", (unsigned long long)d->idle_samples, "peak_memory_used_bytes",
+            (unsigned long long)d->used_peak, "peak_memory_t_ns",
+            (unsigned long long)d->used_peak_t_ns, "utilisation_timeline", timeline_list(&d->util),
+            "memory_timeline", timeline_list(&d->used));
+        if (item == NULL || PyList_Append(devices, item) != 0) Py_CLEAR(devices);
+        Py_XDECREF(item);
+    }
+    for (size_t i = 0; lines != NULL && i < tracing->nlines && i < s->nlines; i++) {
+        const hl_cupti_line *l = &tracing->lines[i];
+        if (l->launches == 0 && l->gpu_ns == 0 && l->alloc == 0) continue;
+        PyObject *item = Py_BuildValue(
+            "{s:N,s:K,s:K,s:K,s:K,s:K,s:K}", "line", gpu_line_key(s, (uint32_t)i), "gpu_ns",
+            (unsigned long long)l->gpu_ns, "gpu_launches", (unsigned long long)l->launches,
+            "gpu_copy_h2d_bytes", (unsigned long long)l->copy_h2d, "gpu_copy_d2h_bytes",
+            (unsigned long long)l->copy_d2h, "gpu_copy_other_bytes",
+            (unsigned long long)l->copy_other, "gpu_alloc_bytes", (unsigned long long)l->alloc);
+        if (item == NULL || PyList_Append(lines, item) != 0) Py_CLEAR(lines);
+        Py_XDECREF(item);
+    }
+    for (size_t i = 0; kernels != NULL && i < tracing->nkernels; i++) {
+        const hl_cupti_kernel *k = &tracing->kernels[i];
+        PyObject *launchers = PyList_New(0);
+        for (uint32_t j = 0; launchers != NULL && j < k->nlines; j++) {
+            PyObject *item = Py_BuildValue("(NKK)", gpu_line_key(s, k->lines[j].line),
+                                           (unsigned long long)k->lines[j].calls,
+                                           (unsigned long long)k->lines[j].ns);
+            if (item == NULL || PyList_Append(launchers, item) != 0) Py_CLEAR(launchers);
+            Py_XDECREF(item);
+        }
+        PyObject *item =
+            launchers == NULL
+                ? NULL
+                : Py_BuildValue("{s:s,s:s,s:K,s:K,s:N,s:K,s:K}", "raw_name", k->name, "name",
+                                k->demangled ? k->demangled : k->name, "calls",
+                                (unsigned long long)k->calls, "gpu_ns", (unsigned long long)k->ns,
+                                "lines", launchers, "other_lines_calls",
+                                (unsigned long long)k->other_lines_calls, "other_lines_gpu_ns",
+                                (unsigned long long)k->other_lines_ns);
+        if (item == NULL || PyList_Append(kernels, item) != 0) Py_CLEAR(kernels);
+        Py_XDECREF(item);
+    }
+    if (warnings == NULL || devices == NULL || lines == NULL || kernels == NULL) {
+        Py_XDECREF(warnings);
+        Py_XDECREF(devices);
+        Py_XDECREF(lines);
+        Py_XDECREF(kernels);
+        return NULL;
+    }
+    return Py_BuildValue("{s:O,s:O,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:L,s:N}", "enabled",
+                         g->nvml ? Py_True : Py_False, "kernel_tracing",
+                         g->cupti ? Py_True : Py_False, "warnings", warnings, "devices", devices,
+                         "lines", lines, "kernels", kernels, "records",
+                         (unsigned long long)tracing->records, "unattributed_gpu_ns",
+                         (unsigned long long)tracing->unmatched_ns, "unmatched_records",
+                         (unsigned long long)tracing->unmatched_records, "dropped_records",
+                         (unsigned long long)tracing->dropped_records, "alloc_peak_bytes",
+                         (long long)tracing->alloc_peak, "alloc_peak_at",
+                         peak_at(s, tracing->alloc_peak_line, tracing->alloc_peak_t_ns));
+}
+
+/* [[start_ns, end_ns], ...]: when profiling was on, the first 1024 periods; *count is how many
+ * there were, *dropped the changes past the 4096 recorded. */
+/* ---- when profiling was on ---------------------------------------------------------------- */
+
+static PyObject *period_item(size_t i, const void *periods) {
+    const uint64_t (*pairs)[2] = periods;
+    return Py_BuildValue("[KK]", (unsigned long long)pairs[i][0], (unsigned long long)pairs[i][1]);
+}
+
+/* [[start_ns, end_ns], ...]: when profiling was on, the first 1024 periods; *count is how many
+ * there were, *dropped the changes past the 4096 recorded. */
+static PyObject *profiled_periods_locked(uint64_t *count, uint64_t *dropped) {
+    HL_ASSERT_ENGINE_LOCKED();
+    enum { SHOWN = 1024 };
+    static uint64_t periods[SHOWN][2]; /* under the engine lock, taken by the snapshot */
+    *dropped = 0;
+    *count = hl_engine_profiled_periods(periods, SHOWN, dropped);
+    size_t shown = *count < SHOWN ? (size_t)*count : SHOWN;
+    return list_of(shown, period_item, periods);
+}
+
+/* ---- the snapshot -------------------------------------------------------------------------- */
+
+PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
+    HL_ASSERT_ENGINE_LOCKED();
+    const hl_stats *s = view->stats;
+    uint64_t periods_count, periods_dropped;
+    PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
+    return Py_BuildValue(
+        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
+        "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
+        "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
+        (unsigned long long)view->samples, "sampled_ns", (unsigned long long)view->sampled_ns,
+        "sampling_interval_ns", (unsigned long long)view->interval_ns, "lost_ns",
+        (unsigned long long)view->lost_ns, "max_sample_gap_ns",
+        (unsigned long long)view->max_gap_ns, "max_tick_ns", (unsigned long long)view->max_tick_ns,
+        "files", list_of(s->nfiles, file_item, s), "functions",
+        list_of(s->nfunctions, function_item, s), "lines", list_of(s->nlines, line_item, s),
+        "threads", list_of(view->nthreads, thread_item, NULL), "stacks",
+        list_of(s->nstacks, stack_item, s), "stacks_dropped_ns",
+        (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
+        (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
+        gpu_dict(s, view->gpu));
+}
+
+/* ---- the test hooks' stack ----------------------------------------------------------------- */
+
+typedef struct walked_stack {
+    const hl_stats *stats;
+    const hl_frame *frames;
+} walked_stack;
+
+static PyObject *walked_frame_item(size_t i, const void *stack) {
+    const walked_stack *w = stack;
+    const hl_frame *frame = &w->frames[i];
+    HL_ASSERT(frame->file < w->stats->nfiles && frame->function < w->stats->nfunctions);
+    const hl_function *f = &w->stats->functions[frame->function];
+    return Py_BuildValue("(NNiO)", name_str(w->stats->files[frame->file].path),
+                         name_str(f->qualname), frame->line, frame->user ? Py_True : Py_False);
+}
+
+PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frames, int depth) {
+    HL_ASSERT_ENGINE_LOCKED();
+    walked_stack stack = {view->stats, frames};
+    return list_of((size_t)depth, walked_frame_item, &stack);
+}

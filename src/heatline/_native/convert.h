@@ -1,0 +1,21 @@
+/* convert.h: the engine's results as Python objects, for the binding (module.c): the snapshot
+ * dict whose shape docs/engine-api.md documents, and the test hooks' stack.
+ *
+ * Each is called between hl_engine_snapshot_begin and hl_engine_snapshot_end (engine.h), with
+ * the GIL held, and reads the tables through the view the engine filled.
+ */
+#ifndef HEATLINE_CONVERT_H
+#define HEATLINE_CONVERT_H
+
+#include <Python.h> /* its includer includes it first, as CPython requires */
+
+#include "engine.h"
+
+/* The snapshot dict: a new reference, or NULL with an exception set. */
+PyObject *hl_convert_snapshot_locked(const hl_snapshot *view);
+
+/* frames[0..depth) (innermost first, from hl_engine_walk_locked) as a list of (filename, qualname,
+ * line, user) tuples: a new reference, or NULL with an exception set. */
+PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frames, int depth);
+
+#endif
