@@ -169,6 +169,29 @@ static PyObject *native_chain_sigterm(PyObject *module, PyObject *unused) {
 }
 
 PyDoc_STRVAR(
+    sigterm_delivered_doc,
+    "_sigterm_delivered($module, /)\n--\n\n"
+    "In Python's SIGTERM handler: whether a SIGTERM really came since _chain_sigterm() (False:\n"
+    "the call is _thread.interrupt_main's simulation); True when nothing is chained.");
+static PyObject *native_sigterm_delivered(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(hl_sigterm_delivered());
+}
+
+PyDoc_STRVAR(
+    check_signals_doc,
+    "_check_signals($module, /)\n--\n\n"
+    "Run the Python handlers of the signals that came meanwhile, now (PyErr_CheckSignals);\n"
+    "raises what they raise.");
+static PyObject *native_check_signals(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    if (PyErr_CheckSignals() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(
     set_periodic_doc,
     "_set_periodic($module, period_s, callback, /)\n--\n\n"
     "Call callback() in the main thread every period_s seconds (0: never), the engine paused\n"
@@ -594,6 +617,8 @@ static PyMethodDef native_methods[] = {
     {"_set_periodic", native_set_periodic, METH_VARARGS, set_periodic_doc},
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
+    {"_sigterm_delivered", native_sigterm_delivered, METH_NOARGS, sigterm_delivered_doc},
+    {"_check_signals", native_check_signals, METH_NOARGS, check_signals_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
     {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},

@@ -81,11 +81,27 @@ def forget_active(session: Session) -> None:
         _active = None
 
 
-def chain_sigterm() -> None:
-    """Make sure a Python SIGTERM handler runs even when the signal races a wait (sigterm.h)."""
+def chain_sigterm() -> bool:
+    """Make sure a Python SIGTERM handler runs even when the signal races a wait, and tell a
+    delivered SIGTERM from a simulated one (sigterm.h). False when nothing could be chained."""
     from heatline import _native
 
-    _native._chain_sigterm()
+    return bool(_native._chain_sigterm())
+
+
+def sigterm_delivered() -> bool:
+    """In the SIGTERM handler: whether a SIGTERM really came since chain_sigterm() (False for
+    _thread.interrupt_main(SIGTERM), which only simulates one); True when nothing is chained."""
+    from heatline import _native
+
+    return bool(_native._sigterm_delivered())
+
+
+def check_signals() -> None:
+    """Run now the Python handlers of the signals that came meanwhile (PyErr_CheckSignals)."""
+    from heatline import _native
+
+    _native._check_signals()
 
 
 def pause() -> None:

@@ -79,8 +79,6 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
     _wrap_exit(carrier, finisher)
     carrier.guard = SigtermGuard(finisher)
     carrier.guard.install(at_fork=False)  # the carrier's fork hook disarms it in a child
-    if carrier.guard.armed:
-        session.chain_sigterm()  # the handler must run even if the signal races a wait
 
 
 def _program_label() -> str:

@@ -1,0 +1,45 @@
+"""The program must not notice heatline at a process's edges (issue 19, items 1, 2, 3, 9, 11):
+an exec of the main process, the real C environment a child inherits, a simulated SIGTERM,
+an interpreter heatline cannot follow, a child ending in the middle of an import."""
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+
+def _left_in(tmp):
+    """What a run left in its temporary directory: nothing of its own (the run directory is
+    gone) and an empty `heatline ctl` directory."""
+    control = tmp / f"heatline-{os.getuid()}"
+    left = [name for name in os.listdir(tmp) if name != control.name]
+    return left + (os.listdir(control) if control.is_dir() else [])
+
+
+def _private_tmp(tmp_path):
+    directory = tmp_path / "tmp"
+    directory.mkdir(exist_ok=True)
+    return {"TMPDIR": str(directory)}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="interrupt_main(signum) is 3.10+")
+def test_interrupt_main_sigterm_is_a_no_op_while_sigterm_is_default(
+    run_heatline, run_python, program, tmp_path
+):
+    """CPython's PyErr_SetInterruptEx does nothing while SIGTERM's handler is SIG_DFL; the
+    guard's handler stands in for SIG_DFL, in the main process and in a profiled child, and
+    a real SIGTERM still kills (the profile written first)."""
+    script = program("interrupt_main_sigterm.py")
+    expected = run_python(script, env=_private_tmp(tmp_path))
+    assert expected.returncode == -signal.SIGTERM
+    assert expected.stdout.decode().count("default again: still alive") == 2
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), script, env=_private_tmp(tmp_path))
+    assert (result.returncode, result.stdout) == (expected.returncode, expected.stdout), (
+        result.stderr.decode())
+    with open(out) as f:
+        profile = json.load(f)
+    assert [p["exit"] for p in profile["processes"]] == ["exit", "SIGTERM"]
+    assert _left_in(tmp_path / "tmp") == []
