@@ -43,3 +43,25 @@ def test_interrupt_main_sigterm_is_a_no_op_while_sigterm_is_default(
         profile = json.load(f)
     assert [p["exit"] for p in profile["processes"]] == ["exit", "SIGTERM"]
     assert _left_in(tmp_path / "tmp") == []
+
+
+@pytest.mark.parametrize("where", ["def current_process", "_current_process ="])
+def test_a_child_ending_in_the_middle_of_an_import_writes_its_profile(
+    run_heatline, run_python, program, tmp_path, where
+):
+    """Labelling a multiprocessing child at its end must not run code of a module that may be
+    half imported (or half torn down): AttributeError (partially initialized module) and
+    NameError (_current_process) cost such children their profiles on 3.13."""
+    script = program("exit_mid_import.py")
+    expected = run_python(script, where, env=_private_tmp(tmp_path))
+    assert expected.stdout == b"child exit status 0\n", expected.stderr
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), script, where, env=_private_tmp(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b"")
+    with open(out) as f:
+        profile = json.load(f)
+    # (Other warnings, such as the lock wait of a loaded machine, may come and go.)
+    assert not [w for w in profile["warnings"] if "profile" in w], profile["warnings"]
+    assert [(p["role"], p["exit"]) for p in profile["processes"]] == [
+        ("main", "exit"), ("fork child", "os._exit(0)")]
+    assert _left_in(tmp_path / "tmp") == []

@@ -200,23 +200,46 @@ def _unblock(previous: Any) -> None:
 
 
 def _refine_role(role: str) -> str:
-    """A multiprocessing child's role from its process name and target (read at exit)."""
-    process = sys.modules.get("multiprocessing.process")
-    if process is None or role not in ("fork child", "spawned process"):
+    """A multiprocessing child's role from its process name and target, read as its profile
+    is written. That may be at any point of the child's life: in the middle of importing
+    multiprocessing.process (os._exit, SIGTERM or an exec there; a fork child of a thread that
+    was importing it keeps it half imported for good) or while modules are torn down. So the
+    module's state is only read, never its code run (current_process() fails with NameError
+    or AttributeError in a half-imported module), a module whose import has not completed is
+    not read at all, and any failure leaves the role as started: a label never costs the
+    profile."""
+    if role not in ("fork child", "spawned process"):
         return role
-    current = process.current_process()
-    name = current.name
-    if name == "MainProcess":
+    try:
+        return _multiprocessing_role(role)
+    except Exception:  # noqa: BLE001 -- the role as started is still true
+        return role
+
+
+def _multiprocessing_role(role: str) -> str:
+    process = _imported("multiprocessing.process")
+    current = None if process is None else vars(process).get("_current_process")
+    name = getattr(current, "_name", None)  # what current_process().name returns
+    if not isinstance(name, str) or name == "MainProcess":
         return role
     if "PoolWorker" in name:
         return "Pool worker"
     # A torch DataLoader's workers are plain multiprocessing processes running its worker
     # loop (the parent deletes a process's target once started; the child keeps its copy).
-    target = getattr(current, "_target", None)
+    target = vars(current).get("_target")
     if (getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
             and getattr(target, "__name__", None) == "_worker_loop"):
         return "DataLoader worker"
-    if "concurrent.futures.process" in sys.modules:
+    if _imported("concurrent.futures.process") is not None:
         return "ProcessPoolExecutor worker"
     return f"multiprocessing process ({name})"
 
+
+def _imported(name: str) -> Any:
+    """sys.modules[name] once its import has completed, else None (not imported, or its
+    import still running or cut short: importlib marks the spec meanwhile)."""
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    if module is None or getattr(spec, "_initializing", False):
+        return None
+    return module
