@@ -5,6 +5,7 @@ an interpreter heatline cannot follow, a child ending in the middle of an import
 import json
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -65,3 +66,47 @@ def test_a_child_ending_in_the_middle_of_an_import_writes_its_profile(
     assert [(p["role"], p["exit"]) for p in profile["processes"]] == [
         ("main", "exit"), ("fork child", "os._exit(0)")]
     assert _left_in(tmp_path / "tmp") == []
+
+
+PYTHON27 = os.path.expanduser("~/.pyenv/versions/2.7.18/bin/python")
+
+
+@pytest.mark.skipif(not os.path.exists(PYTHON27), reason=f"no Python 2.7 at {PYTHON27}")
+def test_an_interpreter_heatline_cannot_profile_is_left_as_python_leaves_it(
+    run_heatline, run_python, program, tmp_path
+):
+    """Python 2.7 (here pyenv's `python`, a link to python2.7) is not followed: no variables,
+    no hook directory, and the program's own sitecustomize runs, as under python."""
+    site_dir = tmp_path / "site_dir"
+    site_dir.mkdir()
+    (site_dir / "sitecustomize.py").write_text("print('own sitecustomize ran')\n")
+    args = (program("other_python_child.py"), PYTHON27, str(site_dir))
+    expected = run_python(*args, env=_private_tmp(tmp_path))
+    assert expected.returncode == 0, expected.stderr
+    assert expected.stdout.decode().count("own sitecustomize ran") == 3
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), *args, env=_private_tmp(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, expected.stdout, expected.stderr)
+    with open(out) as f:
+        assert "processes" not in json.load(f)  # no child was profiled
+    assert _left_in(tmp_path / "tmp") == []
+
+
+@pytest.mark.skipif(not os.path.exists(PYTHON27), reason=f"no Python 2.7 at {PYTHON27}")
+def test_the_hook_backs_off_in_an_interpreter_it_cannot_profile(run_python, tmp_path):
+    """Should the rule ever follow one wrongly, the hook itself (written for any Python) puts
+    the environment and sys.path back and runs the program's own sitecustomize."""
+    from heatline.run import carrier
+
+    site_dir = tmp_path / "site_dir"
+    site_dir.mkdir()
+    (site_dir / "sitecustomize.py").write_text("print('own sitecustomize ran')\n")
+    code = ("import os, sys; print(sorted(k for k in os.environ if 'HEATLINE' in k)); "
+            "print(os.environ['PYTHONPATH']); print([p for p in sys.path if 'heatline' in p])")
+    env = dict(os.environ, HEATLINE_CHILD="00",
+               PYTHONPATH=carrier.HOOK_DIR + os.pathsep + str(site_dir))
+    result = subprocess.run([PYTHON27, "-c", code], capture_output=True, env=env, check=False)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout.decode().splitlines() == [
+        "own sitecustomize ran", "[]", str(site_dir), "[]"]

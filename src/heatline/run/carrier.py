@@ -87,8 +87,7 @@ class Carrier:
             items = [(os.fsencode(k), os.fsencode(v)) for k, v in env.items()]
         values = dict(items)
         original = values.get(b"PYTHONPATH")
-        config = dict(self.config, role=role, parent=os.getpid(),
-                      pythonpath=None if original is None else os.fsdecode(original))
+        config = dict(self.config, role=role, parent=os.getpid())
         values[ENV_CONFIG.encode()] = encode_config(config)
         hook = os.fsencode(self.config["hook"])
         values[b"PYTHONPATH"] = hook + (b":" + original if original is not None else b"")
@@ -160,8 +159,7 @@ def wrap_exec(carrier: Carrier) -> None:
     def fork_exec(args: Any, executable_list: Any, close_fds: Any, pass_fds: Any, cwd: Any,
                   env: Any, *rest: Any, **kwargs: Any) -> Any:
         try:
-            env = carrier.env_for([executable_list[0], *args[1:]] if executable_list else args,
-                                  env)
+            env = carrier.env_for([_executed(executable_list), *args[1:]], env)
         except Exception:  # noqa: BLE001 -- never stop the program's exec
             pass
         return real["fork_exec"](args, executable_list, close_fds, pass_fds, cwd, env,
@@ -198,6 +196,15 @@ def wrap_exec(carrier: Carrier) -> None:
             setattr(os, name, spawner(name))
 
 
+def _executed(candidates: Any) -> Any:
+    """The path fork_exec will run from its list of candidates (PATH's directories): the first
+    that is an executable file, as execve tries them in order."""
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return candidates[0]
+
+
 def _try_env(carrier: Carrier, args: Any, env: Any, fallback: Any = None) -> Any:
     try:
         new = carrier.env_for(args, env)
@@ -211,18 +218,98 @@ def _try_env(carrier: Carrier, args: Any, env: Any, fallback: Any = None) -> Any
 
 
 def _python_role(args: Any) -> str | None:
-    """The role of a Python child about to be exec'd with ``args`` (the executable first, or
-    the list of paths tried), or None when it is not a Python interpreter heatline follows."""
+    """The role of a Python child about to be exec'd with ``args`` (the executable first), or
+    None when it is not a Python interpreter heatline follows (:func:`followable`)."""
     try:
         first = os.fsdecode(args[0])
-    except (TypeError, IndexError):
+    except (TypeError, IndexError, ValueError):
         return None
-    name = os.path.basename(first)
-    own = os.path.realpath(sys.executable) if sys.executable else ""
+    return _role_of_command(args) if followable(first) else None
+
+
+# The CPython versions heatline runs on. An interpreter of another version, or of one that
+# heatline's engine is not built for, is not followed: its environment stays as the program
+# passed it (a Python 2.7 given the hook failed to import it and skipped its own sitecustomize).
+SUPPORTED_VERSIONS = ((3, 9), (3, 13))
+
+_versions: dict[str, tuple[int, int] | None] = {}  # interpreter_version's, by real path
+_engine_versions: set[tuple[int, int]] | None = None
+
+
+def followable(path: str) -> bool:
+    """Whether the program at ``path`` is a Python interpreter heatline can profile: named
+    like one (``python``, ``python3``, ``python3.11``) or the very file of sys.executable, of
+    a version told without running it (:func:`interpreter_version`) within
+    SUPPORTED_VERSIONS, and with heatline's engine built for that version."""
+    name = os.path.basename(path)
     version = name[len("python"):].replace(".", "")
-    is_python = name.startswith("python") and (not version or version.isdigit()) or (
-        bool(own) and os.path.realpath(first) == own)
-    return _role_of_command(args) if is_python else None
+    real = os.path.realpath(path)
+    own = os.path.realpath(sys.executable) if sys.executable else ""
+    if not (name.startswith("python") and (not version or version.isdigit()) or real == own):
+        return False
+    found = interpreter_version(path)
+    low, high = SUPPORTED_VERSIONS
+    return found is not None and low <= found <= high and found in _built_versions()
+
+
+def interpreter_version(path: str) -> tuple[int, int] | None:
+    """(major, minor) of the Python interpreter at ``path``, without running it (an exec may
+    come often: every spawned worker), or None when it cannot be told: the very file of
+    sys.executable is this interpreter's version; else the name of the file the path resolves
+    to, or the path's own name, when it is ``pythonX.Y`` (a venv's ``python`` links to its
+    base interpreter's; Debian's ``python3`` to ``python3.11``); else, for a ``python`` that
+    links to no such name (a venv made with --copies, a build tree), the installation it
+    belongs to: PREFIX/bin/python has its library, or a venv its site-packages, in
+    PREFIX/lib/pythonX.Y, when only one such directory is there. A wrapper script (pyenv's
+    shims) tells nothing: its interpreter is chosen when it runs."""
+    real = os.path.realpath(path)
+    if real not in _versions:
+        _versions[real] = _version_of(path, real)
+    return _versions[real]
+
+
+def _version_of(path: str, real: str) -> tuple[int, int] | None:
+    if sys.executable and real == os.path.realpath(sys.executable):
+        return (sys.version_info[0], sys.version_info[1])
+    for name in (os.path.basename(real), os.path.basename(path)):
+        version = _named_version(name, "python")
+        if version is not None:
+            return version
+    try:
+        names = os.listdir(os.path.join(os.path.dirname(os.path.dirname(real)), "lib"))
+    except OSError:
+        return None
+    found = {version for version in (_named_version(n, "python") for n in names) if version}
+    return found.pop() if len(found) == 1 else None
+
+
+def _named_version(name: str, prefix: str) -> tuple[int, int] | None:
+    """(X, Y) from PREFIX + "X.Y" exactly (not python3.13t, a free-threaded build)."""
+    if not name.startswith(prefix):
+        return None
+    major, dot, minor = name[len(prefix):].partition(".")
+    if not (dot and major.isdigit() and minor.isdigit()):
+        return None
+    return (int(major), int(minor))
+
+
+def _built_versions() -> set[tuple[int, int]]:
+    """The versions heatline's engine is built for: _native.cpython-3XY-*.so in its package
+    (an editable install may hold several)."""
+    global _engine_versions
+    if _engine_versions is None:
+        found = {(sys.version_info[0], sys.version_info[1])}
+        try:
+            names = os.listdir(os.path.join(IMPORT_ROOT, "heatline"))
+        except OSError:
+            names = []
+        for name in names:
+            tag = name.split(".")[1] if name.startswith("_native.") and name.endswith(".so") else ""
+            digits = tag.split("-")[1] if tag.startswith("cpython-") and "-" in tag[8:] else ""
+            if digits.isdigit() and len(digits) >= 2:
+                found.add((int(digits[0]), int(digits[1:])))
+        _engine_versions = found
+    return _engine_versions
 
 
 def _role_of_command(args: Any) -> str | None:
