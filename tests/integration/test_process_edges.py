@@ -110,3 +110,25 @@ def test_the_hook_backs_off_in_an_interpreter_it_cannot_profile(run_python, tmp_
     assert (result.returncode, result.stderr) == (0, b"")
     assert result.stdout.decode().splitlines() == [
         "own sitecustomize ran", "[]", str(site_dir), "[]"]
+
+
+def test_python_children_inherit_the_c_environment(run_heatline, run_python, program, tmp_path):
+    """With no environment given, a child gets the C environment as exec passes it on (after
+    the program's preexec_fn), plus heatline's variables, which its hook takes out again."""
+    script = program("c_environ_children.py")
+    expected = run_python(script, env=_private_tmp(tmp_path))
+    assert expected.returncode == 0, expected.stderr
+    assert b"inherited ['put', None, 'setenv', None] /put/path\n" in expected.stdout
+    assert b"preexec_fn ['put', None, 'setenv', 'apple'] /put/path\n" in expected.stdout
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), script, env=_private_tmp(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, expected.stdout, expected.stderr)
+    with open(out) as f:
+        profile = json.load(f)
+    # Every child profiled, none missing (a preexec_fn's fork is not a child of its own).
+    assert [(p["role"], p["exit"]) for p in profile["processes"]] == [
+        ("main", "exit"), *[("python subprocess", "exit")] * 3,
+        ("fork child", "exec"), ("python subprocess", "exit")]
+    assert not [w for w in profile["warnings"] if "profile" in w], profile["warnings"]
+    assert _left_in(tmp_path / "tmp") == []

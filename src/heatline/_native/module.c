@@ -191,6 +191,31 @@ static PyObject *native_check_signals(PyObject *module, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+extern char **environ;
+
+PyDoc_STRVAR(
+    environ_doc,
+    "_environ($module, /)\n--\n\n"
+    "The process's C environment now, as a list of b'NAME=value': what an exec without an\n"
+    "explicit environment passes on (os.putenv's, os.unsetenv's and a C library's setenv's\n"
+    "changes included; os.environ is a copy made at start-up).");
+static PyObject *native_environ(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
+        PyObject *item = PyBytes_FromString(*entry);
+        if (item == NULL || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
 PyDoc_STRVAR(
     set_periodic_doc,
     "_set_periodic($module, period_s, callback, /)\n--\n\n"
@@ -619,6 +644,7 @@ static PyMethodDef native_methods[] = {
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
     {"_sigterm_delivered", native_sigterm_delivered, METH_NOARGS, sigterm_delivered_doc},
     {"_check_signals", native_check_signals, METH_NOARGS, check_signals_doc},
+    {"_environ", native_environ, METH_NOARGS, environ_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
     {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},

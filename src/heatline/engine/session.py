@@ -104,6 +104,14 @@ def check_signals() -> None:
     _native._check_signals()
 
 
+def process_environ() -> list[bytes]:
+    """The process's C environment now (b"NAME=value" each): what an exec without an explicit
+    environment passes on, os.putenv's changes included (os.environ is a start-up copy)."""
+    from heatline import _native
+
+    return list(_native._environ())
+
+
 def pause() -> None:
     """Pause the running session's engine, if any (backs heatline.pause())."""
     if _active is not None:

@@ -29,6 +29,7 @@ child's start-up hook. launch.py calls :func:`enable` and follow.install, finish
 
 from __future__ import annotations
 
+import _thread
 import marshal
 import os
 import sys
@@ -68,6 +69,7 @@ class Carrier:
         self.finisher: Any = None  # a profiled child's follow.ChildFinisher
         self.real: dict[str, Any] = {}
         self.guard: Any = None  # a profiled child's SIGTERM guard (sigterm.SigtermGuard)
+        self.exec_forks: set[int] = set()  # threads inside fork_exec now
 
     # -- exec ---------------------------------------------------------------------------
 
@@ -80,22 +82,56 @@ class Carrier:
             return env
         as_list = isinstance(env, list)
         if env is None:
-            items = list(os.environb.items())
+            # The C environment, which an exec without one passes on: os.environb is a copy
+            # made at start-up, blind to os.putenv, os.unsetenv and a C library's setenv.
+            from heatline.engine.session import process_environ
+
+            items = [entry.split(b"=", 1) for entry in process_environ() if b"=" in entry]
         elif as_list:
             items = [entry.split(b"=", 1) for entry in env if b"=" in entry]
         else:
             items = [(os.fsencode(k), os.fsencode(v)) for k, v in env.items()]
         values = dict(items)
-        original = values.get(b"PYTHONPATH")
-        config = dict(self.config, role=role, parent=os.getpid())
-        values[ENV_CONFIG.encode()] = encode_config(config)
-        hook = os.fsencode(self.config["hook"])
-        values[b"PYTHONPATH"] = hook + (b":" + original if original is not None else b"")
+        values.update(self.variables(role, values.get(b"PYTHONPATH")))
         if as_list or env is None:
             return [k + b"=" + v for k, v in values.items()]
         if env and isinstance(next(iter(env)), str):
             return {os.fsdecode(k): os.fsdecode(v) for k, v in values.items()}
         return values
+
+    def variables(self, role: str, pythonpath: bytes | None) -> dict[bytes, bytes]:
+        """heatline's two variables for a followed child of ``role`` whose environment has
+        ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
+        first (the hook takes it out again)."""
+        config = dict(self.config, role=role, parent=os.getpid())
+        hook = os.fsencode(self.config["hook"])
+        return {ENV_CONFIG.encode(): encode_config(config),
+                b"PYTHONPATH": hook + (b":" + pythonpath if pythonpath is not None else b"")}
+
+    def preexec_for(self, args: Any, preexec_fn: Any) -> Any:
+        """For subprocess with the inherited environment and the program's own ``preexec_fn``:
+        the exec passes on the C environment of the child as preexec_fn leaves it (a putenv
+        there counts, as under python), so heatline's variables are added there, after it, in
+        the forked child; the program's own os.environ never sees them. ``preexec_fn``
+        itself when the program is not followed."""
+        role = _python_role(args)
+        if role is None:
+            return preexec_fn
+        carrier = self
+
+        def preexec() -> None:
+            preexec_fn()
+            try:
+                from heatline.engine.session import process_environ
+
+                prefix = b"PYTHONPATH="
+                found = [e[len(prefix):] for e in process_environ() if e.startswith(prefix)]
+                for name, value in carrier.variables(role, found[0] if found else None).items():
+                    os.putenv(name, value)
+            except Exception:  # noqa: BLE001 -- the child then runs unprofiled, as it would
+                pass
+
+        return preexec
 
     def finish_before_exec(self) -> None:
         """A profiled child that execs another program writes its profile first: the exec
@@ -159,11 +195,23 @@ def wrap_exec(carrier: Carrier) -> None:
     def fork_exec(args: Any, executable_list: Any, close_fds: Any, pass_fds: Any, cwd: Any,
                   env: Any, *rest: Any, **kwargs: Any) -> Any:
         try:
-            env = carrier.env_for([_executed(executable_list), *args[1:]], env)
+            command = [_executed(executable_list), *args[1:]]
+            at = _PREEXEC_AT - 6  # in rest
+            if env is None and len(rest) > at and callable(rest[at]):
+                rest = (*rest[:at], carrier.preexec_for(command, rest[at]), *rest[at + 1:])
+            else:
+                env = carrier.env_for(command, env)
         except Exception:  # noqa: BLE001 -- never stop the program's exec
             pass
-        return real["fork_exec"](args, executable_list, close_fds, pass_fds, cwd, env,
-                                 *rest, **kwargs)
+        # Its child runs only the preexec_fn before it execs (fork hooks run there when there
+        # is one): not a fork child to profile (follow._after_fork_in_child).
+        thread = _thread.get_ident()
+        carrier.exec_forks.add(thread)
+        try:
+            return real["fork_exec"](args, executable_list, close_fds, pass_fds, cwd, env,
+                                     *rest, **kwargs)
+        finally:
+            carrier.exec_forks.discard(thread)
 
     _posixsubprocess.fork_exec = fork_exec
     for name in ("execv", "execve", "posix_spawn", "posix_spawnp"):
@@ -194,6 +242,10 @@ def wrap_exec(carrier: Carrier) -> None:
     for name in ("posix_spawn", "posix_spawnp"):
         if name in real:
             setattr(os, name, spawner(name))
+
+
+# Where _posixsubprocess.fork_exec takes preexec_fn (3.11 added process_group before it).
+_PREEXEC_AT = 21 if sys.version_info >= (3, 11) else 20
 
 
 def _executed(candidates: Any) -> Any:

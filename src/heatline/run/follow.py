@@ -6,6 +6,7 @@ start path (no typing, re, json)."""
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
 import time
@@ -39,6 +40,11 @@ def _after_fork_in_child(carrier: Carrier) -> None:
     if carrier.guard is not None:  # the parent child's: the child gets its own
         carrier.guard._in_child()
         carrier.guard = None
+    if _thread.get_ident() in carrier.exec_forks:
+        # subprocess's child, which only runs the program's preexec_fn and execs (the thread
+        # that forked it is this one, the child's only thread): the exec'd program is
+        # followed if it is Python; a session here would leave a profile never written.
+        return
     try:
         start_child(carrier, "fork child", os.getppid(), gpu=0)
     except Exception:  # noqa: BLE001 -- the child must run even if heatline cannot follow
