@@ -132,3 +132,86 @@ def test_python_children_inherit_the_c_environment(run_heatline, run_python, pro
         ("fork child", "exec"), ("python subprocess", "exit")]
     assert not [w for w in profile["warnings"] if "profile" in w], profile["warnings"]
     assert _left_in(tmp_path / "tmp") == []
+
+
+def _line_time(profile, path, text):
+    [line] = [line for line in profile["files"][path]["lines"] if text in line["source"]]
+    return line["python_s"] + line["native_s"] + line["system_s"]
+
+
+# Buffered output must be lost at an exec, as under python: stdout is a pipe here.
+BUFFERED = {"PYTHONUNBUFFERED": ""}
+
+
+@pytest.mark.parametrize("options", [(), ("--no-children",)])
+def test_an_exec_of_python_hands_the_run_over(run_heatline, run_python, program, tmp_path,
+                                              options):
+    """os.execv of Python in the main process: the exec'd program goes on with the run (here
+    twice), and the profile at its end holds both programs' lines, as one main process, and
+    the fork child that ran across the exec; nothing is left behind."""
+    script = program("exec_main.py")
+    env = dict(_private_tmp(tmp_path), **BUFFERED)
+    expected = run_python(script, "python", env=env)
+    assert (expected.returncode, expected.stdout) == (
+        0, b"before the exec\nafter the exec\nthird program\n"), expected.stderr
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), *options, script, "python", env=env)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, expected.stdout, expected.stderr)
+    with open(out) as f:
+        profile = json.load(f)
+    assert (profile["program"], profile["argv"]) == (script, [script, "python"])
+    assert _line_time(profile, script, "# before the exec") > 0
+    assert _line_time(profile, script, "# after the exec") > 0
+    assert not [w for w in profile["warnings"] if "profile" in w], profile["warnings"]
+    if options:
+        assert "processes" not in profile
+    else:
+        assert [(p["role"], p["exit"]) for p in profile["processes"]] == [
+            ("main", "exit"), ("fork child", "os._exit(0)")]
+        assert profile["processes"][1]["ppid"] == profile["processes"][0]["pid"]
+    assert _left_in(tmp_path / "tmp") == []
+
+
+def test_an_exec_of_another_program_ends_the_run_there(run_heatline, run_python, program,
+                                                        tmp_path):
+    """os.execv of /bin/echo: the profile and report are written before it, the program's
+    unflushed output is lost as under python, and nothing outlives the exec."""
+    script = program("exec_main.py")
+    env = dict(_private_tmp(tmp_path), **BUFFERED)
+    expected = run_python(script, "echo", env=env)
+    assert (expected.returncode, expected.stdout) == (0, b"before the exec\nechoed\n")
+    out = tmp_path / "profile.json"
+    result = run_heatline("-o", str(out), script, "echo", env=env)
+    assert (result.returncode, result.stdout) == (0, expected.stdout)
+    assert "heatline profile of" in result.stderr.decode()
+    with open(out) as f:
+        profile = json.load(f)
+    assert _line_time(profile, script, "# before the exec") > 0
+    assert _left_in(tmp_path / "tmp") == []
+
+
+@pytest.mark.parametrize("mode, error", [("missing", "No such file or directory"),
+                                         ("broken", "Exec format error")])
+def test_an_exec_that_fails_leaves_the_run_going(run_heatline, run_python, program, tmp_path,
+                                                 mode, error):
+    """A path that is no executable file is left to fail untouched; an exec that fails after
+    the run was handed over (an empty file named like this Python) resumes it: the part
+    written for the exec and the rest are one process, nothing counted twice."""
+    script = program("exec_main.py")
+    args = (script, mode, str(tmp_path))
+    expected = run_python(*args, env=_private_tmp(tmp_path))
+    assert expected.stdout == f"exec failed: {error}\n".encode(), expected.stderr
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), *args, env=_private_tmp(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b"")
+    with open(out) as f:
+        profile = json.load(f)
+    assert "processes" not in profile
+    assert _line_time(profile, script, "# before the exec") > 0
+    assert _line_time(profile, script, "# after the exec") > 0
+    # Nothing counted twice: one thread at a time ran, so its sampled time cannot exceed the
+    # run's wall time but by the ticks at either end.
+    assert profile["totals"]["attributed_s"] <= (
+        profile["elapsed_s"] + 2 * profile["max_sample_gap_s"])
+    assert _left_in(tmp_path / "tmp") == []

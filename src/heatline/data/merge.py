@@ -47,6 +47,28 @@ def merge_processes(
     return merged
 
 
+def merge_segments(segments: Sequence[Process]) -> dict[str, Any]:
+    """One process's profile from the profiles of its consecutive parts, in order (an exec
+    replaced the program and the run went on in the same process: run/handover.py). Summed
+    as merge_processes sums processes, on the first part's clock; ``program``, ``argv`` and
+    ``started_at`` are the first part's (what was run), ``elapsed_s`` spans from its start to
+    the last part's end; no processes table. Each info has role and offset_s (when the part
+    started, on any clock common to the parts)."""
+    first_info, first = segments[0]
+    base = first_info["offset_s"]
+    on_first_clock = [(dict(info, offset_s=info["offset_s"] - base), profile)
+                      for info, profile in segments]
+    merged = _copy_to_merge_into(first)
+    for info, profile in on_first_clock[1:]:
+        _add_profile(merged, profile, dict(info, role="after exec"), first["elapsed_s"])
+    _add_program_memory(merged, on_first_clock)
+    _set_percentages(merged)
+    last_info, last = on_first_clock[-1]
+    merged["elapsed_s"] = _round(max(last_info["offset_s"] + last["elapsed_s"],
+                                     first["elapsed_s"]))
+    return merged
+
+
 def _copy_to_merge_into(profile: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``profile`` that merging (and --use-virtual-time after it) may change while
     ``profile`` stays as it was, as the main process's own: every dict and list they change is

@@ -7,9 +7,10 @@ collecting what they saw (docs/design.md, "Child processes").
   the child's profile holds only the child's own samples.
 - **exec of a Python interpreter** (``subprocess`` of ``sys.executable``, multiprocessing's
   spawn and forkserver start methods, ``os.exec*``, ``os.posix_spawn``): the functions that
-  exec are wrapped, and only when the new program is a Python interpreter they add two
-  variables to *that exec's* environment: ``HEATLINE_CHILD`` (the run's settings, marshal
-  in hex: the child decodes it with built-in modules only, no json or re) and
+  exec are wrapped, and only when the new program is a Python interpreter heatline can
+  profile (:func:`followable`) they add two variables to *that exec's* environment (given
+  none, the C environment, as exec passes it on): ``HEATLINE_CHILD`` (the run's settings,
+  marshal in hex: the child decodes it with built-in modules only, no json or re) and
   ``PYTHONPATH`` with heatline's hook directory first. The interpreter imports
   ``sitecustomize`` from there (heatline/_child/sitecustomize.py), which puts PYTHONPATH back
   as it was, takes the hook directory out of sys.path, runs the real sitecustomize if any, and
@@ -21,6 +22,9 @@ collecting what they saw (docs/design.md, "Child processes").
   workers end that way), on SIGTERM (``pool.terminate()``; handled as runner's _SigtermGuard
   does for the main process), and before the child itself execs. The main process merges
   them (profile/merge.py) and removes the directory; it never waits for a child.
+
+An exec of the main process itself hands the run over to the exec'd Python program, or
+ends it there (handover.py).
 
 This module says what an exec'd child is given; follow.py installs the hooks and runs a
 child's session; collect.py merges what the children wrote; heatline/run/_child/ is the
@@ -35,11 +39,15 @@ import os
 import sys
 import time
 
+from heatline.options import RUN_OPTIONS
+
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from heatline.options import Options
 
 _RUN_DIR = os.path.dirname(os.path.abspath(__file__))
 HOOK_DIR = os.path.join(_RUN_DIR, "_child")
@@ -65,19 +73,30 @@ class Carrier:
     the real functions it wrapped, and (in a profiled child) its own session."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.config = config  # {"dir", "session", "root", "hook", "start_epoch"}
+        # {"dir", "session", "root", "hook", "start_epoch", "children"}; in the exec'd program
+        # that continues the run (handover.py) also "main": the run's options.
+        self.config = config
         self.finisher: Any = None  # a profiled child's follow.ChildFinisher
+        self.main: Any = None  # the run's finish.Finisher, in the run's main process
+        self.main_exec: Any = None  # what its exec does first (handover.before_exec)
+        self.main_epoch = config["start_epoch"]  # when the main process's session started
+        # The token of the part of the main process written for an exec (handover.py) while
+        # its stopped session is still this process's: not merged again if this process
+        # finishes the run after all (SIGTERM before the exec).
+        self.written_segment: str | None = None
         self.real: dict[str, Any] = {}
         self.guard: Any = None  # a profiled child's SIGTERM guard (sigterm.SigtermGuard)
         self.exec_forks: set[int] = set()  # threads inside fork_exec now
 
     # -- exec ---------------------------------------------------------------------------
 
-    def env_for(self, args: Any, env: Any) -> Any:
+    def env_for(self, args: Any, env: Any, role: str | None = None) -> Any:
         """The environment an exec of ``args`` gets: ``env`` (a mapping of str or bytes, a
         list of b"K=V", or None for this process's environment) plus heatline's variables
-        when the program is a Python interpreter heatline can follow; else ``env``."""
-        role = _python_role(args)
+        when the program is a Python interpreter heatline can follow as a child (or, given
+        ``role``, as that: "main" for the run handed over at an exec); else ``env``."""
+        if role is None:
+            role = self.child_role(args)
         if role is None:
             return env
         as_list = isinstance(env, list)
@@ -104,6 +123,11 @@ class Carrier:
         ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
         first (the hook takes it out again)."""
         config = dict(self.config, role=role, parent=os.getpid())
+        if role == "main":  # the run goes on in the exec'd program, with these options
+            config["main"] = {"options": {option.dest: getattr(self.main.options, option.dest)
+                                          for option in RUN_OPTIONS}}
+        else:
+            config.pop("main", None)
         hook = os.fsencode(self.config["hook"])
         return {ENV_CONFIG.encode(): encode_config(config),
                 b"PYTHONPATH": hook + (b":" + pythonpath if pythonpath is not None else b"")}
@@ -114,7 +138,7 @@ class Carrier:
         there counts, as under python), so heatline's variables are added there, after it, in
         the forked child; the program's own os.environ never sees them. ``preexec_fn``
         itself when the program is not followed."""
-        role = _python_role(args)
+        role = self.child_role(args)
         if role is None:
             return preexec_fn
         carrier = self
@@ -133,12 +157,23 @@ class Carrier:
 
         return preexec
 
-    def finish_before_exec(self) -> None:
-        """A profiled child that execs another program writes its profile first: the exec
-        replaces it, and no exit handler runs (a failed exec goes on unprofiled)."""
+    def child_role(self, args: Any) -> str | None:
+        """The role of the Python child ``args`` starts, or None when it is not followed
+        (not a Python heatline follows, or --no-children)."""
+        return python_role(args) if self.config.get("children", True) else None
+
+    def before_exec(self, path: Any, argv: Any, env: Any) -> tuple[Any, Any]:
+        """About to exec ``path`` (os.execv: ``env`` None; os.execve): the environment to exec
+        with (None: the process's own, execv) and what to call if the exec fails. The run's
+        main process hands the run over or ends it (handover.py); a profiled child writes
+        its profile first (the exec replaces it and no exit handler runs; a failed exec goes
+        on unprofiled)."""
+        if self.main is not None and self.main.pid == os.getpid() and self.main_exec:
+            return self.main_exec(self, path, argv, env)  # type: ignore[no-any-return]
         if self.finisher is not None and self.finisher.pid == os.getpid():
             self.finisher.exit = "exec"
             self.finisher()
+        return _try_env(self, [path, *argv[1:]], env, env), _nothing
 
 
 def encode_config(config: dict[str, Any]) -> bytes:
@@ -147,13 +182,24 @@ def encode_config(config: dict[str, Any]) -> bytes:
     return marshal.dumps(config).hex().encode()
 
 
-def enable(options_session_arguments: dict[str, Any]) -> Carrier:
+def enable(options: Options, finisher: Any, main_exec: Any) -> Carrier:
     """In the main process, before the program runs: make a private run directory; the
-    carrier returned carries the profiler into every child the program starts (follow.install)."""
-    config = {"dir": _make_run_dir(), "session": options_session_arguments,
-              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": time.time()}
-    adopt(Carrier(config))
-    return current()  # type: ignore[return-value]
+    carrier returned carries the profiler into every child the program starts (follow.install;
+    not with --no-children), and at an exec of the main process calls ``main_exec(carrier,
+    path, argv, env)`` (handover.before_exec). ``finisher`` is the run's (finish.Finisher)."""
+    try:
+        directory = _make_run_dir()
+    except OSError:
+        if not options.no_children:
+            raise
+        directory = None  # only an exec would use it: the run then ends there instead
+    config = {"dir": directory, "session": options.session_arguments(),
+              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": time.time(),
+              "children": not options.no_children}
+    carrier = Carrier(config)
+    carrier.main, carrier.main_exec = finisher, main_exec
+    adopt(carrier)
+    return carrier
 
 
 def current() -> Carrier | None:
@@ -213,21 +259,27 @@ def wrap_exec(carrier: Carrier) -> None:
         finally:
             carrier.exec_forks.discard(thread)
 
-    _posixsubprocess.fork_exec = fork_exec
+    if carrier.config.get("children", True):
+        _posixsubprocess.fork_exec = fork_exec
     for name in ("execv", "execve", "posix_spawn", "posix_spawnp"):
         if hasattr(os, name):
             real[name] = getattr(os, name)
 
     def execv(path: Any, argv: Any) -> Any:
-        carrier.finish_before_exec()
-        env = _try_env(carrier, [path, *argv[1:]], None)
-        if env is None:
-            return real["execv"](path, argv)
-        return real["execve"](path, argv, env)
+        return _exec(path, argv, None)
 
     def execve(path: Any, argv: Any, env: Any) -> Any:
-        carrier.finish_before_exec()
-        return real["execve"](path, argv, _try_env(carrier, [path, *argv[1:]], env, env))
+        return _exec(path, argv, env)
+
+    def _exec(path: Any, argv: Any, env: Any) -> Any:
+        env, failed = carrier.before_exec(path, argv, env)
+        try:
+            if env is None:
+                return real["execv"](path, argv)
+            return real["execve"](path, argv, env)
+        except BaseException:
+            failed()
+            raise
 
     def spawner(name: str) -> Any:
         def spawn(path: Any, argv: Any, env: Any, *rest: Any, **kwargs: Any) -> Any:
@@ -240,8 +292,12 @@ def wrap_exec(carrier: Carrier) -> None:
         if function.__name__ in real:
             setattr(os, function.__name__, function)
     for name in ("posix_spawn", "posix_spawnp"):
-        if name in real:
+        if name in real and carrier.config.get("children", True):
             setattr(os, name, spawner(name))
+
+
+def _nothing() -> None:
+    pass
 
 
 # Where _posixsubprocess.fork_exec takes preexec_fn (3.11 added process_group before it).
@@ -269,7 +325,7 @@ def _try_env(carrier: Carrier, args: Any, env: Any, fallback: Any = None) -> Any
     return new
 
 
-def _python_role(args: Any) -> str | None:
+def python_role(args: Any) -> str | None:
     """The role of a Python child about to be exec'd with ``args`` (the executable first), or
     None when it is not a Python interpreter heatline follows (:func:`followable`)."""
     try:

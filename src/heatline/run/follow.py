@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 def install(carrier: Carrier) -> None:
     """The hooks that follow this process's children with ``carrier``: in the main process
     after carrier.enable(), once the program's SIGTERM guard is installed (the fork hook must
-    run after the guard's, in a child); in an exec'd child, as it starts."""
+    run after the guard's, in a child); in an exec'd child, as it starts. With --no-children
+    only the exec wrappers: the main process's own exec still hands the run over or ends it
+    (handover.py)."""
     carriers.adopt(carrier)
-    if hasattr(os, "register_at_fork"):
+    if hasattr(os, "register_at_fork") and carrier.config.get("children", True):
         from heatline.engine import session
 
         os.register_at_fork(after_in_child=lambda: _after_fork_in_child(carrier))
@@ -163,30 +165,38 @@ class ChildFinisher:
             pass
 
     def _write(self) -> None:
-        import marshal
-
         session = self.session
         session.stop()
-        payload = {
+        write_profile(self.carrier.config["dir"], self.token, session, {
             "pid": os.getpid(),
             "ppid": self.ppid,
             "role": _refine_role(self.role),
-            "program": session.program,
-            "argv": [str(a) for a in session.argv],
             "exit": self.exit,
             "start_epoch": self.start_epoch,
-            "started_at": session.started_at,
-            "elapsed_s": session.elapsed_s,
-            "cpu_s": session.cpu_s,
-            "interval_s": session.interval_s,
             "snapshot": session.raw_snapshot(),
-        }
-        directory = self.carrier.config["dir"]
-        temporary = os.path.join(directory, self.token + ".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        with open(fd, "wb") as f:
-            marshal.dump(payload, f)
-        os.replace(temporary, os.path.join(directory, self.token + ".prof"))
+        })
+
+
+def write_profile(directory: str, token: str, session: Any, info: dict[str, Any]) -> None:
+    """Write a stopped session's raw profile (marshal) into the run directory as
+    <token>.prof, whole or not at all; ``info`` has pid, ppid, role, exit, start_epoch and
+    the raw snapshot (collect.py reads them)."""
+    import marshal
+
+    payload = {
+        "program": session.program,
+        "argv": [str(a) for a in session.argv],
+        "started_at": session.started_at,
+        "elapsed_s": session.elapsed_s,
+        "cpu_s": session.cpu_s,
+        "interval_s": session.interval_s,
+        **info,
+    }
+    temporary = os.path.join(directory, token + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as f:
+        marshal.dump(payload, f)
+    os.replace(temporary, os.path.join(directory, token + ".prof"))
 
 
 def _block_sigterm() -> Any:

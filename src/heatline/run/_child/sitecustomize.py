@@ -21,9 +21,14 @@ def _profile(config, before):
     if added:
         sys.path.insert(0, root)
     try:
-        from heatline.run import follow
+        if config.get("role") == "main":  # the run's main process exec'd this program
+            from heatline.run import handover
 
-        follow.start_spawned(config)
+            handover.continue_run(config)
+        else:
+            from heatline.run import follow
+
+            follow.start_spawned(config)
     except Exception:  # noqa: BLE001 -- the child runs unprofiled rather than not at all
         pass
     finally:
