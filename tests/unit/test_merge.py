@@ -6,7 +6,7 @@ import pytest
 import test_profile
 
 from heatline import data as profile
-from heatline.data.merge import merge_processes, process_view
+from heatline.data.merge import merge_processes, merge_segments, process_view
 
 
 def _info(pid, ppid, offset_s=0.0, role="Pool worker"):
@@ -68,3 +68,22 @@ def test_program_peak_is_the_peak_of_processes_alive_together():
 def test_children_that_left_no_profile_are_reported():
     _, _, merged = _merged(missing=2)
     assert "2 child processes left no profile" in merged["warnings"][-1]
+
+
+def test_parts_of_one_process_across_an_exec_are_one_profile():
+    """run/handover.py: the main process's profile before an exec and the new program's after
+    it, merged as one process (no processes table), on the first part's clock."""
+    before, after = test_profile.build(), test_profile.build()
+    before["memory_timeline"], before["elapsed_s"] = [[0.0, 100], [0.5, 100]], 0.6
+    after["memory_timeline"] = [[0.0, 40], [0.2, 0]]
+    after["program"], after["argv"] = "/bin/other.py", ["other.py"]
+    merged = merge_segments([({"pid": 100, "role": "main", "offset_s": 2.0}, before),
+                             ({"pid": 100, "role": "main", "offset_s": 3.0}, after)])
+    assert "processes" not in merged and "process_profiles" not in merged
+    assert (merged["program"], merged["argv"]) == (before["program"], before["argv"])
+    assert merged["elapsed_s"] == pytest.approx(1.0 + after["elapsed_s"])
+    assert merged["totals"]["attributed_s"] == pytest.approx(0.2)
+    # The exec freed the first part's memory; the second's is shifted by 1 s.
+    assert merged["memory_timeline"] == [[0.0, 100], [0.5, 100], [0.6, 0], [1.0, 40], [1.2, 0]]
+    assert [t.get("pid") for t in merged["threads"]] == [None, None, 100, 100]
+    profile.validate(copy.deepcopy(merged))

@@ -1,4 +1,4 @@
-"""Profile files (heatline.profile) and the snapshot -> profile conversion
+"""Profile files (heatline.data) and the snapshot -> profile conversion
 (heatline.data.build), without the engine."""
 
 import json

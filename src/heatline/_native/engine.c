@@ -404,6 +404,10 @@ int hl_engine_chain_sigterm(void) {
     return hl_sigterm_chain();
 }
 
+int hl_engine_sigterm_delivered(void) {
+    return hl_sigterm_delivered();
+}
+
 void hl_engine_wait_for_tick(void) {
     /* A tick runs with the lock held, from its check of the paused flag to its last charge. */
     hl_lock_acquire(&hl_the_engine.lock);

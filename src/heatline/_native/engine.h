@@ -70,6 +70,10 @@ void hl_engine_set_periodic(uint64_t period_ns, struct _object *callback);
  * -1 when SIGTERM has no handler to chain. */
 int hl_engine_chain_sigterm(void);
 
+/* In Python's SIGTERM handler: whether the kernel delivered a SIGTERM since the last
+ * hl_engine_chain_sigterm() (0: _thread.interrupt_main's simulation; sigterm.h). */
+int hl_engine_sigterm_delivered(void);
+
 /* In the child of os.fork() (os.register_at_fork(after_in_child=...)), GIL held: if no session
  * runs in this process (the parent's was marked stopped at the fork), the parts take out what
  * they installed, so that a child that profiles nothing runs at its plain speed. */

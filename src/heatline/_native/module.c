@@ -161,6 +161,54 @@ static PyObject *native_chain_sigterm(PyObject *module, PyObject *unused) {
 }
 
 PyDoc_STRVAR(
+    sigterm_delivered_doc,
+    "_sigterm_delivered($module, /)\n--\n\n"
+    "In Python's SIGTERM handler: whether a SIGTERM really came since _chain_sigterm() (False:\n"
+    "the call is _thread.interrupt_main's simulation); True when nothing is chained.");
+static PyObject *native_sigterm_delivered(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(hl_engine_sigterm_delivered());
+}
+
+PyDoc_STRVAR(
+    check_signals_doc,
+    "_check_signals($module, /)\n--\n\n"
+    "Run the Python handlers of the signals that came meanwhile, now (PyErr_CheckSignals);\n"
+    "raises what they raise.");
+static PyObject *native_check_signals(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    if (PyErr_CheckSignals() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+extern char **environ;
+
+PyDoc_STRVAR(
+    environ_doc,
+    "_environ($module, /)\n--\n\n"
+    "The process's C environment now, as a list of b'NAME=value': what an exec without an\n"
+    "explicit environment passes on (os.putenv's, os.unsetenv's and a C library's setenv's\n"
+    "changes included; os.environ is a copy made at start-up).");
+static PyObject *native_environ(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
+        PyObject *item = PyBytes_FromString(*entry);
+        if (item == NULL || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+PyDoc_STRVAR(
     set_periodic_doc,
     "_set_periodic($module, period_s, callback, /)\n--\n\n"
     "Call callback() in the main thread every period_s seconds (0: never), the engine paused\n"
@@ -311,6 +359,9 @@ static PyMethodDef native_methods[] = {
     {"_set_periodic", native_set_periodic, METH_VARARGS, set_periodic_doc},
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
+    {"_sigterm_delivered", native_sigterm_delivered, METH_NOARGS, sigterm_delivered_doc},
+    {"_check_signals", native_check_signals, METH_NOARGS, check_signals_doc},
+    {"_environ", native_environ, METH_NOARGS, environ_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
     {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},

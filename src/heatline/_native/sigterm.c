@@ -9,11 +9,13 @@
 
 static struct sigaction python_action; /* what Python installed, called from ours */
 static volatile sig_atomic_t pending;  /* a SIGTERM came while ours was installed */
+static volatile sig_atomic_t delivered; /* likewise, cleared only by hl_sigterm_chain() */
 static pthread_t main_thread;
 
 static void on_sigterm(int signum, siginfo_t *info, void *context) {
     int saved = errno;
     pending = 1;
+    delivered = 1;
     if (python_action.sa_flags & SA_SIGINFO) python_action.sa_sigaction(signum, info, context);
     else if (python_action.sa_handler != SIG_DFL && python_action.sa_handler != SIG_IGN)
         python_action.sa_handler(signum);
@@ -37,10 +39,15 @@ int hl_sigterm_chain(void) {
     python_action = current;
     main_thread = pthread_self();
     pending = 0;
+    delivered = 0;
     ours = current;
     ours.sa_flags |= SA_SIGINFO;
     ours.sa_sigaction = on_sigterm;
     return sigaction(SIGTERM, &ours, NULL) == 0 ? 0 : -1;
+}
+
+int hl_sigterm_delivered(void) {
+    return delivered || !ours_installed();
 }
 
 void hl_sigterm_tick(void) {

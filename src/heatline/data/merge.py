@@ -1,5 +1,5 @@
 """One profile from several processes' profiles (the main process and the children it
-started; heatline/children.py collects them): lines, functions and files summed over the
+started; heatline/run/collect.py collects them): lines, functions and files summed over the
 processes, memory timelines put on the main process's clock and summed, a `processes` table,
 and each process's own profile under `process_profiles` for `heatline view --pid`.
 
@@ -45,6 +45,52 @@ def merge_processes(
             f"{'their' if missing != 1 else 'its'} work is missing"
         )
     return merged
+
+
+def merge_segments(segments: Sequence[Process]) -> dict[str, Any]:
+    """One process's profile from the profiles of its consecutive parts, in order (an exec
+    replaced the program and the run went on in the same process: run/handover.py). Summed
+    as merge_processes sums processes, on the first part's clock; ``program``, ``argv`` and
+    ``started_at`` are the first part's (what was run), ``elapsed_s`` spans from its start to
+    the last part's end; no processes table. Each info has role and offset_s (when the part
+    started, on any clock common to the parts)."""
+    first_info, first = segments[0]
+    base = first_info["offset_s"]
+    # An exec frees all of the program's memory: every part but the last ends at 0.
+    on_first_clock = [(dict(info, offset_s=info["offset_s"] - base),
+                       _memory_freed_at_end(profile) if index < len(segments) - 1 else profile)
+                      for index, (info, profile) in enumerate(segments)]
+    first = on_first_clock[0][1]
+    merged = _copy_to_merge_into(first)
+    for info, profile in on_first_clock[1:]:
+        _add_profile(merged, profile, dict(info, role="after exec"), first["elapsed_s"])
+    _add_program_memory(merged, on_first_clock)
+    _set_percentages(merged)
+    last_info, last = on_first_clock[-1]
+    merged["elapsed_s"] = _round(max(last_info["offset_s"] + last["elapsed_s"],
+                                     first["elapsed_s"]))
+    return merged
+
+
+def _memory_freed_at_end(profile: dict[str, Any]) -> dict[str, Any]:
+    """``profile`` with its memory timelines (the program's, each line's and function's)
+    dropping to 0 at its end; shares what it does not change."""
+    end = profile["elapsed_s"]
+
+    def ended(timeline: list[list[float]]) -> list[list[float]]:
+        return [*timeline, [end, 0]] if timeline and timeline[-1][1] else timeline
+
+    def rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [dict(row, timeline=ended(row["timeline"])) if row.get("timeline") else row
+                for row in entries]
+
+    return {
+        **profile,
+        "memory_timeline": ended(profile["memory_timeline"]),
+        "files": {path: {**entry, "lines": rows(entry["lines"]),
+                         "functions": rows(entry["functions"])}
+                  for path, entry in profile["files"].items()},
+    }
 
 
 def _copy_to_merge_into(profile: dict[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
     """The profile's stacks without heatline's own frames.
 
     Every recorded stack starts with the launcher (``python -m heatline`` / the ``heatline``
-    script, cli.py, runner.py, then runpy for ``-m``): everything up to and including the last
+    script, cli/, run/launch.py, then runpy for ``-m``): everything up to and including the last
     heatline frame is the launcher and is dropped, as is any other heatline frame.
     """
     table = profile.get("stacks") or {}

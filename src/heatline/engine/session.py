@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Only what starting needs is imported here: modules for building the profile (json,
-# heatline.profile, linecache) are imported once the program is done, so that the
+# heatline.data, linecache) are imported once the program is done, so that the
 # program's garbage collections do not walk their objects (measured: with all of heatline's
 # modules and theirs imported, bench/workloads.py alloc_python ran about 2.5% slower).
 
@@ -81,11 +81,35 @@ def forget_active(session: Session) -> None:
         _active = None
 
 
-def chain_sigterm() -> None:
-    """Make sure a Python SIGTERM handler runs even when the signal races a wait (sigterm.h)."""
+def chain_sigterm() -> bool:
+    """Make sure a Python SIGTERM handler runs even when the signal races a wait, and tell a
+    delivered SIGTERM from a simulated one (sigterm.h). False when nothing could be chained."""
     from heatline import _native
 
-    _native._chain_sigterm()
+    return bool(_native._chain_sigterm())
+
+
+def sigterm_delivered() -> bool:
+    """In the SIGTERM handler: whether a SIGTERM really came since chain_sigterm() (False for
+    _thread.interrupt_main(SIGTERM), which only simulates one); True when nothing is chained."""
+    from heatline import _native
+
+    return bool(_native._sigterm_delivered())
+
+
+def check_signals() -> None:
+    """Run now the Python handlers of the signals that came meanwhile (PyErr_CheckSignals)."""
+    from heatline import _native
+
+    _native._check_signals()
+
+
+def process_environ() -> list[bytes]:
+    """The process's C environment now (b"NAME=value" each): what an exec without an explicit
+    environment passes on, os.putenv's changes included (os.environ is a start-up copy)."""
+    from heatline import _native
+
+    return list(_native._environ())
 
 
 def pause() -> None:

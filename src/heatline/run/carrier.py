@@ -7,9 +7,10 @@ collecting what they saw (docs/design.md, "Child processes").
   the child's profile holds only the child's own samples.
 - **exec of a Python interpreter** (``subprocess`` of ``sys.executable``, multiprocessing's
   spawn and forkserver start methods, ``os.exec*``, ``os.posix_spawn``): the functions that
-  exec are wrapped, and only when the new program is a Python interpreter they add two
-  variables to *that exec's* environment: ``HEATLINE_CHILD`` (the run's settings, marshal
-  in hex: the child decodes it with built-in modules only, no json or re) and
+  exec are wrapped, and only when the new program is a Python interpreter heatline can
+  profile (:func:`followable`) they add two variables to *that exec's* environment (given
+  none, the C environment, as exec passes it on): ``HEATLINE_CHILD`` (the run's settings,
+  marshal in hex: the child decodes it with built-in modules only, no json or re) and
   ``PYTHONPATH`` with heatline's hook directory first. The interpreter imports
   ``sitecustomize`` from there (heatline/_child/sitecustomize.py), which puts PYTHONPATH back
   as it was, takes the hook directory out of sys.path, runs the real sitecustomize if any, and
@@ -20,7 +21,10 @@ collecting what they saw (docs/design.md, "Child processes").
   ends: at interpreter exit (atexit), in ``os._exit`` (wrapped in children: fork-start
   workers end that way), on SIGTERM (``pool.terminate()``; handled as runner's _SigtermGuard
   does for the main process), and before the child itself execs. The main process merges
-  them (profile/merge.py) and removes the directory; it never waits for a child.
+  them (data/merge.py) and removes the directory; it never waits for a child.
+
+An exec of the main process itself hands the run over to the exec'd Python program, or
+ends it there (handover.py).
 
 This module says what an exec'd child is given; follow.py installs the hooks and runs a
 child's session; collect.py merges what the children wrote; heatline/run/_child/ is the
@@ -29,16 +33,21 @@ child's start-up hook. launch.py calls :func:`enable` and follow.install, finish
 
 from __future__ import annotations
 
+import _thread
 import marshal
 import os
 import sys
 import time
+
+from heatline.options import RUN_OPTIONS
 
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from heatline.options import Options
 
 _RUN_DIR = os.path.dirname(os.path.abspath(__file__))
 HOOK_DIR = os.path.join(_RUN_DIR, "_child")
@@ -64,46 +73,107 @@ class Carrier:
     the real functions it wrapped, and (in a profiled child) its own session."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.config = config  # {"dir", "session", "root", "hook", "start_epoch"}
+        # {"dir", "session", "root", "hook", "start_epoch", "children"}; in the exec'd program
+        # that continues the run (handover.py) also "main": the run's options.
+        self.config = config
         self.finisher: Any = None  # a profiled child's follow.ChildFinisher
+        self.main: Any = None  # the run's finish.Finisher, in the run's main process
+        self.main_exec: Any = None  # what its exec does first (handover.before_exec)
+        self.main_epoch = config["start_epoch"]  # when the main process's session started
+        # The token of the part of the main process written for an exec (handover.py) while
+        # its stopped session is still this process's: not merged again if this process
+        # finishes the run after all (SIGTERM before the exec).
+        self.written_segment: str | None = None
         self.real: dict[str, Any] = {}
         self.guard: Any = None  # a profiled child's SIGTERM guard (sigterm.SigtermGuard)
+        self.exec_forks: set[int] = set()  # threads inside fork_exec now
 
     # -- exec ---------------------------------------------------------------------------
 
-    def env_for(self, args: Any, env: Any) -> Any:
+    def env_for(self, args: Any, env: Any, role: str | None = None) -> Any:
         """The environment an exec of ``args`` gets: ``env`` (a mapping of str or bytes, a
         list of b"K=V", or None for this process's environment) plus heatline's variables
-        when the program is a Python interpreter heatline can follow; else ``env``."""
-        role = _python_role(args)
+        when the program is a Python interpreter heatline can follow as a child (or, given
+        ``role``, as that: "main" for the run handed over at an exec); else ``env``."""
+        if role is None:
+            role = self.child_role(args)
         if role is None:
             return env
         as_list = isinstance(env, list)
         if env is None:
-            items = list(os.environb.items())
+            # The C environment, which an exec without one passes on: os.environb is a copy
+            # made at start-up, blind to os.putenv, os.unsetenv and a C library's setenv.
+            from heatline.engine.session import process_environ
+
+            items = [entry.split(b"=", 1) for entry in process_environ() if b"=" in entry]
         elif as_list:
             items = [entry.split(b"=", 1) for entry in env if b"=" in entry]
         else:
             items = [(os.fsencode(k), os.fsencode(v)) for k, v in env.items()]
         values = dict(items)
-        original = values.get(b"PYTHONPATH")
-        config = dict(self.config, role=role, parent=os.getpid(),
-                      pythonpath=None if original is None else os.fsdecode(original))
-        values[ENV_CONFIG.encode()] = encode_config(config)
-        hook = os.fsencode(self.config["hook"])
-        values[b"PYTHONPATH"] = hook + (b":" + original if original is not None else b"")
+        values.update(self.variables(role, values.get(b"PYTHONPATH")))
         if as_list or env is None:
             return [k + b"=" + v for k, v in values.items()]
         if env and isinstance(next(iter(env)), str):
             return {os.fsdecode(k): os.fsdecode(v) for k, v in values.items()}
         return values
 
-    def finish_before_exec(self) -> None:
-        """A profiled child that execs another program writes its profile first: the exec
-        replaces it, and no exit handler runs (a failed exec goes on unprofiled)."""
+    def variables(self, role: str, pythonpath: bytes | None) -> dict[bytes, bytes]:
+        """heatline's two variables for a followed child of ``role`` whose environment has
+        ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
+        first (the hook takes it out again)."""
+        config = dict(self.config, role=role, parent=os.getpid())
+        if role == "main":  # the run goes on in the exec'd program, with these options
+            config["main"] = {"options": {option.dest: getattr(self.main.options, option.dest)
+                                          for option in RUN_OPTIONS}}
+        else:
+            config.pop("main", None)
+        hook = os.fsencode(self.config["hook"])
+        return {ENV_CONFIG.encode(): encode_config(config),
+                b"PYTHONPATH": hook + (b":" + pythonpath if pythonpath is not None else b"")}
+
+    def preexec_for(self, args: Any, preexec_fn: Any) -> Any:
+        """For subprocess with the inherited environment and the program's own ``preexec_fn``:
+        the exec passes on the C environment of the child as preexec_fn leaves it (a putenv
+        there counts, as under python), so heatline's variables are added there, after it, in
+        the forked child; the program's own os.environ never sees them. ``preexec_fn``
+        itself when the program is not followed."""
+        role = self.child_role(args)
+        if role is None:
+            return preexec_fn
+        carrier = self
+
+        def preexec() -> None:
+            preexec_fn()
+            try:
+                from heatline.engine.session import process_environ
+
+                prefix = b"PYTHONPATH="
+                found = [e[len(prefix):] for e in process_environ() if e.startswith(prefix)]
+                for name, value in carrier.variables(role, found[0] if found else None).items():
+                    os.putenv(name, value)
+            except Exception:  # noqa: BLE001 -- the child then runs unprofiled, as it would
+                pass
+
+        return preexec
+
+    def child_role(self, args: Any) -> str | None:
+        """The role of the Python child ``args`` starts, or None when it is not followed
+        (not a Python heatline follows, or --no-children)."""
+        return python_role(args) if self.config.get("children", True) else None
+
+    def before_exec(self, path: Any, argv: Any, env: Any) -> tuple[Any, Any]:
+        """About to exec ``path`` (os.execv: ``env`` None; os.execve): the environment to exec
+        with (None: the process's own, execv) and what to call if the exec fails. The run's
+        main process hands the run over or ends it (handover.py); a profiled child writes
+        its profile first (the exec replaces it and no exit handler runs; a failed exec goes
+        on unprofiled)."""
+        if self.main is not None and self.main.pid == os.getpid() and self.main_exec:
+            return self.main_exec(self, path, argv, env)  # type: ignore[no-any-return]
         if self.finisher is not None and self.finisher.pid == os.getpid():
             self.finisher.exit = "exec"
             self.finisher()
+        return _try_env(self, [path, *argv[1:]], env, env), _nothing
 
 
 def encode_config(config: dict[str, Any]) -> bytes:
@@ -112,13 +182,24 @@ def encode_config(config: dict[str, Any]) -> bytes:
     return marshal.dumps(config).hex().encode()
 
 
-def enable(options_session_arguments: dict[str, Any]) -> Carrier:
+def enable(options: Options, finisher: Any, main_exec: Any) -> Carrier:
     """In the main process, before the program runs: make a private run directory; the
-    carrier returned carries the profiler into every child the program starts (follow.install)."""
-    config = {"dir": _make_run_dir(), "session": options_session_arguments,
-              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": time.time()}
-    adopt(Carrier(config))
-    return current()  # type: ignore[return-value]
+    carrier returned carries the profiler into every child the program starts (follow.install;
+    not with --no-children), and at an exec of the main process calls ``main_exec(carrier,
+    path, argv, env)`` (handover.before_exec). ``finisher`` is the run's (finish.Finisher)."""
+    try:
+        directory = _make_run_dir()
+    except OSError:
+        if not options.no_children:
+            raise
+        directory = None  # only an exec would use it: the run then ends there instead
+    config = {"dir": directory, "session": options.session_arguments(),
+              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": time.time(),
+              "children": not options.no_children}
+    carrier = Carrier(config)
+    carrier.main, carrier.main_exec = finisher, main_exec
+    adopt(carrier)
+    return carrier
 
 
 def current() -> Carrier | None:
@@ -160,28 +241,45 @@ def wrap_exec(carrier: Carrier) -> None:
     def fork_exec(args: Any, executable_list: Any, close_fds: Any, pass_fds: Any, cwd: Any,
                   env: Any, *rest: Any, **kwargs: Any) -> Any:
         try:
-            env = carrier.env_for([executable_list[0], *args[1:]] if executable_list else args,
-                                  env)
+            command = [_executed(executable_list), *args[1:]]
+            at = _PREEXEC_AT - 6  # in rest
+            if env is None and len(rest) > at and callable(rest[at]):
+                rest = (*rest[:at], carrier.preexec_for(command, rest[at]), *rest[at + 1:])
+            else:
+                env = carrier.env_for(command, env)
         except Exception:  # noqa: BLE001 -- never stop the program's exec
             pass
-        return real["fork_exec"](args, executable_list, close_fds, pass_fds, cwd, env,
-                                 *rest, **kwargs)
+        # Its child runs only the preexec_fn before it execs (fork hooks run there when there
+        # is one): not a fork child to profile (follow._after_fork_in_child).
+        thread = _thread.get_ident()
+        carrier.exec_forks.add(thread)
+        try:
+            return real["fork_exec"](args, executable_list, close_fds, pass_fds, cwd, env,
+                                     *rest, **kwargs)
+        finally:
+            carrier.exec_forks.discard(thread)
 
-    _posixsubprocess.fork_exec = fork_exec
+    if carrier.config.get("children", True):
+        _posixsubprocess.fork_exec = fork_exec
     for name in ("execv", "execve", "posix_spawn", "posix_spawnp"):
         if hasattr(os, name):
             real[name] = getattr(os, name)
 
     def execv(path: Any, argv: Any) -> Any:
-        carrier.finish_before_exec()
-        env = _try_env(carrier, [path, *argv[1:]], None)
-        if env is None:
-            return real["execv"](path, argv)
-        return real["execve"](path, argv, env)
+        return _exec(path, argv, None)
 
     def execve(path: Any, argv: Any, env: Any) -> Any:
-        carrier.finish_before_exec()
-        return real["execve"](path, argv, _try_env(carrier, [path, *argv[1:]], env, env))
+        return _exec(path, argv, env)
+
+    def _exec(path: Any, argv: Any, env: Any) -> Any:
+        env, failed = carrier.before_exec(path, argv, env)
+        try:
+            if env is None:
+                return real["execv"](path, argv)
+            return real["execve"](path, argv, env)
+        except BaseException:
+            failed()
+            raise
 
     def spawner(name: str) -> Any:
         def spawn(path: Any, argv: Any, env: Any, *rest: Any, **kwargs: Any) -> Any:
@@ -194,8 +292,25 @@ def wrap_exec(carrier: Carrier) -> None:
         if function.__name__ in real:
             setattr(os, function.__name__, function)
     for name in ("posix_spawn", "posix_spawnp"):
-        if name in real:
+        if name in real and carrier.config.get("children", True):
             setattr(os, name, spawner(name))
+
+
+def _nothing() -> None:
+    pass
+
+
+# Where _posixsubprocess.fork_exec takes preexec_fn (3.11 added process_group before it).
+_PREEXEC_AT = 21 if sys.version_info >= (3, 11) else 20
+
+
+def _executed(candidates: Any) -> Any:
+    """The path fork_exec will run from its list of candidates (PATH's directories): the first
+    that is an executable file, as execve tries them in order."""
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return candidates[0]
 
 
 def _try_env(carrier: Carrier, args: Any, env: Any, fallback: Any = None) -> Any:
@@ -210,19 +325,99 @@ def _try_env(carrier: Carrier, args: Any, env: Any, fallback: Any = None) -> Any
     return new
 
 
-def _python_role(args: Any) -> str | None:
-    """The role of a Python child about to be exec'd with ``args`` (the executable first, or
-    the list of paths tried), or None when it is not a Python interpreter heatline follows."""
+def python_role(args: Any) -> str | None:
+    """The role of a Python child about to be exec'd with ``args`` (the executable first), or
+    None when it is not a Python interpreter heatline follows (:func:`followable`)."""
     try:
         first = os.fsdecode(args[0])
-    except (TypeError, IndexError):
+    except (TypeError, IndexError, ValueError):
         return None
-    name = os.path.basename(first)
-    own = os.path.realpath(sys.executable) if sys.executable else ""
+    return _role_of_command(args) if followable(first) else None
+
+
+# The CPython versions heatline runs on. An interpreter of another version, or of one that
+# heatline's engine is not built for, is not followed: its environment stays as the program
+# passed it (a Python 2.7 given the hook failed to import it and skipped its own sitecustomize).
+SUPPORTED_VERSIONS = ((3, 9), (3, 13))
+
+_versions: dict[str, tuple[int, int] | None] = {}  # interpreter_version's, by real path
+_engine_versions: set[tuple[int, int]] | None = None
+
+
+def followable(path: str) -> bool:
+    """Whether the program at ``path`` is a Python interpreter heatline can profile: named
+    like one (``python``, ``python3``, ``python3.11``) or the very file of sys.executable, of
+    a version told without running it (:func:`interpreter_version`) within
+    SUPPORTED_VERSIONS, and with heatline's engine built for that version."""
+    name = os.path.basename(path)
     version = name[len("python"):].replace(".", "")
-    is_python = name.startswith("python") and (not version or version.isdigit()) or (
-        bool(own) and os.path.realpath(first) == own)
-    return _role_of_command(args) if is_python else None
+    real = os.path.realpath(path)
+    own = os.path.realpath(sys.executable) if sys.executable else ""
+    if not (name.startswith("python") and (not version or version.isdigit()) or real == own):
+        return False
+    found = interpreter_version(path)
+    low, high = SUPPORTED_VERSIONS
+    return found is not None and low <= found <= high and found in _built_versions()
+
+
+def interpreter_version(path: str) -> tuple[int, int] | None:
+    """(major, minor) of the Python interpreter at ``path``, without running it (an exec may
+    come often: every spawned worker), or None when it cannot be told: the very file of
+    sys.executable is this interpreter's version; else the name of the file the path resolves
+    to, or the path's own name, when it is ``pythonX.Y`` (a venv's ``python`` links to its
+    base interpreter's; Debian's ``python3`` to ``python3.11``); else, for a ``python`` that
+    links to no such name (a venv made with --copies, a build tree), the installation it
+    belongs to: PREFIX/bin/python has its library, or a venv its site-packages, in
+    PREFIX/lib/pythonX.Y, when only one such directory is there. A wrapper script (pyenv's
+    shims) tells nothing: its interpreter is chosen when it runs."""
+    real = os.path.realpath(path)
+    if real not in _versions:
+        _versions[real] = _version_of(path, real)
+    return _versions[real]
+
+
+def _version_of(path: str, real: str) -> tuple[int, int] | None:
+    if sys.executable and real == os.path.realpath(sys.executable):
+        return (sys.version_info[0], sys.version_info[1])
+    for name in (os.path.basename(real), os.path.basename(path)):
+        version = _named_version(name, "python")
+        if version is not None:
+            return version
+    try:
+        names = os.listdir(os.path.join(os.path.dirname(os.path.dirname(real)), "lib"))
+    except OSError:
+        return None
+    found = {version for version in (_named_version(n, "python") for n in names) if version}
+    return found.pop() if len(found) == 1 else None
+
+
+def _named_version(name: str, prefix: str) -> tuple[int, int] | None:
+    """(X, Y) from PREFIX + "X.Y" exactly (not python3.13t, a free-threaded build)."""
+    if not name.startswith(prefix):
+        return None
+    major, dot, minor = name[len(prefix):].partition(".")
+    if not (dot and major.isdigit() and minor.isdigit()):
+        return None
+    return (int(major), int(minor))
+
+
+def _built_versions() -> set[tuple[int, int]]:
+    """The versions heatline's engine is built for: _native.cpython-3XY-*.so in its package
+    (an editable install may hold several)."""
+    global _engine_versions
+    if _engine_versions is None:
+        found = {(sys.version_info[0], sys.version_info[1])}
+        try:
+            names = os.listdir(os.path.join(IMPORT_ROOT, "heatline"))
+        except OSError:
+            names = []
+        for name in names:
+            tag = name.split(".")[1] if name.startswith("_native.") and name.endswith(".so") else ""
+            digits = tag.split("-")[1] if tag.startswith("cpython-") and "-" in tag[8:] else ""
+            if digits.isdigit() and len(digits) >= 2:
+                found.add((int(digits[0]), int(digits[1:])))
+        _engine_versions = found
+    return _engine_versions
 
 
 def _role_of_command(args: Any) -> str | None:

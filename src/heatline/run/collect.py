@@ -17,15 +17,17 @@ if TYPE_CHECKING:
 
 
 def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
-    """The main profile merged with every child's (profile/merge.py); the run directory is
-    removed. Children still running are not waited for."""
+    """The main profile merged with every child's (data/merge.py); the run directory is
+    removed. Children still running are not waited for. The parts of the main process that
+    ran before an exec handed the run over (handover.py) are merged into the main profile
+    first, as one process."""
     carrier = carriers.current()
-    if carrier is None:
+    if carrier is None or carrier.config["dir"] is None:
         return main_profile
     import marshal
 
     from heatline.data.build import build_profile
-    from heatline.data.merge import merge_processes
+    from heatline.data.merge import merge_processes, merge_segments
 
     directory = carrier.config["dir"]
     try:
@@ -33,6 +35,7 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
     except OSError:
         names = []
     children = []
+    segments = []  # this process's, before its execs
     started = {name[: -len(".started")] for name in names if name.endswith(".started")}
     finished = set()
     problems = []  # one line per child that tried to write its profile and failed
@@ -61,8 +64,17 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
         finished.add(name[: -len(".prof")])
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
         info["offset_s"] = payload["start_epoch"] - carrier.config["start_epoch"]
-        children.append((info, profile))
+        if payload.get("segment") and payload["pid"] == os.getpid():
+            if name[: -len(".prof")] != carrier.written_segment:  # else the session's own
+                segments.append((info, profile))
+        else:
+            children.append((info, profile))
     _remove_dir(directory)
+    if segments:
+        this = {"pid": os.getpid(), "role": "main",
+                "offset_s": carrier.main_epoch - carrier.config["start_epoch"]}
+        segments.sort(key=lambda segment: segment[0]["offset_s"])
+        main_profile = merge_segments([*segments, (this, main_profile)])
     missing = len(started - finished)
     if not children and not missing:
         return main_profile
@@ -84,7 +96,7 @@ def _read_line(path: str) -> str:
 def discard() -> None:
     """Remove the run directory without merging (the main profile could not be built)."""
     carrier = carriers.current()
-    if carrier is not None:
+    if carrier is not None and carrier.config["dir"] is not None:
         _remove_dir(carrier.config["dir"])
 
 

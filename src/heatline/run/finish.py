@@ -32,6 +32,11 @@ class Finisher:
         self.succeeded = True  # False once the program's exit status is known to be non-zero
         self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
         self.warned = False  # --profile-interval: a failed write was reported
+        # Whether heatline knows the program's exit status (it ran the program: launch.py).
+        # Not in a program the run was handed over to at an exec, which the interpreter runs
+        # itself, nor when the run ends at an exec, whose program's status will be the
+        # process's (handover.py): a failed write is then reported and the status left alone.
+        self.status_known = True
         self.own_modules: dict[str, Any] = dict(sys.modules)  # sys.modules for heatline's work
         # A forked child inherits atexit handlers; only the profiled process may write.
         self.pid = os.getpid()
@@ -39,6 +44,11 @@ class Finisher:
     def __call__(self) -> None:
         if os.getpid() != self.pid:
             return
+        if not self.status_known and isinstance(getattr(sys, "last_value", None),
+                                                KeyboardInterrupt):
+            # The interpreter printed an uncaught KeyboardInterrupt (PyErr_Print sets
+            # sys.last_value) and will die of SIGINT, unless building the report clears that.
+            self.interrupted = True
         try:
             with own_imports(self.own_modules):
                 self._finish()
@@ -106,7 +116,7 @@ class Finisher:
         except OSError as exc:
             reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else one_line(exc)
             write_stderr(f"heatline: error: can't write the profile to '{path}': {reason}\n")
-            if self.succeeded:
+            if self.succeeded and self.status_known:
                 os._exit(WRITE_FAILED_STATUS)
             return False
 

@@ -6,6 +6,7 @@ start path (no typing, re, json)."""
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
 import time
@@ -25,9 +26,11 @@ if TYPE_CHECKING:
 def install(carrier: Carrier) -> None:
     """The hooks that follow this process's children with ``carrier``: in the main process
     after carrier.enable(), once the program's SIGTERM guard is installed (the fork hook must
-    run after the guard's, in a child); in an exec'd child, as it starts."""
+    run after the guard's, in a child); in an exec'd child, as it starts. With --no-children
+    only the exec wrappers: the main process's own exec still hands the run over or ends it
+    (handover.py)."""
     carriers.adopt(carrier)
-    if hasattr(os, "register_at_fork"):
+    if hasattr(os, "register_at_fork") and carrier.config.get("children", True):
         from heatline.engine import session
 
         os.register_at_fork(after_in_child=lambda: _after_fork_in_child(carrier))
@@ -39,6 +42,11 @@ def _after_fork_in_child(carrier: Carrier) -> None:
     if carrier.guard is not None:  # the parent child's: the child gets its own
         carrier.guard._in_child()
         carrier.guard = None
+    if _thread.get_ident() in carrier.exec_forks:
+        # subprocess's child, which only runs the program's preexec_fn and execs (the thread
+        # that forked it is this one, the child's only thread): the exec'd program is
+        # followed if it is Python; a session here would leave a profile never written.
+        return
     try:
         start_child(carrier, "fork child", os.getppid(), gpu=0)
     except Exception:  # noqa: BLE001 -- the child must run even if heatline cannot follow
@@ -79,8 +87,6 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
     _wrap_exit(carrier, finisher)
     carrier.guard = SigtermGuard(finisher)
     carrier.guard.install(at_fork=False)  # the carrier's fork hook disarms it in a child
-    if carrier.guard.armed:
-        session.chain_sigterm()  # the handler must run even if the signal races a wait
 
 
 def _program_label() -> str:
@@ -159,30 +165,38 @@ class ChildFinisher:
             pass
 
     def _write(self) -> None:
-        import marshal
-
         session = self.session
         session.stop()
-        payload = {
+        write_profile(self.carrier.config["dir"], self.token, session, {
             "pid": os.getpid(),
             "ppid": self.ppid,
             "role": _refine_role(self.role),
-            "program": session.program,
-            "argv": [str(a) for a in session.argv],
             "exit": self.exit,
             "start_epoch": self.start_epoch,
-            "started_at": session.started_at,
-            "elapsed_s": session.elapsed_s,
-            "cpu_s": session.cpu_s,
-            "sampling_interval_s": session.sampling_interval_s,
             "snapshot": session.raw_snapshot(),
-        }
-        directory = self.carrier.config["dir"]
-        temporary = os.path.join(directory, self.token + ".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        with open(fd, "wb") as f:
-            marshal.dump(payload, f)
-        os.replace(temporary, os.path.join(directory, self.token + ".prof"))
+        })
+
+
+def write_profile(directory: str, token: str, session: Any, info: dict[str, Any]) -> None:
+    """Write a stopped session's raw profile (marshal) into the run directory as
+    <token>.prof, whole or not at all; ``info`` has pid, ppid, role, exit, start_epoch and
+    the raw snapshot (collect.py reads them)."""
+    import marshal
+
+    payload = {
+        "program": session.program,
+        "argv": [str(a) for a in session.argv],
+        "started_at": session.started_at,
+        "elapsed_s": session.elapsed_s,
+        "cpu_s": session.cpu_s,
+        "sampling_interval_s": session.sampling_interval_s,
+        **info,
+    }
+    temporary = os.path.join(directory, token + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as f:
+        marshal.dump(payload, f)
+    os.replace(temporary, os.path.join(directory, token + ".prof"))
 
 
 def _block_sigterm() -> Any:
@@ -202,23 +216,46 @@ def _unblock(previous: Any) -> None:
 
 
 def _refine_role(role: str) -> str:
-    """A multiprocessing child's role from its process name and target (read at exit)."""
-    process = sys.modules.get("multiprocessing.process")
-    if process is None or role not in ("fork child", "spawned process"):
+    """A multiprocessing child's role from its process name and target, read as its profile
+    is written. That may be at any point of the child's life: in the middle of importing
+    multiprocessing.process (os._exit, SIGTERM or an exec there; a fork child of a thread that
+    was importing it keeps it half imported for good) or while modules are torn down. So the
+    module's state is only read, never its code run (current_process() fails with NameError
+    or AttributeError in a half-imported module), a module whose import has not completed is
+    not read at all, and any failure leaves the role as started: a label never costs the
+    profile."""
+    if role not in ("fork child", "spawned process"):
         return role
-    current = process.current_process()
-    name = current.name
-    if name == "MainProcess":
+    try:
+        return _multiprocessing_role(role)
+    except Exception:  # noqa: BLE001 -- the role as started is still true
+        return role
+
+
+def _multiprocessing_role(role: str) -> str:
+    process = _imported("multiprocessing.process")
+    current = None if process is None else vars(process).get("_current_process")
+    name = getattr(current, "_name", None)  # what current_process().name returns
+    if not isinstance(name, str) or name == "MainProcess":
         return role
     if "PoolWorker" in name:
         return "Pool worker"
     # A torch DataLoader's workers are plain multiprocessing processes running its worker
     # loop (the parent deletes a process's target once started; the child keeps its copy).
-    target = getattr(current, "_target", None)
+    target = vars(current).get("_target")
     if (getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
             and getattr(target, "__name__", None) == "_worker_loop"):
         return "DataLoader worker"
-    if "concurrent.futures.process" in sys.modules:
+    if _imported("concurrent.futures.process") is not None:
         return "ProcessPoolExecutor worker"
     return f"multiprocessing process ({name})"
 
+
+def _imported(name: str) -> Any:
+    """sys.modules[name] once its import has completed, else None (not imported, or its
+    import still running or cut short: importlib marks the spec meanwhile)."""
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    if module is None or getattr(spec, "_initializing", False):
+        return None
+    return module

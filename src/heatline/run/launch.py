@@ -21,7 +21,7 @@ import types
 # in memory while the program runs, the program's own full garbage collections must walk too.
 from heatline.options import Options
 from heatline.run import carrier as carriers
-from heatline.run import follow
+from heatline.run import follow, handover
 from heatline.run.isolation import OWN_PATH, set_aside_own_modules
 from heatline.run.errors import SkipOnce, report_uncaught
 from heatline.run.finish import Finisher
@@ -68,20 +68,20 @@ def start(program: Program, options: Options) -> Launch:
         atexit.unregister(finisher)
         raise ProgramError(f"could not start the profiler: {exc}", 1) from None
 
-    carrier = None
-    if not options.no_children:
-        program_path = list(sys.path)
-        sys.path[:] = OWN_PATH  # heatline's imports, never the program's json.py, random.py
-        try:
-            carrier = carriers.enable(options.session_arguments())
-        finally:
-            sys.path[:] = program_path
+    # Children followed unless --no-children; an exec of this process hands the run over or
+    # ends it (handover.py) in any case.
+    program_path = list(sys.path)
+    sys.path[:] = OWN_PATH  # heatline's imports, never the program's json.py, random.py
+    try:
+        carrier = carriers.enable(options, finisher, handover.before_exec)
+    finally:
+        sys.path[:] = program_path
     # The modules heatline wrapped a function of stay, or the program would import fresh,
     # unwrapped copies.
-    finisher.own_modules = set_aside_own_modules(carriers.WRAPPED_MODULES if carrier else ())
+    wrapped = () if options.no_children else carriers.WRAPPED_MODULES
+    finisher.own_modules = set_aside_own_modules(wrapped)
     SigtermGuard(finisher).install()
-    if carrier is not None:
-        follow.install(carrier)  # its fork hook must run after the guard's (in a child)
+    follow.install(carrier)  # its fork hook must run after the guard's (in a child)
     if options.profile_interval_s is not None and options.outfile:
         session.every(options.profile_interval_s, finisher.write_so_far)
     return Launch(program.code, main.__dict__, finisher)

@@ -15,6 +15,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+_exec_pending = False  # the process is about to exec (handover.py)
+
+
+def set_exec_pending(pending: bool) -> None:
+    """While the run ends before an exec: the exec loses the program's buffered output, as
+    under python, so heatline's writes do not flush it either."""
+    global _exec_pending
+    _exec_pending = pending
+
+
 def one_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return " ".join(text.split())
@@ -29,7 +39,8 @@ def stderr_fd() -> Any:
     and leaves the descriptor open), for what heatline writes at exit: the process's stderr,
     wherever the program pointed sys.stderr (into its log, None, stdout). Whatever the
     program's streams hold is flushed first, so heatline's text comes after it."""
-    if not sigterm.terminating():  # killed by SIGTERM, python would not flush them: neither do we
+    # Killed by SIGTERM or about to exec, python would not flush them: neither do we.
+    if not sigterm.terminating() and not _exec_pending:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             flush(stream)
     encoding = getattr(sys.__stderr__, "encoding", None) or "utf-8"

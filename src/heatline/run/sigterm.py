@@ -34,6 +34,12 @@ class SigtermGuard:
     A Python-level handler runs when the main thread next runs Python code: a program stuck
     in a long C call dies when that call returns (python: at once); a C-level ``sigaction``
     handler would not have that delay (docs/design.md, known limits).
+
+    CPython itself reads the disposition too: ``_thread.interrupt_main(SIGTERM)``
+    (PyErr_SetInterruptEx) runs the Python handler without any signal, and does nothing when
+    that handler is SIG_DFL. So the engine's C handler is chained in front of heatline's
+    (sigterm.h): it notes each SIGTERM the kernel delivers, and heatline's handler, called
+    when none came, does nothing, as SIG_DFL would.
     """
 
     def __init__(self, finisher: Any) -> None:
@@ -44,6 +50,8 @@ class SigtermGuard:
         self._getsignal = _signal.getsignal
         self.finisher = finisher
         self.armed = False
+        self._arming = False  # between installing the handler and chaining the C one
+        self._delivered: Any = None  # session.sigterm_delivered once chained
 
     def install(self, at_fork: bool = True) -> None:
         module = self._module
@@ -52,7 +60,9 @@ class SigtermGuard:
         try:
             if self._getsignal(module.SIGTERM) != module.SIG_DFL:
                 return  # ignored (nohup, a parent's choice): nothing to do, as under python
-            self._signal(module.SIGTERM, self._on_sigterm)
+            # Before the program runs no other thread takes signals (the sampler blocks them
+            # all), so blocking SIGTERM here is enough: no check of what came meanwhile.
+            self._arm(check=False)
         except (ValueError, OSError):  # not the main thread, or not allowed
             return
         self.armed = True
@@ -65,9 +75,39 @@ class SigtermGuard:
         if signalnum != module.SIGTERM:
             return self._signal(signalnum, handler)
         default = handler is module.SIG_DFL or (isinstance(handler, int) and handler == 0)
-        previous = self._signal(signalnum, self._on_sigterm if default else handler)
+        if default:
+            # The program's threads may take a SIGTERM while heatline's handler is back but
+            # the C one not yet chained: check=True runs it then, as a delivered one.
+            previous = self._arm(check=True)
+        else:
+            previous = self._signal(signalnum, handler)
         was_armed, self.armed = self.armed, default
         return module.SIG_DFL if was_armed else previous
+
+    def _arm(self, check: bool) -> Any:
+        """Install heatline's handler with the engine's C handler chained in front of it
+        (sigterm.h), SIGTERM blocked in this thread meanwhile; returns the previous handler.
+        A SIGTERM held by the block reaches the C handler once unblocked; one that another
+        thread took in between reached Python's alone: with ``check``, the handlers of what
+        came are run before this returns, while ``_arming`` makes it count as delivered."""
+        module = self._module
+        blocked = module.pthread_sigmask(module.SIG_BLOCK, {module.SIGTERM})
+        self._arming = True
+        try:
+            try:
+                previous = self._signal(module.SIGTERM, self._on_sigterm)
+                self._delivered = None
+                from heatline.engine import session
+
+                if session.chain_sigterm():
+                    self._delivered = session.sigterm_delivered
+            finally:
+                module.pthread_sigmask(module.SIG_SETMASK, blocked)
+            if check:
+                session.check_signals()
+        finally:
+            self._arming = False
+        return previous
 
     def getsignal(self, signalnum: Any) -> Any:
         if signalnum == self._module.SIGTERM and self.armed:
@@ -86,6 +126,11 @@ class SigtermGuard:
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         global _terminating
+        delivered = self._delivered
+        if not self._arming and delivered is not None and not delivered():
+            # _thread.interrupt_main(SIGTERM): no signal came, and with SIG_DFL (what the
+            # program sees) CPython's PyErr_SetInterruptEx does nothing.
+            return
         module = self._module
         # Ignored while the profile is written (a second SIGTERM must not cut it short).
         self._signal(module.SIGTERM, module.SIG_IGN)

@@ -3,10 +3,17 @@ first on PYTHONPATH only in the environment of an exec that heatline follows, so
 interpreter imports this module while it starts (site.py). It leaves the child as it would be
 without heatline: os.environ and PYTHONPATH as the parent passed them, this directory out of
 sys.path, the real sitecustomize (if any) run, the modules imported here taken out of
-sys.modules; then starts profiling with the parent's settings."""
+sys.modules; then starts profiling with the parent's settings.
+
+Written for any Python, 2.7 included (no annotations, no f-strings): an interpreter heatline
+does not profile that gets here all the same (carrier.followable told its version wrong) has
+its environment and sys.path put back and its own sitecustomize run, and nothing else."""
+
+# carrier.SUPPORTED_VERSIONS (this module cannot import heatline before it knows the version).
+_SUPPORTED = ((3, 9), (3, 13))
 
 
-def _profile(config: dict, before: set) -> None:
+def _profile(config, before):
     import sys
 
     root = config.get("root", "")
@@ -14,9 +21,14 @@ def _profile(config: dict, before: set) -> None:
     if added:
         sys.path.insert(0, root)
     try:
-        from heatline.run import follow
+        if config.get("role") == "main":  # the run's main process exec'd this program
+            from heatline.run import handover
 
-        follow.start_spawned(config)
+            handover.continue_run(config)
+        else:
+            from heatline.run import follow
+
+            follow.start_spawned(config)
     except Exception:  # noqa: BLE001 -- the child runs unprofiled rather than not at all
         pass
     finally:
@@ -33,27 +45,54 @@ def _profile(config: dict, before: set) -> None:
             del sys.modules[name]
 
 
-def _start() -> None:
+def _config(text):
+    """The run's settings from HEATLINE_CHILD (carrier.encode_config), or None."""
+    import sys
+
+    if text is None or not _SUPPORTED[0] <= tuple(sys.version_info[:2]) <= _SUPPORTED[1]:
+        return None
+    import marshal  # built in, as everything imported here: no json (re, enum...)
+
+    try:
+        config = marshal.loads(bytes.fromhex(text))
+    except (ValueError, EOFError, TypeError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def _restore_pythonpath(hook_dir):
+    """PYTHONPATH as the parent passed it: carrier.env_for put this directory first, alone
+    when the parent passed none."""
+    import os
+
+    value = os.environ.get("PYTHONPATH")
+    if value is None:
+        return
+    first, separator, rest = value.partition(os.pathsep)
+    if not first or os.path.abspath(first) != hook_dir:
+        return
+    if separator:
+        os.environ["PYTHONPATH"] = rest
+    else:
+        del os.environ["PYTHONPATH"]
+
+
+def _is_absent(exc):
+    """Whether an ImportError of `import sitecustomize` says there is none (2.7's has no
+    name)."""
+    if hasattr(exc, "name"):
+        return exc.name == "sitecustomize"
+    return str(exc) == "No module named sitecustomize"
+
+
+def _start():
     import os
     import sys
 
     hook_dir = os.path.dirname(os.path.abspath(__file__))
-    config_text = os.environ.pop("HEATLINE_CHILD", None)
+    config = _config(os.environ.pop("HEATLINE_CHILD", None))
     before = set(sys.modules)
-    config = None
-    if config_text is not None:
-        import marshal  # built in, as everything imported here: no json (re, enum...)
-
-        try:
-            config = marshal.loads(bytes.fromhex(config_text))  # carrier.encode_config
-        except (ValueError, EOFError, TypeError):
-            config = None
-        if not isinstance(config, dict):
-            config = None
-    if config is not None and config.get("pythonpath") is not None:
-        os.environ["PYTHONPATH"] = config["pythonpath"]
-    else:
-        os.environ.pop("PYTHONPATH", None)
+    _restore_pythonpath(hook_dir)
     for index, entry in enumerate(sys.path):
         if entry and os.path.abspath(entry) == hook_dir:
             del sys.path[index]
@@ -66,7 +105,7 @@ def _start() -> None:
             import sitecustomize  # noqa: F401 -- the real one, as site.py would run it
         except ImportError as exc:
             sys.modules["sitecustomize"] = own
-            if exc.name != "sitecustomize":
+            if not _is_absent(exc):
                 raise
         except BaseException:
             sys.modules["sitecustomize"] = own
