@@ -1,0 +1,31 @@
+"""The program's __main__, its streams, tracebacks, modules and warnings are python's, whether it
+is a script, ``-m module``, a directory or a zip archive (issue 19).
+
+Each test runs the same program under python and under heatline and compares what a user sees:
+stdout and stderr byte for byte (heatline's report is turned off with -q), the exit status and
+the files the program leaves."""
+
+import os
+
+
+
+TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+
+
+def test_pytest_under_heatline_sees_no_warning_of_heatlines(run_heatline, run_python, tmp_path):
+    """Item 10: pytest marks the modules of its plugins' distributions (heatline's, through the
+    pytest11 entry point) for assertion rewriting and warns about those already imported,
+    which heatline always is when it runs pytest; with `filterwarnings = error` that aborted
+    the run. heatline's package says it is not to be rewritten (PYTEST_DONT_REWRITE)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
+    (tmp_path / "test_simple.py").write_text("def test_sum():\n    assert 1 + 1 == 2\n")
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    expected = run_python(*args, cwd=str(tmp_path))
+    assert expected.returncode == 0, expected.stdout.decode()
+    result = run_heatline("-q", *args, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+    assert b"1 passed" in result.stdout and b"warning" not in result.stdout.lower()
+    # Without -W error the warning was counted ("1 passed, 2 warnings").
+    (tmp_path / "pytest.ini").unlink()
+    result = run_heatline("-q", *args, "-W", "default", cwd=str(tmp_path))
+    assert result.returncode == 0 and b"warning" not in result.stdout.lower(), result.stdout
