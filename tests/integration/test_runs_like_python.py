@@ -6,10 +6,45 @@ stdout and stderr byte for byte (heatline's report is turned off with -q), the e
 the files the program leaves."""
 
 import os
+import zipapp
 
 
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+
+
+def _program_in_every_form(tmp_path, source):
+    """The same source as a script, a module for -m, a directory and a zip archive: the
+    argv (after the interpreter) for each, run from tmp_path."""
+    (tmp_path / "script.py").write_text(source)
+    (tmp_path / "as_module.py").write_text(source)
+    directory = tmp_path / "directory"
+    directory.mkdir()
+    (directory / "__main__.py").write_text(source)
+    archive_source = tmp_path / "archive_source"
+    archive_source.mkdir()
+    (archive_source / "__main__.py").write_text(source)
+    zipapp.create_archive(str(archive_source), str(tmp_path / "app.pyz"))
+    return {"script": ["script.py"], "-m": ["-m", "as_module"], "directory": ["directory"],
+            "zipapp": ["app.pyz"]}
+
+
+def test_main_module_has_pythons_attributes_in_pythons_order(run_heatline, run_python,
+                                                            tmp_path):
+    """Item 8: python's __main__ always has __annotations__ (an empty dict, 3.9-3.13), whether
+    the module has annotations or not, and its attributes come in the interpreter's order."""
+    source = ("print(__annotations__)\nprint(list(globals()))\n"
+              "print(__loader__ is not None, __spec__ is None, __package__, __doc__)\n")
+    forms = _program_in_every_form(tmp_path, source)
+    (tmp_path / "annotated.py").write_text("x: int = 1\nprint(__annotations__)\n")
+    forms["annotated"] = ["annotated.py"]
+    for form, args in forms.items():
+        expected = run_python(*args, cwd=str(tmp_path))
+        assert expected.returncode == 0, expected.stderr
+        result = run_heatline("-q", *args, cwd=str(tmp_path))
+        assert result.returncode == 0, (form, result.stderr.decode())
+        assert result.stdout == expected.stdout, form
+        assert result.stderr == b""
 
 
 def test_pytest_under_heatline_sees_no_warning_of_heatlines(run_heatline, run_python, tmp_path):

@@ -49,9 +49,7 @@ def start(program: Program, options: Options) -> Launch:
     from heatline.engine.session import Session
 
     _check_outfile_is_not_the_program(options.outfile, program.module_attrs.get("__file__"))
-    main = types.ModuleType("__main__")
-    main.__dict__.update(program.module_attrs)
-    main.__dict__["__builtins__"] = builtins
+    main = _fresh_main_module(program.module_attrs)
     sys.modules["__main__"] = main  # a fresh module, so pickle finds __main__ classes
     sys.argv = list(program.argv)
 
@@ -85,6 +83,24 @@ def start(program: Program, options: Options) -> Launch:
     if options.profile_interval is not None and options.outfile:
         session.every(options.profile_interval, finisher.write_so_far)
     return Launch(program.code, main.__dict__, finisher)
+
+
+def _fresh_main_module(attrs: dict[str, Any]) -> types.ModuleType:
+    """A ``__main__`` module as the interpreter makes one (Python/pylifecycle.c,
+    add_main_module: the module, then ``__annotations__``, an empty dict on 3.9-3.13 (PEP
+    526), ``__builtins__`` and ``__loader__``), then given what python's script runner sets
+    (``attrs``); runpy sets its own when it runs a module. The same keys in the same order:
+    ``globals()`` lists them."""
+    from importlib.machinery import BuiltinImporter
+
+    main = types.ModuleType("__main__")
+    namespace = main.__dict__
+    if sys.version_info < (3, 14):  # 3.14 evaluates annotations lazily (PEP 649, 749)
+        namespace["__annotations__"] = {}
+    namespace["__builtins__"] = builtins
+    namespace["__loader__"] = BuiltinImporter
+    namespace.update(attrs)
+    return main
 
 
 class Launch:
