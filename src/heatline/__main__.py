@@ -7,7 +7,7 @@ _launch = prepare()
 if isinstance(_launch, int):
     raise SystemExit(_launch)
 try:
-    exec(_launch.code, _launch.globals)  # noqa: S102 -- running the program is the point
+    exec(*_launch.take())  # noqa: S102 -- running the program is the point
 except BaseException as _exc:  # noqa: BLE001 -- Launch.ended handles (or re-raises) it
     raise SystemExit(_launch.ended(_exc)) from None
 raise SystemExit(0)

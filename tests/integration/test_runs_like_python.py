@@ -8,6 +8,7 @@ the files the program leaves."""
 import os
 import zipapp
 
+import pytest
 
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
@@ -45,6 +46,50 @@ def test_main_module_has_pythons_attributes_in_pythons_order(run_heatline, run_p
         assert result.returncode == 0, (form, result.stderr.decode())
         assert result.stdout == expected.stdout, form
         assert result.stderr == b""
+
+
+FINALIZERS = """\
+import atexit
+import os
+import sys
+
+path = sys.argv[1]
+open(path, "w").close()
+
+class Cleanup:
+    def __init__(self, name):
+        self.name = name
+
+    def __del__(self):
+        print("finalizing", self.name, "with its globals:", os is not None, flush=True)
+        if self.name == "first":
+            os.remove(path)
+
+first = Cleanup("first")
+second = Cleanup("second")
+in_a_list = [Cleanup("third, in a list")]
+atexit.register(print, "atexit ran", flush=True)
+print("the program is done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("form", ["script", "-m"])
+def test_finalizers_at_shutdown_see_what_they_see_under_python(run_heatline, run_python,
+                                                              tmp_path, form):
+    """Item 5: heatline holds no reference to the program's __main__, so at shutdown python
+    frees it, and the objects only it holds, with their globals intact and in python's order
+    (a __del__ removing a file works), instead of clearing a module still alive."""
+    (tmp_path / "finalizers.py").write_text(FINALIZERS)
+    args = ["finalizers.py"] if form == "script" else ["-m", "finalizers"]
+    victim = tmp_path / "victim.txt"
+    expected = run_python(*args, str(victim), cwd=str(tmp_path))
+    assert expected.returncode == 0 and expected.stderr == b"", expected.stderr
+    assert b"finalizing first with its globals: True" in expected.stdout
+    assert not victim.exists()
+    result = run_heatline("-q", *args, str(victim), cwd=str(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b""), (
+        result.stderr.decode())
+    assert not victim.exists()
 
 
 def test_pytest_under_heatline_sees_no_warning_of_heatlines(run_heatline, run_python, tmp_path):

@@ -104,22 +104,28 @@ def _fresh_main_module(attrs: dict[str, Any]) -> types.ModuleType:
 
 
 class Launch:
-    """A program ready to run, the profiler started: ``exec(launch.code, launch.globals)``,
-    then ``launch.ended(exc)`` with whatever escaped it.
+    """A program ready to run, the profiler started: ``exec(*launch.take())``, then
+    ``launch.ended(exc)`` with whatever escaped it.
 
     The exec is left to the caller so that it can happen in the shallowest frame heatline
     has (heatline/__main__.py's module level): the program sees as few heatline frames below
     its own as possible (sys._getframe(), the recursion limit, warnings' stacklevel)."""
 
     def __init__(self, code: types.CodeType, globals_: dict[str, Any], finisher: Any) -> None:
-        self.code = code
-        self.globals = globals_
+        self.arguments: tuple[Any, ...] | None = (code, globals_)
         self.finisher = finisher
+
+    def take(self) -> tuple[Any, ...]:
+        """The arguments for ``exec``, given once: heatline keeps no reference to the
+        program's globals (they must go when python would free them, at shutdown)."""
+        arguments, self.arguments = self.arguments, None
+        assert arguments is not None, "the program runs once"
+        return arguments
 
     def run(self) -> int:
         """Run the program here (one frame deeper than doing the exec in the caller)."""
         try:
-            exec(self.code, self.globals)  # noqa: S102 -- running the program is the point
+            exec(*self.take())  # noqa: S102 -- running the program is the point
         except BaseException as exc:  # noqa: BLE001
             return self.ended(exc)
         return 0
