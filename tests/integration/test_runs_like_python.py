@@ -5,13 +5,33 @@ Each test runs the same program under python and under heatline and compares wha
 stdout and stderr byte for byte (heatline's report is turned off with -q), the exit status and
 the files the program leaves."""
 
+import json
 import os
+import subprocess
+import sys
 import zipapp
 
 import pytest
+from _tools import require_module
 
+from heatline import data as profile
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+
+
+def _environ(**extra):
+    """The test's environment without PYTHONUNBUFFERED (when it is set, nothing is buffered and
+    the order of the program's output and its traceback cannot differ) nor colour/width."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONUNBUFFERED", "FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES")}
+    env.update(extra)
+    return env
+
+
+HEATLINE = [sys.executable, "-m", "heatline", "-q"]
+# The `heatline` command (a script pip made): Python's script runner flushes sys.stderr and
+# sys.stdout when a script ends, which matters to the order of the streams (docs/design.md).
+COMMAND = os.path.join(os.path.dirname(sys.executable), "heatline")
 
 
 def _program_in_every_form(tmp_path, source):
@@ -28,6 +48,59 @@ def _program_in_every_form(tmp_path, source):
     zipapp.create_archive(str(archive_source), str(tmp_path / "app.pyz"))
     return {"script": ["script.py"], "-m": ["-m", "as_module"], "directory": ["directory"],
             "zipapp": ["app.pyz"]}
+
+
+NESTED_FAILURE = """\
+def inner():
+    raise RuntimeError('deep in the program')
+
+def outer():
+    inner()
+
+print('before the failure')
+outer()
+"""
+
+
+def test_traceback_goes_through_runpys_frames_like_python(run_heatline, run_python, tmp_path):
+    """Item 7: python runs a -m module, a directory and a zip archive through runpy, and their
+    tracebacks show runpy's two frames (`<frozen runpy>` on 3.11+, runpy.py with its source
+    lines before): the same under heatline, whether started as `python -m heatline` or as the
+    `heatline` command, and a script's traceback has none."""
+    forms = _program_in_every_form(tmp_path, NESTED_FAILURE)
+    for form, args in forms.items():
+        expected = run_python(*args, cwd=str(tmp_path))
+        assert expected.returncode == 1
+        assert (b"runpy" in expected.stderr) == (form != "script")
+        commands = [[sys.executable, "-m", "heatline"]]
+        if os.path.exists(COMMAND):
+            commands.append([COMMAND])
+        for command in commands:
+            result = subprocess.run([*command, "-q", *args], cwd=str(tmp_path), env=_environ(),
+                                    capture_output=True, timeout=120, check=False)
+            assert (result.returncode, result.stdout, result.stderr) == (
+                1, expected.stdout, expected.stderr), (form, command, result.stderr.decode())
+
+
+def test_failure_while_finding_the_module_is_reported_like_python(run_heatline, run_python,
+                                                                 tmp_path):
+    """Item 7: python -m imports the module's parent packages in runpy's lookup: what they
+    raise, and a syntax error in the module, are printed through runpy's frames."""
+    package = tmp_path / "failing_package"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "print('package starts')\nraise ValueError('the package failed')\n"
+    )
+    (package / "tool.py").write_text("print('never')\n")
+    (tmp_path / "broken_syntax.py").write_text("x = (1,\n 2 3)\n")
+    (tmp_path / "broken_directory").mkdir()
+    (tmp_path / "broken_directory" / "__main__.py").write_text("x = (1,\n 2 3)\n")
+    for args in (["-m", "failing_package.tool"], ["-m", "broken_syntax"], ["broken_directory"]):
+        expected = run_python(*args, cwd=str(tmp_path))
+        assert expected.returncode == 1 and b"runpy" in expected.stderr
+        result = run_heatline("-q", *args, cwd=str(tmp_path))
+        assert (result.returncode, result.stdout, result.stderr) == (
+            expected.returncode, expected.stdout, expected.stderr), result.stderr.decode()
 
 
 def test_main_module_has_pythons_attributes_in_pythons_order(run_heatline, run_python,
@@ -109,3 +182,95 @@ def test_pytest_under_heatline_sees_no_warning_of_heatlines(run_heatline, run_py
     (tmp_path / "pytest.ini").unlink()
     result = run_heatline("-q", *args, "-W", "default", cwd=str(tmp_path))
     assert result.returncode == 0 and b"warning" not in result.stdout.lower(), result.stdout
+
+
+NUMPY_PACKAGE = {
+    "__init__.py": (
+        "import time\n"
+        "import numpy\n"
+        "print('the package is imported', flush=True)\n"
+        "start = time.process_time()\n"
+        "while time.process_time() - start < 0.3:  # work the profile must show\n"
+        "    pass\n"
+    ),
+    "sub/__init__.py": "",
+    "sub/tool.py": (
+        "import sys\n"
+        "import numpy\n"
+        "from .. import numpy as the_packages_numpy\n"
+        "import with_numpy\n"
+        "print(numpy.add(1, 2), the_packages_numpy is numpy, sys.argv[1:])\n"
+        "print(sys.modules['with_numpy'] is with_numpy, __name__, __spec__.name)\n"
+    ),
+}
+
+
+def test_dash_m_submodule_of_a_package_that_imports_numpy(run_heatline, run_python, tmp_path):
+    """Item 12: runpy's lookup imports the module's parent packages, and with them their C
+    extensions (numpy's cannot be imported twice in a process). They are the program's: the
+    package is imported once, its modules stay, and its import is profiled."""
+    require_module("numpy", "test")
+    for name, text in NUMPY_PACKAGE.items():
+        path = tmp_path / "with_numpy" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    args = ["-m", "with_numpy.sub.tool", "an", "-x"]
+    expected = run_python(*args, cwd=str(tmp_path))
+    assert expected.returncode == 0, expected.stderr
+    assert expected.stdout.count(b"the package is imported") == 1
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), *args, cwd=str(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b""), (
+        result.stderr.decode())
+    data = profile.load(str(out))
+    tool = str(tmp_path / "with_numpy" / "sub" / "tool.py")
+    assert data["program"] == "-m with_numpy.sub.tool"
+    assert data["argv"] == [tool, "an", "-x"]  # sys.argv as the module started
+    # The package's import, part of the run under python, is part of the profile.
+    assert data["files"][str(tmp_path / "with_numpy" / "__init__.py")]["lines"]
+
+    # numpy's own modules run with -m, as under python.
+    expected = run_python("-m", "numpy.f2py", "-v", cwd=str(tmp_path))
+    assert expected.returncode == 0, expected.stderr
+    result = run_heatline("-q", "-m", "numpy.f2py", "-v", cwd=str(tmp_path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b""), (
+        result.stderr.decode())
+
+
+def test_dash_m_torch_utils_collect_env(run_heatline, run_python, tmp_path):
+    """Item 12: `from torch._C import *` in a second copy of torch crashed (SIGSEGV)."""
+    require_module("torch", "torch")
+    expected = run_python("-m", "torch.utils.collect_env", cwd=str(tmp_path), timeout=300)
+    assert expected.returncode == 0, expected.stderr
+    result = run_heatline("-q", "-m", "torch.utils.collect_env", cwd=str(tmp_path), timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert result.stderr == expected.stderr  # runpy's own RuntimeWarning for this module
+    # The same report, but for a CPU's current clock where lscpu gives one.
+    def steady(out):
+        return [line for line in out.splitlines() if b"MHz" not in line]
+
+    assert steady(result.stdout) == steady(expected.stdout)
+    assert b"PyTorch version: " in result.stdout
+
+
+def test_torchrun_two_ranks_on_the_cpu_are_profiled_as_children(run_heatline, run_python,
+                                                                tmp_path):
+    """Item 12: `python -m torch.distributed.run --nproc_per_node 2 train.py`, how distributed
+    training is launched, runs under heatline as under python (gloo, on the CPU), and its two
+    ranks are profiled as the launcher's children."""
+    require_module("torch", "torch")
+    train = os.path.join(TARGETS, "children_torchrun.py")
+    args = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", train]
+    env = {"TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    expected = run_python(*args, cwd=str(tmp_path), timeout=300, env=env)
+    assert expected.returncode == 0, expected.stderr.decode()[-3000:]
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), *args, cwd=str(tmp_path), timeout=300, env=env)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert sorted(result.stdout.splitlines()) == sorted(expected.stdout.splitlines())
+    ranks = sorted(json.loads(line)["rank"] for line in result.stdout.splitlines())
+    assert ranks == [0, 1]
+    data = profile.load(str(out))
+    children = [p for p in data["processes"][1:] if p["argv"][:1] == [train]]
+    assert len(children) == 2, data["processes"]
+    assert not [w for w in data["warnings"] if "left no profile" in w], data["warnings"]

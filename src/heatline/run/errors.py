@@ -27,16 +27,13 @@ def print_syntax_error(exc: BaseException) -> None:
 
 
 def is_internal(frame: types.FrameType) -> bool:
-    """Frames of heatline itself, or of runpy (which finds -m modules), as python hides its own."""
-    filename = frame.f_code.co_filename
-    if filename.startswith(_HEATLINE_DIR) or filename == "<frozen runpy>":
-        return True
-    runpy = sys.modules.get("runpy")
-    return runpy is not None and filename == getattr(runpy, "__file__", None)
+    """Frames of heatline itself. (runpy's are python's own: it runs ``-m`` modules,
+    directories and zip archives through them, and its tracebacks show them.)"""
+    return frame.f_code.co_filename.startswith(_HEATLINE_DIR)
 
 
 def program_part(tb: Any) -> Any:
-    """A traceback without its leading heatline (and runpy) frames."""
+    """A traceback without its leading heatline frames."""
     while tb is not None and is_internal(tb.tb_frame):
         tb = tb.tb_next
     return tb
