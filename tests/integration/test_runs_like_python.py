@@ -28,6 +28,19 @@ def _environ(**extra):
     return env
 
 
+def _as_in_a_log(command, cwd, **extra_env):
+    """``command > log 2>&1``: stdout and stderr into one file, as a shell does; the file's
+    bytes and the exit status."""
+    log = os.path.join(cwd, "log.txt")
+    with open(log, "wb") as out:
+        status = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                env=_environ(**extra_env), timeout=120, check=False).returncode
+    with open(log, "rb") as f:
+        data = f.read()
+    os.unlink(log)
+    return status, data
+
+
 HEATLINE = [sys.executable, "-m", "heatline", "-q"]
 # The `heatline` command (a script pip made): Python's script runner flushes sys.stderr and
 # sys.stdout when a script ends, which matters to the order of the streams (docs/design.md).
@@ -48,6 +61,49 @@ def _program_in_every_form(tmp_path, source):
     zipapp.create_archive(str(archive_source), str(tmp_path / "app.pyz"))
     return {"script": ["script.py"], "-m": ["-m", "as_module"], "directory": ["directory"],
             "zipapp": ["app.pyz"]}
+
+
+# Each writes to stdout (block-buffered: a file) and a partial line to stderr (line-buffered)
+# before it ends: the order of the three in the log is what python's runner decides.
+ENDINGS = {
+    "raises": "raise ValueError('the program failed')\n",
+    "exits with a message": "sys.exit('the exit message')\n",
+    "returns; atexit writes to stderr": (
+        "import atexit\natexit.register(sys.stderr.write, 'atexit wrote this\\n')\n"
+    ),
+    "broken excepthook": (
+        "def hook(*args):\n    raise KeyError('the hook is broken')\n"
+        "sys.excepthook = hook\nraise ValueError('the program failed')\n"
+    ),
+    "nested call raises": (
+        "def inner():\n    raise RuntimeError('deep')\n"
+        "def outer():\n    inner()\nouter()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_output_and_traceback_are_pythons_byte_for_byte(tmp_path, ending):
+    """Items 6 and 7: a script's buffered output comes before its traceback or exit message
+    (python's runner flushes the streams when the script's code ends); a -m module, directory
+    or zip archive, run by runpy, gets no such flush, and its traceback shows runpy's frames
+    (`<frozen runpy>` on 3.11+, runpy.py before): the same bytes in the log as under python."""
+    source = ("import sys\nprint('the program wrote this')\nsys.stderr.write('partial line')\n"
+              + ENDINGS[ending])
+    forms = _program_in_every_form(tmp_path, source)
+    for form, args in forms.items():
+        expected = _as_in_a_log([sys.executable, *args], str(tmp_path))
+        assert expected[0] != 0 or ending.startswith("returns")
+        got = _as_in_a_log([*HEATLINE, *args], str(tmp_path))
+        assert got == expected, (form, expected[1].decode(), got[1].decode())
+        if form != "script" and ending.startswith(("raises", "nested")):
+            assert b"runpy" in got[1]  # python's frames, kept
+        if os.path.exists(COMMAND) and ending in ("raises", "broken excepthook",
+                                                  "nested call raises"):
+            # Started as the `heatline` command the traceback is the same (the streams' order
+            # differs only for what python -m writes at shutdown: docs/design.md).
+            got = _as_in_a_log([COMMAND, "-q", *args], str(tmp_path))
+            assert got == expected, (form, "command", expected[1].decode(), got[1].decode())
 
 
 NESTED_FAILURE = """\

@@ -7,8 +7,6 @@ import os
 import sys
 import types
 
-from heatline.run.output import flush
-
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
 TYPE_CHECKING = False
@@ -50,8 +48,8 @@ def report_uncaught(exc: BaseException) -> None:
         sys.excepthook(type(exc), exc, tb)
     except BaseException as hook_exc:  # noqa: BLE001
         # A broken user excepthook: say so and fall back to the default hook, in the
-        # interpreter's words (Python/pythonrun.c).
-        flush(sys.stdout)
+        # interpreter's words (Python/pythonrun.c, _PyErr_PrintEx; the fflush(stdout) there
+        # is C's stdout, not the program's sys.stdout, which stays as it is).
         sys.stderr.write("Error in sys.excepthook:\n")
         hook_exc.__context__ = None  # the interpreter calls the hook outside any handler
         hook_tb = program_part(hook_exc.__traceback__)

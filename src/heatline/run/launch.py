@@ -26,6 +26,7 @@ from heatline.run.isolation import OWN_PATH, set_aside_own_modules
 from heatline.run.errors import SkipOnce, report_uncaught
 from heatline.run.finish import Finisher
 from heatline.run.program import Program, ProgramError, find_module, find_script
+from heatline.run.output import flush
 from heatline.run.sigterm import SigtermGuard
 
 # typing only for the annotations (strings here): importing it costs a child process about
@@ -86,14 +87,14 @@ def start(program: Program, options: Options) -> Launch:
     if options.profile_interval is not None and options.outfile:
         session.every(options.profile_interval, finisher.write_so_far)
     if program.runpy_main is None:
-        return Launch(exec, (program.code, main.__dict__), finisher)
+        return Launch(exec, (program.code, main.__dict__), finisher, flush_at_end=True)
     # python imports runpy once sys.path[0] is set, among the program's modules, and runs
     # the program with runpy._run_module_as_main, which looks it up (importing its parent
     # packages) and executes it: the same call here, so that the lookup is the program's (its
     # imports stay in sys.modules; profiled) and its tracebacks show runpy's frames, python's.
     import runpy
 
-    return Launch(runpy._run_module_as_main, program.runpy_main, finisher)
+    return Launch(runpy._run_module_as_main, program.runpy_main, finisher, flush_at_end=False)
 
 
 def _fresh_main_module(attrs: dict[str, Any]) -> types.ModuleType:
@@ -138,10 +139,13 @@ class Launch:
     the program sees as few heatline frames below its own as possible (sys._getframe(), the
     recursion limit, warnings' stacklevel)."""
 
-    def __init__(self, main: Any, arguments: tuple[Any, ...], finisher: Any) -> None:
+    def __init__(
+        self, main: Any, arguments: tuple[Any, ...], finisher: Any, *, flush_at_end: bool
+    ) -> None:
         self.main = main
         self.arguments: tuple[Any, ...] | None = arguments
         self.finisher = finisher
+        self.flush_at_end = flush_at_end
 
     def take(self) -> tuple[Any, ...]:
         """The arguments for ``main``, given once: heatline keeps no reference to the
@@ -162,6 +166,12 @@ class Launch:
         """The exit status after ``exc`` escaped the program (None: it returned);
         SystemExit and KeyboardInterrupt are raised again, for the interpreter to handle as
         usual."""
+        if self.flush_at_end:
+            # What python's script runner does once the script's code is done, before it
+            # prints what escaped (Python/pythonrun.c, flush_io): the program's buffered
+            # output then comes before its traceback or exit message.
+            flush(sys.stderr)
+            flush(sys.stdout)
         if exc is None:
             return 0
         finisher = self.finisher
