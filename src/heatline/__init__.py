@@ -16,6 +16,13 @@ A profiled program may call :func:`pause` and :func:`resume` to profile only par
 
 Importing this package is cheap on purpose: the API (heatline.api), the engine
 (``heatline._native``) and rich are only imported when they are used.
+
+PYTEST_DONT_REWRITE: heatline's pytest plugin (an entry point of this distribution) makes
+pytest mark this package for assertion rewriting, and under ``heatline -m pytest`` the package
+is imported before pytest starts, which pytest would report with a warning ("Module already
+imported so cannot be rewritten"), an error under ``filterwarnings = error``. This marker is
+pytest's way of saying the package's asserts are not to be rewritten: a profiled program must
+see no warning heatline caused.
 """
 
 from __future__ import annotations

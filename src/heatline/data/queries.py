@@ -39,8 +39,10 @@ def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
     """The profile's stacks without heatline's own frames.
 
     Every recorded stack starts with the launcher (``python -m heatline`` / the ``heatline``
-    script, cli/, run/launch.py, then runpy for ``-m``): everything up to and including the last
-    heatline frame is the launcher and is dropped, as is any other heatline frame.
+    script, cli/, run/launch.py): everything up to and including the last heatline frame is
+    the launcher and is dropped, as is any other heatline frame. (runpy's frames after it,
+    through which python runs ``-m`` modules, directories and zip archives, stay: python's
+    own.)
     """
     table = profile.get("stacks") or {}
     frames = table.get("frames", [])

@@ -144,6 +144,9 @@ class Session:
     ) -> None:
         self.program = program
         self.argv = list(argv)
+        # Where sys.argv[0] is known only once the program runs (python -m: runpy puts the
+        # module's file there after finding it), a function giving it then (None: not yet).
+        self.argv0: Callable[[], str | None] | None = None
         self.sampling_interval_s = sampling_interval_s
         self.profile_all = profile_all
         self.only = list(only)
@@ -297,7 +300,7 @@ class Session:
         profile = build_profile(
             snapshot,
             program=self.program,
-            argv=self.argv,
+            argv=self._argv(),
             started_at=self._started_at,
             elapsed_s=wall_stop - self._wall_start,
             cpu_s=cpu_stop - self._cpu_start,
@@ -307,6 +310,10 @@ class Session:
         )
         profile["warnings"] += self._warnings
         return profile
+
+    def _argv(self) -> list[str]:
+        first = self.argv0() if self.argv0 is not None else None
+        return self.argv if first is None else [first, *self.argv[1:]]
 
 
 def machine_steal_s() -> float | None:

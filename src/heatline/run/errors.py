@@ -7,8 +7,6 @@ import os
 import sys
 import types
 
-from heatline.run.output import flush
-
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
 TYPE_CHECKING = False
@@ -27,16 +25,13 @@ def print_syntax_error(exc: BaseException) -> None:
 
 
 def is_internal(frame: types.FrameType) -> bool:
-    """Frames of heatline itself, or of runpy (which finds -m modules), as python hides its own."""
-    filename = frame.f_code.co_filename
-    if filename.startswith(_HEATLINE_DIR) or filename == "<frozen runpy>":
-        return True
-    runpy = sys.modules.get("runpy")
-    return runpy is not None and filename == getattr(runpy, "__file__", None)
+    """Frames of heatline itself. (runpy's are python's own: it runs ``-m`` modules,
+    directories and zip archives through them, and its tracebacks show them.)"""
+    return frame.f_code.co_filename.startswith(_HEATLINE_DIR)
 
 
 def program_part(tb: Any) -> Any:
-    """A traceback without its leading heatline (and runpy) frames."""
+    """A traceback without its leading heatline frames."""
     while tb is not None and is_internal(tb.tb_frame):
         tb = tb.tb_next
     return tb
@@ -53,8 +48,8 @@ def report_uncaught(exc: BaseException) -> None:
         sys.excepthook(type(exc), exc, tb)
     except BaseException as hook_exc:  # noqa: BLE001
         # A broken user excepthook: say so and fall back to the default hook, in the
-        # interpreter's words (Python/pythonrun.c).
-        flush(sys.stdout)
+        # interpreter's words (Python/pythonrun.c, _PyErr_PrintEx; the fflush(stdout) there
+        # is C's stdout, not the program's sys.stdout, which stays as it is).
         sys.stderr.write("Error in sys.excepthook:\n")
         hook_exc.__context__ = None  # the interpreter calls the hook outside any handler
         hook_tb = program_part(hook_exc.__traceback__)

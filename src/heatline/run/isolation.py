@@ -43,6 +43,13 @@ def set_aside_own_modules(keep: tuple[str, ...] = ()) -> dict[str, Any]:
 
     Kept: heatline's own package (the program may call heatline.pause()), modules built
     into the interpreter, which no file can shadow, and those named in ``keep``.
+
+    The program's ``__main__`` is left out of what is returned: heatline must hold no
+    reference to it, or it would outlive the interpreter's removal of sys.modules at shutdown
+    and be cleared like a module still alive then (its globals set to None while finalizers
+    of its objects still run: a ``__del__`` calling ``os.remove`` fails), where python frees
+    it with its objects, globals intact, in the collection that follows (Python/pylifecycle.c,
+    finalize_modules).
     """
     own = dict(sys.modules)
     for name in own:
@@ -51,6 +58,7 @@ def set_aside_own_modules(keep: tuple[str, ...] = ()) -> dict[str, Any]:
         if is_heatline(name) or name == "__main__":
             continue
         del sys.modules[name]
+    own.pop("__main__", None)
     return own
 
 
@@ -73,6 +81,9 @@ class own_imports:  # noqa: N801 -- used as a function: with own_imports(...)
         try:
             sys.modules.clear()
             sys.modules.update(self.own_modules)
+            # The program's __main__ meanwhile (held only for as long as heatline's work).
+            if "__main__" in program_modules:
+                sys.modules["__main__"] = program_modules["__main__"]
             # heatline's own modules stay one copy, whoever imported them first.
             sys.modules.update(
                 (name, module) for name, module in program_modules.items() if is_heatline(name)
@@ -86,4 +97,5 @@ class own_imports:  # noqa: N801 -- used as a function: with own_imports(...)
         sys.path[:] = self.program_path
         sys.modules.clear()
         sys.modules.update(self.program_modules)
+        del self.program_modules  # nothing of the program's kept past heatline's work
 

@@ -26,6 +26,7 @@ from heatline.run.isolation import OWN_PATH, set_aside_own_modules
 from heatline.run.errors import SkipOnce, report_uncaught
 from heatline.run.finish import Finisher
 from heatline.run.program import Program, ProgramError, find_module, find_script
+from heatline.run.output import flush
 from heatline.run.sigterm import SigtermGuard
 
 # typing only for the annotations (strings here): importing it costs a child process about
@@ -48,14 +49,15 @@ def run_module(module: str, args: list[str], options: Options) -> Launch:
 def start(program: Program, options: Options) -> Launch:
     from heatline.engine.session import Session
 
-    _check_outfile_is_not_the_program(options.outfile, program.module_attrs.get("__file__"))
-    main = types.ModuleType("__main__")
-    main.__dict__.update(program.module_attrs)
-    main.__dict__["__builtins__"] = builtins
+    _check_outfile_is_not_the_program(options.outfile, program.file)
+    main = _fresh_main_module(program.module_attrs)
     sys.modules["__main__"] = main  # a fresh module, so pickle finds __main__ classes
     sys.argv = list(program.argv)
 
     session = Session(program=program.label, argv=program.argv, **options.session_arguments())
+    if program.runpy_main is not None and program.runpy_main[1]:
+        # python -m: runpy puts the module's file in sys.argv[0] once it has found it.
+        session.argv0 = _spec_origin(main)
     from heatline.engine import marked
 
     marked.install(builtins)  # @profile: the one builtin heatline adds (engine/marked.py)
@@ -84,33 +86,94 @@ def start(program: Program, options: Options) -> Launch:
     follow.install(carrier)  # its fork hook must run after the guard's (in a child)
     if options.profile_interval_s is not None and options.outfile:
         session.every(options.profile_interval_s, finisher.write_so_far)
-    return Launch(program.code, main.__dict__, finisher)
+    if program.runpy_main is None:
+        return Launch(exec, (program.code, main.__dict__), finisher, flush_at_end=True)
+    # python imports runpy once sys.path[0] is set, among the program's modules, and runs
+    # the program with runpy._run_module_as_main, which looks it up (importing its parent
+    # packages) and executes it: the same call here, so that the lookup is the program's (its
+    # imports stay in sys.modules; profiled) and its tracebacks show runpy's frames, python's.
+    import runpy
+
+    return Launch(runpy._run_module_as_main, program.runpy_main, finisher, flush_at_end=False)
+
+
+def _fresh_main_module(attrs: dict[str, Any]) -> types.ModuleType:
+    """A ``__main__`` module as the interpreter makes one (Python/pylifecycle.c,
+    add_main_module: the module, then ``__annotations__``, an empty dict on 3.9-3.13 (PEP
+    526), ``__builtins__`` and ``__loader__``), then given what python's script runner sets
+    (``attrs``); runpy sets its own when it runs a module. The same keys in the same order:
+    ``globals()`` lists them."""
+    from importlib.machinery import BuiltinImporter
+
+    main = types.ModuleType("__main__")
+    namespace = main.__dict__
+    if sys.version_info < (3, 14):  # 3.14 evaluates annotations lazily (PEP 649, 749)
+        namespace["__annotations__"] = {}
+    namespace["__builtins__"] = builtins
+    namespace["__loader__"] = BuiltinImporter
+    namespace.update(attrs)
+    return main
+
+
+def _spec_origin(main: types.ModuleType) -> Any:
+    """The file runpy found for ``-m module`` (from the program's __main__, once set), held
+    through a weak reference: heatline must not keep the program's __main__ alive."""
+    from _weakref import ref
+
+    main_ref = ref(main)
+
+    def origin() -> Any:
+        spec = getattr(main_ref(), "__spec__", None)
+        return getattr(spec, "origin", None)
+
+    return origin
 
 
 class Launch:
-    """A program ready to run, the profiler started: ``exec(launch.code, launch.globals)``,
-    then ``launch.ended(exc)`` with whatever escaped it.
+    """A program ready to run, the profiler started: ``launch.main(*launch.take())``, then
+    ``launch.ended(exc)`` with whatever escaped it (None if nothing did).
 
-    The exec is left to the caller so that it can happen in the shallowest frame heatline
-    has (heatline/__main__.py's module level): the program sees as few heatline frames below
-    its own as possible (sys._getframe(), the recursion limit, warnings' stacklevel)."""
+    ``main`` is ``exec`` for a script, runpy's ``_run_module_as_main`` for a module, a
+    directory or a zip archive, as python calls them. The call is left to the caller so that
+    it can happen in the shallowest frame heatline has (heatline/__main__.py's module level):
+    the program sees as few heatline frames below its own as possible (sys._getframe(), the
+    recursion limit, warnings' stacklevel)."""
 
-    def __init__(self, code: types.CodeType, globals_: dict[str, Any], finisher: Any) -> None:
-        self.code = code
-        self.globals = globals_
+    def __init__(
+        self, main: Any, arguments: tuple[Any, ...], finisher: Any, *, flush_at_end: bool
+    ) -> None:
+        self.main = main
+        self.arguments: tuple[Any, ...] | None = arguments
         self.finisher = finisher
+        self.flush_at_end = flush_at_end
+
+    def take(self) -> tuple[Any, ...]:
+        """The arguments for ``main``, given once: heatline keeps no reference to the
+        program's globals (they must go when python would free them, at shutdown)."""
+        arguments, self.arguments = self.arguments, None
+        assert arguments is not None, "the program runs once"
+        return arguments
 
     def run(self) -> int:
-        """Run the program here (one frame deeper than doing the exec in the caller)."""
+        """Run the program here (one frame deeper than doing the call in the caller)."""
         try:
-            exec(self.code, self.globals)  # noqa: S102 -- running the program is the point
+            self.main(*self.take())
         except BaseException as exc:  # noqa: BLE001
             return self.ended(exc)
-        return 0
+        return self.ended(None)
 
-    def ended(self, exc: BaseException) -> int:
-        """The exit status after ``exc`` escaped the program; SystemExit and
-        KeyboardInterrupt are raised again, for the interpreter to handle as usual."""
+    def ended(self, exc: BaseException | None) -> int:
+        """The exit status after ``exc`` escaped the program (None: it returned);
+        SystemExit and KeyboardInterrupt are raised again, for the interpreter to handle as
+        usual."""
+        if self.flush_at_end:
+            # What python's script runner does once the script's code is done, before it
+            # prints what escaped (Python/pythonrun.c, flush_io): the program's buffered
+            # output then comes before its traceback or exit message.
+            flush(sys.stderr)
+            flush(sys.stdout)
+        if exc is None:
+            return 0
         finisher = self.finisher
         if isinstance(exc, SystemExit):
             code = exc.code

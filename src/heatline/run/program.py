@@ -7,7 +7,7 @@ import os
 import sys
 import types
 
-from heatline.run.errors import print_syntax_error, report_uncaught
+from heatline.run.errors import print_syntax_error
 
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
@@ -29,17 +29,26 @@ class Program:
 
     def __init__(
         self,
-        code: types.CodeType,
+        code: types.CodeType | None,  # None: runpy looks the module up and runs it
         label: str,  # the profile's "program": absolute script path or "-m module"
-        argv: list[str],
+        argv: list[str],  # sys.argv when it starts (runpy replaces "-m" with the file)
         path0: str,  # what Python would put in sys.path[0]
         module_attrs: dict[str, Any],  # dunder attributes of the fresh __main__ module
+        file: str | None = None,  # the program's file, where known before it runs
+        runpy_main: tuple[str, bool] | None = None,
     ) -> None:
         self.code = code
         self.label = label
         self.argv = argv
         self.path0 = path0
         self.module_attrs = module_attrs
+        self.file = file
+        # What python passes to runpy._run_module_as_main for ``-m module`` (the module, and
+        # True: sys.argv[0] becomes its file) or a directory or zip archive ("__main__",
+        # False), or None for a script, which python executes itself (Python/pythonrun.c).
+        # Python's runner flushes sys.stderr and sys.stdout when a script's code ends, before
+        # printing what it raised; runpy's caller does not (Modules/main.c, pymain_run_module).
+        self.runpy_main = runpy_main
 
 
 def find_script(script: str, args: list[str]) -> Program:
@@ -57,30 +66,67 @@ def find_script(script: str, args: list[str]) -> Program:
 
 
 def find_module(module: str, args: list[str]) -> Program:
-    """What ``python -m module args...`` would run (sys.path[0] is set, as python sets it)."""
+    """What ``python -m module args...`` would run (sys.path[0] is set, as python sets it).
+
+    The module is looked up when it runs, by runpy, as python does: that lookup imports its
+    parent packages, which are the program's work (profiled, and theirs to keep in
+    sys.modules: a package's C extensions cannot be imported twice). Only a module whose
+    top-level package does not exist is refused here, before anything runs (finding that
+    out runs no code of the program's)."""
     # python -m searches the current directory first; set that before looking the module up.
     set_path0(os.getcwd())
-    import runpy
+    if not _top_level_exists(module):
+        import runpy
+
+        try:
+            # runpy's own lookup gives python's exact message; with the top-level package
+            # missing it imports nothing.
+            runpy._get_module_details(module, runpy._Error)  # type: ignore[attr-defined]
+        except runpy._Error as exc:  # type: ignore[attr-defined]
+            raise ProgramError(str(exc), 1) from None
+    return Program(
+        code=None,
+        label=f"-m {module}",
+        argv=["-m", *args],  # python's sys.argv while it looks the module up
+        path0=os.getcwd(),
+        module_attrs={},  # runpy sets them (__file__, __spec__...), as under python
+        file=_module_file(module),
+        runpy_main=(module, True),
+    )
+
+
+def _top_level_exists(module: str) -> bool:
+    top = module.partition(".")[0]
+    if not top:
+        return False  # a relative name: runpy refuses it
+    from importlib.util import find_spec
 
     try:
-        # runpy's own lookup gives python's exact behaviour and messages for packages,
-        # namespace packages and missing modules.
-        _, spec, code = runpy._get_module_details(module, runpy._Error)  # type: ignore
-    except runpy._Error as exc:  # type: ignore[attr-defined]
-        raise ProgramError(str(exc), 1) from None
-    except SyntaxError as exc:
-        print_syntax_error(exc)
-        raise SystemExit(1) from None
-    except Exception as exc:  # noqa: BLE001 -- raised by a parent package's own code
-        report_uncaught(exc)
-        raise SystemExit(1) from None
-    return Program(
-        code=code,
-        label=f"-m {module}",
-        argv=[spec.origin, *args],
-        path0=os.getcwd(),
-        module_attrs=_module_attrs(spec),
-    )
+        return find_spec(top) is not None  # a top-level name: nothing is imported
+    except (ImportError, ValueError):
+        return False
+
+
+def _module_file(module: str) -> str | None:
+    """The file ``python -m module`` would run, found without running any package (only to
+    refuse ``-o`` naming it): each package's directories as found on sys.path. None where
+    that is not enough to say (a package that changes its __path__, another finder)."""
+    from importlib.machinery import PathFinder
+
+    name, path, spec = "", None, None
+    try:
+        for part in module.split("."):
+            name = f"{name}.{part}" if name else part
+            spec = PathFinder.find_spec(name, path)
+            if spec is None:
+                return None
+            path = spec.submodule_search_locations
+        if path is not None:  # a package: python -m runs its __main__ module
+            spec = PathFinder.find_spec(f"{name}.__main__", path)
+    except (ImportError, ValueError, OSError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return origin if isinstance(origin, str) and os.path.isabs(origin) else None
 
 
 def _is_zipfile(path: str) -> bool:
@@ -133,6 +179,7 @@ def _compile_script(script: str, args: list[str], path: str) -> Program:
         label=path,
         argv=[script, *args],
         path0=os.path.dirname(os.path.realpath(path)),
+        file=path,
         module_attrs={
             "__file__": path,
             "__cached__": None,
@@ -163,28 +210,20 @@ def _main_module_of_path(script: str, args: list[str], path: str) -> Program:
     import runpy
 
     try:
-        _, spec, code = runpy._get_main_module_details(runpy._Error)  # type: ignore
+        # Looked up once here for python's messages when there is no __main__ module to run
+        # (this lookup imports nothing); runpy looks it up again when it runs, as python does.
+        _, spec, _ = runpy._get_main_module_details(runpy._Error)  # type: ignore
+        file = spec.origin
     except runpy._Error as exc:  # type: ignore[attr-defined]
         raise ProgramError(str(exc), 1) from None
-    except SyntaxError as exc:
-        print_syntax_error(exc)
-        raise SystemExit(1) from None
+    except Exception:  # noqa: BLE001 -- a SyntaxError...: raised again, and printed as
+        file = None  # python prints it (a traceback through runpy), when the program runs
     return Program(
-        code=code,
+        code=None,
         label=path,
         argv=[script, *args],
         path0=path,
-        module_attrs=_module_attrs(spec),
+        module_attrs={},  # runpy sets them, as under python
+        file=file,
+        runpy_main=("__main__", False),
     )
-
-
-def _module_attrs(spec: Any) -> dict[str, Any]:
-    # What runpy gives a module run as __main__.
-    return {
-        "__file__": spec.origin,
-        "__cached__": spec.cached,
-        "__loader__": spec.loader,
-        "__spec__": spec,
-        "__package__": spec.parent,
-    }
-
