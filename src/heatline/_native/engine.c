@@ -143,6 +143,10 @@ int hl_engine_paused(void) {
     return __atomic_load_n(&hl_the_engine.sampler.paused, __ATOMIC_RELAXED);
 }
 
+void hl_engine_wait_until_gone(int tid) {
+    hl_sampler_wait_until_gone(tid);
+}
+
 hl_stats *hl_engine_stats(void) {
     return &hl_the_engine.stats;
 }
@@ -314,6 +318,8 @@ void hl_engine_release_after_fork(void) {
 
 void hl_engine_suspend_for_fork(void) {
     hl_engine *e = &hl_the_engine;
+    for (size_t i = 0; i < NPARTS; i++) /* their threads may wait for the lock: not held */
+        if (parts[i]->suspend_for_fork) parts[i]->suspend_for_fork();
     pthread_mutex_lock(&e->lock);
     if (e->running && !e->suspended) {
         hl_sampler_join(&e->sampler);
@@ -327,6 +333,8 @@ static void respawn_sampler(void) {
     pthread_mutex_lock(&e->lock);
     if (e->running && e->suspended && hl_sampler_spawn(&e->sampler) == 0) e->suspended = 0;
     pthread_mutex_unlock(&e->lock);
+    for (size_t i = 0; i < NPARTS; i++) /* each knows whether it was suspended and still runs */
+        if (parts[i]->resume_after_fork) parts[i]->resume_after_fork();
 }
 
 /* The thread that forked and its Python stack depth at the after_in_parent hook, for

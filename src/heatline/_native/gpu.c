@@ -1,9 +1,9 @@
 /* gpu.c: GPU profiling through NVML and CUPTI, loaded at run time. See gpu.h.
  *
- * Device level (NVML): the sampler thread calls gpu_tick at every tick; every 100 ms (NVML's
+ * Device level (NVML): a thread of this part's own (the poller, below) reads every 100 ms (NVML's
  * own utilisation figure is a duty cycle over a driver period of 1/6 s to 1 s, so sampling
- * faster only repeats values) it reads each device's utilisation and memory in use into
- * per-device timelines and counters (mean utilisation, the share of samples at 0%, peak memory).
+ * faster only repeats values) each device's utilisation and memory in use into per-device
+ * timelines and counters (mean utilisation, the share of samples at 0%, peak memory).
  *
  * Line level (CUPTI): heatline subscribes to the driver API's callbacks, which every framework's
  * launches go through (torch, CuPy, Numba, JAX, Triton). Each driver function is classified once
@@ -28,9 +28,13 @@
 #include "gpu.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "array.h"
 #include "clock.h"
@@ -38,6 +42,7 @@
 #include "gpu_abi.h"
 
 #define SAMPLE_PERIOD_NS 100000000u /* NVML every 100 ms */
+#define PAUSED_POLL_NS 10000000u    /* how soon sampling goes on once profiling is resumed */
 #define RING_SIZE (1u << 20)        /* correlation ids kept in flight */
 #define BUFFER_BYTES (4u << 20)     /* activity buffers handed to CUPTI */
 #define CBID_TABLE 8192             /* driver callback ids classified and cached */
@@ -180,10 +185,92 @@ static void nvml_sample(uint64_t t) {
     }
 }
 
-static void gpu_tick(uint64_t now_ns) {
-    if (!gpu.nvml_on || now_ns < gpu.next_sample_ns) return;
-    gpu.next_sample_ns = now_ns + SAMPLE_PERIOD_NS;
-    nvml_sample(now_ns - gpu.start_ns);
+/* ---- the poller: NVML's own thread ------------------------------------------------------ */
+
+/* NVML is not read from the sampler thread: that thread has a descriptor table of its own
+ * (sampler.c), and NVML talks to the driver through descriptors opened in the program's table
+ * (by our nvmlInit here, or by the program's own NVML use, which shares the library's state),
+ * whose numbers mean nothing, or something else, in the sampler's. The poller is started by a
+ * program thread and so shares the program's table, as NVML needs. It exists only while NVML
+ * is sampled, blocks every signal, samples only while profiling is on (as the sampler's ticks
+ * did), and is joined around os.fork() with the sampler thread (hl_engine_suspend_for_fork),
+ * so that a fork sees only the program's threads. */
+static struct {
+    pthread_mutex_t life; /* serialises starting and joining, which program threads do */
+    pthread_mutex_t lock; /* with wake, the thread's sleep and stop */
+    pthread_cond_t wake;
+    pthread_t thread;
+    int tid;       /* its kernel id, to wait until the process stops counting it */
+    int running;   /* started and not joined (life) */
+    int suspended; /* joined for a fork, to start again after it (life) */
+    int stop;      /* asks it to finish (lock) */
+} poller = {.life = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Samples the devices when it is time; returns when to look next. */
+static uint64_t poll_once(void) {
+    hl_engine_lock();
+    uint64_t now = hl_now_ns(), next = now + PAUSED_POLL_NS;
+    if (!hl_engine_paused() && gpu.nvml_on) {
+        if (now >= gpu.next_sample_ns) {
+            gpu.next_sample_ns = now + SAMPLE_PERIOD_NS;
+            nvml_sample(now - gpu.start_ns);
+        }
+        next = gpu.next_sample_ns;
+    }
+    hl_engine_unlock();
+    return next;
+}
+
+static void *poll_main(void *unused) {
+    (void)unused;
+    __atomic_store_n(&poller.tid, (int)gettid(), __ATOMIC_RELEASE);
+    uint64_t next = poll_once();
+    pthread_mutex_lock(&poller.lock);
+    while (!poller.stop) {
+        struct timespec until = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
+        int rc = pthread_cond_timedwait(&poller.wake, &poller.lock, &until);
+        if (poller.stop) break;
+        if (rc != ETIMEDOUT && hl_now_ns() < next) continue; /* spurious wake-up */
+        pthread_mutex_unlock(&poller.lock);                   /* never held with the engine's */
+        next = poll_once();
+        pthread_mutex_lock(&poller.lock);
+    }
+    pthread_mutex_unlock(&poller.lock);
+    return NULL;
+}
+
+/* life held, engine lock not held. */
+static void poller_spawn(void) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&poller.wake, &attr);
+    pthread_condattr_destroy(&attr);
+    poller.stop = 0;
+    sigset_t all, previous; /* the program's signals are never delivered to it */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int err = pthread_create(&poller.thread, NULL, poll_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    poller.running = err == 0;
+    if (err != 0) {
+        pthread_cond_destroy(&poller.wake);
+        hl_engine_lock();
+        warn("GPU device sampling stopped: its thread could not be started (%s)", strerror(err));
+        hl_engine_unlock();
+    }
+}
+
+/* life held, engine lock not held (the thread may be waiting for it). */
+static void poller_join(void) {
+    if (!poller.running) return;
+    pthread_mutex_lock(&poller.lock);
+    poller.stop = 1;
+    pthread_cond_signal(&poller.wake);
+    pthread_mutex_unlock(&poller.lock);
+    pthread_join(poller.thread, NULL);
+    poller.running = 0;
+    pthread_cond_destroy(&poller.wake);
 }
 
 /* ---- charging (engine lock held) --------------------------------------------------------- */
@@ -567,6 +654,9 @@ static void gpu_start(const hl_config *config) {
     nvml_sample(0); /* a first point at the start */
     gpu.next_sample_ns = gpu.start_ns + SAMPLE_PERIOD_NS;
     hl_engine_unlock();
+    pthread_mutex_lock(&poller.life);
+    poller_spawn();
+    pthread_mutex_unlock(&poller.life);
 }
 
 static void gpu_stop(void) {
@@ -578,6 +668,10 @@ static void gpu_stop(void) {
         (void)gpu.cuptiActivityFlushAll(HL_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         (void)gpu.cuptiUnsubscribe(gpu.subscriber);
     }
+    pthread_mutex_lock(&poller.life);
+    poller_join();
+    poller.suspended = 0; /* a fork's pending restart finds nothing to restart */
+    pthread_mutex_unlock(&poller.life);
     hl_engine_lock();
     __atomic_store_n(&gpu.active, 0, __ATOMIC_RELAXED);
     free(gpu.ring);
@@ -596,11 +690,36 @@ static void gpu_after_fork_child(void) {
     __atomic_store_n(&gpu.active, 0, __ATOMIC_RELAXED);
     gpu.ring = NULL;
     gpu.nvml_on = 0;
+    /* No poller runs here (only the forking thread goes on), whatever the parent's record
+     * says, and another thread may have held its locks at the fork. */
+    pthread_mutex_init(&poller.life, NULL);
+    pthread_mutex_init(&poller.lock, NULL);
+    poller.running = poller.suspended = poller.stop = 0;
+}
+
+static void gpu_suspend_for_fork(void) {
+    pthread_mutex_lock(&poller.life);
+    if (poller.running) {
+        poller_join();
+        hl_engine_wait_until_gone(__atomic_load_n(&poller.tid, __ATOMIC_ACQUIRE));
+        poller.suspended = 1;
+    }
+    pthread_mutex_unlock(&poller.life);
+}
+
+static void gpu_resume_after_fork(void) {
+    pthread_mutex_lock(&poller.life);
+    if (poller.suspended) { /* NVML is still sampled: gpu_stop clears this first */
+        poller.suspended = 0;
+        poller_spawn();
+    }
+    pthread_mutex_unlock(&poller.life);
 }
 
 const hl_engine_part hl_gpu_part = {
     .start_released = gpu_start,
     .stop_released = gpu_stop,
-    .tick = gpu_tick,
     .after_fork_child = gpu_after_fork_child,
+    .suspend_for_fork = gpu_suspend_for_fork,
+    .resume_after_fork = gpu_resume_after_fork,
 };

@@ -355,7 +355,7 @@ void hl_sampler_release(hl_sampler *e) {
  * counts threads right before fork() and warns when there is more than one, so the fork
  * handler waits, a bounded 100 ms at most, until the joined thread is no longer listed (seen:
  * a DeprecationWarning in the program's output under load). */
-static void wait_until_gone(int tid) {
+void hl_sampler_wait_until_gone(int tid) {
     if (tid <= 0) return;
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
@@ -381,7 +381,7 @@ void hl_sampler_join(hl_sampler *e) {
     pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(e->lock);
     pthread_join(e->thread, NULL);
-    wait_until_gone(__atomic_load_n(&e->thread_tid, __ATOMIC_ACQUIRE));
+    hl_sampler_wait_until_gone(__atomic_load_n(&e->thread_tid, __ATOMIC_ACQUIRE));
     pthread_mutex_lock(e->lock);
     e->stop_requested = 0;
 }

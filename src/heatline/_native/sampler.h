@@ -83,6 +83,10 @@ int hl_sampler_spawn(hl_sampler *s);
  * released while joining). */
 void hl_sampler_join(hl_sampler *s);
 
+/* After pthread_join() of an engine thread with kernel id tid: waits (100 ms at most) until the
+ * process no longer counts it, which is a little later (see sampler.c). */
+void hl_sampler_wait_until_gone(int tid);
+
 /* Forgets the thread registry and the counters (lock held, thread not running). */
 void hl_sampler_reset(hl_sampler *s);
 
