@@ -402,6 +402,7 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->lost_ns = e->sampler.lost_ns;
     view->max_gap_ns = e->sampler.max_gap_ns;
     view->max_tick_ns = e->sampler.max_tick_ns;
+    view->shared_descriptors = e->sampler.shared_descriptors;
     view->stats = &e->stats;
     view->nthreads = e->sampler.nthreads;
 }

@@ -487,13 +487,14 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     uint64_t periods_count, periods_dropped;
     PyObject *periods = profiled_periods(&periods_count, &periods_dropped);
     PyObject *result = Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
+        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
         "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
         "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view.samples, "sampled_ns", (unsigned long long)view.sampled_ns,
         "sampling_interval_ns", (unsigned long long)view.interval_ns, "lost_ns",
         (unsigned long long)view.lost_ns, "max_sample_gap_ns", (unsigned long long)view.max_gap_ns,
-        "max_tick_ns", (unsigned long long)view.max_tick_ns, "files", files_list(s), "functions",
+        "max_tick_ns", (unsigned long long)view.max_tick_ns, "sampler_shared_descriptors",
+        PyBool_FromLong(view.shared_descriptors), "files", files_list(s), "functions",
         functions_list(s), "lines", lines_list(s), "threads", threads_list(&view), "stacks",
         stacks_list(s), "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns,
         "stacks_frameless_ns", (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s),

@@ -63,6 +63,8 @@ typedef struct hl_sampler {
     uint64_t lost_ns;    /* thread time whose stack could not be read */
     uint64_t max_gap_ns;  /* the longest time between two wake-ups (one sample's weight) */
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
+    int shared_descriptors; /* the thread had to open files in the program's descriptor table
+                             * (no table of its own: sampler.c) at a start of this session */
 } hl_sampler;
 
 /* Prepares a session in the starting thread (lock held, GIL held): seeds the generator, creates
