@@ -183,3 +183,46 @@ def test_declared_offsets_and_constants_match_the_real_cupti_headers():
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
+
+
+# NVML is read from a thread of the GPU part's own, which shares the program's descriptor table
+# as the driver's library needs (the fake fails a query from a thread whose table lacks its
+# "driver" descriptor, as the sampler thread's own table does), and which is joined around
+# os.fork() like the sampler: the program's before-fork hook (registered before heatline's, so
+# run after it) sees only its own thread.
+POLLER = r"""
+import ctypes, json, os, time
+import heatline
+
+nvml = ctypes.CDLL(os.environ["FAKE_NVML_PATH"])
+nvml.fake_nvml_queries.restype = nvml.fake_nvml_failures.restype = ctypes.c_ulonglong
+threads_at_fork = []
+os.register_at_fork(before=lambda: threads_at_fork.append(len(os.listdir("/proc/self/task"))))
+
+def sampled(count):
+    start = nvml.fake_nvml_queries()
+    deadline = time.monotonic() + 60
+    while nvml.fake_nvml_queries() < start + count and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+with heatline.profile(quiet=True) as p:
+    sampled(3)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    sampled(3)  # sampling goes on after the fork
+print(json.dumps({"failures": nvml.fake_nvml_failures(), "threads_at_fork": threads_at_fork,
+                  "samples": p.data["gpu"]["devices"][0]["samples"]}))
+"""
+
+
+def test_nvml_is_polled_in_the_programs_descriptor_table_and_stopped_around_fork(fakes):
+    done = subprocess.run(
+        [sys.executable, "-c", POLLER], env=gpu_env(fakes, HEATLINE_GPU_PROFILED=""),
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["failures"] == 0 and out["threads_at_fork"] == [1], out
+    assert out["samples"] >= 6, out

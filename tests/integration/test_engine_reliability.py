@@ -2,10 +2,18 @@
 (closed or reused by the program) and long paths. Names that are not UTF-8 are checked in
 tests/unit/test_engine_names.py."""
 
+import errno
 import json
 import os
+import select
+import subprocess
+import sys
 
 import pytest
+
+TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+sys.path.insert(0, TARGETS)
+import _refuse  # noqa: E402
 
 # A program that, while threads wait (so the sampler asks /proc about them), closes every
 # descriptor above 2, opens files that get the freed numbers, lets the threads end and uses the
@@ -100,6 +108,192 @@ def test_forty_waiting_threads_cost_the_program_no_descriptors(
     profile = _profile(profile_path)
     # The threads were seen waiting: their time is system time.
     assert profile["totals"]["system_s"] > 0
+
+
+# For 1.5 s, with a thread busy and 6 waiting meanwhile, the program takes the lowest free
+# descriptor number (the one any other open() in the process would get now) and dup2()s a file
+# of its own onto it, as CPython's multiprocessing tests do with received descriptors. A profiler
+# that opens files (/proc/self/task/ID/stat for each thread at every tick) among the program's
+# descriptors collides with it: the dup2() fails with EBUSY while the profiler's open is
+# installing its file at that number, or it replaces that file and the profiler's close then
+# closes the program's descriptor (EBADF). The collision needs both threads on a CPU at once, so
+# the main thread gets a CPU of its own and the process's other threads (the profiler's too) the
+# others. Before the sampler had a descriptor table of its own: 8-38 errors in each of 20 runs.
+DUP2 = r"""
+import collections, os, threading, time
+
+stop = threading.Event()
+
+def busy():
+    x = 0
+    while not stop.is_set():
+        x += 1
+
+threads = [threading.Thread(target=stop.wait) for _ in range(6)] + [threading.Thread(target=busy)]
+for t in threads:
+    t.start()
+cpus = sorted(os.sched_getaffinity(0))
+if len(cpus) >= 2:
+    main = threading.get_native_id()
+    for tid in map(int, os.listdir("/proc/self/task")):
+        os.sched_setaffinity(tid, {cpus[0]} if tid == main else set(cpus[1:]))
+fd = os.open(os.devnull, os.O_RDONLY)
+mine = os.fstat(fd)
+errors = collections.Counter()
+end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    n = os.dup(fd)
+    os.close(n)
+    try:
+        os.dup2(fd, n)
+        now = os.fstat(n)
+        if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+            errors["not the file dup2()ed"] += 1
+        os.close(n)
+    except OSError as e:
+        errors[os.strerror(e.errno)] += 1
+stop.set()
+for t in threads:
+    t.join()
+print("errors:", dict(errors))
+"""
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "cpu-only"])
+def test_dup2_onto_a_free_number_never_meets_the_samplers_files(
+    run_heatline, run_python, tmp_path, profile_path, memory
+):
+    script = tmp_path / "dup2.py"
+    script.write_text(DUP2)
+    options = ["-q", "-o", profile_path, "--cpu-sampling-interval", "0.002"]
+    if not memory:
+        options.append("--cpu-only")
+    plain = run_python(str(script), timeout=120)
+    assert plain.stdout == b"errors: {}\n", plain.stderr
+    result = run_heatline(*options, str(script), timeout=120)
+    assert result.stdout == plain.stdout, result.stderr
+    assert result.returncode == 0 and result.stderr == b""
+    profile = _profile(profile_path)
+    assert profile["samples"] > 100
+    assert not [w for w in profile["warnings"] if "descriptor" in w], profile["warnings"]
+
+
+# Like a daemon, the program points its stdout elsewhere (the pipe's write end is then closed)
+# and goes on, here until its stdin is closed: its reader must get EOF at once. A sampler whose
+# descriptor table were a copy of the program's would hold that end open until it ended.
+EOF_EARLY = r"""
+import os, sys
+print("before", flush=True)
+devnull = os.open(os.devnull, os.O_WRONLY)
+os.dup2(devnull, 1)
+os.close(devnull)
+sys.stdin.read()
+"""
+
+# The program argv[3] (its arguments after it) run in-process by heatline.start()/stop(), after
+# a seccomp filter refuses the system calls named in argv[2] (call=errno,...): the sampler
+# thread, started afterwards, inherits the filter. Prints whether the profile warns that the
+# sampler had to share the program's descriptor table.
+REFUSED = r"""
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+import _refuse
+_refuse.refuse({k: int(v) for k, v in (c.split("=") for c in sys.argv[2].split(","))})
+import heatline
+heatline.start(quiet=True, cpu_sampling_interval=0.002)
+sys.argv[:] = sys.argv[3:]  # the program's own arguments follow its path
+runpy.run_path(sys.argv[0], run_name="__main__")
+profile = heatline.stop()
+shared = [w for w in profile.data["warnings"] if "descriptor table of its own" in w]
+read = profile.data["samples"] > 0 and profile.data["lost_s"] <= 0.1 * profile.data["sampled_s"]
+print("shared descriptor table:", bool(shared), read, flush=True)
+"""
+
+_NO_CLOSE_RANGE = f"close_range={errno.ENOSYS}"  # a kernel before 5.9
+_NO_OWN_TABLE = f"close_range={errno.EPERM},unshare={errno.EPERM}"  # a strict seccomp profile
+_NO_VM_READ = f"process_vm_readv={errno.EPERM}"  # the memory reader's pipe fallback
+_needs_seccomp = pytest.mark.skipif(
+    not _refuse.available(), reason="seccomp filters are written for Linux x86-64 and arm64"
+)
+
+
+def _eof_while_running(command):
+    """Runs the command until its stdout reaches EOF (or 30 s pass without), then closes its
+    stdin. Returns what it wrote, whether the EOF came, and whether it was still running then."""
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as child:
+        out, eof = b"", False
+        while not eof and select.select([child.stdout], [], [], 30)[0]:
+            chunk = os.read(child.stdout.fileno(), 4096)
+            out += chunk
+            eof = chunk == b""
+        running = child.poll() is None
+        child.stdin.close()
+        err = child.stderr.read()
+        child.wait(timeout=60)
+    assert child.returncode == 0, err
+    return out, eof, running
+
+
+@pytest.mark.parametrize("how", ["memory", "cpu-only", "close_range refused"])
+def test_a_stdout_closed_early_reaches_its_reader_at_once(tmp_path, how):
+    script = tmp_path / "daemon.py"
+    script.write_text(EOF_EARLY)
+    if how == "close_range refused":
+        if not _refuse.available():
+            pytest.skip("seccomp filters are written for Linux x86-64 and arm64")
+        program = tmp_path / "refused.py"
+        program.write_text(REFUSED)
+        command = [sys.executable, str(program), TARGETS, _NO_CLOSE_RANGE, str(script)]
+    else:
+        command = [sys.executable, "-m", "heatline", "-q", "-o", str(tmp_path / "p.json"),
+                   str(script)] + (["--cpu-only"] if how == "cpu-only" else [])
+    assert _eof_while_running(command) == (b"before\n", True, True)
+
+
+# Without close_range (a kernel before 5.9) the table is copied and the copies closed; without
+# process_vm_readv the sampler reads memory through a pipe, which it makes in its own table.
+@_needs_seccomp
+@pytest.mark.parametrize("refused", [_NO_CLOSE_RANGE, _NO_VM_READ], ids=["close_range", "vm_read"])
+def test_refused_other_calls_the_sampler_still_gets_a_table_of_its_own(
+    run_python, tmp_path, refused
+):
+    script = tmp_path / "dup2.py"
+    script.write_text(DUP2)
+    program = tmp_path / "refused.py"
+    program.write_text(REFUSED)
+    result = run_python(str(program), TARGETS, refused, str(script), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b"errors: {}\nshared descriptor table: False True\n", result.stderr
+
+
+# Threads that wait while the main thread works: the sampler reads /proc about them.
+WAITING = r"""
+import threading, time
+stop = threading.Event()
+waiters = [threading.Thread(target=stop.wait) for _ in range(4)]
+for t in waiters:
+    t.start()
+end = time.monotonic() + 0.5
+while time.monotonic() < end:
+    sum(range(1000))
+stop.set()
+for t in waiters:
+    t.join()
+print("ok")
+"""
+
+
+@_needs_seccomp
+def test_a_sampler_refused_a_table_of_its_own_works_as_before_and_says_so(run_python, tmp_path):
+    script = tmp_path / "waiting.py"
+    script.write_text(WAITING)
+    program = tmp_path / "refused.py"
+    program.write_text(REFUSED)
+    result = run_python(str(program), TARGETS, _NO_OWN_TABLE, str(script), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b"ok\nshared descriptor table: True True\n", result.stderr
 
 
 def _deep_directory(root, tail):

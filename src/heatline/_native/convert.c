@@ -265,18 +265,18 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
     uint64_t periods_count, periods_dropped;
     PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
+        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
         "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
         "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view->samples, "sampled_ns", (unsigned long long)view->sampled_ns,
         "sampling_interval_ns", (unsigned long long)view->interval_ns, "lost_ns",
         (unsigned long long)view->lost_ns, "max_sample_gap_ns",
         (unsigned long long)view->max_gap_ns, "max_tick_ns", (unsigned long long)view->max_tick_ns,
-        "files", list_of(s->nfiles, file_item, s), "functions",
-        list_of(s->nfunctions, function_item, s), "lines", list_of(s->nlines, line_item, s),
-        "threads", list_of(view->nthreads, thread_item, NULL), "stacks",
-        list_of(s->nstacks, stack_item, s), "stacks_dropped_ns",
-        (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
+        "sampler_shared_descriptors", PyBool_FromLong(view->shared_descriptors), "files",
+        list_of(s->nfiles, file_item, s), "functions", list_of(s->nfunctions, function_item, s),
+        "lines", list_of(s->nlines, line_item, s), "threads",
+        list_of(view->nthreads, thread_item, NULL), "stacks", list_of(s->nstacks, stack_item, s),
+        "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
         (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
         gpu_dict(s, view->gpu));
 }

@@ -154,6 +154,10 @@ int hl_engine_paused(void) {
     return __atomic_load_n(&hl_the_engine.sampler.paused, __ATOMIC_RELAXED);
 }
 
+void hl_engine_wait_until_gone(int tid) {
+    hl_sampler_wait_until_gone(tid);
+}
+
 hl_stats *hl_engine_stats_locked(void) {
     HL_ASSERT_ENGINE_LOCKED();
     return &hl_the_engine.stats;
@@ -334,6 +338,8 @@ void hl_engine_release_after_fork(void) {
 
 void hl_engine_suspend_for_fork(void) {
     hl_engine *e = &hl_the_engine;
+    for (size_t i = 0; i < NPARTS; i++) /* their threads may wait for the lock: not held */
+        if (parts[i]->suspend_for_fork) parts[i]->suspend_for_fork();
     hl_lock_acquire(&e->lock);
     if (e->running && !e->suspended) {
         hl_sampler_join(&e->sampler);
@@ -347,6 +353,8 @@ static void respawn_sampler(void) {
     hl_lock_acquire(&e->lock);
     if (e->running && e->suspended && hl_sampler_spawn(&e->sampler) == 0) e->suspended = 0;
     hl_lock_release(&e->lock);
+    for (size_t i = 0; i < NPARTS; i++) /* each knows whether it was suspended and still runs */
+        if (parts[i]->resume_after_fork) parts[i]->resume_after_fork();
 }
 
 /* The thread that forked and its Python stack depth at the after_in_parent hook, for
@@ -433,6 +441,7 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->max_gap_ns = e->sampler.max_gap_ns;
     view->max_tick_ns = e->sampler.max_tick_ns;
     HL_ASSERT(!e->suspended || e->running); /* suspended: running, its thread joined for a fork */
+    view->shared_descriptors = e->sampler.shared_descriptors;
     view->stats = &e->stats;
     view->nthreads = e->sampler.nthreads;
     view->memory = hl_memory_totals_get_locked();

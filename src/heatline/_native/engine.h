@@ -109,6 +109,7 @@ typedef struct hl_thread_stat {
 typedef struct hl_snapshot {
     uint64_t samples, sampled_ns, interval_ns, lost_ns;
     uint64_t max_gap_ns, max_tick_ns; /* the sampler's longest gap and longest tick */
+    int shared_descriptors; /* the sampler opened files in the program's descriptor table */
     const hl_stats *stats; /* files, functions, lines, stacks */
     size_t nthreads;       /* read each with hl_engine_thread_stat_locked */
     const hl_memory_totals *memory; /* the memory part's results (memory.h) */

@@ -48,6 +48,11 @@ typedef struct hl_engine_part {
     void (*wake)(uint64_t now_ns); /* the sampler thread, at every wake-up (paused or not),
                                     * before the tick, lock held */
     void (*after_fork_child)(void); /* in the child of fork(): the part records nothing there */
+    /* Around os.fork(), GIL held, lock not held (hl_engine_suspend_for_fork): a thread of the
+     * part's own is joined before the fork and started again in the parent after it, with the
+     * sampler thread. */
+    void (*suspend_for_fork)(void);
+    void (*resume_after_fork)(void);
     /* In the child of fork(), GIL held, once the interpreter is usable again, when no session
      * is running there: take out what the part installed (the child runs as without it). */
     void (*release_after_fork)(void);
@@ -90,6 +95,10 @@ void hl_engine_unlock_from_hook(void);
 
 /* Whether pause() is in effect. Lock-free. */
 int hl_engine_paused(void);
+
+/* After pthread_join() of a part's own thread with kernel id tid, before a fork: returns once the
+ * process no longer counts it (100 ms at most), as the sampler's join does (sampler.c). */
+void hl_engine_wait_until_gone(int tid);
 
 /* Sets the pause flag itself, unrecorded: the on/off record's own (control.c), and a write of
  * the profile that must not be charged (periodic.c). Lock-free. */

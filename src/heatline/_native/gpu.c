@@ -95,10 +95,17 @@ static void gpu_start(const hl_config *config) {
     gpu.r.cupti = cupti == 0;
     hl_nvml_start_locked(gpu.start_ns);
     hl_engine_unlock();
+    int err = hl_nvml_poller_start();
+    if (err != 0) {
+        hl_engine_lock();
+        warn("GPU device sampling stopped: its thread could not be started (%s)", strerror(err));
+        hl_engine_unlock();
+    }
 }
 
 static void gpu_stop(void) {
-    hl_cupti_stop(); /* the lock not held: CUPTI's buffer callbacks take it */
+    hl_cupti_stop();       /* the lock not held: CUPTI's buffer callbacks take it */
+    hl_nvml_poller_stop(); /* nor here: the poller takes it */
     hl_engine_lock();
     hl_cupti_release_locked();
     hl_nvml_stop_locked();
@@ -114,6 +121,7 @@ static void gpu_after_fork_child(void) {
 const hl_engine_part hl_gpu_part = {
     .start_released = gpu_start,
     .stop_released = gpu_stop,
-    .tick = hl_nvml_tick_locked,
     .after_fork_child = gpu_after_fork_child,
+    .suspend_for_fork = hl_nvml_suspend_for_fork,
+    .resume_after_fork = hl_nvml_resume_after_fork,
 };

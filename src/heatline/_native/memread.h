@@ -19,6 +19,11 @@
 int hl_memread_init(void);
 void hl_memread_fini(void);
 
+/* Called by a thread that has a descriptor table of its own (the sampler: sampler.c), before
+ * it reads: in the pipe fallback its reads use a pipe made in its own table, since the numbers
+ * of the one hl_memread_init made mean nothing there. */
+void hl_memread_own_table(void);
+
 /* Copies n bytes from address src into dst. Returns 0, or -1 if any byte is unreadable. */
 int hl_memread(void *dst, uintptr_t src, size_t n);
 

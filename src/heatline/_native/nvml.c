@@ -1,21 +1,36 @@
 /* nvml.c: GPU device sampling through NVML. See nvml.h.
  *
- * The sampler thread calls hl_nvml_tick_locked at every tick (through the GPU part); every
- * 100 ms it reads each device's utilisation and memory in use into per-device timelines and
- * counters (mean utilisation, the share of samples at 0%, peak memory).
+ * A thread of this room's own (the poller, below) reads every 100 ms each device's utilisation
+ * and memory in use into per-device timelines and counters (mean utilisation, the share of
+ * samples at 0%, peak memory).
+ *
+ * NVML is not read from the sampler thread: that thread has a descriptor table of its own
+ * (sampler.c), and NVML talks to the driver through descriptors opened in the program's table
+ * (by our nvmlInit, or by the program's own NVML use, which shares the library's state), whose
+ * numbers mean nothing, or something else, in the sampler's. The poller is started by a program
+ * thread and so shares the program's table, as NVML needs. It exists only while NVML is
+ * sampled, blocks every signal, samples only while profiling is on (as the sampler's ticks
+ * did), and is joined around os.fork() with the sampler thread (hl_engine_suspend_for_fork), so
+ * that a fork sees only the program's threads.
  */
 #define _GNU_SOURCE
 #include "nvml.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "engine_part.h" /* the lock its results are read and written under */
 #include "gpu_abi.h"
 
 #define SAMPLE_PERIOD_NS 100000000u /* every 100 ms */
+#define PAUSED_POLL_NS 10000000u    /* how soon sampling goes on once profiling is resumed */
 
 static struct {
     hl_nvmlShutdown_fn nvmlShutdown;
@@ -107,11 +122,113 @@ void hl_nvml_start_locked(uint64_t start_ns) {
     nvml.next_sample_ns = start_ns + SAMPLE_PERIOD_NS;
 }
 
-void hl_nvml_tick_locked(uint64_t now_ns) {
-    HL_ASSERT_ENGINE_LOCKED();
-    if (!nvml.on || now_ns < nvml.next_sample_ns) return;
-    nvml.next_sample_ns = now_ns + SAMPLE_PERIOD_NS;
-    sample_locked(now_ns - nvml.start_ns);
+/* ---- the poller: NVML's own thread ---------------------------------------------------------- */
+
+static struct {
+    pthread_mutex_t life; /* serialises starting and joining, which program threads do */
+    pthread_mutex_t lock; /* with wake, the thread's sleep and stop */
+    pthread_cond_t wake;
+    pthread_t thread;
+    int tid;       /* its kernel id, to wait until the process stops counting it */
+    int running;   /* started and not joined (life) */
+    int suspended; /* joined for a fork, to start again after it (life) */
+    int stop;      /* asks it to finish (lock) */
+} poller = {.life = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Samples the devices when it is time; returns when to look next. */
+static uint64_t poll_once(void) {
+    hl_engine_lock();
+    uint64_t now = hl_now_ns(), next = now + PAUSED_POLL_NS;
+    if (!hl_engine_paused() && nvml.on) {
+        if (now >= nvml.next_sample_ns) {
+            nvml.next_sample_ns = now + SAMPLE_PERIOD_NS;
+            sample_locked(now - nvml.start_ns);
+        }
+        next = nvml.next_sample_ns;
+    }
+    hl_engine_unlock();
+    return next;
+}
+
+static void *poll_main(void *unused) {
+    (void)unused;
+    __atomic_store_n(&poller.tid, (int)gettid(), __ATOMIC_RELEASE);
+    uint64_t next = poll_once();
+    pthread_mutex_lock(&poller.lock);
+    while (!poller.stop) {
+        struct timespec until = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
+        int rc = pthread_cond_timedwait(&poller.wake, &poller.lock, &until);
+        if (poller.stop) break;
+        if (rc != ETIMEDOUT && hl_now_ns() < next) continue; /* spurious wake-up */
+        pthread_mutex_unlock(&poller.lock);                   /* never held with the engine's */
+        next = poll_once();
+        pthread_mutex_lock(&poller.lock);
+    }
+    pthread_mutex_unlock(&poller.lock);
+    return NULL;
+}
+
+/* life held, engine lock not held. Returns 0 or the pthread_create error. */
+static int poller_spawn(void) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&poller.wake, &attr);
+    pthread_condattr_destroy(&attr);
+    poller.stop = 0;
+    sigset_t all, previous; /* the program's signals are never delivered to it */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int err = pthread_create(&poller.thread, NULL, poll_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    poller.running = err == 0;
+    if (err != 0) pthread_cond_destroy(&poller.wake);
+    return err;
+}
+
+/* life held, engine lock not held (the thread may be waiting for it). */
+static void poller_join(void) {
+    if (!poller.running) return;
+    pthread_mutex_lock(&poller.lock);
+    poller.stop = 1;
+    pthread_cond_signal(&poller.wake);
+    pthread_mutex_unlock(&poller.lock);
+    pthread_join(poller.thread, NULL);
+    poller.running = 0;
+    pthread_cond_destroy(&poller.wake);
+}
+
+int hl_nvml_poller_start(void) {
+    pthread_mutex_lock(&poller.life);
+    int err = poller_spawn();
+    pthread_mutex_unlock(&poller.life);
+    return err;
+}
+
+void hl_nvml_poller_stop(void) {
+    pthread_mutex_lock(&poller.life);
+    poller_join();
+    poller.suspended = 0; /* a fork's pending restart finds nothing to restart */
+    pthread_mutex_unlock(&poller.life);
+}
+
+void hl_nvml_suspend_for_fork(void) {
+    pthread_mutex_lock(&poller.life);
+    if (poller.running) {
+        poller_join();
+        hl_engine_wait_until_gone(__atomic_load_n(&poller.tid, __ATOMIC_ACQUIRE));
+        poller.suspended = 1;
+    }
+    pthread_mutex_unlock(&poller.life);
+}
+
+void hl_nvml_resume_after_fork(void) {
+    pthread_mutex_lock(&poller.life);
+    if (poller.suspended) { /* NVML is still sampled: hl_nvml_poller_stop clears this first */
+        poller.suspended = 0;
+        (void)poller_spawn(); /* failing, the run goes on without device samples */
+    }
+    pthread_mutex_unlock(&poller.life);
 }
 
 void hl_nvml_stop_locked(void) {
@@ -134,4 +251,9 @@ void hl_nvml_reset_locked(void) {
 
 void hl_nvml_after_fork_child(void) {
     nvml.on = 0;
+    /* No poller runs here (only the forking thread goes on), whatever the parent's record
+     * says, and another thread may have held its locks at the fork. */
+    pthread_mutex_init(&poller.life, NULL);
+    pthread_mutex_init(&poller.lock, NULL);
+    poller.running = poller.suspended = poller.stop = 0;
 }

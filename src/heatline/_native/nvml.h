@@ -1,5 +1,5 @@
 /* nvml.h: GPU device sampling through NVML: each device's utilisation and memory in use over
- * time, read by the sampler thread every 100 ms. One of the GPU part's two libraries (gpu.h
+ * time, read every 100 ms by a thread of its own (the poller: nvml.c says why not the sampler). One of the GPU part's two libraries (gpu.h
  * starts, stops and reports them together; kernel time per line is cupti.h's).
  *
  * NVML's utilisation figure is a duty cycle ("a kernel was running") over a driver period of
@@ -40,11 +40,19 @@ typedef struct hl_nvml_results {
 int hl_nvml_open(void *lib);
 
 /* Engine lock held. Start: sampling is on, a first point is taken at t = 0 (start_ns, the
- * session's start, is the origin of every timeline). Tick: every 100 ms, a point. Stop: a last
- * point, then NVML is shut down; the results stay readable. Reset: forgets the results. */
+ * session's start, is the origin of every timeline). Stop: a last point, then NVML is shut
+ * down; the results stay readable. Reset: forgets the results. */
 void hl_nvml_start_locked(uint64_t start_ns);
-void hl_nvml_tick_locked(uint64_t now_ns);
 void hl_nvml_stop_locked(void);
+
+/* Engine lock NOT held (the poller takes it). After hl_nvml_start_locked: the poller samples
+ * every 100 ms while profiling is on (returns 0 or the pthread_create error); before
+ * hl_nvml_stop_locked: it is joined. Around os.fork(): joined before, started again in the
+ * parent after (the GPU part's suspend_for_fork/resume_after_fork). */
+int hl_nvml_poller_start(void);
+void hl_nvml_poller_stop(void);
+void hl_nvml_suspend_for_fork(void);
+void hl_nvml_resume_after_fork(void);
 void hl_nvml_reset_locked(void);
 
 /* In the child of fork(): NVML's state does not survive it; the child samples nothing. */

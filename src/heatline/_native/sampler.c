@@ -41,12 +41,16 @@
 #include "sampler.h"
 #include "sigterm.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -73,10 +77,12 @@ static int cpu_now(const hl_thread *t, uint64_t *ns) {
  * ready to run but waiting for a CPU (state R in /proc). On a busy machine the sampler itself
  * can be what pushed the thread off its CPU, so standing still is not proof of blocking.
  * The file is opened during the probe (before the second clock read, so the state read follows
- * it closely, as it must) and closed in the same tick: a descriptor kept between ticks would be
- * one the program can close (os.closerange) and reuse, after which heatline would read or close
- * the program's file, and it would cost the program one descriptor per waiting thread against
- * its RLIMIT_NOFILE. */
+ * it closely, as it must) and closed in the same tick. It is opened in the sampler's own
+ * descriptor table (own_descriptor_table below), where the program can neither take its number
+ * nor be handed it; only where that table could not be had is it the program's, and then the
+ * descriptor must not outlive the tick: one kept between ticks would be one the program can
+ * close (os.closerange) and reuse, after which heatline would read or close the program's file,
+ * and it would cost the program one descriptor per waiting thread against its RLIMIT_NOFILE. */
 static int open_stat(const hl_thread *t) {
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
@@ -290,13 +296,106 @@ static void tick(hl_sampler *e, uint64_t dt) {
     e->after_tick(hl_now_ns());
 }
 
+/* ---- a descriptor table of its own --------------------------------------------------- */
+
+/* The sampler opens files while the program runs: /proc/self/task/ID/stat for each thread at
+ * each tick, and heatline ctl's files (control.c) every 100 ms. In the program's descriptor
+ * table every open, however brief, takes the lowest free number, and the program may be using
+ * that number at the same moment without having opened it: os.dup2(fd, n) onto a free n fails
+ * with EBUSY while our open is installing its file there, or succeeds and replaces our file, and
+ * then our close closes the program's descriptor (EBADF later; CPython's multiprocessing tests
+ * pass descriptors that way). No order of our own calls closes that window, since the numbers
+ * are one namespace shared with the program. So the thread first gives itself a descriptor
+ * table of its own: the numbers it opens and closes from then on are invisible to the program,
+ * and the program's numbers are not in it.
+ *
+ * That table must also start empty: a copy of the program's descriptors would keep its files
+ * open after the program closed them (a pipe's reader would wait for an EOF until the sampler
+ * ends, a socket would stay connected). close_range(0, ~0U, CLOSE_RANGE_UNSHARE) (Linux 5.9)
+ * does both in one call, and copies nothing when the range covers every descriptor. Older
+ * kernels have unshare(CLONE_FILES), which copies the table; the copies are then closed, listed
+ * through /proc (the listing of this thread shows its own table), so for those microseconds,
+ * once per sampler start, the program's files are held open by the copy too. Closing a copy
+ * releases none of the program's fcntl() record locks: those belong to the table that took
+ * them. Where neither is allowed (a seccomp profile refusing both, or an old kernel without
+ * /proc), the sampler stays in the program's table as before, its descriptors living only
+ * within a tick, and the profile warns that the program can collide with them.
+ *
+ * What runs on this thread runs in this table: the parts' wake and tick (control.c's files; the
+ * GPU part's NVML queries, whose driver descriptors are the program's, run on a thread of the
+ * GPU part's own instead: gpu.c) and the memory reader, whose fallback pipe is made here anew
+ * (memread.c). A thread this thread created would share its table: it creates none. After
+ * fork() only the forking thread, one of the program's, goes on; the sampler started again in
+ * the child or in the parent runs this again. Descriptor 2 in this table is not the program's
+ * stderr (holding it would keep a daemon's reader from its EOF): a report written there from
+ * this thread (a sanitizer's, faulthandler's) does not reach it; ASAN_OPTIONS=log_path=FILE
+ * opens its file by name. */
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+/* Headers older than the call (glibc < 2.34's, a manylinux image's) lack its number, which
+ * since Linux 5.1 is the same on these architectures. */
+#if !defined(SYS_close_range) &&                                                                   \
+    ((defined(__x86_64__) && !defined(__ILP32__)) || defined(__i386__) || defined(__aarch64__))
+#define SYS_close_range 436
+#endif
+
+static int close_range_call(unsigned first, unsigned last, unsigned flags) {
+#ifdef SYS_close_range
+    return (int)syscall(SYS_close_range, first, last, flags);
+#else
+    (void)first;
+    (void)last;
+    (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Closes every descriptor of the thread's (private) table, as /proc lists it. A copy of a
+ * full table leaves no number for the listing itself: one descriptor is closed first then. */
+static void close_listed(const char *path) {
+    DIR *dir = opendir(path);
+    if (dir == NULL && errno == EMFILE) {
+        struct rlimit limit;
+        if (getrlimit(RLIMIT_NOFILE, &limit) == 0)
+            for (rlim_t fd = 0; fd < limit.rlim_cur && close((int)fd) != 0; fd++) continue;
+        dir = opendir(path);
+    }
+    if (dir == NULL) return;
+    int own = dirfd(dir);
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+        char *end;
+        long fd = strtol(entry->d_name, &end, 10);
+        /* the listing goes by number: closing what it listed already moves nothing */
+        if (end != entry->d_name && *end == '\0' && fd != own) close((int)fd);
+    }
+    closedir(dir);
+}
+
+/* Makes the calling thread's descriptor table its own and empty. Returns 0, or -1 where it is
+ * still the program's. */
+static int own_descriptor_table(void) {
+    if (close_range_call(0, ~0U, CLOSE_RANGE_UNSHARE) == 0) return 0;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/fd", (int)gettid());
+    /* Copies are made only where they can be found again to be closed (access opens nothing). */
+    if (access(path, R_OK) != 0 || unshare(CLONE_FILES) != 0) return -1;
+    if (close_range_call(0, ~0U, 0) != 0) close_listed(path);
+    return 0;
+}
+
 static unsigned char tid_matches[TID_SCAN_BYTES / sizeof(int)];
 
 static void *sampler_main(void *arg) {
     hl_sampler *e = arg;
     e->on_thread_start(); /* the engine marks it as its own: nothing it allocates is sampled */
     __atomic_store_n(&e->thread_tid, (int)gettid(), __ATOMIC_RELEASE);
+    int own_table = own_descriptor_table() == 0; /* before anything it opens */
+    if (own_table) hl_memread_own_table();
     hl_lock_acquire(e->lock);
+    if (!own_table) e->shared_descriptors = 1; /* for the session: any of its starts */
     if (!e->walker.layout.has_native_thread_id) {
         tid_offsets(tid_matches); /* the starting thread scanned first */
         e->pthread_tid_offset = -1;
@@ -356,7 +455,7 @@ void hl_sampler_release(hl_sampler *e) {
  * counts threads right before fork() and warns when there is more than one, so the fork
  * handler waits, a bounded 100 ms at most, until the joined thread is no longer listed (seen:
  * a DeprecationWarning in the program's output under load). */
-static void wait_until_gone(int tid) {
+void hl_sampler_wait_until_gone(int tid) {
     if (tid <= 0) return;
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
@@ -382,7 +481,7 @@ void hl_sampler_join(hl_sampler *e) {
     pthread_cond_signal(&e->wake);
     hl_lock_release(e->lock);
     pthread_join(e->thread, NULL);
-    wait_until_gone(__atomic_load_n(&e->thread_tid, __ATOMIC_ACQUIRE));
+    hl_sampler_wait_until_gone(__atomic_load_n(&e->thread_tid, __ATOMIC_ACQUIRE));
     hl_lock_acquire(e->lock);
     e->stop_requested = 0;
 }
@@ -394,4 +493,5 @@ void hl_sampler_reset(hl_sampler *e) {
     e->nthreads = e->threads_capacity = 0;
     e->samples = e->sampled_ns = e->lost_ns = 0;
     e->max_gap_ns = e->max_tick_ns = 0;
+    e->shared_descriptors = 0;
 }

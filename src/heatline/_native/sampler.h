@@ -68,6 +68,8 @@ typedef struct hl_sampler {
     uint64_t lost_ns; /* thread time whose stack could not be read */
     uint64_t max_gap_ns; /* the longest time between two wake-ups (one sample's weight) */
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
+    int shared_descriptors; /* the thread had to open files in the program's descriptor table
+                             * (no table of its own: sampler.c) at a start of this session */
 } hl_sampler;
 
 /* Prepares a session in the starting thread (lock held, GIL held): seeds the generator, creates
@@ -87,6 +89,10 @@ int hl_sampler_spawn(hl_sampler *s);
 /* Asks the thread to finish and joins it. Called with *lock held; returns with it held (it is
  * released while joining). */
 void hl_sampler_join(hl_sampler *s);
+
+/* After pthread_join() of an engine thread with kernel id tid: waits (100 ms at most) until the
+ * process no longer counts it, which is a little later (see sampler.c). */
+void hl_sampler_wait_until_gone(int tid);
 
 /* Forgets the thread registry and the counters (lock held, thread not running). */
 void hl_sampler_reset(hl_sampler *s);

@@ -359,6 +359,13 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             "their time) for heatline's own lock, mostly while the machine was busy; that time "
             "is charged to their lines as what they were doing (per thread: engine_wait_s)"
         )
+    if snapshot.get("sampler_shared_descriptors"):
+        warnings.append(
+            "the system refused heatline's sampler thread a descriptor table of its own "
+            "(close_range and unshare, e.g. by a seccomp profile), so it opened /proc files among "
+            "the program's descriptors: a program that dup2()s onto a number it has not opened "
+            "could get EBUSY, or lose that descriptor"
+        )
     # Time with no Python frame to record (a thread starting or ending) is in dropped_s too, but
     # is no loss: only a full table (or no memory) is worth a warning.
     dropped_ns = snapshot.get("stacks_dropped_ns", 0) - snapshot.get("stacks_frameless_ns", 0)
