@@ -76,7 +76,7 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
         sum(i for i in range(1_000_000))  # enough ticks for the thread to be sampled
         return bytes(kept)
 
-    _native.start(0.001, exclude_prefixes=[], memory_window=64 * 1024)
+    _native.start(0.001, exclude_prefixes=[], memory_sampling_window_bytes=64 * 1024)
     try:
         held = work()
     finally:

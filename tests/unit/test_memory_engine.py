@@ -18,7 +18,7 @@ def _start(window=WINDOW):
         0.01,
         exclude_prefixes=[sys.prefix, sys.base_prefix, sys.exec_prefix],
         opcode_flags=opcode_flags_table(),
-        memory_window=window,
+        memory_sampling_window_bytes=window,
     )
 
 

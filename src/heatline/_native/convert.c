@@ -269,7 +269,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
         "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view->samples, "sampled_ns", (unsigned long long)view->sampled_ns,
-        "sampling_interval_ns", (unsigned long long)view->interval_ns, "lost_ns",
+        "sampling_interval_ns", (unsigned long long)view->sampling_interval_ns, "lost_ns",
         (unsigned long long)view->lost_ns, "max_sample_gap_ns",
         (unsigned long long)view->max_gap_ns, "max_tick_ns", (unsigned long long)view->max_tick_ns,
         "sampler_shared_descriptors", PyBool_FromLong(view->shared_descriptors), "files",

@@ -257,7 +257,7 @@ int hl_engine_start(hl_config *config) {
     e->config = *config;
     s->lock = &e->lock;
     s->stats = &e->stats;
-    s->interval_ns = config->interval_ns ? config->interval_ns : 10000000u;
+    s->sampling_interval_ns = config->sampling_interval_ns; /* > 0: module.c checks it */
     s->main_native_id = config->main_native_id;
     s->paused = config->paused;
     s->on_thread_start = enter_engine; /* for good: nothing the sampler allocates is sampled */
@@ -404,8 +404,8 @@ void hl_engine_pause(int paused) {
     hl_control_set_paused(paused); /* the record is the control part's */
 }
 
-void hl_engine_set_periodic(uint64_t period_ns, PyObject *callback) {
-    hl_periodic_set(period_ns, callback);
+void hl_engine_set_periodic(uint64_t profile_interval_ns, PyObject *callback) {
+    hl_periodic_set(profile_interval_ns, callback);
 }
 
 int hl_engine_chain_sigterm(void) {
@@ -436,7 +436,7 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     hl_engine_lock();
     view->samples = e->sampler.samples;
     view->sampled_ns = e->sampler.sampled_ns;
-    view->interval_ns = e->sampler.interval_ns;
+    view->sampling_interval_ns = e->sampler.sampling_interval_ns;
     view->lost_ns = e->sampler.lost_ns;
     view->max_gap_ns = e->sampler.max_gap_ns;
     view->max_tick_ns = e->sampler.max_tick_ns;

@@ -60,10 +60,10 @@ void hl_engine_stop(void);
  * hl_engine_wait_for_tick (engine_part.h) with the GIL released. */
 void hl_engine_pause(int paused);
 
-/* --profile-interval: with the GIL, every period_ns (0: never) from now, callback() is called
+/* --profile-interval: with the GIL, every profile_interval_ns (0: never) from now, callback() is called
  * in the main thread, the engine paused meanwhile (periodic.h). */
 struct _object; /* PyObject, as in periodic.h */
-void hl_engine_set_periodic(uint64_t period_ns, struct _object *callback);
+void hl_engine_set_periodic(uint64_t profile_interval_ns, struct _object *callback);
 
 /* After Python's SIGTERM handler is installed (by the main thread): chains a C handler in front
  * of it so that it runs even when the signal races a blocking call (sigterm.h). Returns 0, or
@@ -107,7 +107,7 @@ typedef struct hl_thread_stat {
 
 /* The engine's own figures, as the snapshot reports them. */
 typedef struct hl_snapshot {
-    uint64_t samples, sampled_ns, interval_ns, lost_ns;
+    uint64_t samples, sampled_ns, sampling_interval_ns, lost_ns;
     uint64_t max_gap_ns, max_tick_ns; /* the sampler's longest gap and longest tick */
     int shared_descriptors; /* the sampler opened files in the program's descriptor table */
     const hl_stats *stats; /* files, functions, lines, stacks */

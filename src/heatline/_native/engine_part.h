@@ -20,13 +20,14 @@
 #include "stats.h"
 
 typedef struct hl_config {
-    uint64_t interval_ns;      /* mean time between ticks; 0: 10 ms */
+    uint64_t sampling_interval_ns; /* mean time between ticks (> 0) */
     long main_native_id;
     int paused;
     hl_scope scope;            /* ownership moves to the engine */
     uint8_t opcode_flags[256]; /* HL_OP_* flags per opcode (frames.h) */
-    uint64_t memory_window;    /* bytes between memory samples on average; 0: no memory */
-    int gpu_mode;              /* enum hl_gpu_mode (gpu.h) */
+    uint64_t
+        memory_sampling_window_bytes; /* bytes between memory samples on average; 0: no memory */
+    int gpu_mode; /* enum hl_gpu_mode (gpu.h) */
     /* heatline ctl's command and state files (control.h), or NULL: read during
      * hl_engine_start only (the control part copies them). */
     const char *control_command, *control_state;
@@ -42,8 +43,8 @@ typedef struct hl_engine_part {
     /* With the GIL released, after every part's start. */
     void (*start_released)(const hl_config *config);
     void (*stop_released)(void); /* GIL released, lock not held */
-    void (*stop)(void);          /* GIL held, lock not held */
-    void (*reset)(void);         /* lock held: forget results before the tables are cleared */
+    void (*stop)(void); /* GIL held, lock not held */
+    void (*reset)(void); /* lock held: forget results before the tables are cleared */
     void (*tick)(uint64_t now_ns); /* the sampler thread, at every tick, lock held */
     void (*wake)(uint64_t now_ns); /* the sampler thread, at every wake-up (paused or not),
                                     * before the tick, lock held */
@@ -62,9 +63,9 @@ typedef struct hl_engine_part {
 } hl_engine_part;
 
 /* The parts, in the order they start (defined in their rooms). */
-extern const hl_engine_part hl_memory_part;   /* memory.c */
-extern const hl_engine_part hl_gpu_part;      /* gpu.c */
-extern const hl_engine_part hl_control_part;  /* control.c: heatline ctl, the on/off record */
+extern const hl_engine_part hl_memory_part; /* memory.c */
+extern const hl_engine_part hl_gpu_part; /* gpu.c */
+extern const hl_engine_part hl_control_part; /* control.c: heatline ctl, the on/off record */
 extern const hl_engine_part hl_periodic_part; /* periodic.c (--profile-interval) */
 
 /* ---- what the parts may call ---------------------------------------------------------------- */

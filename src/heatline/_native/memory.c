@@ -131,7 +131,7 @@ static void slots_patched(int written) {
 static const hl_memhooks_sink sink = {record_allocation, record_free, record_copy, slots_patched};
 
 static int memory_start(const hl_config *config) {
-    uint64_t window = config->memory_window;
+    uint64_t window = config->memory_sampling_window_bytes;
     if (window == 0) return 0; /* memory profiling is off */
     if (hl_memhooks_resolve() != 0) return -ENOSYS;
     hl_engine_lock(); /* the tables were just reset by hl_engine_start (memory_reset) */

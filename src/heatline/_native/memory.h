@@ -36,7 +36,7 @@ typedef struct hl_memory_totals {
 } hl_memory_totals;
 
 /* The part's lifecycle (engine_part.h) is hl_memory_part: start (with the GIL: the allocator hooks
- * and GOT redirections go in when config->memory_window is not 0), stop (with the GIL: they
+ * and GOT redirections go in when config->memory_sampling_window_bytes is not 0), stop (with the GIL: they
  * come out; the tables stay readable), reset, after_fork_child (sampling is off in the child),
  * enter/leave (a thread inside the engine: its own allocations are not sampled). */
 

@@ -44,39 +44,56 @@ fail_strings:
 }
 
 PyDoc_STRVAR(start_doc,
-             "start($module, /, interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
+             "start($module, /, sampling_interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
              "      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0,\n"
-             "      memory_window=0, gpu=0, control=None)\n"
+             "      memory_sampling_window_bytes=0, gpu=0, control=None)\n"
              "--\n\n"
              "Start the sampler thread. See docs/engine-api.md.");
 
 static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {
-        "interval_s", "exclude_prefixes", "only",          "exclude", "profile_all", "opcode_flags",
-        "paused",     "main_native_id",   "memory_window", "gpu",     "control",     NULL};
-    double interval_s;
+    static char *keywords[] = {"sampling_interval_s",
+                               "exclude_prefixes",
+                               "only",
+                               "exclude",
+                               "profile_all",
+                               "opcode_flags",
+                               "paused",
+                               "main_native_id",
+                               "memory_sampling_window_bytes",
+                               "gpu",
+                               "control",
+                               NULL};
+    double sampling_interval_s;
     PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
     int profile_all = 0, paused = 0;
     Py_buffer opcodes = {0};
     long main_native_id = 0;
-    unsigned long long memory_window = 0;
+    unsigned long long memory_sampling_window_bytes = 0;
     PyObject *control = Py_None;
     hl_config config;
     (void)module;
 
     memset(&config, 0, sizeof(config));
     config.gpu_mode = HL_GPU_OFF;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plKiO:start", keywords, &interval_s,
-                                     &exclude_prefixes, &only, &exclude, &profile_all, &opcodes,
-                                     &paused, &main_native_id, &memory_window, &config.gpu_mode,
-                                     &control))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plKiO:start", keywords,
+                                     &sampling_interval_s, &exclude_prefixes, &only, &exclude,
+                                     &profile_all, &opcodes, &paused, &main_native_id,
+                                     &memory_sampling_window_bytes, &config.gpu_mode, &control))
         return NULL;
     if (control != Py_None &&
         !PyArg_ParseTuple(control, "ss;control must be (command_path, state_path) or None",
                           &config.control_command, &config.control_state))
         goto fail;
-    if (!(interval_s > 0.0) || interval_s > 10.0) {
-        PyErr_SetString(PyExc_ValueError, "interval_s must be in (0, 10]");
+    /* The ranges heatline/options.py declares (tests/unit/test_options.py holds the two
+     * together): the engine refuses what the command line would. */
+    if (!(sampling_interval_s > 0.0) || sampling_interval_s > 1.0) {
+        PyErr_SetString(PyExc_ValueError, "sampling_interval_s must be in (0, 1]");
+        goto fail;
+    }
+    if (memory_sampling_window_bytes != 0 &&
+        (memory_sampling_window_bytes < 64 || memory_sampling_window_bytes > (1ull << 30))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "memory_sampling_window_bytes must be 0 (off) or in [64, 2**30]");
         goto fail;
     }
     if (opcodes.buf != NULL && opcodes.len != 0 && opcodes.len != 256) {
@@ -90,10 +107,10 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
         strings_from_sequence(exclude, &config.scope.exclude, &config.scope.nexclude) != 0)
         goto fail;
     config.scope.profile_all = profile_all;
-    config.interval_ns = (uint64_t)(interval_s * 1e9);
+    config.sampling_interval_ns = (uint64_t)(sampling_interval_s * 1e9);
     config.main_native_id = main_native_id ? main_native_id : (long)PyThread_get_thread_native_id();
     config.paused = paused;
-    config.memory_window = memory_window;
+    config.memory_sampling_window_bytes = memory_sampling_window_bytes;
     PyBuffer_Release(&opcodes);
 
     int err = hl_engine_start(&config); /* takes the scope */
@@ -210,20 +227,21 @@ static PyObject *native_environ(PyObject *module, PyObject *unused) {
 
 PyDoc_STRVAR(
     set_periodic_doc,
-    "_set_periodic($module, period_s, callback, /)\n--\n\n"
-    "Call callback() in the main thread every period_s seconds (0: never), the engine paused\n"
-    "meanwhile (--profile-interval).");
+    "_set_periodic($module, profile_interval_s, callback, /)\n--\n\n"
+    "Call callback() in the main thread every profile_interval_s seconds (0: never), the engine\n"
+    "paused meanwhile (--profile-interval).");
 static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
-    double period_s;
+    double profile_interval_s;
     PyObject *callback;
     (void)module;
-    if (!PyArg_ParseTuple(args, "dO:_set_periodic", &period_s, &callback)) return NULL;
-    if (!(period_s >= 0.0) || period_s > 1e9 ||
+    if (!PyArg_ParseTuple(args, "dO:_set_periodic", &profile_interval_s, &callback)) return NULL;
+    if (!(profile_interval_s >= 0.0) || profile_interval_s > 1e6 || /* options.py's range */
         (callback != Py_None && !PyCallable_Check(callback))) {
-        PyErr_SetString(PyExc_ValueError, "period_s must be >= 0 and callback callable or None");
+        PyErr_SetString(PyExc_ValueError,
+                        "profile_interval_s must be in [0, 1e6] and callback callable or None");
         return NULL;
     }
-    hl_engine_set_periodic((uint64_t)(period_s * 1e9), callback);
+    hl_engine_set_periodic((uint64_t)(profile_interval_s * 1e9), callback);
     Py_RETURN_NONE;
 }
 

@@ -13,8 +13,8 @@
 struct _object; /* PyObject: Python.h is not included here, so that an includer that defines
                  * _GNU_SOURCE before Python.h (3.9/3.10 pyconfig.h define it too) still can */
 
-/* With the GIL: every period_ns (0: never) from now, call callback() (None: never). */
-void hl_periodic_set(uint64_t period_ns, struct _object *callback);
+/* With the GIL: every profile_interval_ns (0: never) from now, call callback() (None: never). */
+void hl_periodic_set(uint64_t profile_interval_ns, struct _object *callback);
 
 /* The engine part (engine_part.h): its tick requests the call when it is due and the previous one
  * has run (no ticks, so no writes, while profiling is paused); its stop clears the callback. */

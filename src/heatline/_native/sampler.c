@@ -105,7 +105,7 @@ static void forget_thread(hl_thread *t) {
 
 static uint64_t next_interval(hl_sampler *e) {
     double u = (double)(hl_next_random(&e->rng) >> 11) / 9007199254740992.0; /* [0, 1) */
-    uint64_t wait = (uint64_t)((0.5 + u) * (double)e->interval_ns);
+    uint64_t wait = (uint64_t)((0.5 + u) * (double)e->sampling_interval_ns);
     return wait ? wait : 1;
 }
 

@@ -44,7 +44,7 @@ typedef struct hl_sampler {
     /* Set by the engine before hl_sampler_spawn. */
     hl_lock *lock;
     hl_stats *stats;
-    uint64_t interval_ns;
+    uint64_t sampling_interval_ns;
     long main_native_id;
     void (*on_thread_start)(void);           /* first thing in the new thread */
     void (*after_tick)(uint64_t now_ns);     /* after each tick, lock held */

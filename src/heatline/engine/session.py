@@ -213,7 +213,7 @@ class Session:
             profile_all=self.profile_all,
             opcode_flags=opcode_flags,
             paused=self.paused,
-            memory_window=self.memory_sampling_window_bytes,
+            memory_sampling_window_bytes=self.memory_sampling_window_bytes,
             gpu=self.gpu,
             control=None if endpoint is None else (endpoint.command, endpoint.state),
             main_native_id=self.main_native_id,
@@ -274,14 +274,14 @@ class Session:
 
             _native.resume()
 
-    def every(self, period_s: float, callback: Any) -> None:
-        """Call ``callback()`` in the main thread every ``period_s`` seconds while sampling
-        runs, the engine paused during the call (no thread is made: the sampler thread asks
-        for it with Py_AddPendingCall). Cleared by stop()."""
+    def every(self, profile_interval_s: float, callback: Any) -> None:
+        """Call ``callback()`` in the main thread every ``profile_interval_s`` seconds while
+        sampling runs, the engine paused during the call (no thread is made: the sampler thread
+        asks for it with Py_AddPendingCall). Cleared by stop()."""
         if self._running:
             from heatline import _native
 
-            _native._set_periodic(period_s, callback)
+            _native._set_periodic(profile_interval_s, callback)
 
     def profile(self) -> dict[str, Any]:
         """The profile of the run so far (normally called after stop())."""
