@@ -266,6 +266,13 @@ def _check_stack_references(stacks: dict[str, Any], threads: int) -> None:
     """The stacks' entries index the frame table and the thread list: an index outside them
     would fail (or, negative, silently mislabel) in every renderer that follows it."""
     frames = len(stacks["frames"])
+    for number, frame in enumerate(stacks["frames"]):
+        if "elided" in frame:  # optional: a deep stack's elided middle (schema 5, no bump)
+            where = f"stacks.frames[{number}]"
+            _check(frame["elided"], int, f"{where}.elided")
+            _check(frame.get("elided_max", 0), int, f"{where}.elided_max")
+            _check(frame.get("functions_kept", False), bool, f"{where}.functions_kept")
+            _check(frame.get("outer_unknown", False), bool, f"{where}.outer_unknown")
     for number, entry in enumerate(stacks["entries"]):
         where = f"stacks.entries[{number}]"
         if any(not 0 <= index < frames for index in entry["stack"]):

@@ -129,12 +129,12 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
 
 
 def _add_stacks(into: dict[str, Any], stacks: dict[str, Any], thread_base: int) -> None:
-    index = {
-        (f["file"], f["qualname"], f["name"], f["line"]): i for i, f in enumerate(into["frames"])
-    }
+    # A frame is all its fields: an elided middle's marker is told apart by its own (how many
+    # frames, whether their functions were kept), a function's by file, names and line.
+    index = {_frame_key(f): i for i, f in enumerate(into["frames"])}
     remap = []
     for frame in stacks["frames"]:
-        key = (frame["file"], frame["qualname"], frame["name"], frame["line"])
+        key = _frame_key(frame)
         if key not in index:
             index[key] = len(into["frames"])
             into["frames"].append(dict(frame))
@@ -145,6 +145,10 @@ def _add_stacks(into: dict[str, Any], stacks: dict[str, Any], thread_base: int) 
                  thread=entry["thread"] + thread_base)
         )
     into["dropped_s"] = _round(into["dropped_s"] + stacks["dropped_s"])
+
+
+def _frame_key(frame: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(frame.items()))
 
 
 def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: Sequence[str],

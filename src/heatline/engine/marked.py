@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from heatline.data.snapshot import is_elided
+
 # (co_filename, co_firstlineno, co_name) of each marked function's code.
 _marked: set[tuple[str, int, str]] = set()
 
@@ -59,6 +61,8 @@ def keep_marked(snapshot: dict[str, Any]) -> dict[str, Any]:
 
     def charged(frames: Any) -> bool:  # the innermost user frame is the one charged
         for function_id, _line in reversed(frames):
+            if is_elided(function_id):  # a deep stack's elided middle: no function
+                continue
             if files[functions[function_id]["file"]]["user"]:
                 return function_id in kept
         return False
