@@ -32,7 +32,6 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-import time
 
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
@@ -112,11 +111,13 @@ def encode_config(config: dict[str, Any]) -> bytes:
     return marshal.dumps(config).hex().encode()
 
 
-def enable(options_session_arguments: dict[str, Any]) -> Carrier:
+def enable(options_session_arguments: dict[str, Any], start_epoch: float) -> Carrier:
     """In the main process, before the program runs: make a private run directory; the
-    carrier returned carries the profiler into every child the program starts (follow.install)."""
+    carrier returned carries the profiler into every child the program starts (follow.install).
+    start_epoch: when the main process's engine started (Session.start_epoch), which children's
+    own start epochs are measured from."""
     config = {"dir": _make_run_dir(), "session": options_session_arguments,
-              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": time.time()}
+              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": start_epoch}
     adopt(Carrier(config))
     return current()  # type: ignore[return-value]
 

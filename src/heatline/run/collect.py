@@ -16,9 +16,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
+def collect(main_profile: dict[str, Any], main_epoch: float | None = None) -> dict[str, Any]:
     """The main profile merged with every child's (profile/merge.py); the run directory is
-    removed. Children still running are not waited for."""
+    removed. Children still running are not waited for. main_epoch: the wall-clock time of
+    time 0 of the main profile's timelines (Session.start_epoch, known exactly once its
+    snapshot is taken); children's start_s are measured from it."""
     carrier = carriers.current()
     if carrier is None:
         return main_profile
@@ -60,7 +62,8 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
             continue
         finished.add(name[: -len(".prof")])
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
-        info["offset_s"] = payload["start_epoch"] - carrier.config["start_epoch"]
+        origin = carrier.config["start_epoch"] if main_epoch is None else main_epoch
+        info["offset_s"] = payload["start_epoch"] - origin
         children.append((info, profile))
     _remove_dir(directory)
     missing = len(started - finished)

@@ -122,7 +122,6 @@ class ChildFinisher:
         self.pid = os.getpid()
         self.succeeded = True  # what SigtermGuard sets
         self.exit = "exit"
-        self.start_epoch = time.time()
 
     def __call__(self) -> None:
         if os.getpid() != self.pid:
@@ -163,6 +162,7 @@ class ChildFinisher:
 
         session = self.session
         session.stop()
+        snapshot = session.raw_snapshot()  # first: it gives session.start_epoch exactly
         payload = {
             "pid": os.getpid(),
             "ppid": self.ppid,
@@ -170,12 +170,12 @@ class ChildFinisher:
             "program": session.program,
             "argv": [str(a) for a in session.argv],
             "exit": self.exit,
-            "start_epoch": self.start_epoch,
+            "start_epoch": session.start_epoch,  # its timelines' time 0, as the main's
             "started_at": session.started_at,
             "elapsed_s": session.elapsed_s,
             "cpu_s": session.cpu_s,
             "sampling_interval_s": session.sampling_interval_s,
-            "snapshot": session.raw_snapshot(),
+            "snapshot": snapshot,
         }
         directory = self.carrier.config["dir"]
         temporary = os.path.join(directory, self.token + ".tmp")
