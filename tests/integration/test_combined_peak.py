@@ -15,7 +15,6 @@ import os
 
 import pytest
 
-from heatline.data.queries import thread_name  # noqa: F401 -- the data layer loads
 from heatline.renderers.html import page_data
 
 MIB = 2**20
@@ -57,9 +56,11 @@ def test_the_combined_peak_is_during_pool_apply_when_the_worker_allocates(run):
     peak_t = profile["combined_peak"]["t_s"]
     worker = truth["worker"]
     apply_began, apply_ended = truth["apply"]
-    # During pool.apply, and at the worker's allocation (between the wall times around it).
+    # During pool.apply, once the worker has begun its allocation (the sum first reaches its
+    # top then, unless a sampled small allocation lifts it a little later while the worker
+    # still holds its 150 MiB: the worker frees it before pool.apply returns).
     assert apply_began + earliest <= peak_t <= apply_ended + latest, (peak_t, truth)
-    assert worker["began"] + earliest <= peak_t <= worker["allocated"] + latest, (peak_t, truth)
+    assert worker["began"] + earliest <= peak_t, (peak_t, truth)
     # The figure: the worker's 150 MiB and the main process's 41 MiB held together, beyond
     # the main process's own peak (150 MiB alone, earlier).
     assert profile["peak_bytes"] >= 191 * MIB
