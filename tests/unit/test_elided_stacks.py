@@ -123,3 +123,31 @@ def test_a_profile_without_markers_reads_as_before():
     assert cut_stacks(prof) == (0.0, 0.0, 0.08, 0, False, 0, 0, 0)
     assert not any("elided" in f for f in prof["stacks"]["frames"])
     validate(json.loads(json.dumps(prof)))
+
+
+def test_profile_decorator_filtering_reads_past_a_marker():
+    # @profile under the CLI keeps the stacks charged to a marked function: the innermost
+    # user frame of each, here past the marker (the innermost frames are a library's).
+    from heatline.engine import marked
+
+    def run():
+        pass
+
+    snap = snapshot()
+    snap["files"] = [*snap["files"], {"path": "/lib/site.py", "user": False}]
+    snap["functions"] = [*snap["functions"], {"file": 2, "name": "visit", "qualname": "visit",
+                                              "first_line": 1}]
+    snap["functions"][1] = {"file": 1, "name": "run", "qualname": "run",
+                            "first_line": run.__code__.co_firstlineno}
+    snap["files"][1] = {"path": run.__code__.co_filename, "user": True}
+    library = ((3, 2),) * INNER
+    snap["stacks"] = [(((2, 9), (0, 4), (1, 2), (ELIDED_LOST, 50), *library), 0, MS, 0, 0),
+                      (((2, 9), (0, 4), (ELIDED_LOST, 50), *library), 0, MS, 0, 0)]
+    saved = set(marked._marked)
+    try:
+        marked.profile(run)
+        kept = marked.keep_marked(snap)
+    finally:
+        marked._marked.clear()
+        marked._marked.update(saved)
+    assert kept["stacks"] == snap["stacks"][:1]  # charged to run; the other to main

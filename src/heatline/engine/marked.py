@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from heatline.data.snapshot import is_elided
-
 # (co_filename, co_firstlineno, co_name) of each marked function's code.
 _marked: set[tuple[str, int, str]] = set()
 
@@ -49,6 +47,10 @@ def keep_marked(snapshot: dict[str, Any]) -> dict[str, Any]:
     Program-wide figures (threads, memory totals and peak) stay those of the whole run."""
     if not _marked:
         return snapshot
+    # Here, at the end: heatline.data is never imported while the program runs (its package
+    # imports json, which a program may shadow).
+    from heatline.data.snapshot import is_elided
+
     files = snapshot["files"]
     kept = {
         index
