@@ -191,8 +191,13 @@ static hl_code *checked(hl_walker *w, uintptr_t address, uint32_t index) {
     return &w->codes[index];
 }
 
-/* Forgets what the previous walk read: every walk reads the thread's memory afresh. */
-static void walk_begins(hl_walker *w) {
+/* Forgets what the previous walk read: every walk reads the thread's memory afresh. With
+ * window set, frames are read a window at a time: only the sampler's walks, which read
+ * through the kernel. A thread reading its own stack (hl_memread_direct: plain loads) reads
+ * each frame alone, so that it never loads the memory around a frame, which the allocator
+ * may have given nobody (ASan and valgrind would rightly call that an invalid read). */
+static void walk_begins(hl_walker *w, int window) {
+    w->window_on = window;
     w->window_at = 0;
     w->nchecked = 0;
 }
@@ -201,7 +206,7 @@ static void walk_begins(hl_walker *w) {
  * frames instead of one per frame. Returns 0 or -1. */
 static int read_through_window(hl_walker *w, void *out, uintptr_t address, size_t n) {
     uintptr_t start = address & ~(uintptr_t)(HL_WALK_WINDOW - 1);
-    if (address - start + n > HL_WALK_WINDOW) return hl_memread(out, address, n);
+    if (!w->window_on || address - start + n > HL_WALK_WINDOW) return hl_memread(out, address, n);
     if (w->window_at != start || start == 0) {
         /* The window lies within one page (pages are multiples of it), and the frame's page
          * is readable if the frame is. */
@@ -253,7 +258,7 @@ static int line_of(const hl_walker *w, const hl_code *c, int offset_bytes) {
 }
 
 int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {
-    walk_begins(w);
+    walk_begins(w, 0);
     hl_code *c = lookup_code(w, code);
     *ok = c != NULL;
     if (c == NULL) return -1;
@@ -347,7 +352,7 @@ static hl_frame decode_frame(const hl_walker *w, const hl_code *c, const uint8_t
 static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
                 int first_user, int *complete) {
     int ok;
-    walk_begins(w);
+    walk_begins(w, 0);
     uintptr_t frame = innermost_frame(w, tstate, &ok);
     int depth = 0;
     *leaf_flags = 0;
@@ -450,7 +455,7 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
     memset(s, 0, offsetof(hl_sampled_stack, frames));
     s->elided_kept = 1;
     int ok;
-    walk_begins(w);
+    walk_begins(w, 1); /* the sampler's thread: never a direct read */
     uintptr_t frame = innermost_frame(w, tstate, &ok);
     if (!ok) return -1;
 

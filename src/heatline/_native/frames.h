@@ -5,9 +5,10 @@
  * is described once in a cache keyed by its address: file, function, whether it is user code
  * (asked of scope.h once per file), and a private copy of its line table. Because a freed
  * code object's address can be reused, each walk re-reads the header of every code object it
- * meets (once per walk) and compares it with the cached one before trusting the entry. Frames
- * are read a page-aligned window at a time (HL_WALK_WINDOW): a caller's frame usually lies in
- * the same window, so a deep stack costs a read per window of frames, not per frame.
+ * meets (once per walk) and compares it with the cached one before trusting the entry. The
+ * sampler reads frames a page-aligned window at a time (HL_WALK_WINDOW): a caller's frame
+ * usually lies in the same window, so a deep stack costs a read per window of frames, not per
+ * frame.
  *
  * The walker is the engine's (engine.c): the sampler thread walks with it at each tick, the
  * memory and GPU parts (hl_engine_current_line) and the test hooks under the engine lock;
@@ -43,9 +44,10 @@ typedef struct hl_frame {
     int user;
 } hl_frame;
 
-/* Frames are read through a window of this many bytes, aligned to its size: a frame's whole
- * page is readable when the frame is, and callers' frames sit beside it (3.11+ push frames one
- * after the other in the thread's data stack; 3.9/3.10 frame objects share allocator pools). */
+/* The sampler's walks read frames through a window of this many bytes, aligned to its size: a
+ * frame's whole page is readable when the frame is, and callers' frames sit beside it (3.11+
+ * push frames one after the other in the thread's data stack; 3.9/3.10 frame objects share
+ * allocator pools). */
 #define HL_WALK_WINDOW 4096
 /* Code objects a walk remembers having checked (a recursion runs one or a few). */
 #define HL_WALK_CHECKED 8
@@ -60,6 +62,7 @@ typedef struct hl_walker {
     hl_map code_index;
     /* One walk's reads (reset as each walk starts, so nothing is stale across walks): the
      * window last read, and the code objects whose headers were checked during the walk. */
+    int window_on;       /* this walk reads frames through the window (hl_walk_sample's) */
     uintptr_t window_at; /* 0: none */
     uint8_t window[HL_WALK_WINDOW];
     uintptr_t checked[HL_WALK_CHECKED];
