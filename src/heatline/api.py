@@ -380,7 +380,9 @@ class Profile:
 
     @property
     def peak_at(self) -> tuple[str, int] | None:
-        """(file, line) allocating when the peak was reached, or None."""
+        """(file, line) allocating when the peak was reached, or None. With child processes
+        the peak is the processes' combined one, and this is the line holding the most memory
+        at its moment (``data["combined_peak"]`` lists every process's lines then)."""
         at = self.data.get("peak_at")
         return None if not at else (at["file"], at["line"])
 

@@ -3,6 +3,7 @@ their length and equal to Python's own str even when a path's bytes are not UTF-
 (surrogateescape'd bytes must not fail the snapshot)."""
 
 import os
+import time
 
 from heatline import _native
 
@@ -85,9 +86,14 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
     assert len(held) == 3_000_000
     memory = snapshot["memory"]
     assert memory["enabled"]
+    # clock_origin_ns is the one field that is no profile quantity: the CLOCK_MONOTONIC time
+    # the t_ns count from, which the session turns into its start_epoch (child processes'
+    # timelines are put on the main process's clock with it).
     assert set(memory) == {
-        "enabled", *memory_report.TOTAL_KEYS, "peak_bytes", "peak_at", "memory_timeline", "lines"
+        "enabled", *memory_report.TOTAL_KEYS, "peak_bytes", "peak_at", "memory_timeline", "lines",
+        "clock_origin_ns",
     }
+    assert 0 < memory["clock_origin_ns"] <= time.monotonic_ns()
     assert set(memory["peak_at"]) == {"file", "line", "t_ns"}
     timelines = [memory["memory_timeline"]] + [line["timeline"] for line in memory["lines"]]
     assert all(timelines) and all(

@@ -87,3 +87,74 @@ def test_parts_of_one_process_across_an_exec_are_one_profile():
     assert merged["memory_timeline"] == [[0.0, 100], [0.5, 100], [0.6, 0], [1.0, 40], [1.2, 0]]
     assert [t.get("pid") for t in merged["threads"]] == [None, None, 100, 100]
     profile.validate(copy.deepcopy(merged))
+
+
+def _with_memory(profile_, timeline, peak_at, lines, elapsed_s=2.0):
+    """profile_ with a program timeline, its own peak and lines' timelines {line: timeline} in
+    /src/app.py."""
+    from heatline.data.memory import TOTAL_KEYS
+
+    profile_["memory"] = {"enabled": True, **dict.fromkeys(TOTAL_KEYS, 0),
+                          "sampling_window_bytes": 65536}
+    profile_["memory_timeline"], profile_["elapsed_s"] = timeline, elapsed_s
+    profile_["peak_bytes"] = max(v for _, v in timeline)
+    profile_["peak_at"] = peak_at
+    rows = profile_["files"]["/src/app.py"]["lines"]
+    for number, points in lines.items():
+        row = next(row for row in rows if row["line"] == number)
+        row["timeline"] = points
+    return profile_
+
+
+def test_the_combined_peak_has_its_own_moment_and_the_lines_of_every_process_then():
+    # The main process peaks alone at 0.1 s (150 at line 4), then holds 40 (line 5) while a
+    # worker started at 1.0 s holds 150 (its line 4) from its 0.2 s: 190 at 1.2 s.
+    main = _with_memory(test_profile.build(), [[0.1, 150], [0.3, 0], [0.5, 40]],
+                        {"file": "/src/app.py", "line": 4, "t_s": 0.1},
+                        {4: [[0.1, 150], [0.3, 0]], 5: [[0.5, 40]]})
+    worker = _with_memory(test_profile.build(), [[0.2, 150], [0.6, 0]],
+                          {"file": "/src/app.py", "line": 4, "t_s": 0.2},
+                          {4: [[0.2, 150], [0.6, 0]]}, elapsed_s=0.8)
+    merged = merge_processes((_info(100, 1, role="main"), main),
+                             [(_info(101, 100, 1.0), worker)])
+    assert merged["peak_bytes"] == 190
+    assert merged["combined_peak"] == {"t_s": 1.2, "lines": [
+        {"pid": 101, "file": "/src/app.py", "line": 4, "bytes": 150},
+        {"pid": 100, "file": "/src/app.py", "line": 5, "bytes": 40}]}
+    assert merged["peak_at"] == {"file": "/src/app.py", "line": 4, "t_s": 1.2, "pid": 101}
+    assert merged["main_peak_bytes"] == 150
+    assert merged["main_peak_at"] == {"file": "/src/app.py", "line": 4, "t_s": 0.1}
+    profile.validate(copy.deepcopy(merged))
+    # The report names the moment, the lines and their processes, and the main's own peak.
+    from heatline.renderers.terminal import _memory_footer
+
+    footer = _memory_footer(merged)
+    assert footer.startswith(
+        "peak memory <0.1 MB at 1.20 s (all processes together), held by "), footer
+    assert "app.py:4 <0.1 MB (pid 101, Pool worker), " in footer
+    assert "app.py:5 <0.1 MB (main); main process alone <0.1 MB at 0.100 s, " in footer
+    from heatline.renderers.html import page_data
+
+    assert page_data(merged)["peak"]["lines"][0][2:] == [150, "pid 101, Pool worker"]
+
+
+def test_a_child_that_ended_holds_nothing_in_the_combined_timeline():
+    # A worker whose profile ends (at 1.0 + 0.5 s) still holding 150: gone after that, so the
+    # main process's later 100 is not added to it.
+    main = _with_memory(test_profile.build(), [[0.1, 10], [2.0, 100]], None, {})
+    worker = _with_memory(test_profile.build(), [[0.1, 150]], None, {4: [[0.1, 150]]},
+                          elapsed_s=0.5)
+    merged = merge_processes((_info(100, 1, role="main"), main),
+                             [(_info(101, 100, 1.0), worker)])
+    assert merged["memory_timeline"] == [[0.1, 10], [1.1, 160], [1.5, 10], [2.0, 100]]
+    assert merged["peak_bytes"] == 160 and merged["combined_peak"]["t_s"] == 1.1
+
+
+def test_a_malformed_combined_peak_is_refused():
+    main = _with_memory(test_profile.build(), [[0.1, 10]], None, {})
+    worker = _with_memory(test_profile.build(), [[0.1, 150]], None, {4: [[0.1, 150]]})
+    merged = merge_processes((_info(100, 1, role="main"), main),
+                             [(_info(101, 100, 1.0), worker)])
+    merged["combined_peak"]["lines"][0]["pid"] = "101"
+    with pytest.raises(profile.ProfileError, match=r"combined_peak.lines\[0\].pid"):
+        profile.validate(merged)

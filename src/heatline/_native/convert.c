@@ -138,7 +138,7 @@ static PyObject *peak_at(const hl_stats *s, uint32_t line, uint64_t t_ns) {
 
 static PyObject *memory_dict(const hl_stats *s, const hl_memory_totals *m) {
     return Py_BuildValue(
-        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N}", "enabled",
+        "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:K}", "enabled",
         m->enabled ? Py_True : Py_False, "sampling_window_bytes", (unsigned long long)m->window,
         "alloc_python_bytes", (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
         (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes", (unsigned long long)m->freed,
@@ -148,7 +148,8 @@ static PyObject *memory_dict(const hl_stats *s, const hl_memory_totals *m) {
         "unattributed_copy_bytes", (unsigned long long)m->unattributed_copied, "samples",
         (unsigned long long)m->samples, "untracked_samples", (unsigned long long)m->untracked,
         "redirected_slots", (unsigned long long)m->slots_patched, "memory_timeline",
-        timeline_list(&m->timeline), "lines", memory_lines_list(s));
+        timeline_list(&m->timeline), "lines", memory_lines_list(s), "clock_origin_ns",
+        (unsigned long long)m->origin_ns);
 }
 
 /* ---- the GPU part of the snapshot (gpu.h) -------------------------------------------------- */

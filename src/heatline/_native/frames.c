@@ -172,29 +172,69 @@ static int same_identity(const hl_walker *w, const hl_code *c, const uint8_t *he
     return c->size == (intptr_t)hl_load_word(header, l->code_size);
 }
 
+/* Notes that the code object at address (cache entry index) was checked during this walk. */
+static hl_code *checked(hl_walker *w, uintptr_t address, uint32_t index) {
+    int slot =
+        w->nchecked < HL_WALK_CHECKED ? w->nchecked++ : (int)((address >> 4) % HL_WALK_CHECKED);
+    w->checked[slot] = address;
+    w->checked_index[slot] = index;
+    return &w->codes[index];
+}
+
+/* Forgets what the previous walk read: every walk reads the thread's memory afresh. With
+ * window set, frames are read a window at a time: only the sampler's walks, which read
+ * through the kernel. A thread reading its own stack (hl_memread_direct: plain loads) reads
+ * each frame alone, so that it never loads the memory around a frame, which the allocator
+ * may have given nobody (ASan and valgrind would rightly call that an invalid read). */
+static void walk_begins(hl_walker *w, int window) {
+    w->window_on = window;
+    w->window_at = 0;
+    w->nchecked = 0;
+}
+
+/* Copies n bytes of a frame at address through the walk's window: one read per window of
+ * frames instead of one per frame. Returns 0 or -1. */
+static int read_through_window(hl_walker *w, void *out, uintptr_t address, size_t n) {
+    uintptr_t start = address & ~(uintptr_t)(HL_WALK_WINDOW - 1);
+    if (!w->window_on || address - start + n > HL_WALK_WINDOW) return hl_memread(out, address, n);
+    if (w->window_at != start || start == 0) {
+        /* The window lies within one page (pages are multiples of it), and the frame's page
+         * is readable if the frame is. */
+        w->window_at = 0;
+        if (start == 0 || hl_memread(w->window, start, HL_WALK_WINDOW) != 0) return -1;
+        w->window_at = start;
+    }
+    memcpy(out, w->window + (address - start), n);
+    return 0;
+}
+
 /* The cache entry for the code object at address, or NULL if it is not a readable code
- * object. The pointer stays valid until the next call. */
+ * object. The pointer stays valid until the next call. A code object checked earlier in the
+ * same walk is not read again: a deep recursion's frames all run one, and a frame on the
+ * stack keeps its code object alive. */
 static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
     const hl_layout *l = &w->layout;
     uint8_t header[HEADER_BUFFER];
+    for (int i = 0; i < w->nchecked; i++)
+        if (w->checked[i] == address) return &w->codes[w->checked_index[i]];
     if (address == 0 || hl_memread(header, address, l->code_read_size) != 0) return NULL;
     if (hl_load_word(header, l->object_type) != l->code_type) return NULL;
 
     uint32_t index;
     int cached = hl_map_get(&w->code_index, address, &index);
-    if (cached && same_identity(w, &w->codes[index], header)) return &w->codes[index];
+    if (cached && same_identity(w, &w->codes[index], header)) return checked(w, address, index);
 
     hl_code fresh;
     if (describe_code(w, address, header, &fresh) != 0) return NULL;
     if (cached) { /* the address was reused by another code object */
         free(w->codes[index].table);
         w->codes[index] = fresh;
-        return &w->codes[index];
+        return checked(w, address, index);
     }
     if (HL_ARRAY_RESERVE(w->codes, w->codes_capacity, w->ncodes + 1, 256) != 0) goto fail_fresh;
     if (hl_map_put(&w->code_index, address, (uint32_t)w->ncodes) != 0) goto fail_fresh;
     w->codes[w->ncodes] = fresh;
-    return &w->codes[w->ncodes++];
+    return checked(w, address, (uint32_t)w->ncodes++);
 fail_fresh:
     free(fresh.table);
     return NULL;
@@ -208,6 +248,7 @@ static int line_of(const hl_walker *w, const hl_code *c, int offset_bytes) {
 }
 
 int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {
+    walk_begins(w, 0);
     hl_code *c = lookup_code(w, code);
     *ok = c != NULL;
     if (c == NULL) return -1;
@@ -227,15 +268,82 @@ static uintptr_t innermost_frame(const hl_walker *w, uintptr_t tstate, int *ok) 
     return *ok ? frame : 0;
 }
 
+/* What read_frame found at an address. */
+enum { FRAME_TORN = -1, FRAME_SHIM = 0, FRAME_CODE = 1 };
+
+/* Reads the frame at address into buffer (FRAME_BUFFER bytes): the frame it returns to into
+ * *previous and the code object it runs into *code (not checked yet). FRAME_TORN: unreadable,
+ * or no longer a running frame (the thread returned past it while we read: frames live in
+ * memory the interpreter reuses and unmaps). FRAME_SHIM: a frame marking a C-stack entry, not
+ * Python code, to step over. */
+static int read_frame(hl_walker *w, uintptr_t address, uint8_t *buffer, uintptr_t *previous,
+                      uintptr_t *code) {
+    const hl_layout *l = &w->layout;
+    if (read_through_window(w, buffer, address, l->frame_read_size) != 0) return FRAME_TORN;
+    /* 3.9/3.10: a frame object that was freed while we read (the thread returned past it) has
+     * a reference count of 0 and its f_back links the interpreter's free list of frames, which
+     * ends in NULL: followed, it looked like a whole stack of library frames with no user
+     * frame, and its time was called unattributed. A frame being run is always referenced.
+     * (ob_refcnt is the object's first word.) */
+    if (l->frame_model == HL_FRAMES_OBJECTS && (intptr_t)hl_load_word(buffer, 0) <= 0)
+        return FRAME_TORN;
+    *code = hl_load_word(buffer, l->frame_code);
+    *previous = hl_load_word(buffer, l->frame_previous);
+    if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&
+        (int)(signed char)buffer[l->frame_owner] == l->owner_cstack)
+        return FRAME_SHIM;
+    return FRAME_CODE;
+}
+
+/* The code object a frame read as FRAME_CODE runs: its cache entry, or NULL with *shim = 1
+ * for a frame to step over (3.13 shim frames hold None), or NULL with *shim = 0 for a torn
+ * read. */
+static hl_code *code_of(hl_walker *w, uintptr_t code_address, int *shim) {
+    hl_code *c = lookup_code(w, code_address);
+    *shim = c == NULL && w->layout.frame_model == HL_FRAMES_CURRENT && code_address != 0;
+    return c;
+}
+
+/* The frame (function and line) of a frame read into buffer that runs c. With leaf_flags
+ * non-NULL (the innermost frame), also the HL_OP_* flags of the instruction it executes. */
+static hl_frame decode_frame(const hl_walker *w, const hl_code *c, const uint8_t *buffer,
+                             int *leaf_flags) {
+    const hl_layout *l = &w->layout;
+    int offset_bytes;
+    uintptr_t instruction;
+    if (l->frame_model == HL_FRAMES_OBJECTS) {
+        int lasti = hl_load_int(buffer, l->frame_instr);
+        offset_bytes = lasti < 0 ? -1 : (l->linetable_format == HL_LNOTAB_39 ? lasti : lasti * 2);
+        instruction = offset_bytes < 0 ? 0 : c->code_start + (uintptr_t)offset_bytes;
+    } else {
+        instruction = hl_load_word(buffer, l->frame_instr);
+        offset_bytes = instruction >= c->code_start && instruction < c->code_start + c->code_bytes
+                           ? (int)(instruction - c->code_start)
+                           : -1;
+    }
+    if (leaf_flags != NULL && offset_bytes >= 0 && (size_t)offset_bytes < c->code_bytes) {
+        /* The first byte of a code unit is its opcode (little-endian); a prefix's flags are
+         * those of the instruction it prefixes (at most three prefixes in a row). */
+        uint8_t opcode;
+        for (int unit = 0; unit < 4 && (size_t)offset_bytes + 2 * (size_t)unit < c->code_bytes;
+             unit++) {
+            if (hl_memread(&opcode, instruction + 2 * (uintptr_t)unit, 1) != 0) break;
+            *leaf_flags = w->opcode_flags[opcode];
+            if (!(*leaf_flags & HL_OP_PREFIX)) break;
+        }
+        *leaf_flags &= ~HL_OP_PREFIX;
+    }
+    return (hl_frame){c->file, c->function, line_of(w, c, offset_bytes), c->user};
+}
+
 /* The walk behind hl_walk and hl_walk_user: with first_user set, frames before the first user
  * frame are skipped without decoding their lines, and the walk ends at that frame. A walk
- * that meets an unreadable frame (the thread returned past it while we read: frames live in
- * memory the interpreter reuses and unmaps) stops there with *complete = 0 and returns the
- * frames read so far. */
+ * that meets an unreadable frame stops there with *complete = 0 and returns the frames read
+ * so far. */
 static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
                 int first_user, int *complete) {
-    const hl_layout *l = &w->layout;
     int ok;
+    walk_begins(w, 0);
     uintptr_t frame = innermost_frame(w, tstate, &ok);
     int depth = 0;
     *leaf_flags = 0;
@@ -244,63 +352,25 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
 
     for (int visited = 0; frame != 0 && depth < max_depth; visited++) {
         uint8_t buffer[FRAME_BUFFER];
+        uintptr_t previous, code_address;
+        int shim;
         if (visited >= MAX_FRAMES_VISITED) return depth;
-        if (hl_memread(buffer, frame, l->frame_read_size) != 0) return depth;
-        /* 3.9/3.10: a frame object that was freed while we read (the thread returned past
-         * it) has a reference count of 0 and its f_back links the interpreter's free list of
-         * frames, which ends in NULL: followed, it looked like a whole stack of library frames
-         * with no user frame, and its time was called unattributed. A frame being run is
-         * always referenced. (ob_refcnt is the object's first word.) */
-        if (l->frame_model == HL_FRAMES_OBJECTS && (intptr_t)hl_load_word(buffer, 0) <= 0)
-            return depth;
-        uintptr_t code_address = hl_load_word(buffer, l->frame_code);
-        uintptr_t previous = hl_load_word(buffer, l->frame_previous);
-        if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&
-            (int)(signed char)buffer[l->frame_owner] == l->owner_cstack) {
-            frame = previous; /* a shim frame marking a C-stack entry: not Python code */
-            continue;
-        }
-        hl_code *c = lookup_code(w, code_address);
+        int kind = read_frame(w, frame, buffer, &previous, &code_address);
+        if (kind == FRAME_TORN) return depth;
+        hl_code *c = kind == FRAME_SHIM ? NULL : code_of(w, code_address, &shim);
         if (c == NULL) {
-            /* 3.13 shim frames hold None; anything else unreadable means a torn read. */
-            if (l->frame_model == HL_FRAMES_CURRENT && code_address != 0) {
+            if (kind == FRAME_SHIM || shim) {
                 frame = previous;
                 continue;
             }
             return depth;
         }
-
-        int offset_bytes;
-        uintptr_t instruction;
-        if (l->frame_model == HL_FRAMES_OBJECTS) {
-            int lasti = hl_load_int(buffer, l->frame_instr);
-            offset_bytes =
-                lasti < 0 ? -1 : (l->linetable_format == HL_LNOTAB_39 ? lasti : lasti * 2);
-            instruction = offset_bytes < 0 ? 0 : c->code_start + (uintptr_t)offset_bytes;
-        } else {
-            instruction = hl_load_word(buffer, l->frame_instr);
-            offset_bytes =
-                instruction >= c->code_start && instruction < c->code_start + c->code_bytes
-                    ? (int)(instruction - c->code_start)
-                    : -1;
-        }
-        if (depth == 0 && offset_bytes >= 0 && (size_t)offset_bytes < c->code_bytes) {
-            /* The first byte of a code unit is its opcode (little-endian); a prefix's flags are
-             * those of the instruction it prefixes (at most three prefixes in a row). */
-            uint8_t opcode;
-            for (int unit = 0; unit < 4 && (size_t)offset_bytes + 2 * (size_t)unit < c->code_bytes;
-                 unit++) {
-                if (hl_memread(&opcode, instruction + 2 * (uintptr_t)unit, 1) != 0) break;
-                *leaf_flags = w->opcode_flags[opcode];
-                if (!(*leaf_flags & HL_OP_PREFIX)) break;
-            }
-            *leaf_flags &= ~HL_OP_PREFIX;
-        }
         if (first_user && !c->user) {
             frame = previous;
             continue;
         }
-        frames[depth++] = (hl_frame){c->file, c->function, line_of(w, c, offset_bytes), c->user};
+        frames[depth] = decode_frame(w, c, buffer, depth == 0 && !first_user ? leaf_flags : NULL);
+        depth++;
         if (first_user) break;
         frame = previous;
     }
@@ -322,6 +392,177 @@ int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame) {
     int found = walk(w, tstate, frame, 1, &flags, 1, &complete);
     if (found == 1) return 1;
     return complete ? 0 : -1;
+}
+
+/* ---- the sampler's walk: both ends of a deep stack ----------------------------------- */
+
+/* Distinct code objects of an elided middle that are told apart; past this many, some of
+ * its functions are taken to be missing from the kept frames (the cautious answer). A deep
+ * recursion has one or a few. */
+#define MIDDLE_CODES 32
+
+typedef struct middle_code {
+    uintptr_t code;
+    uint32_t frames;
+} middle_code;
+
+/* Notes that a frame running code was elided. Returns 0, or -1 when the set is full. */
+static int note_middle(middle_code *middle, int *count, uintptr_t code) {
+    for (int i = *count - 1; i >= 0; i--) { /* the latest first: recursion repeats it */
+        if (middle[i].code == code) {
+            middle[i].frames++;
+            return 0;
+        }
+    }
+    if (*count >= MIDDLE_CODES) return -1;
+    middle[(*count)++] = (middle_code){code, 1};
+    return 0;
+}
+
+static int kept_function(const hl_sampled_stack *s, uint32_t function) {
+    for (int i = 0; i < s->depth; i++)
+        if (s->frames[i].function == function) return 1;
+    return 0;
+}
+
+/* The chain is read once, innermost first. The first HL_MAX_DEPTH code frames are decoded
+ * (function, line) as hl_walk does. Past them only each frame's address and code object are
+ * noted (no line decoding; the frames come through the walk's window, so a deep recursion
+ * costs a read per window of frames, not per frame), the latest HL_OUTER_DEPTH kept in a
+ * ring: when the chain ends, the ring holds its outermost frames, which are decoded then (they
+ * are the stack's oldest frames, so they are still there), and the frames between the
+ * innermost part and the ring are the elided middle. Its distinct code objects are compared with the kept
+ * frames' functions at the end, so that the profile can say whether a function's inclusive
+ * time can miss anything. While no user frame has been met, frames past the innermost part
+ * are looked up as well, to find the innermost user frame wherever it is. */
+int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
+    enum { INNER = HL_MAX_DEPTH - 1 - HL_OUTER_DEPTH };
+    uintptr_t ring[HL_OUTER_DEPTH], ring_code[HL_OUTER_DEPTH];
+    int ring_next = 0, ring_used = 0;
+    middle_code middle[MIDDLE_CODES];
+    int nmiddle = 0, middle_full = 0;
+    uint32_t past = 0; /* code frames read beyond the first HL_MAX_DEPTH */
+
+    memset(s, 0, offsetof(hl_sampled_stack, frames));
+    s->elided_kept = 1;
+    int ok;
+    walk_begins(w, 1); /* the sampler's thread: never a direct read */
+    uintptr_t frame = innermost_frame(w, tstate, &ok);
+    if (!ok) return -1;
+
+    for (int visited = 0; frame != 0; visited++) {
+        uint8_t buffer[FRAME_BUFFER];
+        uintptr_t previous, code_address;
+        int shim;
+        if (visited >= MAX_FRAMES_VISITED) {
+            /* A chain this long (or a cycle in a torn one): its outer frames stay unknown, so
+             * a tick's time stays bounded. The stack keeps its innermost part under a marker
+             * counting the frames followed past it, none of whose functions count as kept. */
+            if (past == 0) goto torn;
+            s->depth = s->inner = INNER;
+            s->elided = past + (HL_MAX_DEPTH - INNER);
+            s->elided_kept = 0;
+            s->bottomless = 1;
+            s->complete = 1;
+            return s->depth;
+        }
+        int kind = read_frame(w, frame, buffer, &previous, &code_address);
+        if (kind == FRAME_TORN) goto torn;
+        if (kind == FRAME_SHIM) {
+            frame = previous;
+            continue;
+        }
+        if (s->depth < HL_MAX_DEPTH) {
+            hl_code *c = code_of(w, code_address, &shim);
+            if (c == NULL) {
+                if (!shim) goto torn;
+                frame = previous;
+                continue;
+            }
+            hl_frame f = decode_frame(w, c, buffer, s->depth == 0 ? &s->leaf_flags : NULL);
+            if (c->user && !s->has_user) {
+                s->user = f;
+                s->has_user = 1;
+            }
+            s->frames[s->depth++] = f;
+            if (s->depth <= INNER) {
+                frame = previous;
+                continue;
+            }
+        } else {
+            /* 3.13 shim frames hold None; a code object of a frame being run is never NULL. */
+            if (code_address == 0) goto torn;
+            if (w->layout.frame_model == HL_FRAMES_CURRENT && code_address == (uintptr_t)Py_None) {
+                frame = previous;
+                continue;
+            }
+            if (!s->has_user) {
+                hl_code *c = code_of(w, code_address, &shim);
+                if (c == NULL) {
+                    if (!shim) goto torn;
+                    frame = previous;
+                    continue;
+                }
+                if (c->user) {
+                    s->user = decode_frame(w, c, buffer, NULL);
+                    s->has_user = 1;
+                }
+            }
+            past++;
+        }
+        /* Beyond the innermost part: into the ring; the frame it pushes out is elided (if
+         * the chain goes on past HL_MAX_DEPTH at all: checked at the end). */
+        if (ring_used == HL_OUTER_DEPTH) {
+            if (note_middle(middle, &nmiddle, ring_code[ring_next]) != 0) middle_full = 1;
+        } else {
+            ring_used++;
+        }
+        ring[ring_next] = frame;
+        ring_code[ring_next] = code_address;
+        ring_next = (ring_next + 1) % HL_OUTER_DEPTH;
+        frame = previous;
+    }
+    s->complete = 1;
+    s->inner = s->depth;
+    if (past == 0) return s->depth; /* the whole stack is in frames */
+
+    /* The ring's frames, oldest first, are the outermost ones, innermost first. */
+    s->inner = INNER;
+    s->depth = INNER;
+    s->elided = past + (HL_MAX_DEPTH - INNER) - HL_OUTER_DEPTH;
+    for (int k = 0; k < HL_OUTER_DEPTH; k++) {
+        int slot = (ring_next + k) % HL_OUTER_DEPTH;
+        uint8_t buffer[FRAME_BUFFER];
+        uintptr_t previous, code_address;
+        int shim;
+        if (read_frame(w, ring[slot], buffer, &previous, &code_address) != FRAME_CODE ||
+            code_address != ring_code[slot])
+            goto torn; /* the thread returned past it since */
+        hl_code *c = code_of(w, code_address, &shim);
+        if (c == NULL) goto torn;
+        s->frames[s->depth++] = decode_frame(w, c, buffer, NULL);
+    }
+    if (middle_full) s->elided_kept = 0;
+    for (int i = 0; i < nmiddle; i++) {
+        int shim;
+        hl_code *c = code_of(w, middle[i].code, &shim);
+        if (c == NULL) {
+            if (!shim) goto torn;
+            s->elided -= middle[i].frames; /* not Python code: not a frame of the stack */
+            continue;
+        }
+        if (!kept_function(s, c->function)) s->elided_kept = 0;
+    }
+    return s->depth;
+torn:
+    /* The innermost frames read are kept (and the user frame, if one was met); the caller
+     * does not record a stack that is not whole. */
+    s->complete = 0;
+    if (s->depth > HL_MAX_DEPTH) s->depth = HL_MAX_DEPTH;
+    s->inner = s->depth;
+    s->elided = 0;
+    s->bottomless = 0;
+    return s->depth;
 }
 
 void hl_walker_clear(hl_walker *w) {

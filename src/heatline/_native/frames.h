@@ -3,10 +3,12 @@
  * The walker follows the frame chain of a PyThreadState with hl_memread (never a plain load),
  * so a frame popped or freed under it yields a failed walk, not a crash. Each code object met
  * is described once in a cache keyed by its address: file, function, whether it is user code
- * (asked of scope.h once per file), and a private copy of its line table, so a frame costs two
- * small reads once warm. Because a freed code object's address can be reused, every lookup
- * re-reads the code object's header and compares it with the cached one before trusting the
- * entry.
+ * (asked of scope.h once per file), and a private copy of its line table. Because a freed
+ * code object's address can be reused, each walk re-reads the header of every code object it
+ * meets (once per walk) and compares it with the cached one before trusting the entry. The
+ * sampler reads frames a page-aligned window at a time (HL_WALK_WINDOW): a caller's frame
+ * usually lies in the same window, so a deep stack costs a read per window of frames, not per
+ * frame.
  *
  * The walker is the engine's (engine.c): the sampler thread walks with it at each tick, the
  * memory and GPU parts (hl_engine_current_line_locked) and the test hooks under the engine lock;
@@ -42,6 +44,14 @@ typedef struct hl_frame {
     int user;
 } hl_frame;
 
+/* The sampler's walks read frames through a window of this many bytes, aligned to its size: a
+ * frame's whole page is readable when the frame is, and callers' frames sit beside it (3.11+
+ * push frames one after the other in the thread's data stack; 3.9/3.10 frame objects share
+ * allocator pools). */
+#define HL_WALK_WINDOW 4096
+/* Code objects a walk remembers having checked (a recursion runs one or a few). */
+#define HL_WALK_CHECKED 8
+
 typedef struct hl_walker {
     hl_layout layout;
     hl_scope scope;
@@ -50,6 +60,14 @@ typedef struct hl_walker {
     hl_code *codes;
     size_t ncodes, codes_capacity;
     hl_map code_index;
+    /* One walk's reads (reset as each walk starts, so nothing is stale across walks): the
+     * window last read, and the code objects whose headers were checked during the walk. */
+    int window_on;       /* this walk reads frames through the window (hl_walk_sample's) */
+    uintptr_t window_at; /* 0: none */
+    uint8_t window[HL_WALK_WINDOW];
+    uintptr_t checked[HL_WALK_CHECKED];
+    uint32_t checked_index[HL_WALK_CHECKED];
+    int nchecked;
 } hl_walker;
 
 /* Opcode flags (the table comes from heatline/_opcodes.py). */
@@ -68,6 +86,31 @@ typedef struct hl_walker {
  * (1 when the chain was read to its end or to max_depth); with complete NULL it returns -1. */
 int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
             int *complete);
+
+/* A thread's stack as the sampler records it (hl_walk_sample). A stack of up to HL_MAX_DEPTH
+ * frames is kept whole. A deeper one keeps both ends: its innermost HL_MAX_DEPTH - 1 -
+ * HL_OUTER_DEPTH frames and its outermost HL_OUTER_DEPTH (the program's entry, the callers of
+ * a deep recursion), and counts the frames between them, so that every function at either end
+ * keeps its inclusive time (stats.h: the marker the stack table records in their place). */
+typedef struct hl_sampled_stack {
+    int depth;       /* frames kept in frames[] */
+    int inner;       /* frames[0..inner-1]: the innermost frames, innermost first; then, when
+                      * frames were elided, the outermost ones, innermost first */
+    uint32_t elided; /* frames of the chain between the two parts (0: none, inner == depth) */
+    int elided_kept; /* 1: every function of the elided frames is also in a kept frame */
+    int bottomless;  /* the chain went on past what the walker follows (MAX_FRAMES_VISITED):
+                      * no outer part, elided counts the frames followed past the inner part */
+    hl_frame user;   /* the innermost user frame, wherever it is (also among elided frames) */
+    int has_user;
+    int leaf_flags;  /* HL_OP_* flags of the innermost frame's instruction (0 if unknown) */
+    int complete;    /* 0: an unreadable frame (a torn walk): only the innermost frames read
+                      * (depth == inner) and the user frame, if met, are valid */
+    hl_frame frames[HL_MAX_DEPTH]; /* last: the fields above are cleared apart from it */
+} hl_sampled_stack;
+
+/* Reads the stack of the thread at tstate into *s as described above. Returns s->depth, or -1
+ * if not even the thread's innermost frame could be read. */
+int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s);
 
 /* The innermost user frame of the thread at tstate, its line decoded (the other frames' lines
  * are not): 1 with *frame set, 0 if it has none, -1 if the stack could not be read. */

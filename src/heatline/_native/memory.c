@@ -138,6 +138,7 @@ static int memory_start(const hl_config *config) {
     mem.totals.enabled = 1;
     mem.totals.window = window;
     mem.start_ns = hl_now_ns();
+    mem.totals.origin_ns = mem.start_ns;
     hl_engine_unlock();
     (void)hl_memhooks_install(window, &sink);
     /* In a fork child the parent's redirections are still in place: they count too. */

@@ -33,6 +33,8 @@ typedef struct hl_memory_totals {
     uint64_t untracked;              /* sampled allocations whose free cannot be seen */
     uint64_t slots_patched;          /* GOT slots redirected (native allocations and copies) */
     hl_timeline timeline;            /* of `live` */
+    uint64_t origin_ns; /* CLOCK_MONOTONIC when the part started: every t_ns above counts from
+                         * it (the shell puts children's timelines on the main's clock) */
 } hl_memory_totals;
 
 /* The part's lifecycle (engine_part.h) is hl_memory_part: start (with the GIL: the allocator hooks

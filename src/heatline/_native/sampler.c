@@ -201,10 +201,9 @@ abandon:
 /* ---- one tick -------------------------------------------------------------------------- */
 
 static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
-    hl_frame frames[HL_MAX_DEPTH];
+    hl_sampled_stack stack;
     uint64_t keys[HL_MAX_DEPTH];
     uint64_t c1, c2;
-    int flags;
 
     if (cpu_now(t, &c1) != 0) { /* the thread has exited */
         forget_thread(t);
@@ -217,8 +216,11 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     /* A walk races the thread: a deep stack of quick calls (copy.deepcopy) can return past a
      * frame while it is read. A torn walk is tried again, a few times. */
     int complete = 0, depth = -1;
-    for (int attempt = 0; attempt < WALK_ATTEMPTS && !complete; attempt++)
-        depth = hl_walk(&e->walker, t->tstate, frames, HL_MAX_DEPTH, &flags, &complete);
+    for (int attempt = 0; attempt < WALK_ATTEMPTS && !complete; attempt++) {
+        depth = hl_walk_sample(&e->walker, t->tstate, &stack);
+        complete = depth >= 0 && stack.complete;
+    }
+    int flags = depth >= 0 ? stack.leaf_flags : 0;
     uintptr_t gil_holder = hl_compat_gil_holder();
     int stat_fd = open_stat(t);
     if (cpu_now(t, &c2) != 0) {
@@ -239,19 +241,11 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     else if ((flags & HL_OP_SWITCH_CONTENDED) && gil_holder != 0) category = HL_PYTHON; /* to it */
     else category = HL_NATIVE; /* an operator running C code that released the GIL */
 
-    /* The line charged: the innermost user frame. Deeper than the frames kept for the stack
-     * (HL_MAX_DEPTH), it is looked for further down the chain. Where the stack could not be
-     * read to a user frame, the time goes to the deepest user line that could be read: this
-     * sample's, else the thread's previous sample's. Only a thread never read is lost. */
-    const hl_frame *target = NULL;
-    hl_frame beyond;
-    for (int i = 0; i < depth && target == NULL; i++)
-        if (frames[i].user) target = &frames[i];
-    if (target == NULL && complete && depth == HL_MAX_DEPTH) {
-        int found = hl_walk_user(&e->walker, t->tstate, &beyond);
-        if (found == 1) target = &beyond;
-        else if (found < 0) complete = 0;
-    }
+    /* The line charged: the innermost user frame, wherever it is on the stack (the walk finds
+     * it among elided frames too). Where the stack could not be read to a user frame, the
+     * time goes to the deepest user line that could be read: this sample's, else the thread's
+     * previous sample's. Only a thread never read is lost. */
+    const hl_frame *target = depth > 0 && stack.has_user ? &stack.user : NULL;
     if (target != NULL) {
         t->last_user = *target;
         t->has_last_user = 1;
@@ -269,20 +263,30 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     }
 
     /* From here dt is in a line or unattributed, so it goes to exactly one stack or to
-     * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns. */
+     * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns.
+     * The table stores stacks outermost first: the outer part, the marker of the elided
+     * frames, the inner part. */
+    uint32_t length = 0;
     if (!complete) {
         /* A partial stack would be rooted wrongly: the time goes to a one-frame stack of the
          * line charged. */
-        frames[0] = *target;
-        depth = 1;
+        keys[length++] = HL_FRAME_KEY(target->function, target->line);
+    } else {
+        for (int i = depth - 1; i >= stack.inner; i--)
+            keys[length++] = HL_FRAME_KEY(stack.frames[i].function, stack.frames[i].line);
+        if (stack.elided) {
+            uint32_t marker = stack.bottomless    ? HL_ELIDED_OPEN
+                              : stack.elided_kept ? HL_ELIDED_KEPT
+                                                  : HL_ELIDED_LOST;
+            keys[length++] = HL_FRAME_KEY(marker, stack.elided);
+        }
+        for (int i = stack.inner - 1; i >= 0; i--)
+            keys[length++] = HL_FRAME_KEY(stack.frames[i].function, stack.frames[i].line);
     }
-    for (int i = 0; i < depth; i++) /* the pool stores stacks outermost first */
-        keys[depth - 1 - i] = HL_FRAME_KEY(frames[i].function, frames[i].line);
-    if (depth == 0) { /* no frame to record (a thread with no Python frame on its stack) */
+    if (length == 0) { /* no frame to record (a thread with no Python frame on its stack) */
         e->stats->stacks_dropped_ns += dt;
         e->stats->stacks_frameless_ns += dt;
-    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, (uint32_t)depth, category, dt) !=
-               0) {
+    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, length, category, dt) != 0) {
         e->stats->stacks_dropped_ns += dt; /* no memory for the stack */
     }
 }

@@ -19,9 +19,22 @@ enum hl_category { HL_PYTHON = 0, HL_NATIVE = 1, HL_SYSTEM = 2, HL_NCATEGORIES =
 /* No line: a line id for an event made while no user frame was on the stack. */
 #define HL_NO_LINE UINT32_MAX
 
-/* Largest number of distinct stacks kept, and deepest stack kept (innermost frames win). */
+/* Largest number of distinct stacks kept, and the most frames a stack keeps. A deeper stack
+ * keeps both ends (frames.h, hl_walk_sample): its outermost HL_OUTER_DEPTH frames, a marker
+ * for the frames elided, and its innermost HL_MAX_DEPTH - 1 - HL_OUTER_DEPTH frames. */
 #define HL_MAX_STACKS 20000
 #define HL_MAX_DEPTH 128
+#define HL_OUTER_DEPTH 63
+
+/* The marker frame of a stack's elided middle: HL_FRAME_KEY(marker, frames elided). Function
+ * ids count up from 0 and never reach these. HL_ELIDED_KEPT: every function of the elided
+ * frames is also in the stack's kept frames (a deep recursion), so no function's inclusive
+ * time misses this stack; HL_ELIDED_LOST: some may not be. HL_ELIDED_OPEN: the chain went on
+ * past what the walker follows, so the stack has no outer part: the marker is its outermost
+ * frame and counts the frames followed past the inner part (the stack is deeper). */
+#define HL_ELIDED_KEPT UINT32_MAX
+#define HL_ELIDED_LOST (UINT32_MAX - 1)
+#define HL_ELIDED_OPEN (UINT32_MAX - 2)
 
 /* Open-addressing map from a 64-bit key to a 32-bit value. Key 0 is reserved (empty). */
 typedef struct hl_map {
@@ -151,8 +164,9 @@ hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id);
 /* Charging: each returns 0, or -1 when out of memory (the time is then not recorded). */
 int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
                          uint64_t ns);
-/* frames: outermost first, depth <= HL_MAX_DEPTH. When the stack table is full, the time is
- * added to stacks_dropped_ns and 0 is returned. */
+/* frames: outermost first, depth <= HL_MAX_DEPTH, with a marker frame where frames were
+ * elided. When the stack table is full, the time is added to stacks_dropped_ns and 0 is
+ * returned. */
 int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, uint32_t depth,
                           int category, uint64_t ns);
 

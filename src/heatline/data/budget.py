@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from heatline import units
+from heatline.data import memory
 
 
 class BudgetError(Exception):
@@ -205,24 +206,21 @@ def _lines(profile: dict[str, Any]):  # noqa: ANN202 -- an iterator of (path, li
             yield path, line
 
 
-def _held_at(timeline: list, t: float) -> float:
-    """A step-function timeline's value at time t."""
-    value = 0.0
-    for point_t, point_value in timeline:
-        if point_t > t:
-            break
-        value = point_value
-    return value
-
-
 def _peak_blame(profile: dict[str, Any], top: int = 3) -> str:
     """'; at the peak: a.py:12 400.0 MB, ...': the lines holding the most memory when the
-    program peaked (by their own peaks when the profile has no peak time)."""
+    program peaked (by their own peaks when the profile has no peak time). With child
+    processes, the lines of every process at the combined peak, each with its pid."""
+    combined = profile.get("combined_peak")
+    if combined is not None:
+        listed = ", ".join(
+            f"{line['file']}:{line['line']} (pid {line['pid']}) {units.format_size(line['bytes'])}"
+            for line in combined["lines"][:top])
+        return f"; held at the peak by: {listed}" if listed else ""
     peak_at = profile.get("peak_at")
     held = []
     for path, line in _lines(profile):
         if peak_at is not None:
-            amount = _held_at(line.get("timeline", []), peak_at["t_s"])
+            amount = memory.value_at(line.get("timeline", []), peak_at["t_s"])
         else:
             amount = line.get("peak_bytes", 0)
         if amount > 0:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from heatline._version import __version__
-from heatline.data.snapshot import in_seconds, place
+from heatline.data.snapshot import elided_frame, in_seconds, is_elided, place
 from heatline.data.snapshot import periods as _periods
 from heatline.data.snapshot import seconds as _seconds
 from heatline.data.snapshot import timeline as _timeline
@@ -177,6 +177,7 @@ def build_profile(
     ]
 
     interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
+    stack_table = _stacks(snapshot, files, functions)
     profile = {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,
@@ -205,10 +206,11 @@ def build_profile(
         },
         "threads": threads,
         "files": {path: entry for _, _, path, entry in file_entries},
-        "stacks": _stacks(snapshot, files, functions),
+        "stacks": stack_table,
         **_memory_summary(memory, files),
         "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory)
-        + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count),
+        + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count)
+        + _cut_stack_warnings(stack_table),
     }
     return gpu_report.with_gpu(profile, snapshot, read_lines)
 
@@ -298,25 +300,48 @@ def _total(entry: dict[str, Any]) -> float:
 
 
 def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str, Any]:
-    """Re-index the engine's (function id, line) frames into a shared frame table."""
-    frame_index: dict[tuple[int, int], int] = {}
+    """Re-index the engine's (function id, line) frames into a shared frame table.
+
+    A deep stack's elided middle is one marker frame for every stack of a thread with the same
+    outer frames, giving the range of frames elided in them; stacks that differ only in how
+    many frames were elided (a deep recursion seen at many depths) are then one entry. So a
+    flame graph keeps one path through the marker instead of one per depth."""
+    merged: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
+    ranges: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
+    for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
+        shape = tuple((f, 0) if is_elided(f) else (f, line) for f, line in stack)
+        _add(merged.setdefault((thread_index, shape), [0, 0, 0]),
+             (python_ns, native_ns, system_ns))
+        for at, (function_id, count) in enumerate(stack):
+            if is_elided(function_id):
+                seen = ranges.setdefault((thread_index, shape[: at + 1]), [count, count])
+                seen[0], seen[1] = min(seen[0], count), max(seen[1], count)
+
+    frame_index: dict[tuple[int, int, int], int] = {}
     frames: list[dict[str, Any]] = []
     entries = []
-    for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
+    for (thread_index, shape), (python_ns, native_ns, system_ns) in merged.items():
         indices = []
-        for function_id, line in stack:
-            index = frame_index.get((function_id, line))
+        for at, (function_id, line) in enumerate(shape):
+            elided = is_elided(function_id)
+            if elided:
+                fewest, most = ranges[(thread_index, shape[: at + 1])]
+            key = (function_id, fewest, most) if elided else (function_id, line, 0)
+            index = frame_index.get(key)
             if index is None:
-                function = functions[function_id]
-                index = frame_index[(function_id, line)] = len(frames)
-                frames.append(
-                    {
-                        "file": files[function["file"]]["path"],
-                        "name": function["name"],
-                        "qualname": function["qualname"],
-                        "line": line,
-                    }
-                )
+                index = frame_index[key] = len(frames)
+                if elided:
+                    frames.append(elided_frame(function_id, fewest, most))
+                else:
+                    function = functions[function_id]
+                    frames.append(
+                        {
+                            "file": files[function["file"]]["path"],
+                            "name": function["name"],
+                            "qualname": function["qualname"],
+                            "line": line,
+                        }
+                    )
             indices.append(index)
         entries.append(
             {
@@ -332,6 +357,29 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
         "entries": entries,
         "dropped_s": _seconds(snapshot.get("stacks_dropped_ns", 0)),
     }
+
+
+def _cut_stack_warnings(stack_table: dict[str, Any]) -> list[str]:
+    """Stacks deeper than the engine keeps had their middle elided: how much time, how deep,
+    and whether any function's inclusive time can miss some of it."""
+    from heatline.data.queries import cut_stacks
+
+    cut = cut_stacks({"stacks": stack_table})
+    if not cut.seconds:
+        return []
+    share = 100.0 * cut.seconds / cut.total_s if cut.total_s else 0.0
+    deepest = f"{cut.deepest}{'+' if cut.open_ended else ''}"
+    text = (
+        f"stacks deeper than {cut.kept} frames were cut for {cut.seconds:.3f} s of thread time "
+        f"({share:.1f}% of the stacks' time; the deepest had {deepest} frames): each kept its "
+        f"outermost {cut.outer} and innermost {cut.inner} frames, the middle elided"
+    )
+    if not cut.lost_s:
+        return [text + "; every function among the elided frames was also among the kept ones, "
+                "so every function's inclusive time is complete"]
+    return [text + f"; in {cut.lost_s:.3f} s of it some elided functions were not among the kept "
+            "ones: a function found only among elided frames misses up to that time from its "
+            "inclusive time"]
 
 
 def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int) -> list[str]:

@@ -170,6 +170,19 @@ _PROCESS = {
 }
 
 
+# A merged profile's peak (docs/profile-format.md, "Child processes"): optional, added in
+# schema 5 without a version bump.
+_PLACE = (None, {"file": str, "line": int, "t_s": _NUMBER})
+_MERGED_PEAK = {
+    "combined_peak": {
+        "t_s": _NUMBER,
+        "lines": [{"pid": int, "file": str, "line": int, "bytes": _NUMBER}],
+    },
+    "main_peak_bytes": _NUMBER,
+    "main_peak_at": _PLACE,
+}
+
+
 class ProfileError(Exception):
     """A profile file cannot be used; str() is a one-line message naming the file."""
 
@@ -249,6 +262,9 @@ def validate(data: Any, path: str = "profile") -> None:
         _check_stack_references(data["stacks"], len(data["threads"]))
         if "profiled_periods" in data:  # optional: added in schema 4 without a bump
             _check(data["profiled_periods"], [_POINT], "profiled_periods")
+        for key, spec in _MERGED_PEAK.items():  # optional: profiles with child processes
+            if key in data:
+                _check(data[key], spec, key)
         if "processes" in data:
             _check(data["processes"], [_PROCESS], "processes")
             own = data.get("process_profiles")
@@ -266,6 +282,13 @@ def _check_stack_references(stacks: dict[str, Any], threads: int) -> None:
     """The stacks' entries index the frame table and the thread list: an index outside them
     would fail (or, negative, silently mislabel) in every renderer that follows it."""
     frames = len(stacks["frames"])
+    for number, frame in enumerate(stacks["frames"]):
+        if "elided" in frame:  # optional: a deep stack's elided middle (schema 5, no bump)
+            where = f"stacks.frames[{number}]"
+            _check(frame["elided"], int, f"{where}.elided")
+            _check(frame.get("elided_max", 0), int, f"{where}.elided_max")
+            _check(frame.get("functions_kept", False), bool, f"{where}.functions_kept")
+            _check(frame.get("outer_unknown", False), bool, f"{where}.outer_unknown")
     for number, entry in enumerate(stacks["entries"]):
         where = f"stacks.entries[{number}]"
         if any(not 0 <= index < frames for index in entry["stack"]):

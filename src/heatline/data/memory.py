@@ -87,6 +87,16 @@ def sum_timelines(timelines: Sequence[Timeline]) -> Timeline:
     return summed
 
 
+def value_at(timeline: Timeline, t: float) -> int:
+    """A step timeline's value at time t (0 before its first point)."""
+    value = 0
+    for point_t, point_value in timeline:
+        if point_t > t:
+            break
+        value = point_value
+    return value
+
+
 def leak_of(
     timeline: Timeline, *, peak: int, live_end: int, surviving_samples: int, end_s: float
 ) -> dict[str, float] | None:

@@ -16,6 +16,8 @@ from heatline.data.gpu import LINE_KEYS as _GPU_KEYS
 _TIME_KEYS = ("python_s", "native_s", "system_s")
 # Points kept in a merged line's or function's memory timeline.
 TIMELINE_POINTS = 64
+# Lines listed as holding memory at the combined peak (combined_peak.lines), most first.
+PEAK_LINES = 10
 
 Process = tuple[dict[str, Any], dict[str, Any]]  # (info, profile); info: pid, ppid, role...
 
@@ -175,12 +177,12 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
 
 
 def _add_stacks(into: dict[str, Any], stacks: dict[str, Any], thread_base: int) -> None:
-    index = {
-        (f["file"], f["qualname"], f["name"], f["line"]): i for i, f in enumerate(into["frames"])
-    }
+    # A frame is all its fields: an elided middle's marker is told apart by its own (how many
+    # frames, whether their functions were kept), a function's by file, names and line.
+    index = {_frame_key(f): i for i, f in enumerate(into["frames"])}
     remap = []
     for frame in stacks["frames"]:
-        key = (frame["file"], frame["qualname"], frame["name"], frame["line"])
+        key = _frame_key(frame)
         if key not in index:
             index[key] = len(into["frames"])
             into["frames"].append(dict(frame))
@@ -191,6 +193,10 @@ def _add_stacks(into: dict[str, Any], stacks: dict[str, Any], thread_base: int) 
                  thread=entry["thread"] + thread_base)
         )
     into["dropped_s"] = _round(into["dropped_s"] + stacks["dropped_s"])
+
+
+def _frame_key(frame: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(frame.items()))
 
 
 def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: Sequence[str],
@@ -232,17 +238,63 @@ def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: S
 
 def _add_program_memory(merged: dict[str, Any], processes: Sequence[Process]) -> None:
     """The program's memory timeline and peak: the sum over the processes alive at each
-    moment (each process's timeline on the main process's clock)."""
-    timelines = [
-        [[round(t + info["offset_s"], 6), v] for t, v in profile["memory_timeline"]]
-        for info, profile in processes
-        if profile["memory_timeline"]
-    ]
+    moment (each process's timeline on the main process's clock, and nothing after it ended).
+    The combined peak gets its own moment and the lines of every process that held memory
+    then (combined_peak, peak_at); the main process's own peak stays as main_peak_bytes and
+    main_peak_at."""
+    main_profile = processes[0][1]
+    timelines = []
+    for number, (info, profile) in enumerate(processes):
+        if not profile["memory_timeline"]:
+            continue
+        offset = info["offset_s"]
+        shifted = [[round(t + offset, 6), v] for t, v in profile["memory_timeline"]]
+        end = round(offset + profile["elapsed_s"], 6)
+        if number and shifted[-1][1] and shifted[-1][0] < end:
+            shifted.append([end, 0])  # a child that ended holds nothing any more
+        timelines.append(shifted)
     if not timelines:
         return
     summed = memory_report.sum_timelines(timelines)
     merged["memory_timeline"] = memory_report.decimate(summed, 200)
-    merged["peak_bytes"] = max(max(v for _, v in summed), merged["peak_bytes"])
+    top = max(v for _, v in summed)
+    own = main_profile["peak_at"]
+    merged["main_peak_bytes"] = main_profile["peak_bytes"]
+    merged["main_peak_at"] = own
+    if top >= main_profile["peak_bytes"]:
+        peak_t = next(t for t, v in summed if v == top)  # the first moment it was reached
+    elif own is not None:  # the timeline's buckets missed the main process's exact peak
+        peak_t = own["t_s"]
+    else:
+        merged["peak_bytes"] = main_profile["peak_bytes"]
+        return
+    merged["peak_bytes"] = max(top, main_profile["peak_bytes"])
+    held = _held_at(processes, peak_t)
+    merged["combined_peak"] = {"t_s": peak_t, "lines": held[:PEAK_LINES]}
+    merged["peak_at"] = None if not held else {
+        "file": held[0]["file"], "line": held[0]["line"], "t_s": peak_t, "pid": held[0]["pid"]}
+
+
+def _held_at(processes: Sequence[Process], t: float) -> list[dict[str, Any]]:
+    """The lines of every process holding memory at time t of the main process's clock, most
+    first: each line's own timeline (its process's clock) read at that moment; nothing for a
+    process not started yet or already ended."""
+    held = []
+    for info, profile in processes:
+        offset = info["offset_s"]
+        if not offset <= t <= round(offset + profile["elapsed_s"], 6):
+            continue
+        for path, entry in profile["files"].items():
+            for line in entry["lines"]:
+                # Shifted as the program's timeline was, so that a line's point at the peak's
+                # event has the very time the peak was found at.
+                shifted = [[round(point_t + offset, 6), v] for point_t, v in line["timeline"]]
+                amount = memory_report.value_at(shifted, t)
+                if amount > 0:
+                    held.append({"pid": info["pid"], "file": path, "line": line["line"],
+                                 "bytes": amount})
+    held.sort(key=lambda item: (-item["bytes"], item["pid"], item["file"], item["line"]))
+    return held
 
 
 def _set_percentages(profile: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """Queries over a profile dict (docs/profile-format.md) that several views need: the stacks
-without heatline's own launcher frames, inclusive time and call edges computed from them, the
-functions that only call, a thread's display name, and the function a line belongs to."""
+without heatline's own launcher frames, inclusive time and call edges computed from them, how
+much stack time had frames elided, the functions that only call, a thread's display name, and
+the function a line belongs to."""
 
 from __future__ import annotations
 
@@ -54,8 +55,55 @@ def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
         yield Stack(kept, entry["thread"], entry["python_s"], entry["native_s"], entry["system_s"])
 
 
+def is_elided(frame: dict[str, Any]) -> bool:
+    """Whether a stack frame is the marker of a deep stack's elided middle (its ``elided``
+    frames were not kept), not a function."""
+    return "elided" in frame
+
+
+class CutStacks(NamedTuple):
+    """How much of a profile's stack time had frames elided (docs/profile-format.md)."""
+
+    seconds: float  # thread time of the stacks whose middle was elided
+    lost_s: float  # of which: stacks where an elided function may be missing from the kept ones
+    total_s: float  # thread time of all stacks
+    deepest: int  # frames of the deepest cut stack, the elided ones counted
+    open_ended: bool  # that stack was deeper still (its outer frames are unknown)
+    kept: int  # frames a cut stack keeps: outer + the marker + inner
+    outer: int  # frames kept at its outer end
+    inner: int  # and at its inner end
+
+
+def cut_stacks(profile: dict[str, Any]) -> CutStacks:
+    """The stacks whose middle was elided (all frames counted, heatline's own too)."""
+    table = profile.get("stacks") or {}
+    frames = table.get("frames", [])
+    seconds = lost = total = 0.0
+    deepest, open_ended, kept, outer, inner = 0, False, 0, 0, 0
+    for entry in table.get("entries", []):
+        time = entry["python_s"] + entry["native_s"] + entry["system_s"]
+        total += time
+        at = next((i for i, index in enumerate(entry["stack"]) if is_elided(frames[index])), None)
+        if at is None:
+            continue
+        marker = frames[entry["stack"][at]]
+        seconds += time
+        if not marker.get("functions_kept"):
+            lost += time
+        depth = len(entry["stack"]) - 1 + int(marker.get("elided_max", marker["elided"]))
+        if depth > deepest or (depth == deepest and marker.get("outer_unknown")):
+            deepest, open_ended = depth, bool(marker.get("outer_unknown"))
+        if not marker.get("outer_unknown"):
+            kept, outer, inner = len(entry["stack"]), at, len(entry["stack"]) - at - 1
+    return CutStacks(round(seconds, 6), round(lost, 6), round(total, 6), deepest, open_ended,
+                     kept, outer, inner)
+
+
 def frame_label(frame: dict[str, Any]) -> str:
-    """``qualname (file.py:line)``, the usual spelling of a Python frame in flame graphs."""
+    """``qualname (file.py:line)``, the usual spelling of a Python frame in flame graphs; an
+    elided middle's marker by its name alone (``… 273 frames elided …``)."""
+    if is_elided(frame):
+        return frame.get("name") or f"… {frame['elided']}+ frames elided …"
     name = frame.get("qualname") or frame.get("name") or "?"
     return f"{name} ({os.path.basename(frame.get('file', ''))}:{frame.get('line', 0)})"
 
@@ -70,12 +118,13 @@ def inclusive_times(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
     A stack's time counts once for every distinct function on it (recursion counts once), so
     a function's inclusive time is the time during which it was anywhere on the stack.
     Computed from ``stacks``; time the engine dropped from its stack table (``dropped_s``) is
-    missing here.
+    missing here, and so is a deep stack's time from a function found only among the frames
+    elided from its middle (``cut_stacks().lost_s`` bounds it).
     """
     frames = (profile.get("stacks") or {}).get("frames", [])
     result: dict[tuple[str, str], float] = {}
     for stack in stacks(profile):
-        for key in {function_key(frames[index]) for index in stack.frames}:
+        for key in {function_key(frames[i]) for i in stack.frames if not is_elided(frames[i])}:
             result[key] = result.get(key, 0.0) + stack.total_s
     return result
 
@@ -85,8 +134,9 @@ def call_edges(profile: dict[str, Any]) -> dict[tuple[tuple[str, str], tuple[str
     frames = (profile.get("stacks") or {}).get("frames", [])
     result: dict[tuple[tuple[str, str], tuple[str, str]], float] = {}
     for stack in stacks(profile):
-        keys = [function_key(frames[index]) for index in stack.frames]
-        for pair in {(a, b) for a, b in zip(keys, keys[1:]) if a != b}:
+        # No edge crosses an elided middle: its two sides do not call each other.
+        keys = [None if is_elided(frames[i]) else function_key(frames[i]) for i in stack.frames]
+        for pair in {(a, b) for a, b in zip(keys, keys[1:]) if a != b and a and b}:
             result[pair] = result.get(pair, 0.0) + stack.total_s
     return result
 
@@ -103,6 +153,8 @@ def calling_only(profile: dict[str, Any]) -> dict[tuple[str, str], int]:
     }
     first_seen: dict[tuple[str, str], int] = {}
     for frame in (profile.get("stacks") or {}).get("frames", []):
+        if is_elided(frame):
+            continue
         key = function_key(frame)
         if key[0] in files and key not in listed:
             line = frame.get("line", 0)

@@ -14,6 +14,31 @@ from typing import Any
 
 Timeline = list[list[Any]]  # [[t_s, value], ...], sorted by time
 
+# A stack's frames are (function_id, line) pairs, except where the engine elided the middle of
+# a deep stack: there one (marker, frames elided) pair stands for them, the marker one of
+# these ids, which no function has (docs/engine-api.md, stats.h).
+ELIDED_KEPT = 0xFFFFFFFF  # every function of the elided frames is among the kept frames too
+ELIDED_LOST = 0xFFFFFFFE  # some may not be
+ELIDED_OPEN = 0xFFFFFFFD  # deeper than the walk follows: no outer part; frames followed past
+
+
+def is_elided(function_id: int) -> bool:
+    """Whether a stack frame's function id is the marker of elided frames."""
+    return function_id in (ELIDED_KEPT, ELIDED_LOST, ELIDED_OPEN)
+
+
+def elided_frame(marker: int, fewest: int, most: int) -> dict[str, Any]:
+    """The profile's frame (docs/profile-format.md, "stacks") for a marker of elided frames,
+    standing for between ``fewest`` and ``most`` of them (the stacks it merges)."""
+    open_ended = marker == ELIDED_OPEN
+    count = f"{fewest}" if fewest == most else f"{fewest}-{most}"
+    label = f"… {count}{'+' if open_ended else ''} frames elided …"
+    frame = {"file": "", "name": label, "qualname": label, "line": 0, "elided": fewest,
+             "elided_max": most, "functions_kept": marker == ELIDED_KEPT}
+    if open_ended:
+        frame["outer_unknown"] = True
+    return frame
+
 
 def seconds(ns: float) -> float:
     """Nanoseconds as the profile's seconds (microsecond resolution)."""

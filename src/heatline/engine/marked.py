@@ -47,6 +47,10 @@ def keep_marked(snapshot: dict[str, Any]) -> dict[str, Any]:
     Program-wide figures (threads, memory totals and peak) stay those of the whole run."""
     if not _marked:
         return snapshot
+    # Here, at the end: heatline.data is never imported while the program runs (its package
+    # imports json, which a program may shadow).
+    from heatline.data.snapshot import is_elided
+
     files = snapshot["files"]
     kept = {
         index
@@ -59,6 +63,8 @@ def keep_marked(snapshot: dict[str, Any]) -> dict[str, Any]:
 
     def charged(frames: Any) -> bool:  # the innermost user frame is the one charged
         for function_id, _line in reversed(frames):
+            if is_elided(function_id):  # a deep stack's elided middle: no function
+                continue
             if files[functions[function_id]["file"]]["user"]:
                 return function_id in kept
         return False

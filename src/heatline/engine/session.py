@@ -162,6 +162,10 @@ class Session:
         # CLI keeps only the decorated functions: heatline/marked.py).
         self.snapshot_filter: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._started_at = ""
+        # time.time() and time.monotonic_ns() read together just before the engine started,
+        # and the engine's memory clock origin (CLOCK_MONOTONIC) once a snapshot gave it.
+        self._start_clock = (0.0, 0)
+        self._origin_ns = 0
         self._wall_start = self._wall_stop = 0.0
         self._cpu_start = self._cpu_stop = 0.0
         self._steal_start = self._steal_stop = None
@@ -205,6 +209,10 @@ class Session:
     def _start_engine(self, _native: Any) -> None:
         endpoint = self._endpoint
         exclude_prefixes, opcode_flags = _tables()
+        # Time 0 of the engine's memory timelines is taken during start (the snapshot gives
+        # it as CLOCK_MONOTONIC, time.monotonic's clock): this pair turns it into wall time.
+        self._start_clock = (time.time(), time.monotonic_ns())
+        self._origin_ns = 0
         _native.start(
             self.sampling_interval_s,
             exclude_prefixes=list(exclude_prefixes),
@@ -241,6 +249,20 @@ class Session:
         self._running = False
 
     @property
+    def start_epoch(self) -> float:
+        """The wall-clock time (time.time()) of time 0 of the profile's memory timelines
+        (memory_timeline, peak_at): exact once a snapshot has given the engine's clock origin,
+        else when the engine was about to start (it starts within milliseconds). Child
+        processes' timelines are put on the main process's clock by the difference."""
+        epoch, monotonic_ns = self._start_clock
+        if self._origin_ns:
+            return epoch + (self._origin_ns - monotonic_ns) / 1e9
+        return epoch
+
+    def _note_origin(self, snapshot: dict[str, Any]) -> None:
+        self._origin_ns = (snapshot.get("memory") or {}).get("clock_origin_ns") or 0
+
+    @property
     def started_at(self) -> str:
         """When start() was called: UTC, ISO 8601."""
         return self._started_at
@@ -260,7 +282,9 @@ class Session:
         writes for the main process to build and merge."""
         from heatline import _native
 
-        return _native.snapshot()
+        snapshot = _native.snapshot()
+        self._note_origin(snapshot)
+        return snapshot
 
     def pause(self) -> None:
         if self._running:
@@ -295,6 +319,7 @@ class Session:
         if self._steal_start is not None and steal_stop is not None:
             steal_s = max(steal_stop - self._steal_start, 0.0)
         snapshot = _native.snapshot()
+        self._note_origin(snapshot)
         if self.snapshot_filter is not None:
             snapshot = self.snapshot_filter(snapshot)
         profile = build_profile(

@@ -95,6 +95,12 @@ function plot(values, w, h, times) {
   box.appendChild(plot(m.map(function (p) { return p[1]; }), 600, 80, m.map(function (p) { return p[0]; })));
   box.appendChild(el("div", "peak " + bytes(Math.max.apply(null, m.map(function (p) { return p[1]; }))) +
     " over " + m[m.length - 1][0].toFixed(2) + " s"));
+  var k = D.peak;
+  if (!k) return;
+  if (!k.lines) { box.appendChild(el("div", "peak reached at " + k.t_s.toFixed(3) + " s, " + k.file + ":" + k.line, "peakat")); return; }
+  box.appendChild(el("div", "peak of all processes together (" + bytes(D.summary.peak_bytes) + ") at " + k.t_s.toFixed(3) + " s, held by " +
+    (k.lines.map(function (l) { return l[0] + ":" + l[1] + " " + bytes(l[2]) + " (" + l[3] + ")"; }).join(", ") || "no user line") +
+    "; main process alone " + bytes(k.main[0]) + (k.main[1] === null ? "" : " at " + k.main[1].toFixed(3) + " s, " + k.main[2] + ":" + k.main[3]), "peakat"));
 })();
 // GPU (when profiled): devices, totals, top kernels with their launching lines
 (function () {

@@ -89,6 +89,27 @@ def _gpu(profile: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _peak(profile: dict[str, Any]) -> dict[str, Any] | None:
+    """When and where memory peaked, as the terminal's memory footer says it: the allocating
+    line, or with child processes the combined peak's moment, the lines of every process
+    holding memory then ([file, line, bytes, process]) and the main process's own peak."""
+    at = profile.get("peak_at")
+    combined = profile.get("combined_peak")
+    if combined is None:
+        return None if not at else {"t_s": at["t_s"], "file": at["file"], "line": at["line"]}
+    roles = {p["pid"]: p["role"] for p in profile.get("processes", [])}
+    own = profile.get("main_peak_at")
+    return {
+        "t_s": combined["t_s"],
+        "lines": [[line["file"], line["line"], line["bytes"],
+                   "main" if roles.get(line["pid"]) == "main"
+                   else f"pid {line['pid']}, {roles.get(line['pid'], 'child')}"]
+                  for line in combined["lines"]],
+        "main": [profile.get("main_peak_bytes", 0), own and own["t_s"], own and own["file"],
+                 own and own["line"]],
+    }
+
+
 def page_data(
     profile: dict[str, Any], threshold_pct: float = DEFAULT_THRESHOLD_PCT
 ) -> dict[str, Any]:
@@ -146,6 +167,7 @@ def page_data(
         "threads": threads,
         "processes": processes,
         "memory_timeline": profile.get("memory_timeline", []),
+        "peak": _peak(profile),
         "flame": _flame_tree(profile),
         "gpu": _gpu(profile),
         "warnings": profile.get("warnings", []),

@@ -37,7 +37,6 @@ import _thread
 import marshal
 import os
 import sys
-import time
 
 from heatline.options import RUN_OPTIONS
 
@@ -182,11 +181,13 @@ def encode_config(config: dict[str, Any]) -> bytes:
     return marshal.dumps(config).hex().encode()
 
 
-def enable(options: Options, finisher: Any, main_exec: Any) -> Carrier:
+def enable(options: Options, finisher: Any, main_exec: Any, start_epoch: float) -> Carrier:
     """In the main process, before the program runs: make a private run directory; the
     carrier returned carries the profiler into every child the program starts (follow.install;
     not with --no-children), and at an exec of the main process calls ``main_exec(carrier,
-    path, argv, env)`` (handover.before_exec). ``finisher`` is the run's (finish.Finisher)."""
+    path, argv, env)`` (handover.before_exec). ``finisher`` is the run's (finish.Finisher).
+    start_epoch: when the main process's engine started (Session.start_epoch), which children's
+    own start epochs are measured from."""
     try:
         directory = _make_run_dir()
     except OSError:
@@ -194,7 +195,7 @@ def enable(options: Options, finisher: Any, main_exec: Any) -> Carrier:
             raise
         directory = None  # only an exec would use it: the run then ends there instead
     config = {"dir": directory, "session": options.session_arguments(),
-              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": time.time(),
+              "root": IMPORT_ROOT, "hook": HOOK_DIR, "start_epoch": start_epoch,
               "children": not options.no_children}
     carrier = Carrier(config)
     carrier.main, carrier.main_exec = finisher, main_exec

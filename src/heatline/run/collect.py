@@ -16,11 +16,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
+def collect(main_profile: dict[str, Any], main_epoch: float | None = None) -> dict[str, Any]:
     """The main profile merged with every child's (data/merge.py); the run directory is
     removed. Children still running are not waited for. The parts of the main process that
     ran before an exec handed the run over (handover.py) are merged into the main profile
-    first, as one process."""
+    first, as one process. main_epoch: the wall-clock time of time 0 of the main profile's
+    timelines (Session.start_epoch, known exactly once its snapshot is taken); children's
+    start_s are measured from it (from the run's first session's, when an exec handed the run
+    over: the merged main profile's time 0 is that session's)."""
     carrier = carriers.current()
     if carrier is None or carrier.config["dir"] is None:
         return main_profile
@@ -63,16 +66,19 @@ def collect(main_profile: dict[str, Any]) -> dict[str, Any]:
             continue
         finished.add(name[: -len(".prof")])
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
-        info["offset_s"] = payload["start_epoch"] - carrier.config["start_epoch"]
+        info["start_epoch"] = payload["start_epoch"]  # made an offset once the origin is known
         if payload.get("segment") and payload["pid"] == os.getpid():
             if name[: -len(".prof")] != carrier.written_segment:  # else the session's own
                 segments.append((info, profile))
         else:
             children.append((info, profile))
     _remove_dir(directory)
+    origin = carrier.config["start_epoch"] if segments or main_epoch is None else main_epoch
+    for info, _ in segments + children:
+        info["offset_s"] = info.pop("start_epoch") - origin
     if segments:
-        this = {"pid": os.getpid(), "role": "main",
-                "offset_s": carrier.main_epoch - carrier.config["start_epoch"]}
+        epoch = carrier.main_epoch if main_epoch is None else main_epoch
+        this = {"pid": os.getpid(), "role": "main", "offset_s": epoch - origin}
         segments.sort(key=lambda segment: segment[0]["offset_s"])
         main_profile = merge_segments([*segments, (this, main_profile)])
     missing = len(started - finished)

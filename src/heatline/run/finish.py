@@ -61,7 +61,7 @@ class Finisher:
         try:
             self.session.stop()
             profile = self.session.profile()
-            profile = collect.collect(profile)
+            profile = collect.collect(profile, self.session.start_epoch)
             if self.options.use_virtual_time:
                 from heatline.data.virtual_time import running_time_only
 

@@ -128,7 +128,6 @@ class ChildFinisher:
         self.pid = os.getpid()
         self.succeeded = True  # what SigtermGuard sets
         self.exit = "exit"
-        self.start_epoch = time.time()
 
     def __call__(self) -> None:
         if os.getpid() != self.pid:
@@ -167,13 +166,14 @@ class ChildFinisher:
     def _write(self) -> None:
         session = self.session
         session.stop()
+        snapshot = session.raw_snapshot()  # first: it gives session.start_epoch exactly
         write_profile(self.carrier.config["dir"], self.token, session, {
             "pid": os.getpid(),
             "ppid": self.ppid,
             "role": _refine_role(self.role),
             "exit": self.exit,
-            "start_epoch": self.start_epoch,
-            "snapshot": session.raw_snapshot(),
+            "start_epoch": session.start_epoch,  # its timelines' time 0, as the main's
+            "snapshot": snapshot,
         })
 
 

@@ -84,7 +84,7 @@ def _hand_over(carrier: Carrier) -> Callable[[], None]:
     token = f"{os.getpid()}-{time.monotonic_ns():x}"
     follow.write_profile(carrier.config["dir"], token, session, {
         "pid": os.getpid(), "ppid": os.getppid(), "role": "main", "exit": "exec",
-        "start_epoch": carrier.main_epoch, "snapshot": snapshot, "segment": True,
+        "start_epoch": session.start_epoch, "snapshot": snapshot, "segment": True,
     })
     carrier.written_segment = token  # the stopped session still holds it (collect.py)
 
@@ -116,7 +116,7 @@ def _start_main_session(carrier: Carrier, finisher: Any, program: str, argv: Any
     session.snapshot_filter = snapshot_filter
     session.start()
     finisher.session = session
-    carrier.main_epoch = time.time()
+    carrier.main_epoch = session.start_epoch
     if options.profile_interval_s is not None and options.outfile:
         session.every(options.profile_interval_s, finisher.write_so_far)
 

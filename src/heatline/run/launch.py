@@ -75,7 +75,8 @@ def start(program: Program, options: Options) -> Launch:
     program_path = list(sys.path)
     sys.path[:] = OWN_PATH  # heatline's imports, never the program's json.py, random.py
     try:
-        carrier = carriers.enable(options, finisher, handover.before_exec)
+        carrier = carriers.enable(options, finisher, handover.before_exec,
+                                   session.start_epoch)
     finally:
         sys.path[:] = program_path
     # The modules heatline wrapped a function of stay, or the program would import fresh,
