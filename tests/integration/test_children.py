@@ -2,6 +2,7 @@
 without the program or its children noticing (tests/targets/children_*.py)."""
 
 import json
+import math
 import os
 import re
 import signal
@@ -68,33 +69,38 @@ def _line(profile, path, text):
 def _assert_waiting_line_is_blocked(profile, path, parent, visits=1):
     """The line where the parent waits for its children is blocked (system) time, all but its
     busy moments, as far as this run's sampling can resolve: `parent` is the truth's Span of
-    the parent's main thread over that line (_truth.py: busy time, and how many times it
-    blocked); `visits`, how many times the program enters the line (a loop's header: once per
-    iteration and once more to leave).
+    the parent's main thread over that line (_truth.py: wall and busy time, and how many times
+    it blocked); `visits`, how many times the program enters the line (a loop's header: once
+    per iteration and once more to leave).
 
-    Why the bound. A tick charges the time since the previous tick to what the thread is doing
-    when the tick reads it, up to one tick's duration after the tick's time. So the ticks that
-    find the thread running within one stretch of running on the line charge its length give
-    or take the longest gap between ticks plus the longest tick (docs/accuracy.md), and more
-    than that only when the sampler was held up: then the one sample that ends the gap charges
-    all of it to the state it sees (seen on 3.13 under load: every busy sample of the Pool's
-    waiting line was the wake-up, the thread runnable and its CPU clock unmoved since the tick
-    before). A line entered `visits` times, whose thread blocked `blocks` times there, has at
-    most blocks + visits stretches of running. Time an allocation hook waited for heatline's
-    own lock is charged as running; the truth counts it as blocked, and the run measures it."""
+    Why the bound. A tick charges the time since the previous tick (at most the longest gap g)
+    to what the thread is doing when the tick reads it, up to one tick's duration t after the
+    tick's time. Two kinds of error follow.
+    - One-sided, at most g + t each, twice per visit: the first tick after the program enters
+      the line charges time of the line before; and a tick that ends a gap in which the
+      sampler was held up finds the thread running if it woke meanwhile, and charges it the
+      whole gap. (The 3.13 forkserver failure, 0.28 s native of a 1.38 s wait: in 36 runs
+      instrumented at load 6-9, every busy sample of the Pool's waiting line was the wake-up,
+      runnable, its CPU clock unmoved since the tick before.)
+    - Random: the other ticks land on the thread's short busy moments between its blocks (GIL
+      hand-overs; the DataLoader's parent blocks 120-180 times) independently of them, so what
+      they charge is an unbiased estimate of its busy time B, each tick adding at most g: a
+      variance of at most g * B; four standard deviations are allowed.
+    Time an allocation hook waited for heatline's own lock is charged as running; the truth
+    counts it as blocked, and the run measures it. A wait charged as running would be most of
+    parent["wall_s"]; g + t was 0.02-0.14 s at load 8 on 2 cores, once 1.4 s (a run like that
+    one cannot tell)."""
     waiting = _line(profile, path, "the parent waits here")
     main_process = profile["process_profiles"][str(profile["processes"][0]["pid"])]
     main_thread = next(thread for thread in main_process["threads"] if thread["main"])
-    resolution = main_process["max_sample_gap_s"] + main_process["max_tick_s"]
-    stretches = parent["blocks"] + visits
-    allowed = (parent["busy_s"] + stretches * resolution
+    gap, tick = main_process["max_sample_gap_s"], main_process["max_tick_s"]
+    busy = parent["busy_s"]
+    allowed = (busy + 4 * math.sqrt(gap * busy) + 2 * visits * (gap + tick)
                + main_thread.get("engine_wait_s", 0.0))
     running = waiting["python_s"] + waiting["native_s"]
-    figures = {"line": waiting, "parent": parent, "resolution_s": resolution,
-               "engine_wait_s": main_thread.get("engine_wait_s")}
-    # A wait charged as running would be most of parent["wall_s"] (1-5 s); the resolution was
-    # 0.02-0.14 s at load 8 on 2 cores, once 1.4 s (a run like that one cannot tell).
-    assert running <= allowed, figures
+    assert running <= allowed, {"line": waiting, "parent": parent, "allowed_s": allowed,
+                                "max_sample_gap_s": gap, "max_tick_s": tick,
+                                "engine_wait_s": main_thread.get("engine_wait_s")}
 
 
 def _worker_tolerance_s(profile, stretches):
@@ -170,16 +176,16 @@ def test_dataloader_workers_time_is_merged(run_heatline, tmp_path, method):
     path = _target("children_dataloader.py")
     profile, run = _profile(run_heatline, tmp_path, path, method, "truth")
     truth = json.loads(run.stdout.splitlines()[-1])
-    # The Dataset's transform, run by the workers, is Python time within 15% of what they
-    # measured themselves.
+    # The Dataset's transform, run by the workers, is Python time: what they measured
+    # themselves, within what their sampling resolves (one stretch of running per item).
     work = _function(profile, "transform", path)
-    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15), (
-        profile["processes"], profile["warnings"])
-    assert work["native_s"] + work["system_s"] < 0.1 * work["python_s"]
+    tolerance = _worker_tolerance_s(profile, stretches=16)
+    assert work["python_s"] == pytest.approx(truth["busy_s"], abs=tolerance), (
+        tolerance, profile["processes"], profile["warnings"])
+    assert work["native_s"] + work["system_s"] <= tolerance
     # The parent's `for batch in loader` line waits for the workers: system time.
-    waiting = _line(profile, path, "the parent waits here")
-    assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
-                                        + waiting["system_s"])
+    _assert_waiting_line_is_blocked(profile, path, truth["parent"],
+                                    visits=truth["parent"]["visits"])
     # One row per process: the main one and the two workers, the program's children.
     main, *workers = profile["processes"]
     assert (main["pid"], main["role"]) == (truth["pid"], "main")
