@@ -171,8 +171,8 @@ def _voluntary_switches():
 
 class Span:
     """The calling thread over a with-block: its wall time, its busy time (as @phase measures
-    it) and how many times it blocked (`blocks`, voluntary context switches), which bounds how
-    many stretches of running and blocked it went through. For code that cannot be a phase
+    it) and how many times it blocked (`blocks`, voluntary context switches: the stretches of
+    blocked time it went through, GIL hand-overs included). For code that cannot be a phase
     function of its own (a line of the program that waits for its children): the block's lines
     stay the program's, with no frame of this module under them. The /proc reads are outside
     the timed window; a block they cause is counted, which only overstates `blocks`."""
