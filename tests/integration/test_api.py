@@ -45,7 +45,8 @@ def _check(truth, profile):
     failure also shows the threads' figures (engine_wait_s: heatline's own lock) and the
     sampler's longest gap and tick."""
     try:
-        test_accuracy._check(truth, test_accuracy.measured(profile))
+        test_accuracy._check(truth, test_accuracy.measured(profile),
+                             test_accuracy.mean_gap_s(profile))
     except AssertionError as failure:
         sampler = {k: profile.get(k) for k in ("samples", "max_sample_gap_s", "max_tick_s")}
         raise AssertionError(
