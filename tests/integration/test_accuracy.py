@@ -22,12 +22,14 @@ TOLERANCE_PP = 3.0
 INTERVAL = 0.004
 
 
-def _split_tolerance_pp(share, seconds):
-    """The split of a phase is a proportion estimated from about seconds/INTERVAL point
-    samples of its thread's state; when the phase is short and its state truly mixed (a thread
-    that holds the GIL part of the time), three standard errors of that proportion can exceed
-    TOLERANCE_PP. The allowance is the larger of the two, never a per-phase constant."""
-    samples = max(seconds / INTERVAL, 1.0)
+def _split_tolerance_pp(share, seconds, mean_gap_s=INTERVAL):
+    """The split of a phase is a proportion estimated from about seconds / mean_gap_s point
+    samples of its thread's state, the mean gap being the run's own (sampled_s / samples: a
+    loaded machine takes fewer samples than INTERVAL asks for); when the phase is short and its
+    state truly mixed (a thread that holds the GIL part of the time), three standard errors of
+    that proportion can exceed TOLERANCE_PP. The allowance is the larger of the two, never a
+    per-phase constant."""
+    samples = max(seconds / mean_gap_s, 1.0)
     p = min(max(share / 100.0, 0.0), 1.0)
     return max(TOLERANCE_PP, 300.0 * math.sqrt(p * (1.0 - p) / samples))
 
@@ -60,7 +62,13 @@ def _profile_target(run_heatline, tmp_path, name):
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    return json.loads(truth_path.read_text()), measured(json.loads(profile_path.read_text()))
+    profile = json.loads(profile_path.read_text())
+    return json.loads(truth_path.read_text()), measured(profile), mean_gap_s(profile)
+
+
+def mean_gap_s(profile):
+    """The run's mean time between samples (INTERVAL where it took none)."""
+    return profile["sampled_s"] / profile["samples"] if profile["samples"] else INTERVAL
 
 
 def measured(profile):
@@ -77,7 +85,7 @@ def _shares(table, names, key):
     return {name: 100.0 * table[name][key] / total for name in names}
 
 
-def _check(truth, measured):
+def _check(truth, measured, mean_gap=INTERVAL):
     names = sorted(truth)
     missing = [name for name in names if name not in measured]
     assert not missing, f"no samples at all for {missing}"
@@ -96,7 +104,7 @@ def _check(truth, measured):
             got_split = 100.0 * measured[name][kind] / measured[name]["total_s"]
             want_split = 100.0 * truth[name][kind] / truth[name]["total_s"]
             low, high = (100.0 * x / truth[name]["total_s"] for x in _true_range(truth[name], kind))
-            allowed = _split_tolerance_pp(want_split, truth[name]["total_s"])
+            allowed = _split_tolerance_pp(want_split, truth[name]["total_s"], mean_gap)
             if not low - allowed <= got_split <= high + allowed:
                 errors.append(
                     f"{name}: {kind} {got_split:.1f}% vs true {want_split:.1f}%"

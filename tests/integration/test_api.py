@@ -45,7 +45,8 @@ def _check(truth, profile):
     failure also shows the threads' figures (engine_wait_s: heatline's own lock) and the
     sampler's longest gap and tick."""
     try:
-        test_accuracy._check(truth, test_accuracy.measured(profile))
+        test_accuracy._check(truth, test_accuracy.measured(profile),
+                             test_accuracy.mean_gap_s(profile))
     except AssertionError as failure:
         sampler = {k: profile.get(k) for k in ("samples", "max_sample_gap_s", "max_tick_s")}
         raise AssertionError(
@@ -143,8 +144,11 @@ def test_pause_and_resume_drive_the_api_session(tmp_path, run_python):
         charged = sum(got.get(paused, {}).get(k, 0) for k in ("python_s", "native_s", "system_s"))
         # Unpaused, all of its ~0.5 s would be charged here. A tick that had begun just before
         # pause() may still land on the first paused line (the engine checks the flag, then
-        # walks the stack), and a loaded machine can stretch one tick's span: a quarter.
-        assert charged < 0.25 * truth[paused]["wall_s"], (paused, charged)
+        # walks the stack): one tick, which charges at most the longest gap between ticks, read
+        # up to a tick's duration late (both this run's own figures: a loaded machine stretches
+        # them, and the profile says by how much).
+        one_tick = out["max_sample_gap_s"] + out["max_tick_s"]
+        assert charged <= one_tick, (paused, charged, one_tick, truth[paused]["wall_s"])
 
 
 class ApiRun(test_memory_accuracy.Run):

@@ -2,6 +2,7 @@
 without the program or its children noticing (tests/targets/children_*.py)."""
 
 import json
+import math
 import os
 import re
 import signal
@@ -65,6 +66,54 @@ def _line(profile, path, text):
     return lines[0]
 
 
+def _assert_waiting_line_is_blocked(profile, path, parent, visits=1):
+    """The line where the parent waits for its children is blocked (system) time, all but its
+    busy moments, as far as this run's sampling can resolve: `parent` is the truth's Span of
+    the parent's main thread over that line (_truth.py: wall and busy time, and how many times
+    it blocked); `visits`, how many times the program enters the line (a loop's header: once
+    per iteration and once more to leave).
+
+    Why the bound. A tick charges the time since the previous tick (at most the longest gap g)
+    to what the thread is doing when the tick reads it, up to one tick's duration t after the
+    tick's time. Two kinds of error follow.
+    - One-sided, at most g + t each, twice per visit: the first tick after the program enters
+      the line charges time of the line before; and a tick that ends a gap in which the
+      sampler was held up finds the thread running if it woke meanwhile, and charges it the
+      whole gap. (The 3.13 forkserver failure, 0.28 s native of a 1.38 s wait: in 36 runs
+      instrumented at load 6-9, every busy sample of the Pool's waiting line was the wake-up,
+      runnable, its CPU clock unmoved since the tick before.)
+    - Random: the other ticks land on the thread's short busy moments between its blocks (GIL
+      hand-overs; the DataLoader's parent blocks 120-180 times) independently of them, so what
+      they charge is an unbiased estimate of its busy time B, each tick adding at most g: a
+      variance of at most g * B; four standard deviations are allowed.
+    Time an allocation hook waited for heatline's own lock is charged as running; the truth
+    counts it as blocked, and the run measures it. A wait charged as running would be most of
+    parent["wall_s"]; g + t was 0.02-0.14 s at load 8 on 2 cores, once 1.4 s (a run like that
+    one cannot tell)."""
+    waiting = _line(profile, path, "the parent waits here")
+    main_process = profile["process_profiles"][str(profile["processes"][0]["pid"])]
+    main_thread = next(thread for thread in main_process["threads"] if thread["main"])
+    gap, tick = main_process["max_sample_gap_s"], main_process["max_tick_s"]
+    busy = parent["busy_s"]
+    allowed = (busy + 4 * math.sqrt(gap * busy) + 2 * visits * (gap + tick)
+               + main_thread.get("engine_wait_s", 0.0))
+    running = waiting["python_s"] + waiting["native_s"]
+    assert running <= allowed, {"line": waiting, "parent": parent, "allowed_s": allowed,
+                                "max_sample_gap_s": gap, "max_tick_s": tick,
+                                "engine_wait_s": main_thread.get("engine_wait_s")}
+
+
+def _worker_tolerance_s(profile, stretches):
+    """How far the time charged to the workers' loop may be from what they measured: each of
+    the `stretches` calls of the loop is one stretch of running, charged within its worker's
+    resolution (longest gap + longest tick, as above); waits for heatline's lock are running
+    by heatline and blocked by the truth."""
+    workers = [profile["process_profiles"][str(p["pid"])] for p in profile["processes"][1:]]
+    resolution = max(w["max_sample_gap_s"] + w["max_tick_s"] for w in workers)
+    waited = sum(t.get("engine_wait_s", 0.0) for w in workers for t in w["threads"])
+    return stretches * resolution + waited
+
+
 @timing
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_pool_workers_time_and_memory_are_merged(run_heatline, tmp_path, method):
@@ -72,20 +121,21 @@ def test_pool_workers_time_and_memory_are_merged(run_heatline, tmp_path, method)
     profile, run = _profile(run_heatline, tmp_path, path, method)
     truth = json.loads(run.stdout)
     work = _function(profile, "loop", path)
-    # The workers' loop is Python time, within 15% of what the workers measured themselves.
+    # The workers' loop is Python time, as much as the workers measured themselves, within what
+    # the workers' sampling resolves: one stretch of running per task (4).
     # (Seen once on 3.13 with forkserver on a heavily loaded machine: half of it, one worker's
     # share, missing; not reproduced in 40 runs since. The message keeps what is needed.)
-    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15), (
-        profile["processes"], profile["warnings"])
-    assert work["native_s"] + work["system_s"] < 0.1 * work["python_s"]
+    tolerance = _worker_tolerance_s(profile, stretches=4)
+    assert work["python_s"] == pytest.approx(truth["busy_s"], abs=tolerance), (
+        tolerance, profile["processes"], profile["warnings"])
+    # Nothing in it blocks or calls out for long: any other kind is a sample at a task's edge.
+    assert work["native_s"] + work["system_s"] <= tolerance
     # Their allocations are counted in their lines: 2 x 64 MiB, within 10%.
     allocate = _function(profile, "allocate", path)
     allocated = allocate["alloc_python_bytes"] + allocate["alloc_native_bytes"]
     assert allocated == pytest.approx(truth["allocated"], rel=0.10)
     # The parent's waiting line is system time.
-    waiting = _line(profile, path, "the parent waits here")
-    assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
-                                        + waiting["system_s"])
+    _assert_waiting_line_is_blocked(profile, path, truth["parent"])
     # One row per process: the main one and the two workers.
     roles = sorted(p["role"] for p in profile["processes"])
     assert roles == ["Pool worker", "Pool worker", "main"]
@@ -111,10 +161,10 @@ def test_python_subprocess_is_profiled(run_heatline, tmp_path):
     profile, run = _profile(run_heatline, tmp_path, path)
     truth = json.loads(run.stdout)
     work = _function(profile, "loop", path)
-    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15)
-    waiting = _line(profile, path, "the parent waits here")
-    assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
-                                        + waiting["system_s"])
+    # One stretch of running, in the child.
+    assert work["python_s"] == pytest.approx(truth["busy_s"],
+                                             abs=_worker_tolerance_s(profile, stretches=1))
+    _assert_waiting_line_is_blocked(profile, path, truth["parent"])
     child = [p for p in profile["processes"] if p["role"] == "python subprocess"]
     assert len(child) == 1 and child[0]["argv"] == [path, "child"]
 
@@ -126,16 +176,16 @@ def test_dataloader_workers_time_is_merged(run_heatline, tmp_path, method):
     path = _target("children_dataloader.py")
     profile, run = _profile(run_heatline, tmp_path, path, method, "truth")
     truth = json.loads(run.stdout.splitlines()[-1])
-    # The Dataset's transform, run by the workers, is Python time within 15% of what they
-    # measured themselves.
+    # The Dataset's transform, run by the workers, is Python time: what they measured
+    # themselves, within what their sampling resolves (one stretch of running per item).
     work = _function(profile, "transform", path)
-    assert work["python_s"] == pytest.approx(truth["busy_s"], rel=0.15), (
-        profile["processes"], profile["warnings"])
-    assert work["native_s"] + work["system_s"] < 0.1 * work["python_s"]
+    tolerance = _worker_tolerance_s(profile, stretches=16)
+    assert work["python_s"] == pytest.approx(truth["busy_s"], abs=tolerance), (
+        tolerance, profile["processes"], profile["warnings"])
+    assert work["native_s"] + work["system_s"] <= tolerance
     # The parent's `for batch in loader` line waits for the workers: system time.
-    waiting = _line(profile, path, "the parent waits here")
-    assert waiting["system_s"] > 0.8 * (waiting["python_s"] + waiting["native_s"]
-                                        + waiting["system_s"])
+    _assert_waiting_line_is_blocked(profile, path, truth["parent"],
+                                    visits=truth["parent"]["visits"])
     # One row per process: the main one and the two workers, the program's children.
     main, *workers = profile["processes"]
     assert (main["pid"], main["role"]) == (truth["pid"], "main")

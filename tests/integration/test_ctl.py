@@ -76,10 +76,13 @@ def test_only_the_phase_between_on_and_off_is_profiled(tmp_path):
     functions = _functions(profile)
     # Before `ctl on` returned and after `ctl off` returned: nothing at all.
     assert "before_work" not in functions and "after_work" not in functions, functions
-    # In between: the phase's own busy time, within a sample at each end and 10%.
+    # In between: the phase's own busy time, one window of time, charged its length give or
+    # take the run's longest gap between samples plus its longest tick (docs/accuracy.md; a
+    # loaded machine stretches both, and the profile says by how much).
     want = truth["during_work"]["wall_s"]
     got = functions["busy"]  # the work runs in busy(), called by during_work
-    assert abs(got - want) <= 0.1 * want + 2 * profile["sampling_interval_s"], (got, want)
+    resolution = profile["max_sample_gap_s"] + profile["max_tick_s"]
+    assert abs(got - want) <= resolution, (got, want, resolution)
     # One period on, inside the span the test had it on, covering the phase.
     [[start, end]] = profile["profiled_periods"]
     assert want <= end - start <= after_off - before_on

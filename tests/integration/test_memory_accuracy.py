@@ -33,6 +33,7 @@ These are not timing tests, so they also run under the sanitizer build, scaled d
 """
 
 import datetime
+import itertools
 import json
 import math
 import os
@@ -40,6 +41,8 @@ import subprocess
 import sys
 
 import pytest
+
+from heatline.data.memory import LEAK_THRESHOLD, leak_likelihood
 
 pytest.importorskip("numpy")
 
@@ -332,18 +335,106 @@ def test_conversions_that_copy_nothing_show_no_copy_volume(target):
 
 # -- leaks -------------------------------------------------------------------------------------
 
+# The engine keeps a line's timeline in this many buckets of equal width, starting at its first
+# event: 1 ms wide, doubled (neighbours merged) whenever an event falls beyond the last one
+# (stats.h, hl_timeline). Each bucket keeps its highest point and its last.
+LINE_TIMELINE_BUCKETS = 32
+
+
+def _bucket_s(timeline):
+    """The width of the buckets of a line's timeline: the narrowest the doubling can have left
+    for the span from its first point to its last (the last point is the line's last event)."""
+    span, width = timeline[-1][0] - timeline[0][0], 0.001
+    while LINE_TIMELINE_BUCKETS * width <= span:
+        width *= 2
+    return width
+
+
+def _leak_likelihoods(run, number):
+    """(lowest, highest) likelihood the leak rule can give this planted leak in this run,
+    from the line's true growth (the truth's steps: when each run of the line ended, and what
+    it held by then; the clocks matched at the last step, the timeline's last point being the
+    line's last event) and what the profile's timeline can make of it:
+    - a bucket's point is its highest value, reached by its last step: each of the rule's
+      moments (first point, first reaching 25%, 75% and the end level) is up to one bucket
+      after the true one, and a level right on a step's edge (25% and 75% of 24 equal steps)
+      may be passed one step later when a sampled small object (the array's header) sits
+      above it;
+    - where the line's bytes are sampled (Python objects), the level the profile reaches at a
+      step is an estimate, with a relative standard error of sqrt(window / bytes held then):
+      the 25% and 75% moments move by that many steps (times the local time per step),
+      which moves the likelihood by 2 / span per second of their difference; four standard
+      errors are allowed, as in _tolerance.
+
+    The rule reads wall time, which the machine's load moves: a program held up before its
+    leak's middle half or after it has, by the rule, grown in a burst rather than steadily.
+    So what the test can ask of a run follows from that run's own timing."""
+    truth = run.truth["lines"][str(number)]
+    steps = truth["steps"]
+    timeline = run.line(number)["timeline"]
+    offset = timeline[-1][0] - steps[-1][0]
+    times = [t + offset for t, _ in steps]
+    last = len(times) - 1
+    total = steps[-1][1]
+    bucket = _bucket_s(timeline)
+    end = run.profile["elapsed_s"]
+
+    def first_step(fraction):
+        return next(i for i, (_, held) in enumerate(steps) if held >= fraction * total)
+
+    def window(index, edge):
+        return times[index], times[min(index + edge, last)] + bucket
+
+    quarter, three_quarters = first_step(0.25), first_step(0.75)
+    corners = itertools.product(window(0, 0), window(quarter, 1), window(three_quarters, 1),
+                                window(last, 0))
+    values = [leak_likelihood(*corner, end) for corner in corners]
+    window_bytes = run.profile["memory"]["sampling_window_bytes"]
+    python_share = truth["alloc_python_bytes"] / total
+
+    def moment_error_s(index):
+        held = steps[index][1] * python_share
+        if held <= 0:
+            return 0.0
+        moved_steps = math.sqrt(window_bytes / held) * (index + 1)
+        per_step = (times[last] - times[0]) / last
+        return moved_steps * per_step
+
+    error = math.hypot(moment_error_s(quarter), moment_error_s(three_quarters))
+    sampling = 4 * 2 * error / (end - times[0])
+    return max(min(values) - sampling, 0.0), min(max(values) + sampling, 1.0)
+
+
+def _expected_leaks(run):
+    """{line: True (must be flagged), False (must not be: this run's timing made it a burst),
+    None (either: the run's likelihood straddles the threshold)}, and each line's range."""
+    ranges = {number: _leak_likelihoods(run, number) for number in run.truth["leaks"]}
+    expected = {
+        number: True if low >= LEAK_THRESHOLD else False if high < LEAK_THRESHOLD else None
+        for number, (low, high) in ranges.items()
+    }
+    return expected, ranges
+
 
 @pytest.mark.parametrize("name", ALL + DEFAULT)
 def test_planted_leaks_are_flagged_and_nothing_else(target, name):
     run = target(name)
     errors = []
+    expected, ranges = _expected_leaks(run)
     for number in run.truth["leaks"]:
         leak = run.line(number)["leak"]
+        low, high = ranges[number]
         if leak is None:
-            errors.append(f"leak at line {number} not flagged")
+            if expected[number]:
+                errors.append(f"leak at line {number} not flagged (this run's own timing gives "
+                              f"it a likelihood of {low:.2f}-{high:.2f})")
             continue
-        if not 0 < leak["likelihood"] <= 1:
-            errors.append(f"line {number}: likelihood {leak['likelihood']}")
+        if expected[number] is False:
+            errors.append(f"line {number} flagged ({leak}) though this run's own timing gives "
+                          f"it a likelihood of {low:.2f}-{high:.2f}")
+        if not low - 1e-3 <= leak["likelihood"] <= high + 1e-3:
+            errors.append(f"line {number}: likelihood {leak['likelihood']}, not within "
+                          f"{low:.3f}-{high:.3f} from its true growth")
         rate = run.truth["leak_rates"][str(number)]
         # The rate over the span of the leak; a rule measuring over the whole run differs by
         # the time before the first and after the last round: a factor of two either way.
@@ -365,11 +456,18 @@ def test_planted_leaks_are_flagged_and_nothing_else(target, name):
 @pytest.mark.parametrize("name", ALL)
 def test_functions_are_flagged_when_they_contain_a_planted_leak(target, name):
     run = target(name)
-    leaking = {run.truth["lines"][str(n)]["function"] for n in run.truth["leaks"]}
+    expected, ranges = _expected_leaks(run)
+    # A function is flagged when one of its lines is (the lines' verdicts are checked above).
+    leaking = {run.truth["lines"][str(n)]["function"] for n in run.truth["leaks"]
+               if run.line(n)["leak"] is not None}
     for qualname in run.truth["functions"]:
         assert qualname in run.functions, f"no function {qualname} in the profile"
         flagged = run.functions[qualname].get("leak") is not None
         assert flagged == (qualname in leaking), qualname
+    # Every function with a planted leak that this run's timing keeps a leak is among them.
+    for number, must in expected.items():
+        if must:
+            assert run.truth["lines"][str(number)]["function"] in leaking, (number, ranges)
 
 
 # -- timelines ---------------------------------------------------------------------------------

@@ -58,6 +58,8 @@ At exit the truth is written as JSON to $HEATLINE_TRUTH (when set):
                           and spike lines unless the target says more with line_peak(),
                           the total for kept_once and leak lines),
        "first_s", "last_s"   (when its first and last run ended),
+       "steps"               (leak lines: [when each run ended, bytes it held by then]: its
+                              true growth over time),
        "started_s"           (when its first run started, where the target says so),
        "slack_bytes"         (what the construction knowingly leaves out, see line()),
        "measured": {"net_bytes", "peak_growth_bytes"}  (tracemalloc mode)
@@ -187,6 +189,9 @@ class Truth:
             entry["slack_bytes"] += int(slack)
             entry["largest_call_bytes"] = max(entry["largest_call_bytes"], int(python + native))
             entry["last_s"] = ended
+            if self.tags[tag]["kind"] == "leak":
+                held = entry["alloc_python_bytes"] + entry["alloc_native_bytes"]
+                entry.setdefault("steps", []).append([ended, held])
             if self.tags[tag]["kind"] == "spike":
                 self._spike = {"line": self.tags[tag]["line"], "started_s": started,
                                "ended_s": ended}
@@ -273,6 +278,8 @@ class Truth:
                 "started_s": None if done["started_s"] is None else round(done["started_s"], 6),
                 "slack_bytes": done["slack_bytes"],
             }
+            if "steps" in done:
+                entry["steps"] = [[round(t, 6), held] for t, held in done["steps"]]
             measured = self._measured.get(where["line"])
             if measured is not None:
                 entry["measured"] = measured

@@ -156,6 +156,42 @@ def _write():
             json.dump(_truth, f, indent=1)
 
 
+def _voluntary_switches():
+    """How many times this thread has blocked so far: each time it gave up its CPU to wait
+    (sleep, I/O, a lock, the GIL) is one voluntary context switch."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/status") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class Span:
+    """The calling thread over a with-block: its wall time, its busy time (as @phase measures
+    it) and how many times it blocked (`blocks`, voluntary context switches: the stretches of
+    blocked time it went through, GIL hand-overs included). For code that cannot be a phase
+    function of its own (a line of the program that waits for its children): the block's lines
+    stay the program's, with no frame of this module under them. The /proc reads are outside
+    the timed window; a block they cause is counted, which only overstates `blocks`."""
+
+    def __enter__(self):
+        self._clock = _BusyClock()
+        self._blocks = _voluntary_switches()
+        self._busy = self._clock.busy_s()
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.wall_s = time.perf_counter() - self._wall
+        self.busy_s = min(self._clock.busy_s() - self._busy, self.wall_s)
+        self.blocks = _voluntary_switches() - self._blocks
+        self._clock.close()
+        return False
+
+
 def busy_s(function, *args):
     """Run ``function(*args)`` on this thread; the thread's busy time while it ran (on a CPU
     plus runnable but waiting for one, as @phase measures it). For work done in child

@@ -7,7 +7,8 @@ Prints what the workers produced, deterministically (the same bytes under python
 heatline): per item its index, the transform's result, the worker that made it and whether
 that worker saw the parent's environment and sys.argv; then the workers' exit codes. With
 "truth" as argv[2] it also prints one JSON line: the workers' summed busy time in the
-transform, and this process's pid.
+transform, this process's pid, and its own figures over the loop that waits for the batches
+(wall time, busy time, times it blocked, times it entered the loop's header: _truth.Span).
 """
 
 import json
@@ -17,7 +18,7 @@ import sys
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from _truth import busy_s
+from _truth import Span, busy_s
 
 ITEMS = 16
 ITERATIONS = 2_000_000
@@ -50,11 +51,15 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     loader = DataLoader(Items(), batch_size=2, num_workers=2, multiprocessing_context=sys.argv[1])
     batches = iter(loader)
-    items, busy = [], 0.0
-    for batch in batches:  # the parent waits here
-        busy += float(batch["busy"].sum())
-        items += zip(*(batch[key].tolist() for key in ("index", "value", "worker", "same")))
+    items, busy, visits = [], 0.0, 1
+    with Span() as parent:
+        for batch in batches:  # the parent waits here
+            visits += 1
+            busy += float(batch["busy"].sum())
+            items += zip(*(batch[key].tolist() for key in ("index", "value", "worker", "same")))
     print(json.dumps(items))
     print(sorted(worker.exitcode for worker in batches._workers))
     if sys.argv[2:] == ["truth"]:
-        print(json.dumps({"busy_s": busy, "pid": os.getpid()}))
+        print(json.dumps({"busy_s": busy, "pid": os.getpid(),
+                          "parent": {"wall_s": parent.wall_s, "busy_s": parent.busy_s,
+                                     "blocks": parent.blocks, "visits": visits}}))

@@ -97,6 +97,15 @@ def value_at(timeline: Timeline, t: float) -> int:
     return value
 
 
+def leak_likelihood(t0: float, t25: float, t75: float, t100: float, end_s: float) -> float:
+    """The rule's likelihood from its moments (module docstring): the line's first point, the
+    first times it held 25%, 75% and 100% of what it holds at the end, and the end of the run."""
+    span = end_s - t0
+    spread = (t75 - t25) / span
+    lateness = (t100 - t0) / span
+    return min(1.0, 2.0 * spread) * min(1.0, lateness / 0.75)
+
+
 def leak_of(
     timeline: Timeline, *, peak: int, live_end: int, surviving_samples: int, end_s: float
 ) -> dict[str, float] | None:
@@ -115,9 +124,7 @@ def leak_of(
         return next((t for t, value in timeline if value >= level), timeline[-1][0])
 
     t25, t75, t100 = first_reaching(0.25), first_reaching(0.75), first_reaching(1.0)
-    spread = (t75 - t25) / span
-    lateness = (t100 - t0) / span
-    likelihood = min(1.0, 2.0 * spread) * min(1.0, lateness / 0.75)
+    likelihood = leak_likelihood(t0, t25, t75, t100, end_s)
     if likelihood < LEAK_THRESHOLD:
         return None
     gained = live_end - timeline[0][1]
