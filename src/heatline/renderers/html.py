@@ -133,8 +133,12 @@ def page_data(
                   p.get("python_s", 0), p.get("native_s", 0), p.get("system_s", 0),
                   p.get("cpu_s", 0), p.get("peak_bytes", 0)]
                  for p in profile.get("processes", [])]
+    from heatline.data.summary import summarise
+
     return {
         "program": profile.get("program", ""),
+        # The summary's sentences, worked out from this profile as the terminal report does.
+        "findings": [[item["rule"], item["text"]] for item in summarise(profile)],
         "version": __version__,
         "hot_pct": threshold_pct,
         "summary": {k: profile.get(k) for k in ("elapsed_s", "cpu_s", "samples", "peak_bytes",

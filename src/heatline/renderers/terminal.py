@@ -67,6 +67,7 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
         )
         _print_warnings(console, profile)
         return
+    _print_summary(console, profile)
     memory = _memory_on(profile)
     allocated = _allocated(profile)
     shown_any = False
@@ -120,6 +121,27 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
     console.print()
     console.print(_footer(profile), style="dim")
     _print_warnings(console, profile)
+
+
+def _print_summary(console: Console, profile: dict[str, Any]) -> None:
+    """The summary's sentences (data/summary.py), first: what the tables below show in detail.
+    Worked out from the profile being shown, so an older profile (or one edited) gets the
+    summary of what it holds."""
+    from heatline.data.summary import summarise
+
+    items = summarise(profile)
+    if not items:
+        return
+    import textwrap
+
+    console.print()
+    console.print(Text("Summary", "bold"))
+    # Wrapped here with a hanging indent (rich would pad every row of a grid to the width).
+    for item in items:
+        text = textwrap.fill(visible(item["text"]), width=max(console.width - 1, 40),
+                             initial_indent="• ", subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+        console.print(Text(text), no_wrap=True, overflow="ignore")
 
 
 def _console(file: TextIO) -> Console:
