@@ -50,10 +50,13 @@ IMBALANCE_RATIO = 3.0
 # line is "Python" or "native" when that kind is this share of its running time.
 HOT_LINE_SHARE = 0.10
 KIND_SHARE = 0.70
-# Copy volume: a line copied at least this much, at this rate per second of its running time
-# (memcpy moves several GiB/s, so 1 GiB/s means a good part of the line's time is copying).
+# Copy volume: a line copied at least this much, this many times the most memory it held at
+# once (so it copies the same data again and again), and has this share of the running time.
+# No rate per second: a line's running time includes time runnable but waiting for a CPU, so a
+# rate would change with the machine's load.
 COPY_MIN_BYTES = 64 << 20
-COPY_RATE = 1 << 30
+COPY_REPEAT = 4
+COPY_TIME_SHARE = 0.05
 # Leaks worth a sentence: a line the leak rule flags (data/memory.py) holding this much.
 LEAK_MIN_BYTES = 1 << 20
 # The peak is worth a sentence from this size; a line held "part of it" from this share.
@@ -300,7 +303,7 @@ _LIBRARY_WAITS = (
 # Else the waiting line's own source (a C function called directly leaves no frame).
 _SOURCE_WAITS = (
     (r"\bsleep\(", "a sleep"),
-    (r"\.acquire\(|^\s*with\b.*\block\b", "a lock"),
+    (r"\.acquire\(|^\s*with\b.*lock\b", "a lock"),
     (r"\.item\(\)|\bsynchronize\(|\.cpu\(\)|\.tolist\(\)", "the GPU (a synchronisation)"),
     (r"\bwaitpid\(|\bwait\(\)", "child processes"),
     (r"\b(open|input)\(|\.(read|readline|readlines|write|flush|recv|recv_into|send|sendall"
@@ -351,7 +354,7 @@ def _processes(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     for process in facts.processes:
         groups.setdefault(process["role"], []).append(process)
     total = sum(process["cpu_s"] for process in facts.processes)
-    if total <= 0:
+    if total < facts.min_s:
         return None
     ordered = sorted(groups.items(),
                      key=lambda item: (item[0] != "main", -sum(p["cpu_s"] for p in item[1])))
@@ -561,8 +564,8 @@ def _hot_lines(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
             meaning = "a cost paid once per process"
         elif line["python_s"] >= KIND_SHARE * seconds:
             kind = f"{_pct(line['python_s'] / seconds)} Python"
-            meaning = ("the interpreter running the line's own code, which numpy, compiled "
-                       "code or fewer iterations would speed up")
+            meaning = ("the interpreter's own work on the line, where fewer iterations, "
+                       "numpy or compiled code help")
         elif line["native_s"] >= KIND_SHARE * seconds:
             kind = f"{_pct(line['native_s'] / seconds)} native"
             meaning = ("time inside the native code it calls, which fewer or larger calls or a "
@@ -583,10 +586,13 @@ def _hot_lines(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _copies(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
-    """Copy volume: the line that copied the most, when that is COPY_MIN_BYTES and at least
-    COPY_RATE per second of the line's running time."""
+    """Copy volume: the line that copied the most, when that is COPY_MIN_BYTES, COPY_REPEAT
+    times the most memory the line held at once (the same data copied again and again, not
+    read in once), and the line has COPY_TIME_SHARE of all running time (it matters)."""
     memory = facts.profile.get("memory") or {}
-    if not memory.get("enabled"):
+    totals = facts.profile.get("totals") or {}
+    running = totals.get("python_s", 0.0) + totals.get("native_s", 0.0)
+    if not memory.get("enabled") or running <= 0:
         return None
     candidates = [(line.get("copy_bytes", 0), path, line) for (path, _), line in
                   facts.lines.items() if line.get("copy_bytes", 0) >= COPY_MIN_BYTES]
@@ -594,14 +600,16 @@ def _copies(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
         return None
     copied, path, line = max(candidates, key=lambda row: (row[0], row[1], row[2]["line"]))
     seconds = line["python_s"] + line["native_s"]
-    if seconds <= 0 or copied < COPY_RATE * seconds:
+    held = line.get("peak_bytes", 0)
+    if copied < COPY_REPEAT * held or seconds < COPY_TIME_SHARE * running:
         return None
-    everything = memory.get("copy_bytes", 0) or copied
+    everything = max(memory.get("copy_bytes", 0), copied)
+    times = f", {copied / held:.0f} times the most it held at once," if held else ""
     return {"text": f"Copies: {facts.place(path, line['line'])} copied "
-                    f"{units.format_size(copied)} in {_seconds(seconds)} of running time "
-                    f"({units.format_size(copied / seconds)}/s, {_pct(min(copied / everything, 1))}"
-                    " of all copying): each pass makes a new copy of its data; a view, an "
-                    "in-place operation or a buffer made once avoids it.",
+                    f"{units.format_size(copied)}{times} in {_seconds(seconds)} of running time "
+                    f"({_pct(copied / everything)} of all copying): the same data is copied "
+                    "again and again; a view, an in-place operation or a buffer made once "
+                    "avoids that.",
             "file": path, "line": line["line"]}
 
 
