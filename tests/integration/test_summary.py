@@ -123,7 +123,10 @@ def test_gil_contention_names_the_pure_python_line(profiled):
     assert item["text"].startswith("GIL contention: "), item
     assert item["line"] in (_line_of(name, "for i in range(n):"),
                             _line_of(name, "total += i % 3")), item
-    assert "for other threads (Thread.join) at summary_threads.py:" in rules["main_wait"]["text"]
+    # The main thread waits in Thread.join(), or in Thread.start() for a thread that must get
+    # the GIL before it can say it started.
+    assert re.search(r"for (other threads \(Thread.join\)|a new thread to start \(Thread."
+                     r"start\)) at summary_threads.py:", rules["main_wait"]["text"])
 
 
 @timing
@@ -137,7 +140,8 @@ def test_what_the_main_thread_waits_on(profiled):
     name = "summary_waits.py"
     profile, _ = profiled(name, "waits")
     item = _rules(profile)["main_wait"]
-    assert _at(item, name, "subprocess.run("), item
+    # Both waits last about 0.6 s: either may be the longer on a loaded machine.
+    assert item["line"] in (_line_of(name, "subprocess.run("), _line_of(name, "with lock:  #"))
     assert f"for child processes at summary_waits.py:{_line_of(name, 'subprocess.run(')}" \
         in item["text"]
     lock = _line_of(name, "with lock:  # held")

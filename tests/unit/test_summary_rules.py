@@ -83,6 +83,8 @@ def _waiting(below, source, seconds=3.0, busy=7.0):
     ([(f"{LIB}/threading.py", "Thread.join", 1100)], "t.join()", "other threads (Thread.join)"),
     ([(f"{LIB}/threading.py", "Event.wait", 600)], "done.wait()",
      "another thread (threading.Event.wait)"),
+    ([(f"{LIB}/threading.py", "Thread.start", 964), (f"{LIB}/threading.py", "Event.wait", 600)],
+     "t.start()", "a new thread to start (Thread.start)"),
     ([(f"{LIB}/multiprocessing/pool.py", "Pool.map", 367)], "pool.map(f, xs)",
      "a pool (multiprocessing.pool)"),
     ([(f"{LIB}/concurrent/futures/_base.py", "Future.result", 451)], "f.result()",

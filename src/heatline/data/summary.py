@@ -280,6 +280,8 @@ class _Facts:
         if what == "threading":
             if qualname.startswith("Thread.join"):
                 return "other threads (Thread.join)"
+            if qualname.startswith("Thread.start"):  # the new thread must run to say so
+                return "a new thread to start (Thread.start)"
             return f"another thread (threading.{qualname})"
         return what
 
