@@ -236,3 +236,25 @@ def test_view_of_a_profile_without_a_stored_summary_works_it_out(profiled, tmp_p
         [sys.executable, "-m", "heatline", "view", str(path), "--format", "json"],
         capture_output=True, text=True, timeout=120, env=env, check=False)
     assert json.loads(rendered.stdout)["summary"] == profile["summary"]
+
+
+def test_the_html_report_starts_with_the_summary(profiled, tmp_path):
+    """Rendered by headless Chromium: one list item per sentence, at the top, the quoted
+    source as code elements."""
+    from _tools import chromium_dom
+
+    profile, _ = profiled("summary_memory.py", "peak")
+    path = tmp_path / "peak.json"
+    path.write_text(json.dumps(profile))
+    page = tmp_path / "peak.html"
+    done = subprocess.run([sys.executable, "-m", "heatline", "view", str(path), "-o", str(page)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    dom = chromium_dom(page.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    items = re.findall(r'<li class="finding" data-rule="(\w+)">(.*?)</li>', dom, flags=re.S)
+    assert [rule for rule, _ in items] == [item["rule"] for item in profile["summary"]]
+    peak = dict(items)["memory_peak"]
+    assert peak.startswith("Memory peaked at 256.")
+    assert "<code>larger = bytearray(160 &lt;&lt; 20)</code>" in peak
+    assert dom.index('id="findings"') < dom.index('id="memory"')  # before the first section
