@@ -216,7 +216,7 @@ def _held_at(timeline: list, t: float) -> float:
 
 
 def _peak_blame(profile: dict[str, Any], top: int = 3) -> str:
-    """'; at the peak: a.py:12 400.0 MB, ...': the lines holding the most memory when the
+    """'; at the peak: a.py:12 400.0 MiB, ...': the lines holding the most memory when the
     program peaked (by their own peaks when the profile has no peak time)."""
     peak_at = profile.get("peak_at")
     held = []

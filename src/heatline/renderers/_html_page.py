@@ -62,7 +62,7 @@ function pct(v) { return v ? v.toFixed(1) + "%" : ""; }
 function ms(seconds) { var v = seconds * 1000; return v < 100 ? String(Number(v.toPrecision(3))) : v.toFixed(0); }
 function bytes(v) {
   if (!v) return "";
-  var u = ["B", "KB", "MB", "GB", "TB"], i = 0;
+  var u = [" B", " KiB", " MiB", " GiB", " TiB"], i = 0;  // binary: the terminal's and check's units
   while (Math.abs(v) >= 1024 && i < 4) { v /= 1024; i++; }
   return v.toFixed(i ? 1 : 0) + u[i];
 }

@@ -27,9 +27,10 @@ _IDLE_STYLE = "dim"  # source of lines without time
 _NUMBER_HEADERS = ("Python %", "native %", "system %")
 # Memory columns of the line table, most important first: as many as fit are shown while
 # leaving the source at least _MIN_SOURCE_WIDTH characters (all of them from 120 columns).
-_MEMORY_HEADERS = ("Py MB", "nat MB", "peak MB", "copy MB/s", "growth MB", "memory  ")
+_MEMORY_HEADERS = ("Py MiB", "nat MiB", "peak MiB", "copy MiB/s", "growth MiB", "memory  ")
 _MIN_SOURCE_WIDTH = 20
 _SPARK = "▁▂▃▄▅▆▇█"
+MIB = 1 << 20
 _SPARK_WIDTH = 8
 _GAP = "   "  # between the columns of the line table
 # In the reduced view, a line is also kept when it allocates at least this share of all the
@@ -278,13 +279,15 @@ def _is_big(line: dict[str, Any], allocated: int) -> bool:
 
 
 def _mb(value: float) -> str:
-    """Megabytes (10^6 bytes), blank for zero."""
+    """Mebibytes (2^20 bytes: MiB, the unit of `heatline check`, the pytest marker and the
+    memory tools people use, so a figure copied from the report means the same there), blank
+    for zero."""
     if not value:
         return ""
-    megabytes = value / 1e6
-    if abs(megabytes) < 0.05:
-        return "<0.1" if megabytes > 0 else ">-0.1"
-    return f"{megabytes:.1f}" if abs(megabytes) < 1000 else f"{megabytes:.0f}"
+    mebibytes = value / MIB
+    if abs(mebibytes) < 0.05:
+        return "<0.1" if mebibytes > 0 else ">-0.1"
+    return f"{mebibytes:.1f}" if abs(mebibytes) < 1000 else f"{mebibytes:.0f}"
 
 
 def _memory_cells(entry: dict[str, Any], profile: dict[str, Any]) -> list[str]:
@@ -432,22 +435,22 @@ def _function_table(
         if memory:
             numbers.update(
                 {
-                    "alloc MB": _mb(
+                    "alloc MiB": _mb(
                         function["alloc_python_bytes"] + function["alloc_native_bytes"]
                     ),
-                    "peak MB": _mb(function["peak_bytes"]),
-                    "growth MB": _mb(function["growth_bytes"]),
-                    "copy MB": _mb(function["copy_bytes"]),
+                    "peak MiB": _mb(function["peak_bytes"]),
+                    "growth MiB": _mb(function["growth_bytes"]),
+                    "copy MiB": _mb(function["copy_bytes"]),
                 }
             )
         location = f"{_short_path(path)}:{function['first_line']}"
         cells.append((visible(function["qualname"]), location, style, numbers))
-    memory_headers = ("alloc MB", "peak MB", "growth MB", "copy MB") if memory else ()
+    memory_headers = ("alloc MiB", "peak MiB", "growth MiB", "copy MiB") if memory else ()
     headers = [*_NUMBER_HEADERS, "total %", "incl %", *memory_headers]
     # Kept longest at a narrow width: the total, the inclusive time, then what was allocated,
     # then the split.
     priority = [
-        "total %", "incl %", "alloc MB", *_NUMBER_HEADERS, "peak MB", "growth MB", "copy MB"
+        "total %", "incl %", "alloc MiB", *_NUMBER_HEADERS, "peak MiB", "growth MiB", "copy MiB"
     ]
     priority = [title for title in priority if title in headers]
 
@@ -502,14 +505,14 @@ def _leak_table(leaks: list[tuple[str, dict[str, Any]]], console: Console) -> Ta
             f"{_short_path(path)}:{line['line']}",
             {
                 "likelihood": f"{line['leak']['likelihood'] * 100:.0f}%",
-                "held MB": _mb(line["growth_bytes"]),
-                "growth MB/s": _mb(line["leak"]["growth_bytes_per_s"]),
+                "held MiB": _mb(line["growth_bytes"]),
+                "growth MiB/s": _mb(line["leak"]["growth_bytes_per_s"]),
             },
             visible(line["source"].strip()),
         )
         for path, line in leaks
     ]
-    priority = ["likelihood", "held MB", "growth MB/s"]
+    priority = ["likelihood", "held MiB", "growth MiB/s"]
 
     def build(kept: list[str], source: bool = False) -> Table:
         table = _new_table(title="Likely leaks", title_justify="left", title_style="bold red")
@@ -532,15 +535,15 @@ def _leak_table(leaks: list[tuple[str, dict[str, Any]]], console: Console) -> Ta
 
 def _memory_footer(profile: dict[str, Any]) -> str:
     memory = profile["memory"]
-    parts = [f"peak memory {_mb(profile['peak_bytes']) or '0'} MB"]
+    parts = [f"peak memory {_mb(profile['peak_bytes']) or '0'} MiB"]
     at = profile.get("peak_at")
     if at:
         parts[0] += f" at {_duration(at['t_s'])}, {_short_path(at['file'])}:{at['line']}"
     parts.append(
-        f"allocated {_mb(memory['alloc_python_bytes']) or '0'} MB Python, "
-        f"{_mb(memory['alloc_native_bytes']) or '0'} MB native"
+        f"allocated {_mb(memory['alloc_python_bytes']) or '0'} MiB Python, "
+        f"{_mb(memory['alloc_native_bytes']) or '0'} MiB native"
     )
-    parts.append(f"copied {_mb(memory['copy_bytes']) or '0'} MB")
+    parts.append(f"copied {_mb(memory['copy_bytes']) or '0'} MiB")
     parts.append(f"sampled every {memory['sampling_window_bytes'] // 1024} KiB on average")
     return "; ".join(parts)
 
@@ -563,7 +566,7 @@ def _process_table(processes: list[dict[str, Any]]) -> Table:
         table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
     widest_role = max(len(p["role"]) for p in processes)
     table.add_column("role", no_wrap=True, min_width=min(26, widest_role))
-    _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s", "peak MB")
+    _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s", "peak MiB")
     widest_exit = max(len(p["exit"]) for p in processes)
     table.add_column("exit", no_wrap=True, min_width=min(14, widest_exit))
     table.add_column("command line", no_wrap=True, overflow="ellipsis", min_width=12)
