@@ -86,7 +86,8 @@ function plot(values, w, h, times) {
 (function () {
   var s = D.summary, t = el("div");
   t.appendChild(el("div", "Program: " + D.program));
-  t.appendChild(el("div", "Elapsed " + (s.elapsed_s || 0).toFixed(3) + " s, CPU " +
+  t.appendChild(el("div", "Elapsed " + (s.elapsed_s || 0).toFixed(3) + " s" +
+    (s.profiled_s === null || s.profiled_s === undefined ? "" : ", of which " + s.profiled_s.toFixed(3) + " s profiled") + ", CPU " +
     (s.cpu_s || 0).toFixed(3) + " s, " + s.samples + " samples, peak memory " +
     (bytes(s.peak_bytes) || "0") + ", Python " + s.python_version + ", heatline " + D.version));
   document.getElementById("summary").appendChild(t);

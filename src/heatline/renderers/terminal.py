@@ -62,9 +62,13 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
     console = _console(file if file is not None else sys.stderr)
     console.print(Text.assemble(("heatline", "bold"), f" profile of {visible(profile['program'])}"))
     if not profile["samples"]:
+        if profile.get("profiled_periods") == []:
+            reason = ("profiling was never on (started with --off, and neither "
+                      "heatline.resume() nor heatline ctl on turned it on)")
+        else:
+            reason = "no samples were taken; try a smaller --cpu-sampling-interval"
         console.print(
-            f"heatline: the program ran for {_duration(profile['elapsed_s'])}; no samples were "
-            "taken; try a smaller --cpu-sampling-interval"
+            f"heatline: the program ran for {_duration(profile['elapsed_s'])}; {reason}"
         )
         _print_warnings(console, profile)
         return
@@ -587,8 +591,14 @@ def _process_table(processes: list[dict[str, Any]]) -> Table:
 
 
 def _footer(profile: dict[str, Any]) -> str:
+    from heatline.data.queries import profiled_s
+
+    elapsed = f"elapsed {_duration(profile['elapsed_s'])}"
+    on = profiled_s(profile)
+    if on is not None:  # paused part of the time: the figures above cover only this much
+        elapsed += f", of which {_duration(on)} profiled"
     parts = [
-        f"elapsed {_duration(profile['elapsed_s'])}",
+        elapsed,
         f"CPU {_duration(profile['cpu_s'])}",
         f"{profile['samples']} samples {profile['sampling_interval_s'] * 1000:g} ms apart",
         _plural(len(profile["threads"]), "thread"),
