@@ -1,14 +1,16 @@
 """Threads and the GIL: with "contended" (argv[1]) six threads run a pure-Python loop at the
-same time, so each waits for the GIL while another holds it; with "alone" one thread runs the
-loop while another only sleeps and the main thread waits in join(), so nothing competes for the
-GIL."""
+same time (a barrier starts them together), so each waits for the GIL while another holds it;
+with "alone" one thread runs the loop while another only sleeps and the main thread waits in
+join(), so nothing competes for the GIL."""
 
 import sys
 import threading
 import time
 
 
-def spin(n):
+def spin(n, start=None):
+    if start is not None:
+        start.wait()  # all together: none runs alone while the others are still starting
     total = 0
     for i in range(n):
         total += i % 3
@@ -22,7 +24,8 @@ def doze(rounds):
 
 if __name__ == "__main__":
     if sys.argv[1] == "contended":
-        threads = [threading.Thread(target=spin, args=(1_000_000,)) for _ in range(6)]
+        start = threading.Barrier(6)
+        threads = [threading.Thread(target=spin, args=(1_000_000, start)) for _ in range(6)]
     else:
         threads = [threading.Thread(target=spin, args=(3_000_000,)),
                    threading.Thread(target=doze, args=(10,))]

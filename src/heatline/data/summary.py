@@ -40,8 +40,11 @@ WORKERS_BUSY_SHARE = 0.60
 # GIL contention: a line whose running time is at least this share Python does no blocking
 # call of its own, so time a thread spends blocked there is time waiting for the GIL ...
 GIL_PYTHON_SHARE = 0.90
-# ... and it is contention when such waiting is this share of those lines' time ...
-GIL_WAIT_SHARE = 0.25
+# ... and it is contention when such waiting is this share of those lines' time (a lower bound:
+# on a loaded machine a thread woken to take the GIL waits for a CPU as runnable, which counts
+# as running; six contending threads showed 23-70% at load 11-12 on 2 cores, where an idle
+# machine shows about 5/6) ...
+GIL_WAIT_SHARE = 0.15
 # ... and at least this share of the process's wall time (so that it matters).
 GIL_WALL_SHARE = 0.10
 # Pool imbalance: the busiest worker did this many times the mean of the others' work.
@@ -185,7 +188,8 @@ class _Facts:
 
     def is_python_line(self, thread: int, path: str, line: int) -> bool:
         """The thread ran this line's own code as Python (no call of its own that could block):
-        GIL_PYTHON_SHARE of its running time there Python, over MIN_SAMPLES' worth... or three."""
+        GIL_PYTHON_SHARE of its running time there (with no library frame below) was Python,
+        over at least three samples' worth."""
         python, native, _ = self.direct.get((thread, path, line), (0.0, 0.0, 0.0))
         return python >= 3 * self.interval and python >= GIL_PYTHON_SHARE * (python + native)
 
