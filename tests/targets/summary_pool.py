@@ -1,5 +1,5 @@
 """A multiprocessing Pool of 3 workers given 3 tasks, one each (a barrier makes every worker take
-exactly one task, whatever the machine's load): with "imbalanced" (argv[1]) one task is 12 times
+exactly one task, whatever the machine's load): with "imbalanced" (argv[1]) one task is 30 times
 longer than the others, so one worker is busy while the other two idle; with "balanced" the
 three tasks are equal. Prints the tasks' results."""
 
@@ -7,7 +7,7 @@ import multiprocessing
 import sys
 
 WORKERS = 3
-UNIT = 400_000
+UNIT = 150_000
 
 barrier = None
 
@@ -31,6 +31,6 @@ def task(n):
 
 if __name__ == "__main__":
     context = multiprocessing.get_context("fork")
-    sizes = [12 * UNIT, UNIT, UNIT] if sys.argv[1] == "imbalanced" else [5 * UNIT] * 3
+    sizes = [30 * UNIT, UNIT, UNIT] if sys.argv[1] == "imbalanced" else [10 * UNIT] * 3
     with context.Pool(WORKERS, initializer=start, initargs=(context.Barrier(WORKERS),)) as pool:
         print(pool.map(task, sizes, chunksize=1))  # the parent waits here
