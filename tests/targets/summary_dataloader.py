@@ -49,7 +49,7 @@ class Images(Dataset):
         self.ready = [torch.tensor(image).unsqueeze(0) for image in self.images]
 
     def __len__(self):
-        return ITEMS if self.starved else 3 * ITEMS
+        return ITEMS if self.starved else 6 * ITEMS
 
     def __getitem__(self, index):
         if self.starved:
