@@ -351,9 +351,9 @@ CHECK_OPTIONS = (
     Option(("--budget",), "read limits from FILE (TOML, or JSON when it ends in .json; the "
            "[tool.heatline.check] table of a pyproject.toml); flags given too override it",
            default=None, metavar="FILE"),
-    Option(("--max-peak",), "fail when the program's peak memory exceeds SIZE (e.g. 500MB; "
-           "K, M, G are powers of 1024, as in --memory-sampling-window)", default=None,
-           metavar="SIZE", parse=_size),
+    Option(("--max-peak",), "fail when the program's peak memory exceeds SIZE (e.g. 500MiB; "
+           "K, M, G are powers of 1024, as in the report and --memory-sampling-window)",
+           default=None, metavar="SIZE", parse=_size),
     Option(("--max-time",), "fail when the wall time exceeds DURATION (e.g. 30s, 500ms, 2m)",
            default=None, metavar="DURATION", parse=_duration),
     Option(("--max-cpu",), "fail when the process's CPU time exceeds DURATION",

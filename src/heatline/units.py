@@ -2,7 +2,8 @@
 parser for --memory-sampling-window, the pytest plugin's budgets and `heatline check` (whose
 per-line limits, FILE:LINE=SIZE, are read here too).
 
-Sizes are binary, as in --memory-sampling-window since the start: K, KB and KiB all mean 1024
+Sizes are binary, as in --memory-sampling-window since the start and as every size heatline
+prints (MiB, GiB: format_size and the reports): K, KB and KiB all mean 1024
 bytes (M: 1024², G: 1024³, T: 1024⁴); case does not matter, spaces around the unit are allowed,
 and a bare number is bytes. Durations are seconds unless they end in ms, s, m or h.
 Imports nothing; errors are ValueError with a message fit to follow "must be ...".
@@ -66,7 +67,7 @@ def format_size(value: float) -> str:
 
 
 def parse_line_limit(text: str) -> tuple[str, int, int]:
-    """``"app.py:12=100MB"`` -> ("app.py", 12, 100000000); ValueError (one line) otherwise."""
+    """``"app.py:12=100MB"`` -> ("app.py", 12, 104857600); ValueError (one line) otherwise."""
     where, equals, size = str(text).rpartition("=")
     if not equals:
         raise ValueError(f"expected FILE:LINE=SIZE (e.g. app.py:12=100MB), not {text!r}")

@@ -213,6 +213,34 @@ def test_off_starts_paused_until_program_calls_resume(run_heatline, program, pro
     assert 0.15 <= start and 0.15 <= end - start and end <= data["elapsed_s"] - 0.15
 
 
+def test_the_report_says_how_much_of_the_elapsed_time_was_profiled(run_heatline, program,
+                                                                    profile_path):
+    """After --off and resume()/pause() the footer says how much of the elapsed time the
+    figures cover (it said only "elapsed 0.47 s" of a run profiled for 0.15 s of it), and so
+    does the HTML page; a run never paused says nothing of the kind."""
+    import re
+
+    from heatline.renderers.html import page_data
+
+    result = run_heatline("--off", "-o", profile_path, program("resume_midway.py"), text=True,
+                          env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    data = profile.load(profile_path)
+    [[start, end]] = data["profiled_periods"]
+    footer = re.search(r"elapsed ([0-9.]+) s, of which ([0-9.]+) s profiled;", result.stderr)
+    assert footer, result.stderr
+    assert float(footer.group(1)) == round(data["elapsed_s"], 3)
+    assert float(footer.group(2)) == round(end - start, 3)
+    assert page_data(data)["summary"]["profiled_s"] == pytest.approx(end - start)
+    whole = run_heatline(program("busy.py"), text=True, env={"COLUMNS": "200"})
+    assert whole.returncode == 0, whole.stderr
+    assert "profiled" not in whole.stderr.split("elapsed ")[-1]
+    # Never turned on: the report says so instead of blaming the sampling interval.
+    never = run_heatline("--off", program("busy.py"), text=True, env={"COLUMNS": "200"})
+    assert never.returncode == 0, never.stderr
+    assert "profiling was never on (started with --off" in never.stderr
+
+
 def test_internal_failure_at_exit_is_one_line_and_keeps_exit_status(
     run_heatline, program, profile_path
 ):

@@ -185,3 +185,24 @@ def test_checking_a_run_within_budget_exits_0(run_heatline, program, tmp_path):
     assert done.returncode == 0, done
     assert done.stdout == "budget program done\n"
     assert done.stderr.startswith("heatline: within budget: peak ")
+
+
+def test_the_report_and_check_print_the_same_peak_in_the_same_unit(run_heatline, recorded):
+    """One unit system: the report's peak (and the line's peak column) is what `check` says
+    and reads, in MiB, so a figure copied from the report into a budget means the same bytes
+    (the report printed MB of 10^6 bytes: 67.1 MB in the report was 64.0 MiB in check)."""
+    path, _ = recorded
+    report = run_heatline("view", path, text=True, env={"COLUMNS": "200"}).stdout
+    footer = next(line for line in report.splitlines() if line.startswith("peak memory "))
+    shown = re.match(r"peak memory ([0-9.]+) MiB", footer)
+    assert shown, footer
+    checked = _check(run_heatline, path, "--max-peak", "1KiB").stdout
+    assert f"peak memory {shown.group(1)} MiB exceeds" in checked
+    header = next(line for line in report.splitlines() if line.lstrip().startswith("Line "))
+    assert "peak MiB" in header and " MB" not in header
+    row = next(line for line in report.splitlines()
+               if line.strip().startswith(f"{LINE} ") and "bytearray(64 * 1024 * 1024)" in line)
+    assert " 64.0 " in row  # the line's 64 MiB, as budget.py allocates it
+    # A budget copied from the report passes at the figure shown (rounded up by 0.1).
+    over = float(shown.group(1)) + 0.1
+    assert _check(run_heatline, path, "--max-peak", f"{over:.1f}MiB").returncode == 0

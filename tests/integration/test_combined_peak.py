@@ -87,10 +87,12 @@ def test_the_lines_holding_memory_at_the_combined_peak_are_named_with_their_proc
     # process's own peak apart.
     footer = " ".join(stderr.split())
     rel = os.path.relpath(program)
-    assert (f"at {profile['combined_peak']['t_s']:.3f} s (all processes together), held by "
+    from heatline.renderers.terminal import _duration  # the report's own spelling of a time
+
+    assert (f"at {_duration(profile['combined_peak']['t_s'])} (all processes together), held by "
             f"{rel}:{truth['lines']['WORKER_LINE']} ") in footer, footer
     assert f"(pid {worker_pid}, Pool worker)" in footer
-    assert f"main process alone {profile['main_peak_bytes'] / 1e6:.1f} MB at " in footer
+    assert f"main process alone {profile['main_peak_bytes'] / MIB:.1f} MiB at " in footer
     assert f"{rel}:{truth['lines']['MAIN_ALONE_LINE']};" in footer
     # So does the HTML report.
     peak = page_data(profile)["peak"]

@@ -52,6 +52,12 @@ def test_html_report_renders_rows_and_flame_graph_offline(run_heatline, program,
     # Every 'pwned' outside the page's own scripts is inside text shown escaped (&lt;...&gt;):
     # the hostile markup of the hot line and of the def line's comment became no element.
     outside = re.sub(r"<script.*?</script>", "", dom, flags=re.S)
+    # The summary quotes the hostile line, cut short (so its &gt; may be cut off): the list
+    # holds only its own items and code elements, then is left out of the check below.
+    findings = re.search(r'<ul id="findings">(.*?)</ul>', outside, flags=re.S).group(1)
+    assert "pwned" in findings
+    assert set(re.findall(r"</?([a-z]+)", findings)) <= {"li", "code"}
+    outside = outside.replace(findings, "")
     assert "pwned" not in re.sub(r"&lt;[^<>]*?pwned[^<>]*?&gt;", "", outside)
     assert "<img" not in outside
     # The hostile line is a row whose source cell shows it as text.

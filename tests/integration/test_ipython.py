@@ -127,8 +127,10 @@ def test_cell_magic_renders_the_cells_lines_with_true_shares_and_memory(executed
     # The plain-text alternative is the terminal report of the same profile.
     text = output["data"]["text/plain"]
     assert "time.sleep(0.6)" in text and "def burn(seconds):" in text
-    held_line = next(line for line in text.splitlines() if "held = bytearray" in line)
-    assert f"{HELD / 1e6:.1f}" in held_line  # the report's MB are 10^6 bytes
+    # The line table's row (the summary above it quotes the line too).
+    held_line = next(line for line in text.splitlines()
+                     if "held = bytearray" in line and line.split()[0].isdigit())
+    assert f"{HELD / 2**20:.1f}" in held_line  # the report's MiB, as check and the marker
 
 
 def test_line_magic_profiles_the_statement_and_keeps_the_profile(executed):

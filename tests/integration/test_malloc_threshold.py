@@ -31,11 +31,11 @@ def test_lines_below_the_threshold_lose_their_allocations_in_the_report(
         view = run_heatline("view", "--malloc-threshold", threshold, str(path), text=True,
                             env=env, timeout=120)
         assert view.returncode == 0, view.stderr
-        assert "10.0" in _row(view.stdout, "the big line"), threshold
+        assert "9.5" in _row(view.stdout, "the big line"), threshold  # MiB: 10^7 / 2^20
         assert ("0.3" in _row(view.stdout, "the small line")) is small_shown, threshold
     view = run_heatline("view", "--malloc-threshold", "153", str(path), text=True, env=env,
                         timeout=120)
-    assert "10.0" not in _row(view.stdout, "the big line")
+    assert "9.5" not in _row(view.stdout, "the big line")
     assert json.loads(path.read_text())["files"]  # the file itself is never filtered
 
 

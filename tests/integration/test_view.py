@@ -211,7 +211,11 @@ def test_brackets_in_paths_are_text_not_markup(saved_profile, tmp_path, path):
     result = view("--cpu-percent-threshold", "0", hostile, env={"NO_COLOR": "1", "COLUMNS": "300"})
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode()
-    shown = [line for line in out.splitlines() if "p.py" in line or ".py:" in line]
+    # The summary names places relative to the program's directory: p.py:N, as text.
+    head, summary, rest = out.partition("\nSummary\n")
+    summary, _, rest = rest.partition("\n\n")
+    assert "p.py:" in summary
+    shown = [line for line in (head + rest).splitlines() if "p.py" in line or ".py:" in line]
     # program line, file header, function, leak table, memory footer: the path whole in each
     assert len(shown) >= 5 and all(path in line for line in shown), shown
     assert "MarkupError" not in result.stderr.decode()

@@ -207,7 +207,7 @@ def _lines(profile: dict[str, Any]):  # noqa: ANN202 -- an iterator of (path, li
 
 
 def _peak_blame(profile: dict[str, Any], top: int = 3) -> str:
-    """'; at the peak: a.py:12 400.0 MB, ...': the lines holding the most memory when the
+    """'; at the peak: a.py:12 400.0 MiB, ...': the lines holding the most memory when the
     program peaked (by their own peaks when the profile has no peak time). With child
     processes, the lines of every process at the combined peak, each with its pid."""
     combined = profile.get("combined_peak")

@@ -16,6 +16,7 @@ from heatline.data.snapshot import elided_frame, in_seconds, is_elided, place
 from heatline.data.snapshot import periods as _periods
 from heatline.data.snapshot import seconds as _seconds
 from heatline.data.snapshot import timeline as _timeline
+from heatline.data.summary import with_summary
 
 # A file's lines are listed only where they have time or memory, with this many lines of
 # context either side (and the first line of each listed function), so the profile and the
@@ -212,7 +213,7 @@ def build_profile(
         + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count)
         + _cut_stack_warnings(stack_table),
     }
-    return gpu_report.with_gpu(profile, snapshot, read_lines)
+    return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
 
 
 def _profiled_periods(snapshot: dict[str, Any]) -> dict[str, Any]:

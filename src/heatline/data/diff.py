@@ -100,8 +100,8 @@ def _signed(value: float, unit: str) -> str:
     if unit == "s":
         return f"{value:+.3f}s"
     size = abs(value)
-    for suffix in ("B", "KB", "MB", "GB"):
-        if size < 1024 or suffix == "GB":
+    for suffix in ("B", "KiB", "MiB", "GiB"):  # binary, and named so, as everywhere
+        if size < 1024 or suffix == "GiB":
             break
         size /= 1024
     return f"{'-' if value < 0 else '+'}{size:.0f}{suffix}" if value else "0"

@@ -158,6 +158,9 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
+# The summary's sentences (data/summary.py); optional, older files lack it.
+_SUMMARY_ITEM = {"rule": str, "text": str, "file": (None, str), "line": (None, int)}
+
 # Present when child processes were profiled (docs/profile-format.md, "Child processes").
 _PROCESS = {
     "pid": int,
@@ -260,6 +263,8 @@ def validate(data: Any, path: str = "profile") -> None:
         if data["gpu"]["enabled"]:
             _check(data["gpu"], _GPU_TOTALS, "gpu")
         _check_stack_references(data["stacks"], len(data["threads"]))
+        if "summary" in data:  # optional: added in schema 5 without a bump
+            _check(data["summary"], [_SUMMARY_ITEM], "summary")
         if "profiled_periods" in data:  # optional: added in schema 4 without a bump
             _check(data["profiled_periods"], [_POINT], "profiled_periods")
         for key, spec in _MERGED_PEAK.items():  # optional: profiles with child processes

@@ -12,6 +12,7 @@ from typing import Any
 
 from heatline.data import memory as memory_report
 from heatline.data.gpu import LINE_KEYS as _GPU_KEYS
+from heatline.data.summary import with_summary
 
 _TIME_KEYS = ("python_s", "native_s", "system_s")
 # Points kept in a merged line's or function's memory timeline.
@@ -46,7 +47,8 @@ def merge_processes(
             "a signal such as SIGKILL, or still running when the program ended): "
             f"{'their' if missing != 1 else 'its'} work is missing"
         )
-    return merged
+    # The summary's rules need the merged figures (per process kind, the workers' own time).
+    return with_summary(merged)
 
 
 def merge_segments(segments: Sequence[Process]) -> dict[str, Any]:

@@ -184,3 +184,24 @@ def function_of_line(entry: dict[str, Any], line: dict[str, Any]) -> str:
         if best_line < first <= number:
             best, best_line = function.get("qualname") or function.get("name"), first
     return best
+
+
+# A run never paused has one period from 0 to when sampling stopped, a little before the end of
+# the elapsed time (the stop itself): a shortfall below this (and this share) is no pause.
+_STOP_SLACK_S = 0.05
+_STOP_SLACK_SHARE = 0.02
+
+
+def profiled_s(profile: dict[str, Any]) -> float | None:
+    """How much of the elapsed time profiling was on, when it was paused for part of it
+    (``--off``, ``heatline.pause()``/``resume()``, ``heatline ctl``); None when it ran the whole
+    time or the profile does not say (no ``profiled_periods``: older files)."""
+    periods = profile.get("profiled_periods")
+    if periods is None:
+        return None
+    elapsed = profile.get("elapsed_s", 0.0)
+    on = sum(max(end - start, 0.0) for start, end in periods)
+    slack = max(_STOP_SLACK_S, _STOP_SLACK_SHARE * elapsed)
+    if len(periods) == 1 and periods[0][0] <= slack and on >= elapsed - slack:
+        return None
+    return min(on, elapsed)

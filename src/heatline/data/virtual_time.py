@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from heatline.data.summary import with_summary
+
 _KINDS = ("python", "native", "system")
 
 
@@ -45,4 +47,5 @@ def running_time_only(profile: dict[str, Any]) -> dict[str, Any]:
     profile.setdefault("warnings", []).append(
         "--use-virtual-time: blocked (system) time is left out; shares are of running time"
     )
-    return profile
+    # The summary of what is left: without blocked time, no rule about waiting fires.
+    return with_summary(profile)

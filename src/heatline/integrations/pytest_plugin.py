@@ -3,7 +3,7 @@
 - ``pytest --heatline[=DIR]`` (with ``=``: a bare ``--heatline`` takes no value) profiles each
   test's call (not its fixtures) and writes one profile per test, ``DIR/<test id>.json``
   (DIR: ``.heatline`` in the directory pytest was started from); ``heatline view`` shows them.
-- ``@pytest.mark.heatline_limit(peak="200 MB", leaks=0, time_s=2.5)`` profiles that test (with
+- ``@pytest.mark.heatline_limit(peak="200 MiB", leaks=0, time_s=2.5)`` profiles that test (with
   or without --heatline) and fails it when it goes over a budget, naming the lines
   responsible: ``peak`` is the most memory allocated during the test and alive at once (sizes
   as heatline.units reads them: binary units, "200 MB" is 200 MiB); ``leaks`` is the number of
@@ -59,7 +59,7 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(peak=None, leaks=None, time_s=None): profile the test with heatline and fail "
-        "it when its peak memory (e.g. '200 MB'), likely leaks (a count, or a size left alive) "
+        "it when its peak memory (e.g. '200 MiB'), likely leaks (a count, or a size left alive) "
         "or wall time (seconds) exceed the limit, naming the lines responsible",
     )
 

@@ -24,9 +24,13 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 #flame div.match{background:#e76f51;color:#fff}
 #error{color:#b00;font-weight:600}
 .edges{font-size:12px;margin:4px 0 8px 24px}
+#findings-box{background:#fff8e1;border:1px solid #f0d58c;padding:2px 12px;margin-top:10px;max-width:1100px}
+#findings-box h2{margin-top:8px}#findings{padding-left:18px;font-size:14px;line-height:1.45}#findings li{margin-bottom:4px}
+#findings code{font:12px ui-monospace,monospace;background:#f3ecd2;padding:0 2px}
 </style></head><body>
 <h1>heatline report</h1>
 <div id="summary"></div>
+<div id="findings-box" hidden><h2>Summary</h2><ul id="findings"></ul></div>
 <div id="warnings"></div>
 <h2>Memory over time</h2><div id="memory"></div>
 <div id="gpu"></div>
@@ -58,7 +62,7 @@ function pct(v) { return v ? v.toFixed(1) + "%" : ""; }
 function ms(seconds) { var v = seconds * 1000; return v < 100 ? String(Number(v.toPrecision(3))) : v.toFixed(0); }
 function bytes(v) {
   if (!v) return "";
-  var u = ["B", "KB", "MB", "GB", "TB"], i = 0;
+  var u = [" B", " KiB", " MiB", " GiB", " TiB"], i = 0;  // binary: the terminal's and check's units
   while (Math.abs(v) >= 1024 && i < 4) { v /= 1024; i++; }
   return v.toFixed(i ? 1 : 0) + u[i];
 }
@@ -82,11 +86,23 @@ function plot(values, w, h, times) {
 (function () {
   var s = D.summary, t = el("div");
   t.appendChild(el("div", "Program: " + D.program));
-  t.appendChild(el("div", "Elapsed " + (s.elapsed_s || 0).toFixed(3) + " s, CPU " +
+  t.appendChild(el("div", "Elapsed " + (s.elapsed_s || 0).toFixed(3) + " s" +
+    (s.profiled_s === null || s.profiled_s === undefined ? "" : ", of which " + s.profiled_s.toFixed(3) + " s profiled") + ", CPU " +
     (s.cpu_s || 0).toFixed(3) + " s, " + s.samples + " samples, peak memory " +
     (bytes(s.peak_bytes) || "0") + ", Python " + s.python_version + ", heatline " + D.version));
   document.getElementById("summary").appendChild(t);
   D.warnings.forEach(function (w) { document.getElementById("warnings").appendChild(el("div", "warning: " + w)); });
+})();
+// The summary's sentences; `quoted` source shown as code (as text, never parsed as HTML)
+(function () {
+  if (!D.findings || !D.findings.length) return;
+  document.getElementById("findings-box").hidden = false;
+  var list = document.getElementById("findings");
+  D.findings.forEach(function (f) {
+    var li = el("li", null, "finding"); li.setAttribute("data-rule", f[0]);
+    f[1].split("`").forEach(function (part, i) { li.appendChild(i % 2 ? el("code", part) : document.createTextNode(part)); });
+    list.appendChild(li);
+  });
 })();
 // Memory timeline
 (function () {

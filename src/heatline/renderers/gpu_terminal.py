@@ -46,7 +46,7 @@ def render(console: Console, profile: dict[str, Any], short_path: Callable[[str]
     if gpu["unattributed_gpu_s"]:
         summary += f" ({gpu['unattributed_gpu_s']:.3f} s not traced to a user line)"
     if gpu["alloc_peak_bytes"]:
-        summary += f"; device allocations peaked at {_mb(gpu['alloc_peak_bytes'])} MB"
+        summary += f"; device allocations peaked at {_mb(gpu['alloc_peak_bytes'])} MiB"
         at = gpu.get("alloc_peak_at")
         if at:
             summary += f" ({short_path(at['file'])}:{at['line']})"
@@ -55,7 +55,8 @@ def render(console: Console, profile: dict[str, Any], short_path: Callable[[str]
 
 
 def _mb(value: float) -> str:
-    return f"{value / 1e6:.1f}"
+    """Mebibytes, as every size heatline prints."""
+    return f"{value / (1 << 20):.1f}"
 
 
 def _ms(seconds: float) -> str:
@@ -69,7 +70,7 @@ def _device_line(device: dict[str, Any]) -> str:
         f"GPU {device['index']} ({visible(device['name'])}): "
         f"utilisation {device['utilisation_pct']:.0f}% "
         f"on average, idle in {device['idle_share'] * 100:.0f}% of samples; memory peak "
-        f"{_mb(device['peak_memory_used_bytes'])} MB of {_mb(device['memory_total_bytes'])} MB "
+        f"{_mb(device['peak_memory_used_bytes'])} MiB of {_mb(device['memory_total_bytes'])} MiB "
         "(device-wide, all processes)"
     )
 
@@ -102,7 +103,7 @@ def _new_table(title: str) -> Table:
 def _line_table(rows: list[tuple[str, dict[str, Any]]], short_path: Callable[[str], str]) -> Table:
     table = _new_table("GPU work by launching line")
     table.add_column("Line", no_wrap=True)
-    for header in ("GPU ms", "launches", "H→D MB", "D→H MB", "alloc MB"):
+    for header in ("GPU ms", "launches", "H→D MiB", "D→H MiB", "alloc MiB"):
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     table.add_column("Source", overflow="ellipsis", no_wrap=True)
     for path, line in rows:

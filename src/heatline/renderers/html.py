@@ -21,6 +21,7 @@ from heatline.data.queries import (
     calling_only,
     frame_label,
     inclusive_times,
+    profiled_s,
     stacks,
     thread_name,
 )
@@ -154,12 +155,17 @@ def page_data(
                   p.get("python_s", 0), p.get("native_s", 0), p.get("system_s", 0),
                   p.get("cpu_s", 0), p.get("peak_bytes", 0)]
                  for p in profile.get("processes", [])]
+    from heatline.data.summary import summarise
+
     return {
         "program": profile.get("program", ""),
+        # The summary's sentences, worked out from this profile as the terminal report does.
+        "findings": [[item["rule"], item["text"]] for item in summarise(profile)],
         "version": __version__,
         "hot_pct": threshold_pct,
-        "summary": {k: profile.get(k) for k in ("elapsed_s", "cpu_s", "samples", "peak_bytes",
-                                                "started_at", "python_version")},
+        "summary": {**{k: profile.get(k) for k in ("elapsed_s", "cpu_s", "samples", "peak_bytes",
+                                                   "started_at", "python_version")},
+                    "profiled_s": profiled_s(profile)},
         "files": files,
         "functions": functions,
         "edges": edges,

@@ -6,8 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from heatline.data.io import encode
+from heatline.data.summary import summarise
 
 
 def render(profile: dict[str, Any], view: Any = None) -> bytes:
-    """The profile file's bytes; ``view`` does not apply (the file keeps every figure)."""
-    return encode(profile)
+    """The profile file's bytes; ``view`` does not apply (the file keeps every figure). The
+    summary is worked out again, as the terminal and HTML reports do, so `heatline view
+    --format json` of a profile written without one (or by an older heatline) has the summary
+    the other views show."""
+    return encode({**profile, "summary": summarise(profile)})

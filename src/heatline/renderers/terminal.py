@@ -27,9 +27,10 @@ _IDLE_STYLE = "dim"  # source of lines without time
 _NUMBER_HEADERS = ("Python %", "native %", "system %")
 # Memory columns of the line table, most important first: as many as fit are shown while
 # leaving the source at least _MIN_SOURCE_WIDTH characters (all of them from 120 columns).
-_MEMORY_HEADERS = ("Py MB", "nat MB", "peak MB", "copy MB/s", "growth MB", "memory  ")
+_MEMORY_HEADERS = ("Py MiB", "nat MiB", "peak MiB", "copy MiB/s", "growth MiB", "memory  ")
 _MIN_SOURCE_WIDTH = 20
 _SPARK = "▁▂▃▄▅▆▇█"
+MIB = 1 << 20
 _SPARK_WIDTH = 8
 _GAP = "   "  # between the columns of the line table
 # In the reduced view, a line is also kept when it allocates at least this share of all the
@@ -61,12 +62,17 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
     console = _console(file if file is not None else sys.stderr)
     console.print(Text.assemble(("heatline", "bold"), f" profile of {visible(profile['program'])}"))
     if not profile["samples"]:
+        if profile.get("profiled_periods") == []:
+            reason = ("profiling was never on (started with --off, and neither "
+                      "heatline.resume() nor heatline ctl on turned it on)")
+        else:
+            reason = "no samples were taken; try a smaller --cpu-sampling-interval"
         console.print(
-            f"heatline: the program ran for {_duration(profile['elapsed_s'])}; no samples were "
-            "taken; try a smaller --cpu-sampling-interval"
+            f"heatline: the program ran for {_duration(profile['elapsed_s'])}; {reason}"
         )
         _print_warnings(console, profile)
         return
+    _print_summary(console, profile)
     memory = _memory_on(profile)
     allocated = _allocated(profile)
     shown_any = False
@@ -120,6 +126,27 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
     console.print()
     console.print(_footer(profile), style="dim")
     _print_warnings(console, profile)
+
+
+def _print_summary(console: Console, profile: dict[str, Any]) -> None:
+    """The summary's sentences (data/summary.py), first: what the tables below show in detail.
+    Worked out from the profile being shown, so an older profile (or one edited) gets the
+    summary of what it holds."""
+    from heatline.data.summary import summarise
+
+    items = summarise(profile)
+    if not items:
+        return
+    import textwrap
+
+    console.print()
+    console.print(Text("Summary", "bold"))
+    # Wrapped here with a hanging indent (rich would pad every row of a grid to the width).
+    for item in items:
+        text = textwrap.fill(visible(item["text"]), width=max(console.width - 1, 40),
+                             initial_indent="• ", subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+        console.print(Text(text), no_wrap=True, overflow="ignore")
 
 
 def _console(file: TextIO) -> Console:
@@ -256,13 +283,15 @@ def _is_big(line: dict[str, Any], allocated: int) -> bool:
 
 
 def _mb(value: float) -> str:
-    """Megabytes (10^6 bytes), blank for zero."""
+    """Mebibytes (2^20 bytes: MiB, the unit of `heatline check`, the pytest marker and the
+    memory tools people use, so a figure copied from the report means the same there), blank
+    for zero."""
     if not value:
         return ""
-    megabytes = value / 1e6
-    if abs(megabytes) < 0.05:
-        return "<0.1" if megabytes > 0 else ">-0.1"
-    return f"{megabytes:.1f}" if abs(megabytes) < 1000 else f"{megabytes:.0f}"
+    mebibytes = value / MIB
+    if abs(mebibytes) < 0.05:
+        return "<0.1" if mebibytes > 0 else ">-0.1"
+    return f"{mebibytes:.1f}" if abs(mebibytes) < 1000 else f"{mebibytes:.0f}"
 
 
 def _memory_cells(entry: dict[str, Any], profile: dict[str, Any]) -> list[str]:
@@ -410,22 +439,22 @@ def _function_table(
         if memory:
             numbers.update(
                 {
-                    "alloc MB": _mb(
+                    "alloc MiB": _mb(
                         function["alloc_python_bytes"] + function["alloc_native_bytes"]
                     ),
-                    "peak MB": _mb(function["peak_bytes"]),
-                    "growth MB": _mb(function["growth_bytes"]),
-                    "copy MB": _mb(function["copy_bytes"]),
+                    "peak MiB": _mb(function["peak_bytes"]),
+                    "growth MiB": _mb(function["growth_bytes"]),
+                    "copy MiB": _mb(function["copy_bytes"]),
                 }
             )
         location = f"{_short_path(path)}:{function['first_line']}"
         cells.append((visible(function["qualname"]), location, style, numbers))
-    memory_headers = ("alloc MB", "peak MB", "growth MB", "copy MB") if memory else ()
+    memory_headers = ("alloc MiB", "peak MiB", "growth MiB", "copy MiB") if memory else ()
     headers = [*_NUMBER_HEADERS, "total %", "incl %", *memory_headers]
     # Kept longest at a narrow width: the total, the inclusive time, then what was allocated,
     # then the split.
     priority = [
-        "total %", "incl %", "alloc MB", *_NUMBER_HEADERS, "peak MB", "growth MB", "copy MB"
+        "total %", "incl %", "alloc MiB", *_NUMBER_HEADERS, "peak MiB", "growth MiB", "copy MiB"
     ]
     priority = [title for title in priority if title in headers]
 
@@ -480,14 +509,14 @@ def _leak_table(leaks: list[tuple[str, dict[str, Any]]], console: Console) -> Ta
             f"{_short_path(path)}:{line['line']}",
             {
                 "likelihood": f"{line['leak']['likelihood'] * 100:.0f}%",
-                "held MB": _mb(line["growth_bytes"]),
-                "growth MB/s": _mb(line["leak"]["growth_bytes_per_s"]),
+                "held MiB": _mb(line["growth_bytes"]),
+                "growth MiB/s": _mb(line["leak"]["growth_bytes_per_s"]),
             },
             visible(line["source"].strip()),
         )
         for path, line in leaks
     ]
-    priority = ["likelihood", "held MB", "growth MB/s"]
+    priority = ["likelihood", "held MiB", "growth MiB/s"]
 
     def build(kept: list[str], source: bool = False) -> Table:
         table = _new_table(title="Likely leaks", title_justify="left", title_style="bold red")
@@ -514,7 +543,7 @@ _PEAK_LINES_SHOWN = 3
 
 def _memory_footer(profile: dict[str, Any]) -> str:
     memory = profile["memory"]
-    parts = [f"peak memory {_mb(profile['peak_bytes']) or '0'} MB"]
+    parts = [f"peak memory {_mb(profile['peak_bytes']) or '0'} MiB"]
     at = profile.get("peak_at")
     combined = profile.get("combined_peak")
     if combined is not None:  # with child processes: the sum over those alive together
@@ -522,20 +551,20 @@ def _memory_footer(profile: dict[str, Any]) -> str:
     elif at:
         parts[0] += f" at {_duration(at['t_s'])}, {_short_path(at['file'])}:{at['line']}"
     parts.append(
-        f"allocated {_mb(memory['alloc_python_bytes']) or '0'} MB Python, "
-        f"{_mb(memory['alloc_native_bytes']) or '0'} MB native"
+        f"allocated {_mb(memory['alloc_python_bytes']) or '0'} MiB Python, "
+        f"{_mb(memory['alloc_native_bytes']) or '0'} MiB native"
     )
-    parts.append(f"copied {_mb(memory['copy_bytes']) or '0'} MB")
+    parts.append(f"copied {_mb(memory['copy_bytes']) or '0'} MiB")
     parts.append(f"sampled every {memory['sampling_window_bytes'] // 1024} KiB on average")
     return "; ".join(parts)
 
 
 def _combined_peak(profile: dict[str, Any], combined: dict[str, Any]) -> str:
-    """'peak memory 202.6 MB at 0.397 s (all processes together), held by a.py:6 157.3 MB
-    (pid 7, Pool worker), ...; main process alone 158.5 MB at 0.042 s, a.py:12'."""
+    """'peak memory 202.6 MiB at 0.397 s (all processes together), held by a.py:6 157.3 MiB
+    (pid 7, Pool worker), ...; main process alone 158.5 MiB at 0.042 s, a.py:12'."""
     roles = {p["pid"]: p["role"] for p in profile.get("processes", [])}
     main_pid = next((pid for pid, role in roles.items() if role == "main"), None)
-    text = (f"peak memory {_mb(profile['peak_bytes']) or '0'} MB at "
+    text = (f"peak memory {_mb(profile['peak_bytes']) or '0'} MiB at "
             f"{_duration(combined['t_s'])} (all processes together)")
     lines = combined["lines"]
     if lines:
@@ -543,15 +572,15 @@ def _combined_peak(profile: dict[str, Any], combined: dict[str, Any]) -> str:
         for line in lines[:_PEAK_LINES_SHOWN]:
             who = ("main" if line["pid"] == main_pid
                    else f"pid {line['pid']}, {visible(roles.get(line['pid'], 'child'))}")
-            named.append(f"{_short_path(line['file'])}:{line['line']} {_mb(line['bytes'])} MB "
+            named.append(f"{_short_path(line['file'])}:{line['line']} {_mb(line['bytes'])} MiB "
                          f"({who})")
         rest = lines[_PEAK_LINES_SHOWN:]
         if rest:
             named.append(f"{_plural(len(rest), 'more line')} "
-                         f"{_mb(sum(line['bytes'] for line in rest))} MB")
+                         f"{_mb(sum(line['bytes'] for line in rest))} MiB")
         text += ", held by " + ", ".join(named)
     own = profile.get("main_peak_at")
-    text += f"; main process alone {_mb(profile.get('main_peak_bytes', 0)) or '0'} MB"
+    text += f"; main process alone {_mb(profile.get('main_peak_bytes', 0)) or '0'} MiB"
     if own:
         text += f" at {_duration(own['t_s'])}, {_short_path(own['file'])}:{own['line']}"
     return text
@@ -575,7 +604,7 @@ def _process_table(processes: list[dict[str, Any]]) -> Table:
         table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
     widest_role = max(len(p["role"]) for p in processes)
     table.add_column("role", no_wrap=True, min_width=min(26, widest_role))
-    _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s", "peak MB")
+    _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s", "peak MiB")
     widest_exit = max(len(p["exit"]) for p in processes)
     table.add_column("exit", no_wrap=True, min_width=min(14, widest_exit))
     table.add_column("command line", no_wrap=True, overflow="ellipsis", min_width=12)
@@ -596,8 +625,14 @@ def _process_table(processes: list[dict[str, Any]]) -> Table:
 
 
 def _footer(profile: dict[str, Any]) -> str:
+    from heatline.data.queries import profiled_s
+
+    elapsed = f"elapsed {_duration(profile['elapsed_s'])}"
+    on = profiled_s(profile)
+    if on is not None:  # paused part of the time: the figures above cover only this much
+        elapsed += f", of which {_duration(on)} profiled"
     parts = [
-        f"elapsed {_duration(profile['elapsed_s'])}",
+        elapsed,
         f"CPU {_duration(profile['cpu_s'])}",
         f"{profile['samples']} samples {profile['sampling_interval_s'] * 1000:g} ms apart",
         _plural(len(profile["threads"]), "thread"),

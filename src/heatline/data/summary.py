@@ -1,0 +1,745 @@
+"""The summary: a few plain sentences that name where a run's time went and what held it back,
+each pointing at a file:line, computed from the profile dict alone (so `heatline view` of a
+profile written before the summary existed gets one too).
+
+Every sentence comes from one rule (docs/design.md, "The summary", lists each rule's condition
+and thresholds). A rule that is not sure stays silent: a wrong diagnosis sends the reader to
+optimise the wrong thing, which is worse than saying nothing. The thresholds are the module's
+constants below, and each rule's test program (tests/targets/summary_*.py) shows it firing on a
+program built to show it and silent on one that is not.
+
+An item is ``{"rule", "text", "file", "line"}``: the rule's name, the sentence, and the place
+it points at first (``file`` and ``line`` null when it points nowhere in particular).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from heatline import units
+from heatline.data.queries import stacks as _stacks
+
+# At most this many sentences; more rules firing than this keep the most telling (RANK).
+MAX_SENTENCES = 6
+# A figure a rule relies on must rest on at least this many samples' worth of time: fewer
+# is noise (each sample charges the time since the previous one to one state).
+MIN_SAMPLES = 5
+
+# What the main thread waits on: named when blocked for this share of its time (imports left out).
+WAIT_SHARE = 0.20
+# A waiting place is named when it holds this share of the main thread's waiting.
+WAIT_PLACE_SHARE = 0.25
+# DataLoader starvation: the training loop waits for batches this share of its time. Then the
+# loop would run at least 1 / (1 - 0.3) = 1.4 times faster if batches were ready at once.
+STARVED_SHARE = 0.30
+# DataLoader workers busy this share of their time are the bottleneck themselves.
+WORKERS_BUSY_SHARE = 0.60
+# GIL contention: a line whose running time is at least this share Python does no blocking
+# call of its own, so time a thread spends blocked there is time waiting for the GIL ...
+GIL_PYTHON_SHARE = 0.90
+# ... and it is contention when such waiting is this share of those lines' time (a lower bound:
+# on a loaded machine a thread woken to take the GIL waits for a CPU as runnable, which counts
+# as running; six contending threads showed 23-70% at load 11-12 on 2 cores, where an idle
+# machine shows about 5/6) ...
+GIL_WAIT_SHARE = 0.15
+# ... and at least this share of the process's wall time (so that it matters).
+GIL_WALL_SHARE = 0.10
+# Pool imbalance: the busiest worker did this many times the mean of the others' work.
+IMBALANCE_RATIO = 3.0
+# Hottest lines: named when they take this share of all running (python + native) time; a
+# line is "Python" or "native" when that kind is this share of its running time.
+HOT_LINE_SHARE = 0.10
+KIND_SHARE = 0.70
+# Copy volume: a line copied at least this much, this many times the most memory it held at
+# once (so it copies the same data again and again), and has this share of the running time.
+# No rate per second: a line's running time includes time runnable but waiting for a CPU, so a
+# rate would change with the machine's load.
+COPY_MIN_BYTES = 64 << 20
+COPY_REPEAT = 4
+COPY_TIME_SHARE = 0.05
+# Leaks worth a sentence: a line the leak rule flags (data/memory.py) holding this much.
+LEAK_MIN_BYTES = 1 << 20
+# The peak is worth a sentence from this size; a line held "part of it" from this share.
+PEAK_MIN_BYTES = 16 << 20
+PEAK_HOLDER_SHARE = 0.10
+# Low GPU utilisation: the rule of thumb ML engineers use (below 30% the input pipeline or
+# other CPU work starves the device), over at least this many NVML samples (100 ms apart).
+GPU_LOW_PCT = 30.0
+GPU_MIN_SAMPLES = 10
+
+# Rules in the order their sentences are shown; when more than MAX_SENTENCES fire, those with
+# the lowest RANK (diagnoses before descriptions) are kept.
+ORDER = ("processes", "dataloader_starvation", "gpu_utilisation", "main_wait",
+         "gil_contention", "pool_imbalance", "hot_lines", "copy_volume", "leaks", "memory_peak")
+RANK = {"dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
+        "pool_imbalance": 0, "leaks": 1, "main_wait": 1, "hot_lines": 2, "copy_volume": 3,
+        "processes": 3, "memory_peak": 4}
+assert set(ORDER) == set(RANK)
+
+_POOL_ROLES = ("Pool worker", "ProcessPoolExecutor worker")
+_SOURCE_WIDTH = 60  # source quoted in a sentence, at most (then cut with an ellipsis)
+
+
+def summarise(profile: dict[str, Any]) -> list[dict[str, Any]]:
+    """The summary of ``profile`` (docs/profile-format.md): at most MAX_SENTENCES items."""
+    facts = _Facts(profile)
+    found: dict[str, dict[str, Any]] = {}
+    # The GPU rule names the cause the wait rules found, so it is worked out after them.
+    for rule in sorted(ORDER, key=lambda rule: rule == "gpu_utilisation"):
+        item = _RULES[rule](facts, found)
+        if item is not None:
+            found[rule] = {"rule": rule, **item}
+    kept = sorted(found, key=lambda rule: RANK[rule])[:MAX_SENTENCES]
+    return [found[rule] for rule in ORDER if rule in kept]
+
+
+def with_summary(profile: dict[str, Any]) -> dict[str, Any]:
+    """``profile`` with its ``summary`` (re)computed, in place; returns it."""
+    profile["summary"] = summarise(profile)
+    return profile
+
+
+class _Facts:
+    """What several rules read, worked out once: the stacks by thread, each thread's process,
+    the main thread, and how to name places."""
+
+    def __init__(self, profile: dict[str, Any]) -> None:
+        self.profile = profile
+        self.files = profile.get("files") or {}
+        self.frames = (profile.get("stacks") or {}).get("frames", [])
+        self.threads = profile.get("threads", [])
+        self.interval = profile.get("sampling_interval_s") or 0.01
+        self.min_s = MIN_SAMPLES * self.interval
+        self.processes = profile.get("processes") or []
+        self.own = profile.get("process_profiles") or {}
+        main_pid = self.processes[0]["pid"] if self.processes else None
+        # A child's threads carry its pid (data/merge.py); the main process's do not.
+        self.thread_pid = [thread.get("pid", main_pid) for thread in self.threads]
+        self.main_thread = next(
+            (i for i, t in enumerate(self.threads) if t.get("main") and "pid" not in t), None)
+        self.stacks = list(_stacks(profile))
+        program = profile.get("program", "")
+        self.base = os.path.dirname(program) if os.path.isabs(program) else ""
+        self.lines = {(path, line["line"]): line
+                      for path, entry in self.files.items() for line in entry.get("lines", [])}
+        self.gpu = bool((profile.get("gpu") or {}).get("enabled"))
+        self._main_waits: tuple[float, dict[tuple[str, int, str], float]] | None = None
+        # (thread, file, line) -> [python, native, system] seconds with that user line the
+        # innermost frame (no library frame below it): the line's own bytecode and the C
+        # functions it calls directly.
+        self.direct: dict[tuple[int, str, int], list[float]] = {}
+        # (file, line) -> [seconds importing modules, all seconds] at that user line.
+        self.imports: dict[tuple[str, int], list[float]] = {}
+        for stack in self.stacks:
+            position = self.user_frame(stack.frames)
+            if position is not None:
+                frame = self.frames[stack.frames[position]]
+                into = self.imports.setdefault((frame["file"], frame["line"]), [0.0, 0.0])
+                into[0] += stack.total_s if self.importing(stack.frames[position:]) else 0.0
+                into[1] += stack.total_s
+            if stack.frames and self._is_user(stack.frames[-1]):
+                frame = self.frames[stack.frames[-1]]
+                into = self.direct.setdefault((stack.thread, frame["file"], frame["line"]),
+                                              [0.0, 0.0, 0.0])
+                into[0] += stack.python_s
+                into[1] += stack.native_s
+                into[2] += stack.system_s
+
+    def _is_user(self, index: int) -> bool:
+        return self.frames[index].get("file") in self.files
+
+    def user_frame(self, frames: list[int]) -> int | None:
+        """The position in ``frames`` of the innermost user frame, None without one."""
+        for position in range(len(frames) - 1, -1, -1):
+            if self._is_user(frames[position]):
+                return position
+        return None
+
+    def mostly_importing(self, path: str, line: int) -> bool:
+        """Most of the line's time went to importing modules (a one-time cost, whose memory
+        stays as the modules' own)."""
+        importing, total = self.imports.get((path, line), (0.0, 0.0))
+        return total > 0 and importing >= 0.5 * total
+
+    def importing(self, frames: list[int]) -> bool:
+        return any(self.frames[i].get("file", "").startswith("<frozen importlib")
+                   for i in frames)
+
+    def where(self, path: str, line: int) -> str:
+        """``file:line``, the file relative to the program's directory when inside it."""
+        if self.base and path.startswith(self.base + os.sep):
+            path = path[len(self.base) + 1:]
+        return f"{path}:{line}"
+
+    def code(self, path: str, line: int) -> str:
+        """`` `source` `` of a line (stripped, cut at _SOURCE_WIDTH), "" when unknown."""
+        text = _without_comment((self.lines.get((path, line)) or {}).get("source", "")).strip()
+        if not text:
+            return ""
+        if len(text) > _SOURCE_WIDTH:
+            text = text[: _SOURCE_WIDTH - 1].rstrip() + "…"
+        return f" `{text}`"
+
+    def place(self, path: str, line: int) -> str:
+        return self.where(path, line) + self.code(path, line)
+
+    def is_python_line(self, thread: int, path: str, line: int) -> bool:
+        """The thread ran this line's own code as Python (no call of its own that could block):
+        GIL_PYTHON_SHARE of its running time there (with no library frame below) was Python,
+        over at least three samples' worth."""
+        python, native, _ = self.direct.get((thread, path, line), (0.0, 0.0, 0.0))
+        return python >= 3 * self.interval and python >= GIL_PYTHON_SHARE * (python + native)
+
+    def process_threads(self) -> dict[Any, list[int]]:
+        found: dict[Any, list[int]] = {}
+        for index, pid in enumerate(self.thread_pid):
+            found.setdefault(pid, []).append(index)
+        return found
+
+    def process_elapsed(self, pid: Any) -> float:
+        for process in self.processes:
+            if process["pid"] == pid:
+                return process["elapsed_s"]
+        return self.profile.get("elapsed_s", 0.0)
+
+    def busiest_line(self, profiles: Iterable[dict[str, Any]]) -> tuple[str, int, float] | None:
+        """(file, line, running seconds) of the line with the most running time over these
+        processes' own profiles."""
+        busy: dict[tuple[str, int], float] = {}
+        for own in profiles:
+            for path, entry in (own.get("files") or {}).items():
+                for line in entry.get("lines", []):
+                    seconds = line["python_s"] + line["native_s"]
+                    if seconds > 0:
+                        busy[(path, line["line"])] = busy.get((path, line["line"]), 0.0) + seconds
+        if not busy:
+            return None
+        (path, line), seconds = max(busy.items(), key=lambda item: (item[1], item[0]))
+        return path, line, seconds
+
+    def main_waits(self) -> tuple[float, dict[tuple[str, int, str], float]]:
+        """The main thread's time outside imports, and its blocked time by (file, line, what
+        it waits for)."""
+        if self._main_waits is None:
+            self._main_waits = self._find_main_waits()
+        return self._main_waits
+
+    def _find_main_waits(self) -> tuple[float, dict[tuple[str, int, str], float]]:
+        total = 0.0
+        waits: dict[tuple[str, int, str], float] = {}
+        if self.main_thread is None:
+            return total, waits
+        for stack in self.stacks:
+            if stack.thread != self.main_thread or self.importing(stack.frames):
+                continue
+            total += stack.total_s
+            if stack.system_s <= 0:
+                continue
+            position = self.user_frame(stack.frames)
+            if position is None:
+                continue
+            frame = self.frames[stack.frames[position]]
+            what = self.waits_for(stack.frames[position + 1:], frame["file"], frame["line"])
+            key = (frame["file"], frame["line"], what)
+            waits[key] = waits.get(key, 0.0) + stack.system_s
+        return total, waits
+
+    def roles(self) -> set[str]:
+        return {process["role"] for process in self.processes}
+
+    def waits_for(self, below: list[int], path: str, line: int) -> str:
+        """What a thread blocked at this user line waits for, in the program's terms: from
+        the library frames below it (what the line called), else from the line's source."""
+        for index in below:
+            frame = self.frames[index]
+            file = frame.get("file", "").replace(os.sep, "/")
+            qualname = frame.get("qualname") or frame.get("name") or ""
+            for pattern, what in _LIBRARY_WAITS:
+                if re.search(pattern, file):
+                    return self._named(what, file, qualname)
+        source = (self.lines.get((path, line)) or {}).get("source", "")
+        for pattern, what in _SOURCE_WAITS:
+            if re.search(pattern, source) and (what != "the GPU (a synchronisation)" or self.gpu):
+                return what
+        if self.main_thread is not None and self.is_python_line(self.main_thread, path, line):
+            return "the GIL (another thread holds it)"
+        if below:
+            frame = self.frames[below[-1]]
+            name = frame.get("qualname") or frame.get("name") or "?"
+            return f"{name} ({os.path.basename(frame.get('file', ''))})"
+        return "a call on this line"
+
+    def _named(self, what: str, file: str, qualname: str) -> str:
+        roles = self.roles()
+        if what == "pool":
+            return ("a process pool (multiprocessing.Pool)" if "Pool worker" in roles
+                    else "a pool (multiprocessing.pool)")
+        if what == "futures":
+            if "ProcessPoolExecutor worker" in roles or file.endswith("futures/process.py"):
+                return "a process pool (ProcessPoolExecutor)"
+            return "futures (concurrent.futures)"
+        if what == "threading":
+            if qualname.startswith("Thread.join"):
+                return "other threads (Thread.join)"
+            if qualname.startswith("Thread.start"):  # the new thread must run to say so
+                return "a new thread to start (Thread.start)"
+            return f"another thread (threading.{qualname})"
+        return what
+
+
+# Library frames below a waiting line, checked from the line's own call inwards: the first
+# match says what it waits for. Paths end so, wherever the library is installed.
+_LIBRARY_WAITS = (
+    (r"/torch/utils/data/dataloader\.py$", "DataLoader workers"),
+    (r"/multiprocessing/pool\.py$", "pool"),
+    (r"/concurrent/futures/\w+\.py$", "futures"),
+    (r"/(subprocess|multiprocessing/popen_\w+|multiprocessing/process)\.py$",
+     "child processes"),
+    (r"/multiprocessing/(queues|connection|managers|synchronize)\.py$",
+     "another process (a multiprocessing queue, pipe or lock)"),
+    (r"/queue\.py$", "a queue (queue.Queue)"),
+    (r"/threading\.py$", "threading"),
+    (r"/asyncio/\w+\.py$", "the asyncio event loop (I/O or timers)"),
+    (r"/(socket|ssl|selectors|http/client|urllib/request)\.py$|/(urllib3|requests|httpx)/",
+     "network I/O"),
+)
+# Else the waiting line's own source (a C function called directly leaves no frame).
+_SOURCE_WAITS = (
+    (r"\bsleep\(", "a sleep"),
+    (r"\.acquire\(|^\s*with\b.*lock\b", "a lock"),
+    (r"\.item\(\)|\bsynchronize\(|\.cpu\(\)|\.tolist\(\)", "the GPU (a synchronisation)"),
+    (r"\bwaitpid\(|\bwait\(\)", "child processes"),
+    (r"\b(open|input)\(|\.(read|readline|readlines|write|flush|recv|recv_into|send|sendall"
+     r"|accept|connect|fsync)\(|\bos\.(read|write)\(", "I/O"),
+)
+
+
+def _without_comment(source: str) -> str:
+    """The line without a trailing ``# comment`` (a ``#`` outside quotes), which says nothing
+    about where the time went."""
+    quote = ""
+    for position, char in enumerate(source):
+        if quote:
+            if char == quote and source[position - 1] != "\\":
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return source[:position]
+    return source
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+
+
+def _plural(count: int, role: str) -> str:
+    """``2 DataLoader workers``, ``1 fork child``, ``3 multiprocessing processes (P)``."""
+    if count == 1:
+        return f"1 {role}"
+    head, paren, tail = role.partition(" (")
+    words = head.split(" ")
+    last = words[-1]
+    words[-1] = {"child": "children"}.get(last, last + ("es" if last.endswith("s") else "s"))
+    return f"{count} {' '.join(words)}{paren}{tail}"
+
+
+def _processes(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the time went, per process kind: each kind's share of the CPU time, and the line
+    its processes spent most running time at. Needs child processes."""
+    if len(facts.processes) < 2:
+        return None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for process in facts.processes:
+        groups.setdefault(process["role"], []).append(process)
+    total = sum(process["cpu_s"] for process in facts.processes)
+    if total < facts.min_s:
+        return None
+    ordered = sorted(groups.items(),
+                     key=lambda item: (item[0] != "main", -sum(p["cpu_s"] for p in item[1])))
+    parts = []
+    first = None
+    for role, members in ordered[:3]:
+        cpu = sum(p["cpu_s"] for p in members)
+        name = "the main process" if role == "main" else _plural(len(members), role)
+        part = f"{name} {_pct(cpu / total)} ({_seconds(cpu)}"
+        busiest = facts.busiest_line(facts.own[str(p["pid"])] for p in members
+                                     if str(p["pid"]) in facts.own)
+        if busiest is not None:
+            part += f", most at {facts.place(busiest[0], busiest[1])}"
+            first = first or busiest
+        parts.append(part + ")")
+    rest = ordered[3:]
+    if rest:
+        cpu = sum(p["cpu_s"] for _, members in rest for p in members)
+        parts.append(f"{sum(len(m) for _, m in rest)} other processes {_pct(cpu / total)}")
+    return {"text": f"CPU time by process: {', '.join(parts)}.",
+            "file": first[0] if first else None, "line": first[1] if first else None}
+
+
+def _starvation(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The training loop waits for DataLoader workers: the main thread blocked under torch's
+    DataLoader for STARVED_SHARE of its time (imports left out)."""
+    total, waits = facts.main_waits()
+    waiting = {key: s for key, s in waits.items() if key[2] == "DataLoader workers"}
+    seconds = sum(waiting.values())
+    if total <= 0 or seconds < facts.min_s or seconds < STARVED_SHARE * total:
+        return None
+    path, line, _ = max(waiting, key=lambda key: waiting[key])
+    text = (f"The training loop is starved of data: the main thread waits for DataLoader "
+            f"workers {_pct(seconds / total)} of its time ({_seconds(seconds)}, imports left "
+            f"out) at {facts.place(path, line)}")
+    workers = [p for p in facts.processes if p["role"] == "DataLoader worker"]
+    elapsed = sum(p["elapsed_s"] for p in workers)
+    if workers and elapsed > 0:
+        busy = sum(p["python_s"] + p["native_s"] for p in workers)
+        own = [facts.own[str(p["pid"])] for p in workers if str(p["pid"]) in facts.own]
+        function = _busiest_function(own)
+        text += (f"; its {_plural(len(workers), 'worker')} are busy "
+                 f"{_pct(min(busy / elapsed, 1.0))} of their time")
+        if function is not None and busy > 0:
+            name, where, seconds_in = function
+            text += f", {_pct(seconds_in / busy)} of it in {name} ({where})"
+        if busy >= WORKERS_BUSY_SHARE * elapsed:
+            text += ": make their work cheaper, or add workers (num_workers)"
+        else:
+            text += ": they wait too (heatline view --pid PID shows one)"
+    return {"text": text + ".", "file": path, "line": line}
+
+
+def _busiest_function(profiles: list[dict[str, Any]]) -> tuple[str, str, float] | None:
+    """(function, file:line, running seconds) of the function with the most running time over
+    these processes' own profiles, the comprehensions and closures it defines counted as its
+    own (``blur``, not ``blur.<locals>.<listcomp>``), located at its busiest line."""
+    from heatline.data.queries import function_of_line
+
+    by_function: dict[tuple[str, str], float] = {}
+    by_line: dict[tuple[str, str], dict[int, float]] = {}
+    for own in profiles:
+        for path, entry in (own.get("files") or {}).items():
+            for line in entry.get("lines", []):
+                seconds = line["python_s"] + line["native_s"]
+                if seconds <= 0:
+                    continue
+                key = (path, function_of_line(entry, line).split(".<locals>.")[0])
+                by_function[key] = by_function.get(key, 0.0) + seconds
+                lines = by_line.setdefault(key, {})
+                lines[line["line"]] = lines.get(line["line"], 0.0) + seconds
+    if not by_function:
+        return None
+    key, seconds = max(by_function.items(), key=lambda item: (item[1], item[0]))
+    number = max(by_line[key].items(), key=lambda item: (item[1], -item[0]))[0]
+    return key[1], _where_of(profiles, key[0], number), seconds
+
+
+def _where_of(profiles: list[dict[str, Any]], path: str, line: int) -> str:
+    program = profiles[0].get("program", "") if profiles else ""
+    base = os.path.dirname(program) if os.path.isabs(program) else ""
+    if base and path.startswith(base + os.sep):
+        path = path[len(base) + 1:]
+    return f"{path}:{line}"
+
+
+def _main_wait(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """What the main thread waits on, and for how long: blocked WAIT_SHARE of its time
+    (imports left out); the places holding WAIT_PLACE_SHARE of that waiting are named."""
+    total, waits = facts.main_waits()
+    if "dataloader_starvation" in found:  # said already
+        waits = {key: s for key, s in waits.items() if key[2] != "DataLoader workers"}
+    seconds = sum(waits.values())
+    if total <= 0 or seconds < facts.min_s or seconds < WAIT_SHARE * total:
+        return None
+    named = sorted(((s, key) for key, s in waits.items() if s >= WAIT_PLACE_SHARE * seconds),
+                   key=lambda item: (-item[0], item[1]))[:2]
+    if not named:
+        return None
+    places = [f"{_seconds(s)} for {what} at {facts.place(path, line)}"
+              for s, (path, line, what) in named]
+    _, (path, line, _) = named[0]
+    return {"text": f"The main thread waits {_pct(seconds / total)} of its time "
+                    f"({_seconds(seconds)}, imports left out): {'; '.join(places)}.",
+            "file": path, "line": line}
+
+
+def _gil(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """GIL contention between Python threads of one process: at least two threads ran
+    Python, and threads were blocked at lines that only run Python (GIL_PYTHON_SHARE of their
+    running time Python, no call below them) for GIL_WAIT_SHARE of those lines' time and
+    GIL_WALL_SHARE of the process's wall time. The engine charges a thread waiting for the GIL
+    as blocked (system) at its line; on such a line nothing else blocks."""
+    best = None
+    for pid, threads in facts.process_threads().items():
+        running = [t for t in threads if facts.threads[t].get("python_s", 0) >= facts.min_s]
+        if len(running) < 2:
+            continue
+        # Per thread: [Python time, blocked time] on its pure-Python lines.
+        per_thread: dict[int, list[float]] = {}
+        by_line: dict[tuple[str, int], float] = {}
+        for (thread, path, line), (py, _, system) in facts.direct.items():
+            if thread not in threads or not facts.is_python_line(thread, path, line):
+                continue
+            into = per_thread.setdefault(thread, [0.0, 0.0])
+            into[0] += py
+            into[1] += system
+            if system > 0:
+                by_line[(path, line)] = by_line.get((path, line), 0.0) + system
+        waiting_threads = [t for t, (_, system) in per_thread.items() if system > 0]
+        python = sum(per_thread[t][0] for t in waiting_threads)
+        waited = sum(per_thread[t][1] for t in waiting_threads)
+        elapsed = facts.process_elapsed(pid)
+        if (waited < facts.min_s or waited < GIL_WAIT_SHARE * (waited + python)
+                or waited < GIL_WALL_SHARE * elapsed):
+            continue
+        if best is None or waited > best[0]:
+            best = (waited, python, by_line, len(waiting_threads))
+    if best is None:
+        return None
+    waited, python, by_line, waiting = best
+    (path, line), _ = max(by_line.items(), key=lambda item: (item[1], item[0]))
+    return {"text": f"GIL contention: {waiting} threads running Python wait {_seconds(waited)} "
+                    f"for the GIL ({_pct(waited / (waited + python))} of their time on "
+                    "pure-Python lines), "
+                    f"most at {facts.place(path, line)}: threads running Python take turns, "
+                    "so they do not run in parallel; processes (multiprocessing) or native "
+                    "code that releases the GIL would.",
+            "file": path, "line": line}
+
+
+def _pool_imbalance(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """One pool worker busy, the others idle: among the workers of one pool (same parent and
+    role), the busiest did IMBALANCE_RATIO times the mean of the others' running time."""
+    pools: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for process in facts.processes:
+        if process["role"] in _POOL_ROLES:
+            pools.setdefault((process["ppid"], process["role"]), []).append(process)
+    best = None
+    for (_, role), workers in pools.items():
+        if len(workers) < 2:
+            continue
+        busy = [(p["python_s"] + p["native_s"], p) for p in workers]
+        busy.sort(key=lambda item: (-item[0], item[1]["pid"]))
+        top, worker = busy[0]
+        others = [seconds for seconds, _ in busy[1:]]
+        mean = sum(others) / len(others)
+        total = top + sum(others)
+        if total < 2 * facts.min_s or top < IMBALANCE_RATIO * mean:
+            continue
+        if best is None or top > best[0]:
+            best = (top, worker, mean, total, role, len(workers))
+    if best is None:
+        return None
+    top, worker, mean, total, role, count = best
+    text = (f"Pool imbalance: the busiest of {_plural(count, role)} (pid {worker['pid']}) did "
+            f"{_pct(top / total)} of the pool's work ({_seconds(top)} running, the others "
+            f"{_seconds(mean)} on average)")
+    busiest = facts.busiest_line([facts.own[str(worker["pid"])]]
+                                 if str(worker["pid"]) in facts.own else [])
+    path = line = None
+    if busiest is not None:
+        path, line, _ = busiest
+        text += f", most at {facts.place(path, line)}"
+    text += (": a few long tasks keep one worker busy while the others idle; smaller or more "
+             "even tasks (and chunksize=1) spread them.")
+    return {"text": text, "file": path, "line": line}
+
+
+def _hot_lines(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The lines with the most running time (python + native, all threads and processes),
+    each with HOT_LINE_SHARE of it, and what their kind suggests."""
+    totals = facts.profile.get("totals") or {}
+    running = totals.get("python_s", 0.0) + totals.get("native_s", 0.0)
+    if running < facts.min_s:
+        return None
+    rows = sorted(
+        ((line["python_s"] + line["native_s"], path, line) for (path, _), line in
+         facts.lines.items() if line["python_s"] + line["native_s"] >= HOT_LINE_SHARE * running),
+        key=lambda row: (-row[0], row[1], row[2]["line"]))[:2]
+    if not rows:
+        return None
+    parts = []
+    for number, (seconds, path, line) in enumerate(rows):
+        if facts.mostly_importing(path, line["line"]):
+            kind = "importing modules"
+            meaning = "a cost paid once per process"
+        elif line["python_s"] >= KIND_SHARE * seconds:
+            kind = f"{_pct(line['python_s'] / seconds)} Python"
+            meaning = ("the interpreter's own work on the line, where fewer iterations, "
+                       "numpy or compiled code help")
+        elif line["native_s"] >= KIND_SHARE * seconds:
+            kind = f"{_pct(line['native_s'] / seconds)} native"
+            meaning = ("time inside the native code it calls, which fewer or larger calls or a "
+                       "cheaper operation would cut, and changing the Python around it would not")
+        else:
+            kind = (f"{_pct(line['python_s'] / seconds)} Python, "
+                    f"{_pct(line['native_s'] / seconds)} native")
+            meaning = ""
+        share = _pct(seconds / running)
+        if number == 0:
+            text = (f"The busiest line is {facts.place(path, line['line'])} ({share} of the "
+                    f"running time, {kind}{': ' + meaning if meaning else ''})")
+        else:
+            text = f"next {facts.place(path, line['line'])} ({share}, {kind})"
+        parts.append(text)
+    _, path, line = rows[0]
+    return {"text": "; ".join(parts) + ".", "file": path, "line": line["line"]}
+
+
+def _copies(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """Copy volume: the line that copied the most, when that is COPY_MIN_BYTES, COPY_REPEAT
+    times the most memory the line held at once (the same data copied again and again, not
+    read in once), and the line has COPY_TIME_SHARE of all running time (it matters)."""
+    memory = facts.profile.get("memory") or {}
+    totals = facts.profile.get("totals") or {}
+    running = totals.get("python_s", 0.0) + totals.get("native_s", 0.0)
+    if not memory.get("enabled") or running <= 0:
+        return None
+    candidates = [(line.get("copy_bytes", 0), path, line) for (path, _), line in
+                  facts.lines.items() if line.get("copy_bytes", 0) >= COPY_MIN_BYTES]
+    if not candidates:
+        return None
+    copied, path, line = max(candidates, key=lambda row: (row[0], row[1], row[2]["line"]))
+    seconds = line["python_s"] + line["native_s"]
+    held = line.get("peak_bytes", 0)
+    if copied < COPY_REPEAT * held or seconds < COPY_TIME_SHARE * running:
+        return None
+    everything = max(memory.get("copy_bytes", 0), copied)
+    times = f", {copied / held:.0f} times the most it held at once," if held else ""
+    return {"text": f"Copies: {facts.place(path, line['line'])} copied "
+                    f"{units.format_size(copied)}{times} in {_seconds(seconds)} of running time "
+                    f"({_pct(copied / everything)} of all copying): the same data is copied "
+                    "again and again; a view, an in-place operation or a buffer made once "
+                    "avoids that.",
+            "file": path, "line": line["line"]}
+
+
+def _leaks(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """Likely leaks (the leak rule of data/memory.py) that hold LEAK_MIN_BYTES at the end,
+    the one holding the most named."""
+    leaking = sorted(((line["growth_bytes"], path, line) for (path, number), line in
+                      facts.lines.items()
+                      if line.get("leak") and not facts.mostly_importing(path, number)),
+                     key=lambda row: (-row[0], row[1], row[2]["line"]))
+    if not leaking or leaking[0][0] < LEAK_MIN_BYTES:
+        return None
+    held, path, line = leaking[0]
+    text = (f"Likely leak: {facts.place(path, line['line'])} still holds "
+            f"{units.format_size(held)} at the end, grown steadily "
+            f"({units.format_size(line['leak']['growth_bytes_per_s'])}/s)")
+    if len(leaking) > 1:
+        rest = sum(row[0] for row in leaking[1:])
+        text += (f"; {len(leaking) - 1} more line{'s' if len(leaking) > 2 else ''} likely "
+                 f"leak{'' if len(leaking) > 2 else 's'} {units.format_size(rest)}")
+    return {"text": text + ".", "file": path, "line": line["line"]}
+
+
+def _peak(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The memory peak and the lines that held it: each line's live memory at the moment of
+    the program's peak (its timeline's value then), those holding PEAK_HOLDER_SHARE named."""
+    profile = facts.profile
+    peak = profile.get("peak_bytes", 0)
+    if not (profile.get("memory") or {}).get("enabled") or peak < PEAK_MIN_BYTES:
+        return None
+    timeline = profile.get("memory_timeline") or []
+    at = profile.get("peak_at")
+    moment = max(timeline, key=lambda point: point[1])[0] if timeline else (at or {}).get("t_s")
+    holders = []
+    if moment is not None:
+        for (path, number), line in facts.lines.items():
+            held = _value_at(line.get("timeline") or [], moment)
+            if held >= PEAK_HOLDER_SHARE * peak:
+                holders.append((held, path, number))
+    holders.sort(key=lambda row: (-row[0], row[1], row[2]))
+    text = f"Memory peaked at {units.format_size(peak)}"
+    if moment is not None:
+        text += f" {_seconds(moment)} into the run"
+    if holders:
+        named = [f"{facts.place(path, number)} {units.format_size(held)}"
+                 for held, path, number in holders[:2]]
+        _, path, line = holders[0]
+        return {"text": f"{text}, held by {' and '.join(named)}.", "file": path, "line": line}
+    if at:
+        return {"text": f"{text}, while {facts.place(at['file'], at['line'])} was allocating.",
+                "file": at["file"], "line": at["line"]}
+    return {"text": text + ".", "file": None, "line": None}
+
+
+def _value_at(timeline: list, moment: float) -> float:
+    """A step timeline's value at ``moment``."""
+    value = 0.0
+    for t, point in timeline:
+        if t > moment:
+            break
+        value = point
+    return value
+
+
+def _gpu(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """Low device utilisation (below GPU_LOW_PCT on average over GPU_MIN_SAMPLES samples) and
+    its cause on the CPU side: the data-loader starvation or the main thread's wait when those
+    rules fired, else the main thread's busiest line."""
+    gpu = facts.profile.get("gpu") or {}
+    devices = [d for d in gpu.get("devices", []) if d.get("samples", 0) >= GPU_MIN_SAMPLES
+               and d.get("utilisation_pct", 100.0) < GPU_LOW_PCT] if gpu.get("enabled") else []
+    if not devices:
+        return None
+    device = min(devices, key=lambda d: d["utilisation_pct"])
+    text = (f"GPU {device['index']} is busy only {device['utilisation_pct']:.0f}% of the time "
+            f"(idle in {_pct(device.get('idle_share', 0.0))} of its samples): the CPU side "
+            "does not keep it fed")
+    cause = found.get("dataloader_starvation") or found.get("main_wait")
+    if cause is not None and cause["file"] is not None:
+        what = ("waits for DataLoader workers" if "dataloader_starvation" in found
+                else "waits")
+        text += f"; the main thread {what} at {facts.place(cause['file'], cause['line'])}"
+        return {"text": text + ".", "file": cause["file"], "line": cause["line"]}
+    busiest = _main_thread_busiest(facts)
+    if busiest is None:
+        return {"text": text + ".", "file": None, "line": None}
+    path, line, share = busiest
+    text += (f"; the main thread spends {_pct(share)} of its running time at "
+             f"{facts.place(path, line)}")
+    return {"text": text + ".", "file": path, "line": line}
+
+
+def _main_thread_busiest(facts: _Facts) -> tuple[str, int, float] | None:
+    """(file, line, share of its running time) of the main thread's busiest user line,
+    imports left out."""
+    busy: dict[tuple[str, int], float] = {}
+    total = 0.0
+    for stack in facts.stacks:
+        if stack.thread != facts.main_thread or facts.importing(stack.frames):
+            continue
+        seconds = stack.python_s + stack.native_s
+        position = facts.user_frame(stack.frames)
+        if position is None or seconds <= 0:
+            continue
+        total += seconds
+        frame = facts.frames[stack.frames[position]]
+        key = (frame["file"], frame["line"])
+        busy[key] = busy.get(key, 0.0) + seconds
+    if not busy:
+        return None
+    (path, line), seconds = max(busy.items(), key=lambda item: (item[1], item[0]))
+    return path, line, seconds / total
+
+
+_RULES = {
+    "processes": _processes,
+    "dataloader_starvation": _starvation,
+    "gpu_utilisation": _gpu,
+    "main_wait": _main_wait,
+    "gil_contention": _gil,
+    "pool_imbalance": _pool_imbalance,
+    "hot_lines": _hot_lines,
+    "copy_volume": _copies,
+    "leaks": _leaks,
+    "memory_peak": _peak,
+}
+assert set(_RULES) == set(ORDER)
