@@ -130,9 +130,9 @@ def test_the_combined_peak_has_its_own_moment_and_the_lines_of_every_process_the
 
     footer = _memory_footer(merged)
     assert footer.startswith(
-        "peak memory <0.1 MB at 1.20 s (all processes together), held by "), footer
-    assert "app.py:4 <0.1 MB (pid 101, Pool worker), " in footer
-    assert "app.py:5 <0.1 MB (main); main process alone <0.1 MB at 0.100 s, " in footer
+        "peak memory <0.1 MiB at 1.20 s (all processes together), held by "), footer
+    assert "app.py:4 <0.1 MiB (pid 101, Pool worker), " in footer
+    assert "app.py:5 <0.1 MiB (main); main process alone <0.1 MiB at 0.100 s, " in footer
     from heatline.renderers.html import page_data
 
     assert page_data(merged)["peak"]["lines"][0][2:] == [150, "pid 101, Pool worker"]
