@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 
 
 def _run(command, *, env=None, timeout=60, **kwargs):
@@ -35,7 +35,7 @@ def run_python():
 
 @pytest.fixture
 def program():
-    """program(name): the path of a helper program in tests/integration/programs."""
+    """program(name): the path of a helper program in tests/targets."""
     return lambda name: os.path.join(PROGRAMS, name)
 
 

@@ -1,5 +1,5 @@
 """`heatline check`, run as a user runs it: on a saved profile and on a program, against the
-truth the program measures itself (tests/integration/programs/budget.py)."""
+truth the program measures itself (tests/targets/budget.py)."""
 
 import json
 import re

@@ -1,4 +1,4 @@
-"""The memory peak of a program with child processes (tests/integration/programs/
+"""The memory peak of a program with child processes (tests/targets/
 peak_fork_worker.py): the profile's peak is the processes' combined one, with its own moment
 and the lines of every process that held memory then; the main process's own peak stays a
 figure of its own; the report names them.
@@ -27,7 +27,7 @@ def run(tmp_path_factory):
     import sys
 
     tmp = tmp_path_factory.mktemp("peak")
-    program = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs",
+    program = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets",
                            "peak_fork_worker.py")
     path, truth_path = tmp / "prof.json", tmp / "truth.json"
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}

@@ -1,6 +1,6 @@
 """`heatline ctl on|off|status PID`, run as a user runs it: `heatline --off` on a program in one
 process, `heatline ctl` from another, and the profile holding only the phase that ran while on
-(tests/integration/programs/ctl_phases.py)."""
+(tests/targets/ctl_phases.py)."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 """Inclusive time through stacks deeper than the engine keeps (128 frames), against the wall
-times the program measures of its own calls (tests/integration/programs/deep_recursion.py),
+times the program measures of its own calls (tests/targets/deep_recursion.py),
 and what the report says about the cut stacks.
 
 Tolerance: a function's inclusive time is the time of the samples whose stack holds it. Each

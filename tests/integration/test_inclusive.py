@@ -1,6 +1,6 @@
 """Inclusive (cumulative) time per function and the call edges, computed from the stacks, in
 the terminal's function rows and the HTML report's callers/callees, against the wall times the
-program measures of its own calls (tests/integration/programs/nested_calls.py)."""
+program measures of its own calls (tests/targets/nested_calls.py)."""
 
 import json
 import math

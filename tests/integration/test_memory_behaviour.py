@@ -1,7 +1,7 @@
 """With memory profiling on (the default), programs that fork, use multiprocessing, start
 threads or exec keep working: the same stdout, stderr and exit status as under plain python.
 
-The helper programs (tests/integration/programs/mem_*.py) allocate Python objects and numpy
+The helper programs (tests/targets/mem_*.py) allocate Python objects and numpy
 arrays around each of these events, in several threads at once where it matters: a fork while
 another thread is inside an allocator is where a profiler's locks deadlock the child.
 """

@@ -10,7 +10,8 @@ import pytest
 from heatline import data as profile
 
 ANSI = re.compile(rb"\x1b\[")
-BUSY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "busy.py")
+BUSY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets",
+                    "busy.py")
 HOT_LINE = "total += i % 7"
 IDLE_LINE = 'return "idle"'
 
