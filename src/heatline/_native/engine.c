@@ -489,3 +489,7 @@ void hl_engine_hold_lock(uint64_t ns) {
     }
     hl_engine_unlock();
 }
+
+int hl_engine_remote_layout_check(const char **field) {
+    return hl_compat_remote_check(field);
+}

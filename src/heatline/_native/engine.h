@@ -131,6 +131,10 @@ void hl_engine_snapshot_end(void);
 int hl_engine_line_of(uintptr_t code, int offset, int *line);
 int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
 
+/* Test hook: whether compat.c's table for the running CPython holds its headers' offsets (1),
+ * or the first field that differs (0, *field set). */
+int hl_engine_remote_layout_check(const char **field);
+
 /* Test hook: holds the engine lock for ns nanoseconds, as a long tick or a snapshot would (call
  * it with the GIL released). */
 void hl_engine_hold_lock(uint64_t ns);
