@@ -20,7 +20,11 @@
 #include "seize.h"
 #include "unaligned.h"
 
-#define STOP_TIMEOUT_NS 50000000u     /* how long threads get to stop before being read anyway */
+/* How long the threads get to stop before the ones that have not are read running. Each stops
+ * as soon as the scheduler runs it (microseconds on an idle machine); on an overloaded one that
+ * can take tens of milliseconds, so the deadline is far above what a thread needs to stop and
+ * only a thread that cannot (uninterruptible sleep) reaches it. */
+#define STOP_TIMEOUT_NS 1000000000u
 #define RELEASE_TIMEOUT_NS 1000000000u /* how long a late stopper is waited for, to let it go */
 #define MAX_INTERPRETERS 1024
 #define MAX_THREADS 100000
@@ -463,9 +467,9 @@ int hl_remote_dump(int pid, int pause, hl_dump *d) {
                      strerror(-error));
         else if (hl_seize_stopped(&seized) < seized.count)
             snprintf(d->pause_note, sizeof(d->pause_note),
-                     "%zu of its %zu threads did not stop within %u ms (uninterruptible sleep?)",
+                     "%zu of its %zu threads did not stop within %u s (uninterruptible sleep?)",
                      seized.count - hl_seize_stopped(&seized), seized.count,
-                     STOP_TIMEOUT_NS / 1000000u);
+                     STOP_TIMEOUT_NS / 1000000000u);
         d->paused = error == 0 && hl_seize_stopped(&seized) > 0;
     }
 

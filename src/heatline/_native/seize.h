@@ -10,7 +10,8 @@
  * them all as it exits.
  *
  * A thread that does not stop within the deadline (asleep in the kernel uninterruptibly, state
- * D) is read while it runs: its stack may be torn, which the walk reports.
+ * D, for longer than that) is read while it runs: its stack may be torn, which the walk
+ * reports.
  */
 #ifndef HEATLINE_SEIZE_H
 #define HEATLINE_SEIZE_H
