@@ -344,3 +344,28 @@ def test_refused_another_users_process():
     assert done.stderr.startswith(f"heatline: error: not allowed to read process {target.pid} (")
     assert "it runs as user 65534 and heatline as user 0" in done.stderr
     assert "--cap-add SYS_PTRACE" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_process_that_exits_while_read_can_be_reaped():
+    """Threads of a process that exits while they are stopped are reaped by their tracer (a
+    traced thread stays a zombie until then, and with it its process): the parent, here the
+    reader too, gets the exit status as usual and does not wait for ever."""
+    from heatline.engine import dump as reader
+
+    code = ("import threading, time\n"
+            "def spin():\n    while True: pass\n"
+            "for _ in range(3): threading.Thread(target=spin, daemon=True).start()\n"
+            "time.sleep(1.0)\n")
+    for _ in range(3):
+        process = subprocess.Popen([sys.executable, "-c", code])
+        reads = 0
+        deadline = time.monotonic() + 60
+        while process.poll() is None:
+            assert time.monotonic() < deadline, "the process cannot be reaped"
+            try:
+                reader.read(process.pid, pause=True)
+                reads += 1
+            except reader.DumpError:
+                pass  # not started yet (no interpreter), or gone
+        assert process.wait(timeout=60) == 0
+        assert reads > 0

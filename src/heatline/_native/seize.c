@@ -64,10 +64,45 @@ static int seize_new(pid_t pid, hl_seized *s) {
     return added;
 }
 
+/* /proc/PID/stat's fields after the name, "S PPID ...", into text; NULL if unreadable. */
+static const char *stat_fields(pid_t pid, char *text, size_t size) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *file = fopen(path, "re");
+    if (file == NULL) return NULL;
+    size_t n = fread(text, 1, size - 1, file);
+    fclose(file);
+    text[n] = '\0';
+    const char *end = strrchr(text, ')'); /* the name may hold anything but ends at the last ) */
+    return end != NULL && end[1] == ' ' && end[2] != '\0' ? end + 2 : NULL;
+}
+
+/* Whether the process's main thread has exited (a zombie, or dead). */
+static int leader_exited(pid_t pid) {
+    char text[512];
+    const char *fields = stat_fields(pid, text, sizeof(text));
+    return fields == NULL || fields[0] == 'Z' || fields[0] == 'X';
+}
+
+static int is_parent_of(pid_t pid) {
+    char text[512];
+    const char *fields = stat_fields(pid, text, sizeof(text));
+    long parent = 0;
+    return fields != NULL && sscanf(fields, "%*c %ld", &parent) == 1 && parent == (long)getpid();
+}
+
 /* Whether thread t has stopped, without waiting: 1 (now in a ptrace stop), 0 (still running),
- * -1 (it exited, or is no longer ours: nothing to let go). */
-static int poll_stop(hl_seized_thread *t) {
+ * -1 (it exited, or is no longer ours: nothing to let go).
+ *
+ * A traced thread that exits stays a zombie until its tracer waits for it, and the process's
+ * main thread cannot be reaped by its parent before its other threads are: so an exit seen
+ * here is reaped here (waitpid with __WALL), else a parent waiting for the process would wait
+ * for ever. The one exit not reaped is the main thread's when heatline is the process's parent
+ * too (a test reading its own child): that wait would take the exit status its parent's own
+ * wait must get, and that wait reaps it anyway. */
+static int poll_stop(const hl_seized *s, hl_seized_thread *t) {
     if (t->stopped) return 1;
+    if (t->tid == s->pid && s->parent && leader_exited(s->pid)) return -1;
     int status;
     pid_t got = waitpid(t->tid, &status, __WALL | WNOHANG);
     if (got < 0) return errno == ECHILD ? -1 : 0;
@@ -86,7 +121,7 @@ static int poll_stop(hl_seized_thread *t) {
 static size_t collect_stops(hl_seized *s) {
     size_t running = 0;
     for (size_t i = 0; i < s->count;) {
-        int state = poll_stop(&s->threads[i]);
+        int state = poll_stop(s, &s->threads[i]);
         if (state < 0) {
             s->threads[i] = s->threads[--s->count];
             continue;
@@ -104,6 +139,8 @@ static void pause_briefly(void) {
 
 int hl_seize(pid_t pid, hl_seized *s, uint64_t timeout_ns) {
     memset(s, 0, sizeof(*s));
+    s->pid = pid;
+    s->parent = is_parent_of(pid);
     uint64_t deadline = hl_now_ns() + timeout_ns;
     for (int round = 0; round < MAX_LISTINGS; round++) {
         int added = seize_new(pid, s);
@@ -135,29 +172,36 @@ int hl_seize_is_stopped(const hl_seized *s, pid_t tid) {
     return 0;
 }
 
+/* Lets thread t go if it is stopped: 1 when it is let go or gone, 0 when it must be waited for. A
+ * stopped thread that cannot be detached (ESRCH) is no longer in its stop: killed meanwhile (the
+ * process exiting), it is reaped by poll_stop. */
+static int let_go(const hl_seized *s, hl_seized_thread *t) {
+    if (t->stopped) {
+        if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(intptr_t)t->pass_on) == 0) return 1;
+        t->stopped = 0;
+    }
+    int state = poll_stop(s, t);
+    if (state < 0) return 1;
+    return state > 0 && ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(intptr_t)t->pass_on) == 0;
+}
+
 void hl_seize_release(hl_seized *s, uint64_t timeout_ns) {
     uint64_t deadline = hl_now_ns() + timeout_ns;
     /* The stopped ones first: the pause they see ends now. */
     for (size_t i = 0; i < s->count; i++) {
         hl_seized_thread *t = &s->threads[i];
-        if (t->stopped && ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(intptr_t)t->pass_on) == 0)
-            t->tid = 0;
+        if (t->stopped && let_go(s, t)) t->tid = 0;
     }
     s->released_ns = hl_now_ns();
-    /* A thread that had not stopped yet can only be detached from its stop. */
+    /* Then the ones that had not stopped (they can be detached only from a stop) or were
+     * exiting. */
     for (;;) {
         size_t left = 0;
         for (size_t i = 0; i < s->count; i++) {
             hl_seized_thread *t = &s->threads[i];
             if (t->tid == 0) continue;
-            int state = poll_stop(t);
-            if (state < 0 || (state > 0 && (ptrace(PTRACE_DETACH, t->tid, NULL,
-                                                   (void *)(intptr_t)t->pass_on) == 0 ||
-                                            errno == ESRCH))) {
-                t->tid = 0; /* let go, or gone */
-                continue;
-            }
-            left++;
+            if (let_go(s, t)) t->tid = 0;
+            else left++;
         }
         if (left == 0 || hl_now_ns() >= deadline) break;
         pause_briefly();

@@ -6,8 +6,9 @@
  * stopped too, and its call is restarted when it is let go, as after a signal without a handler.
  * The thread list is read again until no new thread appears (a thread may start one while the
  * others are being stopped). PTRACE_DETACH lets them go; a signal that arrived while a thread
- * was stopped is handed back to it then. Should heatline die in between, the kernel detaches
- * them all as it exits.
+ * was stopped is handed back to it then. A thread that exits meanwhile (the process ending) is
+ * waited for, as its tracer must, so that its parent can reap the process. Should heatline die
+ * in between, the kernel detaches them all as it exits.
  *
  * A thread that does not stop within the deadline (asleep in the kernel uninterruptibly, state
  * D, for longer than that) is read while it runs: its stack may be torn, which the walk
@@ -27,6 +28,8 @@ typedef struct hl_seized_thread {
 } hl_seized_thread;
 
 typedef struct hl_seized {
+    pid_t pid;
+    int parent; /* heatline is the process's parent too */
     hl_seized_thread *threads;
     size_t count, capacity;
     uint64_t first_stop_ns; /* when the first thread was asked to stop (CLOCK_MONOTONIC) */
