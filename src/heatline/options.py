@@ -365,6 +365,15 @@ CHECK_OPTIONS = (
 )
 
 
+# `heatline dump PID`.
+DUMP_OPTIONS = (
+    Option(("--json",), "write the stacks as JSON (docs/profile-format.md, \"heatline dump's "
+           "JSON\") instead of text"),
+    Option(("--no-pause",), "read the stacks without stopping the process's threads (by default "
+           "they are stopped for the fraction of a millisecond the reading takes): a thread that "
+           "moves meanwhile may show a torn stack, marked as such"),
+)
+
 # heatline's own package directory, with a trailing separator.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

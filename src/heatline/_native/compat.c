@@ -1,4 +1,5 @@
-/* compat.c: fills the layout table of compat.h from CPython's own struct definitions.
+/* compat.c: fills the layout table of compat.h from CPython's own struct definitions, and
+ * holds the tables of every version for reading another process (heatline dump).
  *
  * This is the only file built with Py_BUILD_CORE, which exposes CPython's internal headers
  * (the _PyInterpreterFrame and GIL structs are not public). It computes offsets and reads the
@@ -18,6 +19,8 @@
 
 #include "compat.h"
 
+#include <string.h>
+
 #if PY_VERSION_HEX < 0x03090000
 #error "heatline needs CPython 3.9 or newer"
 #endif
@@ -33,11 +36,18 @@ void hl_compat_init(hl_layout *l) {
 #endif
     l->object_type = offsetof(PyObject, ob_type);
     l->code_type = (uintptr_t)&PyCode_Type;
+    l->none_object = (uintptr_t)Py_None;
     l->code_filename = offsetof(PyCodeObject, co_filename);
     l->code_name = offsetof(PyCodeObject, co_name);
     l->code_firstlineno = offsetof(PyCodeObject, co_firstlineno);
+    l->bytes_type = (uintptr_t)&PyBytes_Type;
     l->bytes_size = offsetof(PyVarObject, ob_size);
     l->bytes_data = offsetof(PyBytesObject, ob_sval);
+    l->str_type = (uintptr_t)&PyUnicode_Type;
+    l->str_state = offsetof(PyASCIIObject, state);
+    l->str_length = offsetof(PyASCIIObject, length);
+    l->str_ascii_size = sizeof(PyASCIIObject);
+    l->str_compact_size = sizeof(PyCompactUnicodeObject);
     l->owner_cstack = -1;
 
 #if PY_VERSION_HEX < 0x030B0000
@@ -129,4 +139,339 @@ void hl_compat_notice_pending_calls(void) {
      * sampler sets it again at its next wake-up while the call is still pending. */
     __atomic_store_n((int *)&PyInterpreterState_Main()->ceval.eval_breaker, 1, __ATOMIC_RELAXED);
 #endif
+}
+
+/* ---- the tables for another process ------------------------------------------------------ */
+
+/* Written down from each version's headers (Include/cpython/pystate.h, Include/internal/
+ * pycore_interp.h, pycore_runtime.h, pycore_frame.h, pycore_gil.h, Include/cpython/code.h,
+ * unicodeobject.h) as compiled for x86_64; hl_compat_remote_check holds each against the
+ * headers of the version heatline runs on, so the suite run on every version checks them all.
+ * CPython keeps these structs' layout within a minor version (3.13's debug offsets, read from
+ * the target, cover the case where it did not). */
+static void common_remote(hl_remote_layout *r) {
+    hl_layout *l = &r->walk;
+    memset(r, 0, sizeof(*r));
+    l->tstate_next = 8;
+    r->tstate_interp = 16;
+    l->object_type = 8;
+    l->bytes_size = 16;
+    l->bytes_data = 32;
+    l->str_state = 32;
+    l->str_length = 16;
+    l->owner_cstack = -1;
+}
+
+/* 3.9 and 3.10: PyFrameObject chains, the GIL in _PyRuntime; the same offsets but for f_lasti
+ * and the line table. */
+static void remote_39_310(hl_remote_layout *r, int minor) {
+    hl_layout *l = &r->walk;
+    l->frame_model = HL_FRAMES_OBJECTS;
+    r->runtime_interpreters_head = 32;
+    r->runtime_main_thread = 72;
+    r->gil_state = 352; /* _PyRuntime.ceval.gil */
+    r->gil_holder = 8;
+    r->gil_locked = 16;
+    r->interp_next = 0;
+    r->interp_id = 24;
+    l->interp_threads_head = 8; /* tstate_head */
+    l->tstate_thread_id = 176;
+    l->tstate_frame = 24;
+    l->frame_previous = 24; /* f_back */
+    l->frame_code = 32;
+    l->frame_instr = minor == 9 ? 104 : 96; /* f_lasti */
+    l->frame_read_size = l->frame_instr + 4;
+    l->code_filename = 104;
+    l->code_name = l->code_qualname = 112;
+    l->code_firstlineno = 40;
+    l->code_linetable = 120; /* co_lnotab on 3.9, co_linetable on 3.10 */
+    l->linetable_format = minor == 9 ? HL_LNOTAB_39 : HL_LINETABLE_310;
+    l->code_code = 48;
+    l->code_read_size = 176; /* sizeof(PyCodeObject) */
+    l->str_ascii_size = 48;  /* PyASCIIObject still has wstr */
+    l->str_compact_size = 72;
+}
+
+/* 3.11+: _PyInterpreterFrame chains and the location table. */
+static void remote_311_313(hl_remote_layout *r, int minor) {
+    hl_layout *l = &r->walk;
+    l->linetable_format = HL_LOCATIONS_311;
+    l->has_native_thread_id = 1;
+    l->code_filename = 112;
+    l->code_name = 120;
+    l->code_qualname = 128;
+    l->code_linetable = 136;
+    l->code_size = 16; /* ob_size */
+    r->interp_next = minor == 13 ? 7264 : 0;
+    if (minor == 11) {
+        l->frame_model = HL_FRAMES_CFRAME;
+        r->runtime_interpreters_head = 40;
+        r->runtime_main_thread = 80;
+        r->gil_state = 360; /* _PyRuntime.ceval.gil */
+        r->interp_id = 48;
+        l->interp_threads_head = 16;
+        l->tstate_thread_id = 152;
+        l->tstate_native_thread_id = 160;
+        l->tstate_frame = 56; /* cframe */
+        l->cframe_current_frame = 8;
+        l->frame_previous = 48;
+        l->frame_code = 32;  /* f_code */
+        l->frame_instr = 56; /* prev_instr */
+        l->frame_owner = 69;
+        l->code_firstlineno = 72;
+        l->code_adaptive = 184;
+        l->str_ascii_size = 48;
+        l->str_compact_size = 72;
+    } else {
+        r->gil_per_interpreter = 1;
+        l->frame_previous = 8;
+        l->frame_code = 0;   /* f_code on 3.12, f_executable on 3.13 */
+        l->frame_instr = 56; /* prev_instr on 3.12, instr_ptr on 3.13 */
+        l->frame_owner = 70;
+        l->owner_cstack = 3; /* FRAME_OWNED_BY_CSTACK */
+        l->code_firstlineno = 68;
+        l->str_ascii_size = 40; /* wstr is gone */
+        l->str_compact_size = 56;
+        if (minor == 12) {
+            l->frame_model = HL_FRAMES_CFRAME;
+            r->runtime_interpreters_head = 40;
+            r->runtime_main_thread = 64;
+            r->gil_state = 384; /* interp->ceval.gil */
+            r->interp_id = 8;
+            l->interp_threads_head = 72;
+            l->tstate_thread_id = 136;
+            l->tstate_native_thread_id = 144;
+            l->tstate_frame = 56; /* cframe */
+            l->cframe_current_frame = 0;
+            l->code_adaptive = 192;
+        } else {
+            l->frame_model = HL_FRAMES_CURRENT;
+            r->runtime_interpreters_head = 632;
+            r->runtime_main_thread = 656;
+            r->gil_state = 16; /* interp->ceval.gil */
+            r->interp_id = 7272;
+            l->interp_threads_head = 7344;
+            l->tstate_thread_id = 152;
+            l->tstate_native_thread_id = 160;
+            l->tstate_frame = 72; /* current_frame */
+            l->code_adaptive = 200;
+        }
+    }
+    r->gil_holder = 8;
+    r->gil_locked = 16;
+    l->frame_read_size = l->frame_owner + 1;
+    l->code_read_size = l->code_adaptive; /* the code units follow the header */
+}
+
+int hl_compat_remote_layout(int minor, hl_remote_layout *r) {
+    if (minor < HL_REMOTE_MINOR_FIRST || minor > HL_REMOTE_MINOR_LAST) return -1;
+    common_remote(r);
+    if (minor <= 10) remote_39_310(r, minor);
+    else remote_311_313(r, minor);
+    r->version = 0x03000000ul | ((unsigned long)minor << 16);
+    return 0;
+}
+
+/* _Py_DebugOffsets as 3.13 lays it out: a cookie, then uint64_t words, grouped by struct; the
+ * indexes of the words read (the struct groups: runtime 3-5, interpreter 6-18, thread 19-27,
+ * frame 28-33, code 34-43, object 44-45, type 46-49, tuple 50-52, list 53-55, dict 56-58,
+ * float 59-60, long 61-63, bytes 64-66, str 67-70, gc 71-72). */
+enum {
+    DO_VERSION = 1,
+    DO_FREE_THREADED = 2,
+    DO_INTERPRETERS_HEAD = 5,
+    DO_INTERP_ID = 7,
+    DO_INTERP_NEXT = 8,
+    DO_THREADS_HEAD = 9,
+    DO_CEVAL_GIL = 14,
+    DO_GIL_STATE = 15,
+    DO_GIL_LOCKED = 17,
+    DO_GIL_HOLDER = 18,
+    DO_TSTATE_NEXT = 21,
+    DO_TSTATE_INTERP = 22,
+    DO_CURRENT_FRAME = 23,
+    DO_THREAD_ID = 24,
+    DO_NATIVE_THREAD_ID = 25,
+    DO_FRAME_PREVIOUS = 29,
+    DO_FRAME_EXECUTABLE = 30,
+    DO_FRAME_INSTR = 31,
+    DO_FRAME_OWNER = 33,
+    DO_CODE_FILENAME = 35,
+    DO_CODE_NAME = 36,
+    DO_CODE_QUALNAME = 37,
+    DO_CODE_LINETABLE = 38,
+    DO_CODE_FIRSTLINENO = 39,
+    DO_CODE_ADAPTIVE = 43,
+    DO_OB_TYPE = 45,
+    DO_BYTES_SIZE = 65,
+    DO_BYTES_DATA = 66,
+    DO_STR_STATE = 68,
+    DO_STR_LENGTH = 69,
+    DO_STR_ASCII_SIZE = 70,
+};
+
+/* Offsets in the structs read are far below this; a larger word is not an offset. */
+#define MAX_OFFSET (1u << 16)
+
+int hl_compat_apply_debug_offsets(const uint8_t *bytes, hl_remote_layout *r, const char **why) {
+    uint64_t w[HL_DEBUG_OFFSETS_SIZE / 8];
+    memcpy(w, bytes, sizeof(w));
+    if (memcmp(bytes, "xdebugpy", 8) != 0) {
+        *why = "no _Py_DebugOffsets cookie at the start of _PyRuntime";
+        return -1;
+    }
+    if ((w[DO_VERSION] >> 16) != 0x030D) { /* 3.14 changed the struct's shape */
+        *why = "_Py_DebugOffsets of another shape than 3.13's";
+        return -1;
+    }
+    if (w[DO_FREE_THREADED] != 0) {
+        *why = "a free-threaded build";
+        return -1;
+    }
+    static const int used[] = {
+        DO_INTERPRETERS_HEAD, DO_INTERP_ID,        DO_INTERP_NEXT,      DO_THREADS_HEAD,
+        DO_CEVAL_GIL,         DO_GIL_STATE,        DO_GIL_LOCKED,       DO_GIL_HOLDER,
+        DO_TSTATE_NEXT,       DO_TSTATE_INTERP,    DO_CURRENT_FRAME,    DO_THREAD_ID,
+        DO_NATIVE_THREAD_ID,  DO_FRAME_PREVIOUS,   DO_FRAME_EXECUTABLE, DO_FRAME_INSTR,
+        DO_FRAME_OWNER,       DO_CODE_FILENAME,    DO_CODE_NAME,        DO_CODE_QUALNAME,
+        DO_CODE_LINETABLE,    DO_CODE_FIRSTLINENO, DO_CODE_ADAPTIVE,    DO_OB_TYPE,
+        DO_BYTES_SIZE,        DO_BYTES_DATA,       DO_STR_STATE,        DO_STR_LENGTH,
+        DO_STR_ASCII_SIZE};
+    for (size_t i = 0; i < sizeof(used) / sizeof(*used); i++) {
+        if (w[used[i]] >= MAX_OFFSET) {
+            *why = "_Py_DebugOffsets holding values that are not offsets";
+            return -1;
+        }
+    }
+    if (w[DO_GIL_LOCKED] < w[DO_GIL_STATE] || w[DO_GIL_HOLDER] < w[DO_GIL_STATE]) {
+        *why = "_Py_DebugOffsets with the GIL's fields outside its state";
+        return -1;
+    }
+    hl_layout *l = &r->walk;
+    r->version = (unsigned long)w[DO_VERSION];
+    r->runtime_interpreters_head = w[DO_INTERPRETERS_HEAD];
+    r->interp_id = w[DO_INTERP_ID];
+    r->interp_next = w[DO_INTERP_NEXT];
+    l->interp_threads_head = w[DO_THREADS_HEAD];
+    r->gil_per_interpreter = 1;
+    r->gil_state = w[DO_CEVAL_GIL];
+    r->gil_locked = w[DO_GIL_LOCKED] - w[DO_GIL_STATE];
+    r->gil_holder = w[DO_GIL_HOLDER] - w[DO_GIL_STATE];
+    l->tstate_next = w[DO_TSTATE_NEXT];
+    r->tstate_interp = w[DO_TSTATE_INTERP];
+    l->frame_model = HL_FRAMES_CURRENT;
+    l->tstate_frame = w[DO_CURRENT_FRAME];
+    l->tstate_thread_id = w[DO_THREAD_ID];
+    l->tstate_native_thread_id = w[DO_NATIVE_THREAD_ID];
+    l->has_native_thread_id = 1;
+    l->frame_previous = w[DO_FRAME_PREVIOUS];
+    l->frame_code = w[DO_FRAME_EXECUTABLE];
+    l->frame_instr = w[DO_FRAME_INSTR];
+    l->frame_owner = w[DO_FRAME_OWNER];
+    size_t end = l->frame_owner + 1;
+    size_t fields[] = {l->frame_previous, l->frame_code, l->frame_instr};
+    for (size_t i = 0; i < 3; i++)
+        if (fields[i] + 8 > end) end = fields[i] + 8;
+    l->frame_read_size = end;
+    l->code_filename = w[DO_CODE_FILENAME];
+    l->code_name = w[DO_CODE_NAME];
+    l->code_qualname = w[DO_CODE_QUALNAME];
+    l->code_linetable = w[DO_CODE_LINETABLE];
+    l->code_firstlineno = w[DO_CODE_FIRSTLINENO];
+    l->code_adaptive = w[DO_CODE_ADAPTIVE];
+    l->code_read_size = l->code_adaptive;
+    l->object_type = w[DO_OB_TYPE];
+    l->bytes_size = w[DO_BYTES_SIZE];
+    l->bytes_data = w[DO_BYTES_DATA];
+    l->str_state = w[DO_STR_STATE];
+    l->str_length = w[DO_STR_LENGTH];
+    l->str_ascii_size = w[DO_STR_ASCII_SIZE];
+    /* PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (3.12+) */
+    l->str_compact_size = l->str_ascii_size + 16;
+    return 0;
+}
+
+/* The fields hl_compat_remote_check compares: all but the addresses, which are the process's. */
+#define FIELD(name) {#name, offsetof(hl_remote_layout, name), sizeof(((hl_remote_layout *)0)->name)}
+static const struct {
+    const char *name;
+    size_t offset, size;
+} compared[] = {
+    FIELD(walk.frame_model),
+    FIELD(walk.linetable_format),
+    FIELD(walk.interp_threads_head),
+    FIELD(walk.tstate_next),
+    FIELD(walk.tstate_thread_id),
+    FIELD(walk.tstate_native_thread_id),
+    FIELD(walk.has_native_thread_id),
+    FIELD(walk.tstate_frame),
+    FIELD(walk.cframe_current_frame),
+    FIELD(walk.frame_read_size),
+    FIELD(walk.frame_previous),
+    FIELD(walk.frame_code),
+    FIELD(walk.frame_instr),
+    FIELD(walk.frame_owner),
+    FIELD(walk.owner_cstack),
+    FIELD(walk.object_type),
+    FIELD(walk.code_read_size),
+    FIELD(walk.code_filename),
+    FIELD(walk.code_name),
+    FIELD(walk.code_qualname),
+    FIELD(walk.code_firstlineno),
+    FIELD(walk.code_linetable),
+    FIELD(walk.code_code),
+    FIELD(walk.code_adaptive),
+    FIELD(walk.code_size),
+    FIELD(walk.bytes_size),
+    FIELD(walk.bytes_data),
+    FIELD(walk.str_state),
+    FIELD(walk.str_length),
+    FIELD(walk.str_ascii_size),
+    FIELD(walk.str_compact_size),
+    FIELD(runtime_interpreters_head),
+    FIELD(runtime_main_thread),
+    FIELD(interp_next),
+    FIELD(interp_id),
+    FIELD(tstate_interp),
+    FIELD(gil_per_interpreter),
+    FIELD(gil_state),
+    FIELD(gil_locked),
+    FIELD(gil_holder),
+};
+#undef FIELD
+
+int hl_compat_remote_check(const char **field) {
+    hl_remote_layout here, table;
+    memset(&here, 0, sizeof(here));
+    hl_compat_init(&here.walk);
+    here.runtime_interpreters_head = offsetof(_PyRuntimeState, interpreters.head);
+    here.runtime_main_thread = offsetof(_PyRuntimeState, main_thread);
+    here.interp_next = offsetof(PyInterpreterState, next);
+    here.interp_id = offsetof(PyInterpreterState, id);
+    here.tstate_interp = offsetof(PyThreadState, interp);
+#if PY_VERSION_HEX < 0x030C0000
+    here.gil_state = offsetof(_PyRuntimeState, ceval.gil);
+#else
+    here.gil_per_interpreter = 1;
+    here.gil_state = offsetof(PyInterpreterState, ceval.gil);
+#endif
+    here.gil_locked = offsetof(struct _gil_runtime_state, locked);
+    here.gil_holder = offsetof(struct _gil_runtime_state, last_holder);
+
+    *field = "version";
+    if (hl_compat_remote_layout((PY_VERSION_HEX >> 16) & 0xFF, &table) != 0) return 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    const char *why;
+    *field = "debug offsets";
+    if (hl_compat_apply_debug_offsets((const uint8_t *)&_PyRuntime, &table, &why) != 0) return 0;
+#endif
+    for (size_t i = 0; i < sizeof(compared) / sizeof(*compared); i++) {
+        if (memcmp((const char *)&here + compared[i].offset,
+                   (const char *)&table + compared[i].offset, compared[i].size) != 0) {
+            *field = compared[i].name;
+            return 0;
+        }
+    }
+    *field = NULL;
+    return 1;
 }

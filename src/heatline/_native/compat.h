@@ -14,6 +14,13 @@
  *                       chain (previous, f_code, prev_instr = the instruction executing).
  *   HL_FRAMES_CURRENT   3.13+: tstate->current_frame, f_executable, instr_ptr.
  * Line tables: lnotab (3.9), linetable (3.10), location table (3.11+); see linetable.h.
+ *
+ * Another process (heatline dump, remote.c) may run any of 3.9-3.13, whatever CPython heatline
+ * itself runs on, so its layout cannot come from the headers heatline is built with: compat.c
+ * also holds one table per minor version (hl_compat_remote_layout), written down from each
+ * version's own headers on x86_64 and checked against them by the test suite on every version
+ * it runs on (hl_compat_remote_check). On 3.13 the target's own _Py_DebugOffsets, which CPython
+ * keeps at the start of _PyRuntime for tools like this one, overrides the table.
  */
 #ifndef HEATLINE_COMPAT_H
 #define HEATLINE_COMPAT_H
@@ -51,6 +58,8 @@ typedef struct hl_layout {
     /* PyCodeObject */
     size_t code_read_size;
     uintptr_t code_type;            /* &PyCode_Type */
+    uintptr_t none_object;          /* &_Py_NoneStruct: what a 3.13 shim frame's code holds (0:
+                                     * unknown, shims are then told by their object's type) */
     size_t code_filename, code_name, code_qualname; /* qualname == name before 3.11 */
     size_t code_firstlineno;
     size_t code_linetable;          /* co_lnotab on 3.9 */
@@ -59,11 +68,67 @@ typedef struct hl_layout {
     size_t code_size;               /* 3.11+: ob_size, in code units */
 
     /* PyBytesObject */
+    uintptr_t bytes_type; /* &PyBytes_Type */
     size_t bytes_size, bytes_data;
+
+    /* str (PyASCIIObject, PyCompactUnicodeObject): the walker reads compact strings only */
+    uintptr_t str_type; /* &PyUnicode_Type */
+    size_t str_state;   /* a 32-bit word of bit fields: kind in bits 2-4, compact 5, ascii 6 */
+    size_t str_length;  /* in code points */
+    size_t str_ascii_size, str_compact_size; /* where the characters start, per kind of str */
 } hl_layout;
+
+/* The str state word's bit fields (3.9-3.13 alike: interned takes the two low bits). */
+#define HL_STR_KIND(state) (((state) >> 2) & 7u)
+#define HL_STR_COMPACT(state) (((state) >> 5) & 1u)
+#define HL_STR_ASCII(state) (((state) >> 6) & 1u)
 
 /* Fills the table for the running interpreter. Must be called with the GIL held. */
 void hl_compat_init(hl_layout *layout);
+
+/* ---- another process's interpreter (remote.c) ------------------------------------------- */
+
+/* What reading another process needs beyond the walker's table: where its interpreters and
+ * their threads are listed and where the GIL's state is. Offsets are relative to the struct
+ * each name starts with; addresses (walk.interp, walk.code_type, walk.str_type,
+ * walk.bytes_type) are the target's, filled by remote.c from its symbols. */
+typedef struct hl_remote_layout {
+    hl_layout walk;
+    unsigned long version;            /* PY_VERSION_HEX; 3.9, 3.10: major.minor only */
+    size_t runtime_interpreters_head; /* _PyRuntimeState: the newest PyInterpreterState */
+    size_t runtime_main_thread;       /* _PyRuntimeState: the main thread's pthread_t */
+    size_t interp_next, interp_id;    /* PyInterpreterState */
+    size_t tstate_interp;             /* PyThreadState: the interpreter it belongs to */
+    /* The GIL's state (struct _gil_runtime_state): in _PyRuntimeState at gil_state (3.9-3.11),
+     * or pointed to by the PyInterpreterState field at gil_state (3.12+: one GIL per
+     * interpreter possible). gil_locked (an int) and gil_holder (the PyThreadState that took it
+     * last) are offsets in that struct. */
+    int gil_per_interpreter;
+    size_t gil_state, gil_locked, gil_holder;
+} hl_remote_layout;
+
+/* The oldest and newest minor versions of 3.x the tables describe. */
+#define HL_REMOTE_MINOR_FIRST 9
+#define HL_REMOTE_MINOR_LAST 13
+
+/* Fills *r with the table of CPython 3.minor (a release build, not free-threaded, x86_64 or
+ * another LP64 ABI with the same alignment). Returns 0, or -1 for a version without a table. */
+int hl_compat_remote_layout(int minor, hl_remote_layout *r);
+
+/* 3.13+: how many bytes of _Py_DebugOffsets hl_compat_apply_debug_offsets reads, from the start
+ * of _PyRuntime. */
+#define HL_DEBUG_OFFSETS_SIZE (73 * 8)
+
+/* Checks the _Py_DebugOffsets copied from the start of a target's _PyRuntime (bytes, at least
+ * HL_DEBUG_OFFSETS_SIZE of them) and overrides *r's offsets with the ones it holds; r->version
+ * becomes the version it names. Returns 0; -1 with *why set ("no cookie", ...) when they are
+ * not debug offsets heatline can read: not the 3.13 shape, a free-threaded build. */
+int hl_compat_apply_debug_offsets(const uint8_t *bytes, hl_remote_layout *r, const char **why);
+
+/* Test hook: whether the table of the running CPython's minor version (with this process's own
+ * debug offsets applied, on 3.13) holds the offsets of its headers. Returns 1, or 0 with the
+ * first field that differs in *field. */
+int hl_compat_remote_check(const char **field);
 
 /* Which thread state holds the GIL right now: its address, or 0 if the GIL is free or the
  * question cannot be answered on this version. Safe to call without the GIL from any thread:

@@ -303,3 +303,56 @@ PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frame
     walked_stack stack = {view->stats, frames};
     return list_of((size_t)depth, walked_frame_item, &stack);
 }
+
+/* ---- heatline dump's result (remote.h) ------------------------------------------------------ */
+
+/* Unlike the snapshot, a dump is no engine table: no lock is held, only the GIL. */
+
+static PyObject *dump_frame_item(size_t i, const void *context) {
+    const void *const *pair = context; /* the dump, then the thread */
+    const hl_dump *dump = pair[0];
+    const hl_dump_thread *thread = pair[1];
+    const hl_frame *frame = &thread->frames[i];
+    if (frame->file >= dump->stats.nfiles || frame->function >= dump->stats.nfunctions)
+        return PyErr_Format(PyExc_RuntimeError, "a dump frame names no function");
+    const hl_function *f = &dump->stats.functions[frame->function];
+    return Py_BuildValue("(NNNi)", name_str(dump->stats.files[frame->file].path), name_str(f->name),
+                         name_str(f->qualname), frame->line);
+}
+
+static PyObject *dump_thread_item(size_t i, const void *context) {
+    const hl_dump *dump = context;
+    const hl_dump_thread *t = &dump->threads[i];
+    const void *pair[2] = {dump, t};
+    return Py_BuildValue(
+        "{sKslsLsOsOsOsOsOsN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
+        t->native_id, "interpreter", (long long)t->interpreter, "main",
+        t->main ? Py_True : Py_False, "holds_gil", t->holds_gil ? Py_True : Py_False, "stopped",
+        t->stopped ? Py_True : Py_False, "complete", t->complete ? Py_True : Py_False, "truncated",
+        t->truncated ? Py_True : Py_False, "frames",
+        list_of((size_t)t->depth, dump_frame_item, pair));
+}
+
+static const char *dump_error_name(int error) {
+    switch (error) {
+        case HL_DUMP_OK: return NULL;
+        case HL_DUMP_NO_PROCESS: return "no-process";
+        case HL_DUMP_REFUSED: return "refused";
+        case HL_DUMP_NOT_PYTHON: return "not-python";
+        case HL_DUMP_UNSUPPORTED: return "unsupported";
+        case HL_DUMP_NO_MEMORY: return "no-memory";
+        default: return "unreadable";
+    }
+}
+
+PyObject *hl_convert_dump(const hl_dump *dump) {
+    return Py_BuildValue("{szsisNsNsksOsOsNsKsKsOsN}", "error", dump_error_name(dump->error),
+                         "os_error", dump->os_error, "message", name_str(dump->message), "binary",
+                         name_str(dump->binary), "version", dump->version, "version_exact",
+                         dump->version_exact ? Py_True : Py_False, "paused",
+                         dump->paused ? Py_True : Py_False, "pause_note",
+                         name_str(dump->pause_note), "pause_ns", (unsigned long long)dump->pause_ns,
+                         "read_ns", (unsigned long long)dump->read_ns, "threads_complete",
+                         dump->threads_complete ? Py_True : Py_False, "threads",
+                         list_of(dump->nthreads, dump_thread_item, dump));
+}

@@ -1,5 +1,6 @@
 /* convert.h: the engine's results as Python objects, for the binding (module.c): the snapshot
- * dict whose shape docs/engine-api.md documents, and the test hooks' stack.
+ * dict whose shape docs/engine-api.md documents, the test hooks' stack, and heatline dump's
+ * reading of another process.
  *
  * Each is called between hl_engine_snapshot_begin and hl_engine_snapshot_end (engine.h), with
  * the GIL held, and reads the tables through the view the engine filled.
@@ -17,5 +18,9 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view);
 /* frames[0..depth) (innermost first, from hl_engine_walk_locked) as a list of (filename, qualname,
  * line, user) tuples: a new reference, or NULL with an exception set. */
 PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frames, int depth);
+
+/* heatline dump's result (hl_engine_dump) as the dict engine/dump.py reads: a new reference, or
+ * NULL with an exception set. Needs the GIL only. */
+PyObject *hl_convert_dump(const hl_dump *dump);
 
 #endif

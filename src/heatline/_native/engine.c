@@ -498,3 +498,15 @@ void hl_engine_hold_lock(uint64_t ns) {
     }
     hl_engine_unlock();
 }
+
+int hl_engine_dump(int pid, int pause, hl_dump *out) {
+    return hl_remote_dump(pid, pause, out);
+}
+
+void hl_engine_dump_free(hl_dump *dump) {
+    hl_remote_dump_free(dump);
+}
+
+int hl_engine_remote_layout_check(const char **field) {
+    return hl_compat_remote_check(field);
+}

@@ -32,6 +32,7 @@
 #include "frames.h"
 #include "gpu.h"    /* the GPU part's results, in the snapshot */
 #include "memory.h" /* the memory part's results, likewise */
+#include "remote.h" /* heatline dump's results */
 #include "stats.h"
 
 /* ---- the lifecycle (called by module.c) --------------------------------------------------- */
@@ -131,6 +132,19 @@ void hl_engine_snapshot_end(void);
  * (innermost first; their ids resolve in the snapshot's stats) and returns its depth. */
 int hl_engine_line_of(uintptr_t code, int offset, int *line);
 int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
+
+/* ---- heatline dump: another process's stacks ------------------------------------------------ */
+
+/* Not the engine's state: remote.c reads another process with a walker of its own, so these
+ * need neither the engine lock nor the GIL (call them with it released), and work while a
+ * session runs. hl_engine_dump fills *out (free it with hl_engine_dump_free in every case);
+ * returns 0, or -1 with out->error set (remote.h). */
+int hl_engine_dump(int pid, int pause, hl_dump *out);
+void hl_engine_dump_free(hl_dump *dump);
+
+/* Test hook: whether compat.c's table for the running CPython holds its headers' offsets (1),
+ * or the first field that differs (0, *field set). */
+int hl_engine_remote_layout_check(const char **field);
 
 /* Test hook: holds the engine lock for ns nanoseconds, as a long tick or a snapshot would (call
  * it with the GIL released). */

@@ -1,6 +1,4 @@
 /* frames.c: see frames.h. */
-#include <Python.h>
-
 #include "frames.h"
 
 #include <stdlib.h>
@@ -43,28 +41,38 @@ static size_t put_utf8(char *out, uint32_t cp) {
     return 4;
 }
 
+/* Reads through the walker's target: this process, or another one (remote.c). */
+static int read_memory(const hl_walker *w, void *dst, uintptr_t src, size_t n) {
+    return w->pid == 0 ? hl_memread(dst, src, n)
+                       : (hl_memread_remote(w->pid, dst, src, n) ? -1 : 0);
+}
+
 /* Copies the str object at address into a new NUL-terminated buffer (*out, freed by the
  * caller) as UTF-8, whole: names are never cut, so two paths that differ only late stay two
  * files. Lone surrogates (a path's undecodable bytes under surrogateescape) are encoded like
  * any other code point, so the bytes round-trip with the "surrogatepass" error handler.
  * Only compact strings are read; every name CPython stores in a code object is compact.
- * Returns the length, or -1 if the object is not a readable str (or is absurdly long). */
-static int read_str(uintptr_t address, char **out) {
-    PyASCIIObject header;
+ * The str header is read by the layout's offsets, which are another version's for another
+ * process. Returns the length, or -1 if the object is not a readable str (or is absurdly
+ * long). */
+static int read_str(const hl_walker *w, uintptr_t address, char **out) {
+    const hl_layout *l = &w->layout;
+    uint8_t header[HEADER_BUFFER];
     *out = NULL;
-    if (hl_memread(&header, address, sizeof(header)) != 0) return -1;
-    if ((uintptr_t)Py_TYPE((PyObject *)&header) != (uintptr_t)&PyUnicode_Type) return -1;
-    if (!header.state.compact) return -1;
-    Py_ssize_t length = header.length;
+    size_t need = l->str_state + sizeof(uint32_t);
+    if (need > sizeof(header) || read_memory(w, header, address, need) != 0) return -1;
+    if (hl_load_word(header, l->object_type) != l->str_type) return -1;
+    uint32_t state = hl_load_u32(header, l->str_state);
+    if (!HL_STR_COMPACT(state)) return -1;
+    intptr_t length = (intptr_t)hl_load_word(header, l->str_length);
     if (length < 0 || (size_t)length > MAX_STRING) return -1;
-    unsigned kind = header.state.kind;
-    uintptr_t data =
-        address + (header.state.ascii ? sizeof(PyASCIIObject) : sizeof(PyCompactUnicodeObject));
+    unsigned kind = HL_STR_KIND(state);
+    uintptr_t data = address + (HL_STR_ASCII(state) ? l->str_ascii_size : l->str_compact_size);
     if (kind != 1 && kind != 2 && kind != 4) return -1;
     size_t count = (size_t)length;
     uint8_t *raw = malloc(count * kind + 1);
     char *text = malloc(count * 4 + 1);
-    if (raw == NULL || text == NULL || (count && hl_memread(raw, data, count * kind) != 0)) {
+    if (raw == NULL || text == NULL || (count && read_memory(w, raw, data, count * kind) != 0)) {
         free(raw);
         free(text);
         return -1;
@@ -89,12 +97,13 @@ static int read_str(uintptr_t address, char **out) {
 }
 
 /* Reads a bytes object: its length and data address. Returns 0 or -1. */
-static int read_bytes_header(const hl_layout *l, uintptr_t address, size_t *length,
+static int read_bytes_header(const hl_walker *w, uintptr_t address, size_t *length,
                              uintptr_t *data) {
+    const hl_layout *l = &w->layout;
     uint8_t header[64];
     size_t need = l->bytes_data;
-    if (need > sizeof(header) || hl_memread(header, address, need) != 0) return -1;
-    if (hl_load_word(header, l->object_type) != (uintptr_t)&PyBytes_Type) return -1;
+    if (need > sizeof(header) || read_memory(w, header, address, need) != 0) return -1;
+    if (hl_load_word(header, l->object_type) != l->bytes_type) return -1;
     intptr_t size = (intptr_t)hl_load_word(header, l->bytes_size);
     if (size < 0) return -1;
     *length = (size_t)size;
@@ -118,7 +127,7 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     c->first_line = hl_load_int(header, l->code_firstlineno);
     if (l->frame_model == HL_FRAMES_OBJECTS) {
         c->bytecode = hl_load_word(header, l->code_code);
-        if (read_bytes_header(l, c->bytecode, &c->code_bytes, &c->code_start) != 0) return -1;
+        if (read_bytes_header(w, c->bytecode, &c->code_bytes, &c->code_start) != 0) return -1;
     } else {
         c->size = (intptr_t)hl_load_word(header, l->code_size);
         if (c->size < 0) return -1;
@@ -126,16 +135,18 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
         c->code_bytes = (size_t)c->size * 2;
     }
 
-    int path_length = read_str(c->filename, &path);
-    if (path_length < 0 || read_str(c->name, &name) < 0 || read_str(c->qualname, &qualname) < 0)
+    int path_length = read_str(w, c->filename, &path);
+    if (path_length < 0 || read_str(w, c->name, &name) < 0 ||
+        read_str(w, c->qualname, &qualname) < 0)
         goto fail_names;
 
     uintptr_t table_data;
-    if (read_bytes_header(l, c->linetable, &c->table_length, &table_data) != 0) goto fail_names;
+    if (read_bytes_header(w, c->linetable, &c->table_length, &table_data) != 0) goto fail_names;
     if (c->table_length > MAX_TABLE) goto fail_names;
     c->table = malloc(c->table_length ? c->table_length : 1);
     if (c->table == NULL) goto fail_names;
-    if (c->table_length && hl_memread(c->table, table_data, c->table_length) != 0) goto fail_table;
+    if (c->table_length && read_memory(w, c->table, table_data, c->table_length) != 0)
+        goto fail_table;
 
     /* The scope is decided when a file is first interned; later calls return the same id. */
     int64_t file =
@@ -196,12 +207,13 @@ static void walk_begins(hl_walker *w, int window) {
  * frames instead of one per frame. Returns 0 or -1. */
 static int read_through_window(hl_walker *w, void *out, uintptr_t address, size_t n) {
     uintptr_t start = address & ~(uintptr_t)(HL_WALK_WINDOW - 1);
-    if (!w->window_on || address - start + n > HL_WALK_WINDOW) return hl_memread(out, address, n);
+    if (!w->window_on || address - start + n > HL_WALK_WINDOW)
+        return read_memory(w, out, address, n);
     if (w->window_at != start || start == 0) {
         /* The window lies within one page (pages are multiples of it), and the frame's page
          * is readable if the frame is. */
         w->window_at = 0;
-        if (start == 0 || hl_memread(w->window, start, HL_WALK_WINDOW) != 0) return -1;
+        if (start == 0 || read_memory(w, w->window, start, HL_WALK_WINDOW) != 0) return -1;
         w->window_at = start;
     }
     memcpy(out, w->window + (address - start), n);
@@ -217,7 +229,7 @@ static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
     uint8_t header[HEADER_BUFFER];
     for (int i = 0; i < w->nchecked; i++)
         if (w->checked[i] == address) return &w->codes[w->checked_index[i]];
-    if (address == 0 || hl_memread(header, address, l->code_read_size) != 0) return NULL;
+    if (address == 0 || read_memory(w, header, address, l->code_read_size) != 0) return NULL;
     if (hl_load_word(header, l->object_type) != l->code_type) return NULL;
 
     uint32_t index;
@@ -262,9 +274,9 @@ int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {
 static uintptr_t innermost_frame(const hl_walker *w, uintptr_t tstate, int *ok) {
     const hl_layout *l = &w->layout;
     uintptr_t frame = 0;
-    *ok = hl_memread_ptr(&frame, tstate + l->tstate_frame) == 0;
+    *ok = read_memory(w, &frame, tstate + l->tstate_frame, sizeof(frame)) == 0;
     if (*ok && l->frame_model == HL_FRAMES_CFRAME && frame != 0) /* frame is the _PyCFrame */
-        *ok = hl_memread_ptr(&frame, frame + l->cframe_current_frame) == 0;
+        *ok = read_memory(w, &frame, frame + l->cframe_current_frame, sizeof(frame)) == 0;
     return *ok ? frame : 0;
 }
 
@@ -327,7 +339,7 @@ static hl_frame decode_frame(const hl_walker *w, const hl_code *c, const uint8_t
         uint8_t opcode;
         for (int unit = 0; unit < 4 && (size_t)offset_bytes + 2 * (size_t)unit < c->code_bytes;
              unit++) {
-            if (hl_memread(&opcode, instruction + 2 * (uintptr_t)unit, 1) != 0) break;
+            if (read_memory(w, &opcode, instruction + 2 * (uintptr_t)unit, 1) != 0) break;
             *leaf_flags = w->opcode_flags[opcode];
             if (!(*leaf_flags & HL_OP_PREFIX)) break;
         }
@@ -492,7 +504,8 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
         } else {
             /* 3.13 shim frames hold None; a code object of a frame being run is never NULL. */
             if (code_address == 0) goto torn;
-            if (w->layout.frame_model == HL_FRAMES_CURRENT && code_address == (uintptr_t)Py_None) {
+            if (w->layout.frame_model == HL_FRAMES_CURRENT && w->layout.none_object != 0 &&
+                code_address == w->layout.none_object) {
                 frame = previous;
                 continue;
             }

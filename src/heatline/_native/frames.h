@@ -12,7 +12,9 @@
  *
  * The walker is the engine's (engine.c): the sampler thread walks with it at each tick, the
  * memory and GPU parts (hl_engine_current_line_locked) and the test hooks under the engine lock;
- * hl_walker_clear runs after the sampler has stopped.
+ * hl_walker_clear runs after the sampler has stopped. heatline dump (remote.c) has one of its
+ * own that reads another process (pid set, the layout that process's version has); it knows
+ * nothing of CPython's headers, only the layout's offsets and type addresses.
  */
 #ifndef HEATLINE_FRAMES_H
 #define HEATLINE_FRAMES_H
@@ -53,6 +55,7 @@ typedef struct hl_frame {
 #define HL_WALK_CHECKED 8
 
 typedef struct hl_walker {
+    int pid; /* whose memory: 0 for this process's (hl_memread), else another's */
     hl_layout layout;
     hl_scope scope;
     uint8_t opcode_flags[256]; /* HL_OP_* flags of each opcode number */

@@ -126,3 +126,12 @@ int hl_memread(void *dst, uintptr_t src, size_t n) {
     }
     return use_pipe ? read_via_pipe(dst, src, n) : read_via_syscall(dst, src, n);
 }
+
+int hl_memread_remote(int pid, void *dst, uintptr_t src, size_t n) {
+    if (src == 0 || n == 0) return -EFAULT;
+    struct iovec local = {dst, n};
+    struct iovec remote = {(void *)src, n};
+    ssize_t got = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+    if (got == (ssize_t)n) return 0;
+    return got < 0 ? -errno : -EFAULT;
+}

@@ -1,4 +1,4 @@
-/* memread.h: fault-tolerant reads of this process's own memory.
+/* memread.h: fault-tolerant reads of this process's own memory (and of another's).
  *
  * The sampler thread inspects interpreter structures that other threads are changing at the
  * same moment: a frame can be popped and its memory unmapped between two reads. A plain load
@@ -32,6 +32,12 @@ int hl_memread(void *dst, uintptr_t src, size_t n);
  * their code objects alive. It may switch to plain loads for the duration, which saves a
  * system call per read. Per thread. */
 void hl_memread_direct(int on);
+
+/* Copies n bytes from address src of process pid (another process, heatline dump) into dst:
+ * process_vm_readv, with the kernel's permission checks (those of ptrace attach). Returns 0, or
+ * -errno: EPERM refused, ESRCH no such process, EFAULT an unreadable byte (a short read is one);
+ * ENOSYS where the system call does not exist (gVisor). */
+int hl_memread_remote(int pid, void *dst, uintptr_t src, size_t n);
 
 /* Reads one pointer-sized word. Returns 0 or -1. */
 static inline int hl_memread_ptr(uintptr_t *dst, uintptr_t src) {

@@ -298,7 +298,40 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
     return result;
 }
 
+/* ---- heatline dump ------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(dump_doc,
+             "dump($module, pid, pause, /)\n--\n\n"
+             "Every thread's Python stack of process pid, read from outside it (its threads\n"
+             "stopped meanwhile if pause). See docs/engine-api.md.");
+
+static PyObject *native_dump(PyObject *module, PyObject *args) {
+    (void)module;
+    int pid, pause;
+    if (!PyArg_ParseTuple(args, "ip:dump", &pid, &pause)) return NULL;
+    hl_dump dump;
+    Py_BEGIN_ALLOW_THREADS
+    hl_engine_dump(pid, pause, &dump);
+    Py_END_ALLOW_THREADS
+    PyObject *result = hl_convert_dump(&dump);
+    hl_engine_dump_free(&dump);
+    return result;
+}
+
 /* ---- test hooks -------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(remote_layout_check_doc,
+             "_remote_layout_check($module, /)\n--\n\n"
+             "Test hook: None when heatline dump's table for this CPython version holds the\n"
+             "offsets of its headers, else the name of the first field that differs.");
+
+static PyObject *native_remote_layout_check(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    const char *field = NULL;
+    if (hl_engine_remote_layout_check(&field)) Py_RETURN_NONE;
+    return PyUnicode_FromString(field);
+}
 
 PyDoc_STRVAR(
     line_of_doc,
@@ -383,6 +416,8 @@ static PyMethodDef native_methods[] = {
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
     {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
+    {"dump", native_dump, METH_VARARGS, dump_doc},
+    {"_remote_layout_check", native_remote_layout_check, METH_NOARGS, remote_layout_check_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
     {"_hold_engine_lock", native_hold_engine_lock, METH_O, hold_lock_doc},

@@ -1,6 +1,7 @@
 """The command line: ``heatline [run] [options] script.py [args...]`` (or ``-m module``) and
-the subcommands ``view``, ``diff``, ``check`` and ``ctl``, one module each. Every mistake on
-the command line is one ``heatline: error: ...`` line on stderr, never a traceback."""
+the subcommands ``view``, ``diff``, ``check``, ``ctl`` and ``dump``, one module each. Every
+mistake on the command line is one ``heatline: error: ...`` line on stderr, never a
+traceback."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 # The subcommands: the first argument that names one (anything else is the program to run,
 # as after `heatline run`; `heatline ./view` runs a script named view).
-SUBCOMMANDS = ("view", "diff", "check", "ctl")
+SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,7 +20,8 @@ heatline [options] script.py [args...]
        heatline diff [--fail-on-regression PCT] before.json after.json
        heatline check [limits] profile.json
        heatline check [limits] [options] script.py [args...]   (or -m module [args...])
-       heatline ctl on|off|status PID"""
+       heatline ctl on|off|status PID
+       heatline dump [--json] [--no-pause] PID"""
 
 
 DESCRIPTION = """\

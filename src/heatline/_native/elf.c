@@ -1,0 +1,121 @@
+/* elf.c: see elf.h.
+ *
+ * The file is read with pread, not mapped: a mapped file that another process truncates turns
+ * the next access into SIGBUS, and heatline dump must not die of the file it reads. */
+#define _GNU_SOURCE
+#include "elf.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define HL_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HL_ELF_MACHINE EM_AARCH64
+#else
+#define HL_ELF_MACHINE EM_NONE /* matches nothing: dump reads the two machines above */
+#endif
+
+#define MAX_TABLE_BYTES (256u << 20) /* a symbol or string table larger than this is not one */
+
+/* Reads size bytes at offset into a new buffer, or NULL (out of the file, too large, short). */
+static void *read_part(int fd, uint64_t offset, uint64_t size, uint64_t file_size) {
+    if (size == 0 || size > MAX_TABLE_BYTES || offset > file_size || size > file_size - offset)
+        return NULL;
+    uint8_t *buffer = malloc((size_t)size);
+    if (buffer == NULL) return NULL;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t got = pread(fd, buffer + done, (size_t)size - done, (off_t)(offset + done));
+        if (got <= 0) {
+            if (got < 0 && errno == EINTR) continue;
+            free(buffer);
+            return NULL;
+        }
+        done += (size_t)got;
+    }
+    return buffer;
+}
+
+static void scan_table(const Elf64_Sym *table, size_t n, const char *names, size_t names_size,
+                       hl_elf_symbol *symbols, size_t count) {
+    for (size_t i = 0; i < n; i++) {
+        const Elf64_Sym *symbol = &table[i];
+        if (symbol->st_shndx == SHN_UNDEF || symbol->st_name >= names_size) continue;
+        const char *name = names + symbol->st_name;
+        size_t room = names_size - symbol->st_name; /* the name must end inside the table */
+        for (size_t k = 0; k < count; k++) {
+            if (symbols[k].found) continue;
+            size_t want = strlen(symbols[k].name);
+            if (want < room && memcmp(name, symbols[k].name, want + 1) == 0) {
+                symbols[k].value = symbol->st_value;
+                symbols[k].found = 1;
+            }
+        }
+    }
+}
+
+static int read_file(int fd, uint64_t file_size, hl_elf_symbol *symbols, size_t count,
+                     uint64_t *first_vaddr) {
+    Elf64_Ehdr header;
+    if (pread(fd, &header, sizeof(header), 0) != (ssize_t)sizeof(header)) return -ENOEXEC;
+    if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
+        header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != HL_ELF_MACHINE)
+        return -ENOEXEC;
+
+    /* The program headers: where the file's start is loaded. */
+    uint64_t lowest = UINT64_MAX;
+    Elf64_Phdr *segments = NULL;
+    if (header.e_phentsize == sizeof(Elf64_Phdr))
+        segments =
+            read_part(fd, header.e_phoff, (uint64_t)header.e_phnum * sizeof(Elf64_Phdr), file_size);
+    for (unsigned i = 0; segments != NULL && i < header.e_phnum; i++) {
+        if (segments[i].p_type != PT_LOAD || segments[i].p_vaddr < segments[i].p_offset) continue;
+        uint64_t start = segments[i].p_vaddr - segments[i].p_offset;
+        if (start < lowest) lowest = start;
+    }
+    free(segments);
+    if (lowest == UINT64_MAX) return -ENOEXEC;
+    *first_vaddr = lowest & ~(uint64_t)0xFFF;
+
+    /* The section headers: the symbol tables and their string tables. */
+    Elf64_Shdr *sections = NULL;
+    if (header.e_shentsize == sizeof(Elf64_Shdr))
+        sections =
+            read_part(fd, header.e_shoff, (uint64_t)header.e_shnum * sizeof(Elf64_Shdr), file_size);
+    for (unsigned i = 0; sections != NULL && i < header.e_shnum; i++) {
+        const Elf64_Shdr *table = &sections[i];
+        if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
+        if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header.e_shnum) continue;
+        const Elf64_Shdr *strings = &sections[table->sh_link];
+        Elf64_Sym *entries = read_part(fd, table->sh_offset, table->sh_size, file_size);
+        char *names = read_part(fd, strings->sh_offset, strings->sh_size, file_size);
+        if (entries != NULL && names != NULL)
+            scan_table(entries, (size_t)(table->sh_size / sizeof(Elf64_Sym)), names,
+                       (size_t)strings->sh_size, symbols, count);
+        free(entries);
+        free(names);
+    }
+    free(sections); /* none (stripped of its sections): no symbols found */
+    return 0;
+}
+
+int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint64_t *first_vaddr) {
+    for (size_t k = 0; k < count; k++) {
+        symbols[k].found = 0;
+        symbols[k].value = 0;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct stat st;
+    int error = -ENOEXEC;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        error = read_file(fd, (uint64_t)st.st_size, symbols, count, first_vaddr);
+    close(fd);
+    return error;
+}
