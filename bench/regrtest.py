@@ -4,6 +4,7 @@
     python bench/regrtest.py --python 3.12=.venv-3.12/bin/python --modules test_os,test_sys
     python bench/regrtest.py ... --resume          # keep the runs already in --out, do the rest
     python bench/regrtest.py --report bench/results/regrtest.json   # print the tables again
+    python bench/regrtest.py --merge r-3.11.json r-3.13.json --out bench/results/regrtest.json
 
 Normally run by `make bench-regrtest PYTHONS="3.11 3.12 3.13"`, which makes (or refreshes) each
 version's virtualenv with heatline installed (.venv for the main CPython, .venv-3.X for the
@@ -24,7 +25,7 @@ load. What is compared, per module:
   in setUpClass/setUpModule.
 
 Every test whose outcome differs is listed with both outcomes. A module is given --timeout
-seconds per run (its whole process group is killed after that; the run is recorded as timed out).
+seconds per run (its whole process tree is killed after that; the run is recorded as timed out).
 
 The multiprocessing tests: from 3.13 the install has the driver packages test_multiprocessing_fork,
 _spawn and _forkserver (each split into test_processes, test_threads, test_manager, test_misc
@@ -33,8 +34,10 @@ method written into the working directory and run with --testdir; they call
 test._test_multiprocessing's install_tests_in_module_dict exactly as 3.13's do, so the same
 tests run (their ids start with the driver's name instead of test.).
 
-Results go to --out (JSON: per version and module, both runs' verdicts, figures and timings, and
-the differing ids); the runs' logs, JUnit files and profiles stay in --workdir when one is given.
+Results go to --out (JSON: per version and module, both runs' verdicts, figures and timings,
+and the differing ids); the runs' logs, JUnit files and profiles stay in --workdir when one is
+given. The figures and what they show are in docs/design.md ("Running the program", CPython's
+own tests).
 """
 
 import argparse
@@ -306,31 +309,47 @@ def summarise(entry):
 # -- report -------------------------------------------------------------------------------------
 
 def _cell(run):
+    """regrtest's figures for a run: tests run / failed / skipped, and its verdict unless SUCCESS."""
     if run.get("timed_out"):
         return "timed out"
     t = run.get("totals", {})
-    verdict = (run.get("result") or "no result").split()[0]
-    parts = [f"run {t.get('run', 0)}"]
-    if t.get("failures"):
-        parts.append(f"fail {t['failures']}")
-    if t.get("skipped"):
-        parts.append(f"skip {t['skipped']}")
-    return f"{' '.join(parts)} ({verdict})"
+    cell = f"{t.get('run', 0)} / {t.get('failures', 0)} / {t.get('skipped', 0)}"
+    verdict = run.get("result") or "no result"
+    return cell if verdict == "SUCCESS" else f"{cell} {verdict}"
 
 
 def report(results, stream=sys.stdout):
-    for version, data in results["versions"].items():
-        print(f"\n### CPython {data['python']} ({version})\n", file=stream)
-        print("| module | python -m test | heatline -m test | same |", file=stream)
-        print("|---|---|---|---|", file=stream)
-        for module, entry in data["modules"].items():
-            if not all(m in entry for m in MODES):
+    """One markdown table, a row per module and two columns per version; then the differences."""
+    versions = results["versions"]
+    modules = []
+    for data in versions.values():
+        modules += [m for m in data["modules"] if m not in modules]
+    header = ["module"]
+    for version, data in versions.items():
+        header += [f"{data['python']} python", f"{data['python']} heatline"]
+    print("| " + " | ".join(header) + " |", file=stream)
+    print("|" + "---|" * len(header), file=stream)
+    durations = {v: [0.0, 0.0] for v in versions}
+    for module in modules:
+        row = [module]
+        for version, data in versions.items():
+            entry = data["modules"].get(module)
+            if not entry or not all(m in entry for m in MODES):
+                row += ["", ""]
                 continue
-            same = "yes" if not entry["differences"] else f"**no** ({len(entry['differences'])})"
-            print(f"| {module} | {_cell(entry['plain'])} | {_cell(entry['heatline'])} | {same} |",
-                  file=stream)
+            mark = "**" if entry["differences"] else ""
+            row += [f"{mark}{_cell(entry[m])}{mark}" for m in MODES]
+            for i, m in enumerate(MODES):
+                durations[version][i] += entry[m].get("duration_s", 0)
+        print("| " + " | ".join(row) + " |", file=stream)
+    row = ["wall time, all modules"]
+    for version in versions:
+        row += [f"{d / 60:.0f} min" for d in durations[version]]
+    print("| " + " | ".join(row) + " |", file=stream)
+    print("\n(tests run / failures / skipped, as regrtest counts them; a module whose runs differ "
+          "in bold)", file=stream)
     lines = []
-    for version, data in results["versions"].items():
+    for version, data in versions.items():
         for module, entry in data["modules"].items():
             for diff in entry.get("differences", []):
                 if diff["what"] == "test":
@@ -363,11 +382,30 @@ def main(argv=None):
     parser.add_argument("--resume", action="store_true",
                         help="keep the modules --out already has for a version, run the others")
     parser.add_argument("--report", metavar="JSON", help="only print the tables of a results file")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="only merge results files (say, one per version, run side by side) "
+                             "into --out, a later file's version replacing an earlier one's")
     args = parser.parse_args(argv)
 
     if args.report:
         with open(args.report) as f:
             report(json.load(f))
+        return 0
+    if args.merge:
+        merged = None
+        for path in args.merge:
+            with open(path) as f:
+                part = json.load(f)
+            if merged is None:
+                merged = part
+            else:
+                merged["versions"].update(part["versions"])
+        merged["versions"] = dict(sorted(merged["versions"].items(),
+                                         key=lambda kv: tuple(map(int, kv[0].split(".")))))
+        with open(args.out, "w") as f:
+            json.dump(merged, f, indent=1)
+            f.write("\n")
+        report(merged)
         return 0
     if not args.python:
         parser.error("give at least one --python X.Y=PYTHON")
@@ -420,7 +458,8 @@ def main(argv=None):
                 log(f"{version} {module} {mode} ...")
                 entry[mode] = run_one(python, mode, module, has_drivers, workdir, args.timeout, env)
                 run = entry[mode]
-                log(f"{version} {module} {mode}: {_cell(run)} in {run['duration_s']:.0f} s")
+                log(f"{version} {module} {mode}: {_cell(run)} (run / failures / skipped) "
+                    f"in {run['duration_s']:.0f} s")
             entry["differences"] = compare(entry["plain"], entry["heatline"])
             for diff in entry["differences"]:
                 log(f"  differs: {diff}")
