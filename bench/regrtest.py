@@ -3,6 +3,7 @@
     python bench/regrtest.py --python 3.11=.venv/bin/python --python 3.13=.venv-3.13/bin/python
     python bench/regrtest.py --python 3.12=.venv-3.12/bin/python --modules test_os,test_sys
     python bench/regrtest.py ... --resume          # keep the runs already in --out, do the rest
+    python bench/regrtest.py ... --together        # all modules in one regrtest run per mode
     python bench/regrtest.py --report bench/results/regrtest.json   # print the tables again
     python bench/regrtest.py --merge r-3.11.json r-3.13.json --out bench/results/regrtest.json
 
@@ -231,8 +232,28 @@ def _kill_tree(pid):
             pass
 
 
-def run_one(python, mode, module, has_drivers, workdir, timeout, env):
-    names, needs_drivers = regrtest_names(module, has_drivers)
+def together_names(modules, has_drivers):
+    """All modules' names for one regrtest run. With --testdir (the drivers written here)
+    regrtest imports a bare name from that directory, so the others are given as test.NAME."""
+    needs_drivers = any(m in MP_DRIVERS for m in modules) and not has_drivers
+    names = []
+    for module in modules:
+        own, _ = regrtest_names(module, has_drivers)
+        names += [f"test.{n}" if needs_drivers and module not in MP_DRIVERS else n for n in own]
+    return names, needs_drivers
+
+
+def module_of(test_id):
+    """The module of the list a test id belongs to: test.test_os.C.t and the drivers'
+    test_multiprocessing_fork.test_processes.C.t alike."""
+    return test_id[5:].split(".", 1)[0] if test_id.startswith("test.") else test_id.split(".", 1)[0]
+
+
+def run_one(python, mode, module, has_drivers, workdir, timeout, env, names=None):
+    if names is None:
+        names, needs_drivers = regrtest_names(module, has_drivers)
+    else:
+        names, needs_drivers = names
     cwd = tempfile.mkdtemp(prefix=f"{module}-{mode}-", dir=workdir)
     junit = os.path.join(cwd, "junit.xml")
     log_path = os.path.join(cwd, "output.log")
@@ -348,9 +369,21 @@ def report(results, stream=sys.stdout):
     print("| " + " | ".join(row) + " |", file=stream)
     print("\n(tests run / failures / skipped, as regrtest counts them; a module whose runs differ "
           "in bold)", file=stream)
+    for version, data in versions.items():
+        together = data.get("together")
+        if not together:
+            continue
+        print(f"\nAll modules in one run, {data['python']}: {_cell(together['plain'])} plain in "
+              f"{together['plain']['duration_s'] / 60:.0f} min, {_cell(together['heatline'])} "
+              f"under heatline in {together['heatline']['duration_s'] / 60:.0f} min "
+              f"({'identical' if not together['differences'] else 'DIFFERENT'}, "
+              f"{len(together['modules'])} modules)", file=stream)
     lines = []
     for version, data in versions.items():
-        for module, entry in data["modules"].items():
+        entries = dict(data["modules"])
+        if data.get("together"):
+            entries["(all in one run)"] = data["together"]
+        for module, entry in entries.items():
             for diff in entry.get("differences", []):
                 if diff["what"] == "test":
                     lines.append(f"  {version} {module}: {diff['id']}: "
@@ -366,6 +399,32 @@ def report(results, stream=sys.stdout):
         print(line, file=stream)
 
 
+def run_together(data, python, version, modules, has_drivers, workdir, args, env):
+    """The issue's own form: every module in one regrtest run (-j1 still gives each test file
+    a fresh worker), plain and under heatline; compared per module from the test ids."""
+    entry = {}
+    names = together_names(modules, has_drivers)
+    for mode in MODES:
+        log(f"{version} all modules together, {mode} ...")
+        entry[mode] = run_one(python, mode, "together", has_drivers, workdir, args.timeout, env,
+                              names=names)
+        log(f"{version} together {mode}: {_cell(entry[mode])} in {entry[mode]['duration_s']:.0f} s")
+    per_module = {}
+    for mode in MODES:
+        for test_id, outcome in entry[mode]["outcomes"].items():
+            counted = per_module.setdefault(module_of(test_id), {m: {o: 0 for o in
+                                                                     ("passed", "failed",
+                                                                      "skipped")}
+                                                                 for m in MODES})
+            counted[mode][outcome] += 1
+    entry["differences"] = compare(entry["plain"], entry["heatline"])
+    for diff in entry["differences"]:
+        log(f"  differs: {diff}")
+    kept = summarise(entry)
+    kept["modules"] = per_module
+    data["together"] = kept
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", action="append", default=[], metavar="X.Y=PYTHON",
@@ -379,6 +438,10 @@ def main(argv=None):
                         help="results JSON (default bench/results/regrtest.json)")
     parser.add_argument("--workdir", help="keep the runs' logs, JUnit files and profiles here "
                                           "(default: a temporary directory, removed)")
+    parser.add_argument("--together", action="store_true",
+                        help="all the modules in one regrtest run per mode (issue 19's own "
+                             "command) instead of one run per module; its --timeout is the "
+                             "whole run's")
     parser.add_argument("--resume", action="store_true",
                         help="keep the modules --out already has for a version, run the others")
     parser.add_argument("--report", metavar="JSON", help="only print the tables of a results file")
@@ -398,8 +461,11 @@ def main(argv=None):
                 part = json.load(f)
             if merged is None:
                 merged = part
-            else:
-                merged["versions"].update(part["versions"])
+                continue
+            for version, data in part["versions"].items():  # modules and runs kept, newer win
+                into = merged["versions"].setdefault(version, {"modules": {}})
+                into["modules"].update(data.pop("modules", {}))
+                into.update(data)
         merged["versions"] = dict(sorted(merged["versions"].items(),
                                          key=lambda kv: tuple(map(int, kv[0].split(".")))))
         with open(args.out, "w") as f:
@@ -450,7 +516,7 @@ def main(argv=None):
                      if python.startswith(ROOT + os.sep) else python,
                      "heatline": heatline_version, "mp_drivers": "installed" if has_drivers
                      else "written by regrtest.py (--testdir)"})
-        for module in modules:
+        for module in ([] if args.together else modules):
             if args.resume and module in data["modules"]:
                 continue
             entry = {}
@@ -468,6 +534,9 @@ def main(argv=None):
             if not args.workdir:
                 for mode in MODES:
                     shutil.rmtree(entry[mode]["dir"], ignore_errors=True)
+        if args.together:
+            run_together(data, python, version, modules, has_drivers, workdir, args, env)
+            save()
     save()
     report(results)
     if not args.workdir:
