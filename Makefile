@@ -5,7 +5,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool clean
+.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool bench-regrtest clean
 
 # The extras (pyproject.toml) the main virtualenv installs. `make test EXTRAS=test,torch` (what
 # .ci/run does) adds torch for the DataLoader-worker tests, which then must run: the optional
@@ -62,7 +62,10 @@ OTHER_VERSIONS := $(filter-out $(MAIN_VERSION),$(SUPPORTED))
 PRESENT := $(foreach v,$(OTHER_VERSIONS),$(if $(call pyenv_python,$(v)),$(v)))
 ABSENT := $(filter-out $(PRESENT),$(OTHER_VERSIONS))
 
-.venv-3.%/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+# Their heatline is installed, not editable: any change to the package's sources reinstalls it.
+HEATLINE_SOURCES := $(wildcard src/heatline/*.py src/heatline/*/*.py src/heatline/*/*/*.py \
+	src/heatline/_native/*.[ch])
+.venv-3.%/.installed: pyproject.toml setup.py $(HEATLINE_SOURCES)
 	$(call pyenv_python,3.$*) -m venv .venv-3.$*
 	.venv-3.$*/bin/pip install $(PIP_FLAGS) --upgrade pip
 	HEATLINE_WERROR=1 .venv-3.$*/bin/pip install $(PIP_FLAGS) '.[test]'
@@ -127,6 +130,18 @@ bench-pool: $(BENCH_VENV)/.installed
 		--single --tools heatline,heatline-cpu,heatline-nochildren --rounds 7 \
 		$(if $(OTHER),--other $(OTHER)) --out bench/results/pool.json
 	$(BENCH_VENV)/bin/python bench/render.py bench/results/pool.json --parts pool
+
+# CPython's own regression tests, plain and under heatline, compared test by test
+# (bench/regrtest.py; figures in docs/accuracy.md, "CPython's own tests"). Not part of the tests:
+# hours on 2 cores for the whole list. PYTHONS names the versions; each runs in the virtualenv
+# the suite uses for it (.venv for $(PYTHON)'s, .venv-3.X for the others, made or refreshed here).
+# MODULES=test_os,test_sys narrows the list; the results go to bench/results/regrtest.json.
+PYTHONS ?= $(MAIN_VERSION)
+version_venv = $(if $(filter $(1),$(MAIN_VERSION)),$(VENV),.venv-$(1))
+version_stamp = $(if $(filter $(1),$(MAIN_VERSION)),$(INSTALLED),.venv-$(1)/.installed)
+bench-regrtest: $(foreach v,$(PYTHONS),$(call version_stamp,$(v)))
+	$(PYTHON) bench/regrtest.py $(foreach v,$(PYTHONS),--python $(v)=$(call version_venv,$(v))/bin/python) \
+		$(if $(MODULES),--modules $(MODULES)) --out bench/results/regrtest.json
 
 # The memory ground-truth targets under valgrind's memcheck, profiled with memory on
 # (tests/valgrind/run.sh; suppressions explained in tests/valgrind/python.supp).
