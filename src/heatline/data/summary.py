@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from heatline import units
+from heatline.data.memory import value_at
 from heatline.data.queries import stacks as _stacks
 
 # At most this many sentences; more rules firing than this keep the most telling (RANK).
@@ -652,7 +653,7 @@ def _peak(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     holders = []
     if moment is not None:
         for (path, number), line in facts.lines.items():
-            held = _value_at(line.get("timeline") or [], moment)
+            held = value_at(line.get("timeline") or [], moment)
             if held >= PEAK_HOLDER_SHARE * peak:
                 holders.append((held, path, number))
     holders.sort(key=lambda row: (-row[0], row[1], row[2]))
@@ -670,14 +671,6 @@ def _peak(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     return {"text": text + ".", "file": None, "line": None}
 
 
-def _value_at(timeline: list, moment: float) -> float:
-    """A step timeline's value at ``moment``."""
-    value = 0.0
-    for t, point in timeline:
-        if t > moment:
-            break
-        value = point
-    return value
 
 
 def _gpu(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
