@@ -283,10 +283,12 @@ class _Facts:
                 return "a process pool (ProcessPoolExecutor)"
             return "futures (concurrent.futures)"
         if what == "threading":
-            if qualname.startswith("Thread.join"):
+            # Before 3.11 code objects have no qualname: the profile then says "join" for
+            # Thread.join (docs/profile-format.md).
+            if qualname.startswith("Thread.join") or qualname == "join":
                 return "other threads (Thread.join)"
-            if qualname.startswith("Thread.start"):  # the new thread must run to say so
-                return "a new thread to start (Thread.start)"
+            if qualname.startswith("Thread.start") or qualname == "start":
+                return "a new thread to start (Thread.start)"  # it must run to say so
             return f"another thread (threading.{qualname})"
         return what
 
