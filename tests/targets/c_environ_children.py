@@ -27,8 +27,11 @@ print("os.environ:", [os.environ.get(n) for n in ("PUT", "GONE", "FROM_C", "PYTH
 sys.stdout.flush()
 child("inherited")
 child("preexec_fn", preexec_fn=lambda: os.putenv("FRUIT", "apple"))
+# (An ASan build of heatline, `make sanitize`, needs its runtime preloaded in every process
+# that loads the engine: a given environment keeps LD_PRELOAD, or the profiled child dies.)
+PRELOAD = {"LD_PRELOAD": os.environ["LD_PRELOAD"]} if "LD_PRELOAD" in os.environ else {}
 child("preexec_fn and env", preexec_fn=lambda: os.putenv("FRUIT", "apple"),
-      env={"PUT": "given"})
+      env={"PUT": "given", **PRELOAD})
 pid = os.fork()
 if pid == 0:
     os.execv(sys.executable, [sys.executable, "-c", "sys_label = 'execv'; " + CODE])
