@@ -54,8 +54,9 @@ def test_html_report_renders_rows_and_flame_graph_offline(run_heatline, program,
     outside = re.sub(r"<script.*?</script>", "", dom, flags=re.S)
     # The summary quotes the hostile line, cut short (so its &gt; may be cut off): the list
     # holds only its own items and code elements, then is left out of the check below.
+    # (Which line it quotes depends on the run's time split: the while loop's line, or the
+    # hostile one; whichever it is, it holds no element but its own.)
     findings = re.search(r'<ul id="findings">(.*?)</ul>', outside, flags=re.S).group(1)
-    assert "pwned" in findings
     assert set(re.findall(r"</?([a-z]+)", findings)) <= {"li", "code"}
     outside = outside.replace(findings, "")
     assert "pwned" not in re.sub(r"&lt;[^<>]*?pwned[^<>]*?&gt;", "", outside)
