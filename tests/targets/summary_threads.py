@@ -25,7 +25,7 @@ def doze(rounds):
 if __name__ == "__main__":
     if sys.argv[1] == "contended":
         start = threading.Barrier(6)
-        threads = [threading.Thread(target=spin, args=(1_000_000, start)) for _ in range(6)]
+        threads = [threading.Thread(target=spin, args=(2_000_000, start)) for _ in range(6)]
     else:
         threads = [threading.Thread(target=spin, args=(3_000_000,)),
                    threading.Thread(target=doze, args=(10,))]

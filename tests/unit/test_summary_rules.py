@@ -176,6 +176,24 @@ def test_gil_contention_is_threads_blocked_on_lines_that_only_run_python():
     assert "gil_contention" not in _rules(_profile(entries, threads=3, elapsed=2.0))
 
 
+def test_gil_contention_judges_a_line_over_all_the_threads_that_ran_it():
+    """Six short threads with two samples of Python each on the line (under the three a line
+    needs): together they ran it 0.12 s as Python, so it is a pure-Python line (CI once saw the
+    rule stay silent on its own target when it judged each thread's few samples alone)."""
+    entries = [(0, _main(30, (f"{LIB}/threading.py", "Thread.join", 1100)), 0.0, 0.0, 0.6)]
+    for thread in range(1, 7):
+        entries.append((thread, [(f"{LIB}/threading.py", "Thread.run", 990),
+                                 (PROGRAM, "spin", 7)], 2 * INTERVAL, 0.0, 0.08))
+    item = _rules(_profile(entries, sources={7: "total += i"}, threads=7, elapsed=0.6))
+    assert item["gil_contention"]["text"].startswith(
+        "GIL contention: 6 threads running Python wait 480 ms for the GIL (80% of their time")
+    # Threads that ran the line only as native calls are still not contending for the GIL.
+    entries = [entries[0]] + [(t, stack, python / 2, python / 2, system)
+                              for t, stack, python, _, system in entries[1:]]
+    assert "gil_contention" not in _rules(_profile(entries, sources={7: "total += i"},
+                                                   threads=7, elapsed=0.6))
+
+
 def _pool(busy, role="Pool worker"):
     processes = [{"pid": 1, "ppid": 0, "role": "main", "argv": ["app.py"], "exit": "exit",
                   "start_s": 0.0, "elapsed_s": 3.0, "cpu_s": 0.1, "python_s": 0.1,

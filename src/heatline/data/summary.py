@@ -187,11 +187,17 @@ class _Facts:
     def place(self, path: str, line: int) -> str:
         return self.where(path, line) + self.code(path, line)
 
-    def is_python_line(self, thread: int, path: str, line: int) -> bool:
-        """The thread ran this line's own code as Python (no call of its own that could block):
-        GIL_PYTHON_SHARE of its running time there (with no library frame below) was Python,
-        over at least three samples' worth."""
-        python, native, _ = self.direct.get((thread, path, line), (0.0, 0.0, 0.0))
+    def is_python_line(self, threads: list[int], path: str, line: int) -> bool:
+        """These threads ran this line's own code as Python (no call of its own that could
+        block): GIL_PYTHON_SHARE of their running time there (with no library frame below) was
+        Python, over at least three samples' worth. A line's kind is the line's, so it is judged
+        over all the threads that ran it: one thread's few samples there would leave it to
+        chance (six threads of 50 ms each on two lines have two or three samples a line)."""
+        python = native = 0.0
+        for thread in threads:
+            own_python, own_native, _ = self.direct.get((thread, path, line), (0.0, 0.0, 0.0))
+            python += own_python
+            native += own_native
         return python >= 3 * self.interval and python >= GIL_PYTHON_SHARE * (python + native)
 
     def process_threads(self) -> dict[Any, list[int]]:
@@ -265,7 +271,7 @@ class _Facts:
         for pattern, what in _SOURCE_WAITS:
             if re.search(pattern, source) and (what != "the GPU (a synchronisation)" or self.gpu):
                 return what
-        if self.main_thread is not None and self.is_python_line(self.main_thread, path, line):
+        if self.main_thread is not None and self.is_python_line([self.main_thread], path, line):
             return "the GIL (another thread holds it)"
         if below:
             frame = self.frames[below[-1]]
@@ -479,14 +485,22 @@ def _gil(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     as blocked (system) at its line; on such a line nothing else blocks."""
     best = None
     for pid, threads in facts.process_threads().items():
-        running = [t for t in threads if facts.threads[t].get("python_s", 0) >= facts.min_s]
-        if len(running) < 2:
+        # Two threads ran Python, together MIN_SAMPLES' worth (each of many short threads may
+        # have only a sample or two of its own).
+        running = [t for t in threads if facts.threads[t].get("python_s", 0) >= facts.interval]
+        if (len(running) < 2
+                or sum(facts.threads[t].get("python_s", 0) for t in running) < facts.min_s):
             continue
         # Per thread: [Python time, blocked time] on its pure-Python lines.
         per_thread: dict[int, list[float]] = {}
         by_line: dict[tuple[str, int], float] = {}
+        python_lines: dict[tuple[str, int], bool] = {}
         for (thread, path, line), (py, _, system) in facts.direct.items():
-            if thread not in threads or not facts.is_python_line(thread, path, line):
+            if thread not in threads:
+                continue
+            if (path, line) not in python_lines:
+                python_lines[(path, line)] = facts.is_python_line(threads, path, line)
+            if not python_lines[(path, line)]:
                 continue
             into = per_thread.setdefault(thread, [0.0, 0.0])
             into[0] += py
