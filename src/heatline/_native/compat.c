@@ -141,6 +141,46 @@ void hl_compat_notice_pending_calls(void) {
 #endif
 }
 
+uintptr_t hl_compat_suspended_frame(void *generator) {
+    PyObject *object = generator;
+    if (object == NULL || (!PyGen_Check(object) && !PyCoro_CheckExact(object))) return 0;
+    /* A coroutine is laid out as a generator (both are _PyGenObject_HEAD, prefixes aside). */
+    PyGenObject *gen = (PyGenObject *)object;
+#if PY_VERSION_HEX < 0x030A0000
+    PyFrameObject *frame = gen->gi_frame;
+    return frame != NULL && !gen->gi_running && frame->f_lasti >= 0 ? (uintptr_t)frame : 0;
+#elif PY_VERSION_HEX < 0x030B0000
+    PyFrameObject *frame = gen->gi_frame;
+    return frame != NULL && frame->f_state == FRAME_SUSPENDED ? (uintptr_t)frame : 0;
+#elif PY_VERSION_HEX < 0x030D0000
+    return gen->gi_frame_state == FRAME_SUSPENDED ? (uintptr_t)gen->gi_iframe : 0;
+#else
+    return FRAME_STATE_SUSPENDED(gen->gi_frame_state) ? (uintptr_t)gen->gi_iframe : 0;
+#endif
+}
+
+void *hl_compat_weakref_target(void *reference) {
+    PyObject *ref = reference;
+    if (ref == NULL || !PyWeakref_Check(ref)) return NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *target = NULL;
+    if (PyWeakref_GetRef(ref, &target) <= 0) { /* dead (0), or not a weak reference (-1) */
+        PyErr_Clear();
+        return NULL;
+    }
+    return target;
+#else
+    PyObject *target = PyWeakref_GetObject(ref); /* borrowed */
+    if (target == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (target == Py_None) return NULL;
+    Py_INCREF(target);
+    return target;
+#endif
+}
+
 /* ---- the tables for another process ------------------------------------------------------ */
 
 /* Written down from each version's headers (Include/cpython/pystate.h, Include/internal/

@@ -148,4 +148,14 @@ int hl_compat_python_depth(void);
  * soon (3.9-3.12 need a nudge; see compat.c). */
 void hl_compat_notice_pending_calls(void);
 
+/* The frame of a suspended generator or coroutine (a PyObject *, GIL held), as the walker
+ * reads frames (frames.h: a PyFrameObject before 3.11, the _PyInterpreterFrame inside the
+ * object from 3.11): its address, or 0 when the object is neither, or is not suspended
+ * (created and not started, running, or finished). */
+uintptr_t hl_compat_suspended_frame(void *generator);
+
+/* The object a weak reference (a PyObject *, GIL held) points to, as a new reference, or NULL
+ * when it is dead or not a weak reference (no exception left set). */
+void *hl_compat_weakref_target(void *reference);
+
 #endif

@@ -266,7 +266,8 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
     uint64_t periods_count, periods_dropped;
     PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
+        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,s:{s:K,s:K,s:"
+        "K}}",
         "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
         "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view->samples, "sampled_ns", (unsigned long long)view->sampled_ns,
@@ -279,7 +280,9 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         list_of(view->nthreads, thread_item, NULL), "stacks", list_of(s->nstacks, stack_item, s),
         "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
         (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
-        gpu_dict(s, view->gpu));
+        gpu_dict(s, view->gpu), "asyncio", "loop_wait_ns", (unsigned long long)view->loop_wait_ns,
+        "await_ns", (unsigned long long)view->await_ns, "other_loop_wait_ns",
+        (unsigned long long)view->other_loop_wait_ns);
 }
 
 /* ---- the test hooks' stack ----------------------------------------------------------------- */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asyncwait.h"
 #include "clock.h"
 #include "compat.h"
 #include "control.h"
@@ -46,7 +47,7 @@ static hl_engine hl_the_engine = {
 };
 
 static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part, &hl_control_part,
-                                              &hl_periodic_part};
+                                              &hl_periodic_part, &hl_asyncwait_part};
 #define NPARTS (sizeof(parts) / sizeof(*parts))
 
 /* ---- marking threads inside the engine ------------------------------------------------------ */
@@ -183,6 +184,34 @@ uint32_t hl_engine_current_line_locked(void) {
     return id < 0 ? HL_NO_LINE : (uint32_t)id;
 }
 
+void hl_engine_enter(void) {
+    enter_engine();
+}
+
+void hl_engine_leave(void) {
+    leave_engine();
+}
+
+int hl_engine_take_loop_wait_locked(hl_loop_wait *out) {
+    HL_ASSERT_ENGINE_LOCKED();
+    hl_engine *e = &hl_the_engine;
+    if (!e->running) return 0;
+    return hl_sampler_take_loop_wait(&e->sampler, (long)gettid(), out);
+}
+
+void hl_engine_charge_loop_wait_locked(const hl_loop_wait *wait) {
+    HL_ASSERT_ENGINE_LOCKED();
+    hl_sampler_charge_loop_wait(&hl_the_engine.sampler, wait);
+}
+
+int hl_engine_frame_at_locked(uintptr_t address, hl_frame *out) {
+    HL_ASSERT_ENGINE_LOCKED();
+    hl_memread_direct(1); /* the caller holds the GIL and the frame's owner */
+    int result = hl_walk_frame_at(&hl_the_engine.sampler.walker, address, out);
+    hl_memread_direct(0);
+    return result;
+}
+
 /* ---- the sampler's callbacks ---------------------------------------------------------------- */
 
 static void parts_tick_locked(uint64_t now_ns) {
@@ -264,6 +293,7 @@ int hl_engine_start(hl_config *config) {
     s->after_tick = parts_tick_locked;
     s->on_wake = parts_wake_locked;
     s->waiting_for_lock = thread_waiting;
+    s->on_loop_wait = hl_asyncwait_request;
     e->suspended = 0;
     hl_sampler_prepare(s);
 
@@ -320,6 +350,7 @@ void hl_engine_stop(void) {
         return;
     }
     if (!e->suspended) hl_sampler_join(&e->sampler);
+    hl_sampler_flush_loop_waits(&e->sampler);
     e->running = 0;
     e->suspended = 0;
     hl_sampler_release(&e->sampler);
@@ -434,6 +465,12 @@ int hl_engine_running(void) {
 void hl_engine_snapshot_begin(hl_snapshot *view) {
     hl_engine *e = &hl_the_engine;
     hl_engine_lock();
+    hl_sampler_flush_loop_waits(&e->sampler); /* a wait held back goes where it was sampled */
+    hl_asyncwait_results asyncwait;
+    hl_asyncwait_results_get_locked(&asyncwait);
+    view->loop_wait_ns = e->sampler.loop_wait_ns;
+    view->other_loop_wait_ns = e->sampler.other_loop_wait_ns;
+    view->await_ns = asyncwait.await_ns;
     view->samples = e->sampler.samples;
     view->sampled_ns = e->sampler.sampled_ns;
     view->sampling_interval_ns = e->sampler.sampling_interval_ns;

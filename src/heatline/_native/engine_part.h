@@ -16,7 +16,8 @@
 #include <stdint.h>
 
 #include "debug.h"
-#include "scope.h" /* hl_config.scope: which files are user code */
+#include "loopwait.h" /* hl_loop_wait: an event loop's wait held back (asyncwait.c) */
+#include "scope.h"    /* hl_config.scope: which files are user code */
 #include "stats.h"
 
 typedef struct hl_config {
@@ -67,6 +68,7 @@ extern const hl_engine_part hl_memory_part; /* memory.c */
 extern const hl_engine_part hl_gpu_part; /* gpu.c */
 extern const hl_engine_part hl_control_part; /* control.c: heatline ctl, the on/off record */
 extern const hl_engine_part hl_periodic_part; /* periodic.c (--profile-interval) */
+extern const hl_engine_part hl_asyncwait_part; /* asyncwait.c: event loop waits to awaits */
 
 /* ---- what the parts may call ---------------------------------------------------------------- */
 
@@ -118,5 +120,23 @@ hl_stats *hl_engine_stats_locked(void);
  * Python thread state (a BLAS or OpenMP worker, a CUDA callback thread) is charged to the line
  * the main thread is on. Lock held. */
 uint32_t hl_engine_current_line_locked(void);
+
+/* Marks the calling thread as working inside the engine without taking the lock (nests, as
+ * hl_engine_lock's mark does): its allocations are not sampled meanwhile. */
+void hl_engine_enter(void);
+void hl_engine_leave(void);
+
+/* The calling thread's event loop wait held back by the sampler (loopwait.h), taken from it:
+ * 1 with *out filled, 0 if there is none. Lock held. */
+int hl_engine_take_loop_wait_locked(hl_loop_wait *out);
+
+/* Charges a wait taken with hl_engine_take_loop_wait_locked where the sampler would have:
+ * the line and stack it was sampled at. Lock held. */
+void hl_engine_charge_loop_wait_locked(const hl_loop_wait *wait);
+
+/* A suspended generator's or coroutine's frame at address (compat.h,
+ * hl_compat_suspended_frame), read with the engine's walker: 0 with *out set, or -1. The
+ * calling thread holds the GIL and a reference to the object. Lock held. */
+int hl_engine_frame_at_locked(uintptr_t address, hl_frame *out);
 
 #endif

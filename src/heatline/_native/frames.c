@@ -390,6 +390,19 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
     return depth;
 }
 
+int hl_walk_frame_at(hl_walker *w, uintptr_t address, hl_frame *frame) {
+    uint8_t buffer[FRAME_BUFFER];
+    uintptr_t previous, code_address;
+    int shim;
+    walk_begins(w, 0);
+    if (address == 0 || read_frame(w, address, buffer, &previous, &code_address) != FRAME_CODE)
+        return -1;
+    hl_code *c = code_of(w, code_address, &shim);
+    if (c == NULL) return -1;
+    *frame = decode_frame(w, c, buffer, NULL);
+    return 0;
+}
+
 int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
             int *complete) {
     int whole;

@@ -119,6 +119,11 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s);
  * are not): 1 with *frame set, 0 if it has none, -1 if the stack could not be read. */
 int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame);
 
+/* One frame read at an address (no chain followed): a suspended generator's or coroutine's
+ * frame (compat.h: hl_compat_suspended_frame), its line decoded. Returns 0 with *frame set, or
+ * -1 if it cannot be read as a frame running code. */
+int hl_walk_frame_at(hl_walker *w, uintptr_t address, hl_frame *frame);
+
 /* The line of a byte offset in a code object, read through the same cache (a test hook).
  * Returns the line, or -1 with *ok = 0 if the object cannot be read as code. */
 int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok);

@@ -99,7 +99,13 @@ static int runnable(int stat_fd) {
     return end_of_name != NULL && end_of_name[1] == ' ' && end_of_name[2] == 'R';
 }
 
-static void forget_thread(hl_thread *t) {
+static void charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait);
+
+static void forget_thread(hl_sampler *e, hl_thread *t) {
+    if (t->loop_wait != NULL && t->loop_wait->ns != 0) {
+        charge_loop_wait(e, t->loop_wait);
+        t->loop_wait->ns = 0;
+    }
     t->alive = 0;
 }
 
@@ -193,12 +199,159 @@ static void refresh_threads(hl_sampler *e) {
         tstate = next;
     }
     for (size_t i = 0; i < e->nthreads && i < seen_capacity; i++)
-        if (e->threads[i].alive && !seen[i]) forget_thread(&e->threads[i]);
+        if (e->threads[i].alive && !seen[i]) forget_thread(e, &e->threads[i]);
 abandon:
     free(seen);
 }
 
+/* ---- event loop waits (asyncwait.h) ---------------------------------------------------- */
+
+/* What a function is to an event loop, by its file and qualified name; worked out once per
+ * function id. */
+enum { LOOP_UNKNOWN = 0, LOOP_OTHER, LOOP_RUN_ONCE, LOOP_SELECT, LOOP_RUNNER };
+
+static int ends_with(const char *text, const char *end) {
+    size_t n = strlen(text), m = strlen(end);
+    return n >= m && strcmp(text + n - m, end) == 0;
+}
+
+static int function_kind(hl_sampler *e, uint32_t function) {
+    const hl_stats *s = e->stats;
+    if (function >= s->nfunctions) return LOOP_OTHER;
+    if (function >= e->function_kinds_capacity) {
+        size_t capacity = e->function_kinds_capacity ? e->function_kinds_capacity : 256;
+        while (capacity <= function) capacity *= 2;
+        uint8_t *grown = realloc(e->function_kinds, capacity);
+        if (grown == NULL) return LOOP_OTHER;
+        memset(grown + e->function_kinds_capacity, LOOP_UNKNOWN,
+               capacity - e->function_kinds_capacity);
+        e->function_kinds = grown;
+        e->function_kinds_capacity = capacity;
+    }
+    uint8_t *kind = &e->function_kinds[function];
+    if (*kind == LOOP_UNKNOWN) {
+        const hl_function *f = &s->functions[function];
+        const char *path = f->file < s->nfiles ? s->files[f->file].path : "";
+        const char *qualname = f->qualname != NULL ? f->qualname : "";
+        const char *name = f->name != NULL ? f->name : "";
+        if (ends_with(path, "asyncio/base_events.py") && strcmp(name, "_run_once") == 0)
+            *kind = LOOP_RUN_ONCE;
+        else if (ends_with(path, "/selectors.py") && strcmp(name, "select") == 0)
+            *kind = LOOP_SELECT;
+        else if (ends_with(path, "asyncio/runners.py") &&
+                 (strcmp(qualname, "run") == 0 || strcmp(qualname, "Runner.run") == 0))
+            *kind = LOOP_RUNNER; /* a loop written in C (uvloop) waits below asyncio.run */
+        else *kind = LOOP_OTHER;
+    }
+    return *kind;
+}
+
+/* Whether a blocked thread's stack is an event loop waiting for events: the selector under
+ * BaseEventLoop._run_once, _run_once itself (a selector written in C), or asyncio.run's runner
+ * calling a loop written in C. Returns the position of the loop's own frame in frames[]
+ * (innermost first), or -1. */
+static int loop_frame(hl_sampler *e, const hl_sampled_stack *stack) {
+    if (stack->inner < 1) return -1;
+    int innermost = function_kind(e, stack->frames[0].function);
+    if (innermost == LOOP_RUN_ONCE || innermost == LOOP_RUNNER) return 0;
+    if (innermost == LOOP_SELECT && stack->inner >= 2 &&
+        function_kind(e, stack->frames[1].function) == LOOP_RUN_ONCE)
+        return 1;
+    return -1;
+}
+
+static int same_wait(const hl_loop_wait *w, const uint64_t *keys, uint32_t length,
+                     const hl_frame *target) {
+    return w->length == length && memcmp(w->keys, keys, length * sizeof(*keys)) == 0 &&
+           w->target.file == target->file && w->target.line == target->line &&
+           w->target.function == target->function;
+}
+
+/* Charges a wait where it was sampled, as sample_thread charges any sample. */
+static void charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait) {
+    const hl_frame *target = &wait->target;
+    if (hl_stats_charge_line(e->stats, target->file, target->line, target->function, HL_SYSTEM,
+                             wait->ns) != 0) {
+        e->lost_ns += wait->ns;
+        return;
+    }
+    if (hl_stats_charge_stack(e->stats, wait->thread, wait->keys, wait->length, HL_SYSTEM,
+                              wait->ns) != 0)
+        e->stats->stacks_dropped_ns += wait->ns;
+}
+
+/* Holds back dt of the main thread's wait; 0, or -1 when it must be charged as sampled. */
+static int hold_loop_wait(hl_sampler *e, hl_thread *t, uint32_t thread_index, const uint64_t *keys,
+                          uint32_t length, uint32_t loop_depth, const hl_frame *target,
+                          uint64_t dt) {
+    hl_loop_wait *w = t->loop_wait;
+    if (w == NULL) {
+        w = t->loop_wait = calloc(1, sizeof(*w));
+        if (w == NULL) return -1;
+    }
+    if (w->ns != 0 && !same_wait(w, keys, length, target)) { /* another wait, not asked yet */
+        charge_loop_wait(e, w);
+        w->ns = 0;
+    }
+    if (w->ns == 0) {
+        w->thread = thread_index;
+        w->length = length;
+        w->loop_depth = loop_depth;
+        w->target = *target;
+        memcpy(w->keys, keys, length * sizeof(*keys));
+    }
+    w->ns += dt;
+    e->loop_wait_ns += dt;
+    e->on_loop_wait();
+    return 0;
+}
+
+int hl_sampler_take_loop_wait(hl_sampler *e, long native_id, hl_loop_wait *out) {
+    hl_thread *t = hl_sampler_find_thread(e, native_id);
+    if (t == NULL || t->loop_wait == NULL || t->loop_wait->ns == 0) return 0;
+    *out = *t->loop_wait;
+    t->loop_wait->ns = 0;
+    return 1;
+}
+
+void hl_sampler_charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait) {
+    charge_loop_wait(e, wait);
+}
+
+void hl_sampler_flush_loop_waits(hl_sampler *e) {
+    for (size_t i = 0; i < e->nthreads; i++) {
+        hl_loop_wait *w = e->threads[i].loop_wait;
+        if (w != NULL && w->ns != 0) {
+            charge_loop_wait(e, w);
+            w->ns = 0;
+        }
+    }
+}
+
 /* ---- one tick -------------------------------------------------------------------------- */
+
+/* The keys of the stack a sample is recorded under, outermost first (the table's order):
+ * the outer part, the marker of the elided frames, the inner part. A partial stack would be
+ * rooted wrongly: its time goes to a one-frame stack of the line charged. */
+static uint32_t stack_keys(const hl_sampled_stack *stack, int depth, int complete,
+                           const hl_frame *target, uint64_t *keys) {
+    uint32_t length = 0;
+    if (!complete) {
+        if (target != NULL) keys[length++] = HL_FRAME_KEY(target->function, target->line);
+        return length;
+    }
+    for (int i = depth - 1; i >= stack->inner; i--)
+        keys[length++] = HL_FRAME_KEY(stack->frames[i].function, stack->frames[i].line);
+    if (stack->elided) {
+        uint32_t marker = stack->bottomless    ? HL_ELIDED_OPEN
+                          : stack->elided_kept ? HL_ELIDED_KEPT
+                                               : HL_ELIDED_LOST;
+        keys[length++] = HL_FRAME_KEY(marker, stack->elided);
+    }
+    for (int i = stack->inner - 1; i >= 0; i--)
+        keys[length++] = HL_FRAME_KEY(stack->frames[i].function, stack->frames[i].line);
+    return length;
+}
 
 static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
     hl_sampled_stack stack;
@@ -206,7 +359,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     uint64_t c1, c2;
 
     if (cpu_now(t, &c1) != 0) { /* the thread has exited */
-        forget_thread(t);
+        forget_thread(e, t);
         return;
     }
     if (t->has_last_cpu && c1 >= t->last_cpu_ns) t->cpu_ns += c1 - t->last_cpu_ns;
@@ -225,7 +378,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     int stat_fd = open_stat(t);
     if (cpu_now(t, &c2) != 0) {
         if (stat_fd >= 0) close(stat_fd);
-        forget_thread(t);
+        forget_thread(e, t);
         return;
     }
     int blocked = c2 == c1 && !runnable(stat_fd);
@@ -252,6 +405,23 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     } else if (!complete && t->has_last_user) {
         target = &t->last_user;
     }
+    /* The stack the time goes to, outermost first: the outer part, the marker of the elided
+     * frames, the inner part. */
+    uint32_t length = stack_keys(&stack, depth, complete, target, keys);
+
+    /* The main thread's event loop waiting for events: held back, to be charged to the awaits
+     * its tasks are suspended at (asyncwait.h). */
+    if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &stack.user) {
+        int at = loop_frame(e, &stack);
+        if (at >= 0 && !t->main) e->other_loop_wait_ns += dt;
+        if (at >= 0 && t->main && at < stack.inner &&
+            hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) ==
+                0) {
+            t->ns[category] += dt;
+            return;
+        }
+    }
+
     if (target == NULL && complete) {
         t->unattributed_ns += dt;
     } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
@@ -263,26 +433,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     }
 
     /* From here dt is in a line or unattributed, so it goes to exactly one stack or to
-     * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns.
-     * The table stores stacks outermost first: the outer part, the marker of the elided
-     * frames, the inner part. */
-    uint32_t length = 0;
-    if (!complete) {
-        /* A partial stack would be rooted wrongly: the time goes to a one-frame stack of the
-         * line charged. */
-        keys[length++] = HL_FRAME_KEY(target->function, target->line);
-    } else {
-        for (int i = depth - 1; i >= stack.inner; i--)
-            keys[length++] = HL_FRAME_KEY(stack.frames[i].function, stack.frames[i].line);
-        if (stack.elided) {
-            uint32_t marker = stack.bottomless    ? HL_ELIDED_OPEN
-                              : stack.elided_kept ? HL_ELIDED_KEPT
-                                                  : HL_ELIDED_LOST;
-            keys[length++] = HL_FRAME_KEY(marker, stack.elided);
-        }
-        for (int i = stack.inner - 1; i >= 0; i--)
-            keys[length++] = HL_FRAME_KEY(stack.frames[i].function, stack.frames[i].line);
-    }
+     * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns. */
     if (length == 0) { /* no frame to record (a thread with no Python frame on its stack) */
         e->stats->stacks_dropped_ns += dt;
         e->stats->stacks_frameless_ns += dt;
@@ -491,11 +642,15 @@ void hl_sampler_join(hl_sampler *e) {
 }
 
 void hl_sampler_reset(hl_sampler *e) {
-    for (size_t i = 0; i < e->nthreads; i++) forget_thread(&e->threads[i]);
+    for (size_t i = 0; i < e->nthreads; i++) free(e->threads[i].loop_wait); /* results go */
     free(e->threads);
     e->threads = NULL;
     e->nthreads = e->threads_capacity = 0;
     e->samples = e->sampled_ns = e->lost_ns = 0;
     e->max_gap_ns = e->max_tick_ns = 0;
     e->shared_descriptors = 0;
+    free(e->function_kinds); /* function ids are the tables', cleared with them */
+    e->function_kinds = NULL;
+    e->function_kinds_capacity = 0;
+    e->loop_wait_ns = e->other_loop_wait_ns = 0;
 }

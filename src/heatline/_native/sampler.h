@@ -15,6 +15,7 @@
 
 #include "frames.h"
 #include "lock.h"
+#include "loopwait.h"
 #include "stats.h"
 
 /* One entry of the thread registry: an OS thread that runs Python code. */
@@ -32,6 +33,7 @@ typedef struct hl_thread {
     uint64_t engine_wait_ns;     /* spent in an allocation hook waiting for the engine lock */
     hl_frame last_user;          /* the user line its latest readable sample was charged to */
     int has_last_user;
+    hl_loop_wait *loop_wait;     /* the main thread's event loop wait held back (NULL: never) */
 } hl_thread;
 
 /* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it
@@ -50,6 +52,8 @@ typedef struct hl_sampler {
     void (*after_tick)(uint64_t now_ns);     /* after each tick, lock held */
     void (*on_wake)(uint64_t now_ns);        /* each wake-up, paused or not, lock held */
     int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine_part.h) */
+    void (*on_loop_wait)(void); /* after holding back the main thread's event loop wait, or NULL
+                                 * to charge such waits where they are sampled (asyncwait.h) */
 
     pthread_t thread;
     int thread_tid; /* its kernel thread id, for hl_sampler_join */
@@ -70,6 +74,10 @@ typedef struct hl_sampler {
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
     int shared_descriptors; /* the thread had to open files in the program's descriptor table
                              * (no table of its own: sampler.c) at a start of this session */
+    uint8_t *function_kinds; /* per function id: what it is to an event loop (sampler.c) */
+    size_t function_kinds_capacity;
+    uint64_t loop_wait_ns; /* event loop waits of the main thread held back */
+    uint64_t other_loop_wait_ns; /* event loop waits of other threads: charged as sampled */
 } hl_sampler;
 
 /* Prepares a session in the starting thread (lock held, GIL held): seeds the generator, creates
@@ -93,6 +101,17 @@ void hl_sampler_join(hl_sampler *s);
 /* After pthread_join() of an engine thread with kernel id tid: waits (100 ms at most) until the
  * process no longer counts it, which is a little later (see sampler.c). */
 void hl_sampler_wait_until_gone(int tid);
+
+/* The held-back event loop wait of the thread native_id, taken from it: 1 with *out filled, 0
+ * when it has none (lock held). */
+int hl_sampler_take_loop_wait(hl_sampler *s, long native_id, hl_loop_wait *out);
+
+/* Charges a held-back wait where it was sampled (lock held). */
+void hl_sampler_charge_loop_wait(hl_sampler *s, const hl_loop_wait *wait);
+
+/* Charges every wait still held back where it was sampled, before results are read (lock
+ * held). */
+void hl_sampler_flush_loop_waits(hl_sampler *s);
 
 /* Forgets the thread registry and the counters (lock held, thread not running). */
 void hl_sampler_reset(hl_sampler *s);

@@ -24,6 +24,8 @@ from heatline.data.summary import with_summary
 CONTEXT_LINES = 2
 # Warn about time lost to unreadable stacks once it exceeds this share of the sampled time.
 LOST_WARNING_FRACTION = 0.05
+# Other threads' event loop waits are said to be charged as sampled from this much on.
+ASYNCIO_OTHER_LOOP_WARNING_NS = 50_000_000
 ENGINE_WAIT_WARNING_FRACTION = 0.05
 # Warn about the host's steal time once it exceeds this share of the machine's CPU time (and
 # this many seconds: /proc/stat counts it in ticks).
@@ -198,6 +200,7 @@ def build_profile(
         "max_tick_s": _seconds(snapshot.get("max_tick_ns", 0)),
         **({} if steal_s is None else {"steal_s": round(steal_s, 6)}),
         **_profiled_periods(snapshot),
+        **_asyncio_summary(snapshot),
         "totals": {
             "python_s": _seconds(totals_ns[0]),
             "native_s": _seconds(totals_ns[1]),
@@ -211,7 +214,7 @@ def build_profile(
         **_memory_summary(memory, files),
         "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory)
         + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count)
-        + _cut_stack_warnings(stack_table),
+        + _cut_stack_warnings(stack_table) + _asyncio_warnings(snapshot),
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
 
@@ -381,6 +384,29 @@ def _cut_stack_warnings(stack_table: dict[str, Any]) -> list[str]:
     return [text + f"; in {cut.lost_s:.3f} s of it some elided functions were not among the kept "
             "ones: a function found only among elided frames misses up to that time from its "
             "inclusive time"]
+
+
+def _asyncio_summary(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The profile's "asyncio" figures, present when an event loop was seen waiting: the main
+    thread's loop waits, how much of them went to the awaits its tasks were suspended at, and
+    other threads' loop waits (charged where they were sampled)."""
+    found = snapshot.get("asyncio") or {}
+    if not found.get("loop_wait_ns") and not found.get("other_loop_wait_ns"):
+        return {}
+    return {"asyncio": {"loop_wait_s": _seconds(found.get("loop_wait_ns", 0)),
+                        "await_s": _seconds(found.get("await_ns", 0)),
+                        "other_loop_wait_s": _seconds(found.get("other_loop_wait_ns", 0))}}
+
+
+def _asyncio_warnings(snapshot: dict[str, Any]) -> list[str]:
+    found = snapshot.get("asyncio") or {}
+    other_ns = found.get("other_loop_wait_ns", 0)
+    if other_ns < ASYNCIO_OTHER_LOOP_WARNING_NS:
+        return []
+    return [f"an asyncio event loop on a thread other than the main one waited "
+            f"{other_ns / 1e9:.3f} s: that time is charged to the line running the loop, not to "
+            "the awaits its tasks were suspended at (heatline follows awaits on the main "
+            "thread's loop only)"]
 
 
 def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int) -> list[str]:

@@ -116,6 +116,7 @@ def _copy_to_merge_into(profile: dict[str, Any]) -> dict[str, Any]:
         },
         "memory": dict(profile["memory"]),
         "warnings": list(profile["warnings"]),
+        **({"asyncio": dict(profile["asyncio"])} if "asyncio" in profile else {}),
     }
 
 
@@ -154,6 +155,10 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
             merged[key] = max(merged.get(key, 0.0), profile[key])
     for key, value in profile["totals"].items():
         merged["totals"][key] = _round(merged["totals"][key] + value)
+    if "asyncio" in profile:  # optional: present where an event loop waited
+        into = merged.setdefault("asyncio", {})
+        for key, value in profile["asyncio"].items():
+            into[key] = _round(into.get(key, 0.0) + value)
     thread_base = len(merged["threads"])
     merged["threads"].extend(dict(thread, pid=info["pid"]) for thread in profile["threads"])
     _add_stacks(merged["stacks"], profile["stacks"], thread_base)
