@@ -557,8 +557,13 @@ static void *sampler_main(void *arg) {
         for (size_t i = 0; i < sizeof(tid_matches) && e->pthread_tid_offset < 0; i++)
             if (tid_matches[i]) e->pthread_tid_offset = (long)(i * sizeof(int));
     }
-    uint64_t last = hl_now_ns();
-    uint64_t deadline = last + next_interval(e);
+    /* The first tick charges the time since the session started, not since this thread first
+     * ran: on a busy machine a new thread can wait for a CPU for a large part of a second, and
+     * that time, uncharged, would be missing from the profile without a word (max_gap_ns says
+     * how long it was). A thread started again after a fork starts from its own start. */
+    uint64_t last = e->started_ns != 0 ? e->started_ns : hl_now_ns();
+    e->started_ns = 0;
+    uint64_t deadline = hl_now_ns() + next_interval(e);
     while (!e->stop_requested) {
         struct timespec until = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
         int rc = hl_lock_wait(e->lock, &e->wake, &until);
@@ -578,6 +583,11 @@ static void *sampler_main(void *arg) {
         last = now;
         deadline = hl_now_ns() + next_interval(e);
     }
+    /* The time since the last tick goes uncharged: counted as a gap, so that the bound a
+     * gap sets on what a line may miss covers the end of the run too. */
+    uint64_t end = hl_now_ns();
+    if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED) && end - last > e->max_gap_ns)
+        e->max_gap_ns = end - last;
     hl_lock_release(e->lock);
     return NULL;
 }
@@ -586,6 +596,7 @@ static void *sampler_main(void *arg) {
 
 void hl_sampler_prepare(hl_sampler *e) {
     e->stop_requested = 0;
+    e->started_ns = hl_now_ns();
     e->rng = hl_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
     if (e->rng == 0) e->rng = 1;
 

@@ -70,7 +70,9 @@ typedef struct hl_sampler {
     uint64_t samples; /* ticks that charged time */
     uint64_t sampled_ns; /* wall time those ticks covered */
     uint64_t lost_ns; /* thread time whose stack could not be read */
-    uint64_t max_gap_ns; /* the longest time between two wake-ups (one sample's weight) */
+    uint64_t max_gap_ns; /* the longest time between two wake-ups (one sample's weight), the
+                          * session's start and its stop counting as wake-ups */
+    uint64_t started_ns; /* when the session started, until the thread's first tick */
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
     int shared_descriptors; /* the thread had to open files in the program's descriptor table
                              * (no table of its own: sampler.c) at a start of this session */
