@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 import pytest
+from _tools import require_module
 
 from heatline.data.queries import inclusive_times
 
@@ -32,24 +33,27 @@ def _line_of(path, text):
     return found[0]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """The target under heatline once for the module: (profile, truth, line seconds by
-    number, path)."""
-    directory = tmp_path_factory.mktemp("asyncio")
+def _profiled(directory, target, *args):
+    """(profile, truth, line rows by number, path) of a target run under heatline."""
     out, truth_path = directory / "profile.json", directory / "truth.json"
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "targets", TARGET)
+                          "targets", target)
     env = {key: value for key, value in os.environ.items()
            if key not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES")}
     result = subprocess.run(
         [sys.executable, "-m", "heatline", "-q", "--cpu-sampling-interval", str(INTERVAL), "-o",
-         str(out), script, str(truth_path), "plain"],
+         str(out), script, str(truth_path), *args],
         capture_output=True, text=True, timeout=300, env=env, check=False)
     assert result.returncode == 0, result.stderr
     profile = json.loads(out.read_text())
     lines = {row["line"]: row for row in profile["files"][script]["lines"]}
     return profile, json.loads(truth_path.read_text()), lines, script
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """The target under heatline once for the module."""
+    return _profiled(tmp_path_factory.mktemp("asyncio"), TARGET, "plain")
 
 
 def _tolerance(profile, truth_s, waits=1):
@@ -128,3 +132,11 @@ def test_a_loop_on_another_thread_is_charged_where_it_runs_and_said_so(run):
     assert profile["asyncio"]["other_loop_wait_s"] > 0.5 * truth["plain"]
     assert any("event loop on a thread other than the main one" in w
                for w in profile["warnings"]), profile["warnings"]
+
+
+def test_a_loop_written_in_c_uvloop_has_its_waits_charged_to_the_awaits(tmp_path):
+    require_module("uvloop", "test")
+    profile, truth, lines, script = _profiled(tmp_path, "asyncio_uvloop.py")
+    for name, marker in (("sleeper", "the sleeper's await"),
+                         ("executor", "the executor's await")):
+        _check(profile, name, _system(lines, _line_of(script, marker)), truth[name])
