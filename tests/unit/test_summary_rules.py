@@ -102,6 +102,9 @@ def _waiting(below, source, seconds=3.0, busy=7.0):
     ([(f"{LIB}/site-packages/thing/core.py", "Client.fetch", 88)], "client.fetch()",
      "Client.fetch (core.py)"),
     ([], "compute()", "a call on this line"),
+    ([], "await loop.run_in_executor(None, work)", "a thread pool (awaited)"),
+    ([], "data = await asyncio.to_thread(load)", "a thread pool (awaited)"),
+    ([], "reply = await fut", "an awaited future (asyncio)"),
 ])
 def test_what_the_main_thread_waits_on_is_named_in_the_programs_terms(below, source, named):
     item = _rules(_waiting(below, source))["main_wait"]

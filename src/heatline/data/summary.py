@@ -317,12 +317,16 @@ _LIBRARY_WAITS = (
 )
 # Else the waiting line's own source (a C function called directly leaves no frame).
 _SOURCE_WAITS = (
+    # An await whose task waits on a thread (asyncio charges the wait to the await line, with
+    # nothing below it: docs/design.md, "asyncio: waits charged to awaits").
+    (r"\.run_in_executor\(|\bto_thread\(", "a thread pool (awaited)"),
     (r"\bsleep\(", "a sleep"),
     (r"\.acquire\(|^\s*with\b.*lock\b", "a lock"),
     (r"\.item\(\)|\bsynchronize\(|\.cpu\(\)|\.tolist\(\)", "the GPU (a synchronisation)"),
     (r"\bwaitpid\(|\bwait\(\)", "child processes"),
     (r"\b(open|input)\(|\.(read|readline|readlines|write|flush|recv|recv_into|send|sendall"
      r"|accept|connect|fsync)\(|\bos\.(read|write)\(", "I/O"),
+    (r"\bawait\b", "an awaited future (asyncio)"),
 )
 
 
