@@ -127,7 +127,9 @@ def start(**options: Any) -> None:
     _start(options_from_keywords(options))
 
 
-def _start(options: Options) -> None:
+def _start(options: Options, program: str | None = None) -> None:
+    """start(): ``program`` names what is profiled in the profile's header (default: the
+    ``__main__`` script's path)."""
     global _run
     with _lock:
         if _run is not None:
@@ -143,10 +145,11 @@ def _start(options: Options) -> None:
             )
         from heatline.engine.session import Session
 
-        main = sys.modules.get("__main__")
-        main_file = getattr(main, "__file__", None)
+        if program is None:
+            main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+            program = os.path.abspath(main_file) if isinstance(main_file, str) else "<python>"
         session = Session(
-            program=os.path.abspath(main_file) if isinstance(main_file, str) else "<python>",
+            program=program,
             argv=[str(arg) for arg in sys.argv],
             main_native_id=threading.main_thread().native_id or 0,
             **options.session_arguments(),
