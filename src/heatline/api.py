@@ -410,7 +410,7 @@ class Profile:
         ]
 
     def leaks(self) -> list[Leak]:
-        """The lines flagged as likely leaks, most likely first."""
+        """The lines flagged as likely leaks, the most memory held first."""
         found = [
             Leak(path, line["line"], line.get("function") or "", line["leak"]["likelihood"],
                  line["growth_bytes"], line["leak"]["growth_bytes_per_s"])
@@ -418,7 +418,7 @@ class Profile:
             for line in entry["lines"]
             if line.get("leak")
         ]
-        return sorted(found, key=lambda leak: -leak.likelihood)
+        return sorted(found, key=lambda leak: (-leak.growth_bytes, -leak.likelihood))
 
     def __repr__(self) -> str:
         if self._data is None:

@@ -140,6 +140,7 @@ def page_data(
                               line["leak"].get("likelihood", 0),
                               line["leak"].get("growth_bytes_per_s", 0),
                               line.get("growth_bytes", 0)])
+    leaks.sort(key=lambda leak: -leak[5])  # the most memory held first, as in the terminal
     for (path, qualname), line in calling_only(profile).items():  # callers without own time
         functions.append([qualname, path, line, 0, 0, 0,
                           round(100 * inclusive.get((path, qualname), 0.0) / total, 3), 0, 0])
