@@ -183,12 +183,12 @@ def _pct(value: float) -> str:
 
 def _file_header(path: str, entry: dict[str, Any]) -> Text:
     shares = ", ".join(
-        f"{kind} {entry[kind + '_pct']:.1f}%" for kind in _KINDS if entry[kind + "_pct"]
+        f"{kind} {_pct(entry[kind + '_pct'])}%" for kind in _KINDS if entry[kind + "_pct"]
     )
     total = sum(entry[kind + "_pct"] for kind in _KINDS)
-    return Text.assemble(
-        (visible(path), "bold cyan"), f"  {total:.1f}% of the time", f" ({shares})"
-    )
+    # A file listed for its memory alone has no time to give a share of.
+    time = f"  {_pct(total)}% of the time ({shares})" if total else "  no time sampled"
+    return Text.assemble((visible(path), "bold cyan"), time)
 
 
 def _new_table(**options: Any) -> Table:
@@ -497,7 +497,10 @@ def _leaks(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         for line in entry["lines"]
         if line.get("leak")
     ]
-    found.sort(key=lambda item: (-item[1]["leak"]["likelihood"], -item[1]["growth_bytes"]))
+    # Biggest first: what a leak costs is the memory it holds. The likelihood is the filter
+    # (data/memory.py flags a line only above LEAK_THRESHOLD), not the order: a 0.5 MiB line
+    # that grew very regularly is not worth reading before a 300 MiB one.
+    found.sort(key=lambda item: (-item[1]["growth_bytes"], -item[1]["leak"]["likelihood"]))
     return found
 
 
@@ -598,7 +601,16 @@ def _short_path(path: str) -> str:
 
 def _process_table(processes: list[dict[str, Any]]) -> Table:
     """The processes of a run with children (one line each; `view --pid` shows one)."""
-    table = _new_table(title="Processes (heatline view --pid PID shows one)")
+    # Py s and nat s are sampled time running or ready to run (a thread waiting for a CPU is
+    # busy with its own work: sampler.c); CPU s is time on a CPU. More runnable threads than
+    # cores make the first larger, which the caption says where it is seen (beyond 5%, more
+    # than sampling noise on a process of a few hundred samples).
+    busy = any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"] for p in processes)
+    caption = ("Py s + nat s above CPU s: threads ready to run but waiting for a CPU (more "
+               "runnable threads than cores) count as running; CPU s is only time on a CPU"
+               if busy else None)
+    table = _new_table(title="Processes (heatline view --pid PID shows one)", caption=caption,
+                       caption_justify="left")
     widest_pid = max(len(str(p[key])) for p in processes for key in ("pid", "ppid"))
     for header in ("PID", "ppid"):
         table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
@@ -634,12 +646,16 @@ def _footer(profile: dict[str, Any]) -> str:
     parts = [
         elapsed,
         f"CPU {_duration(profile['cpu_s'])}",
-        f"{profile['samples']} samples {profile['sampling_interval_s'] * 1000:g} ms apart",
+        f"{_plural(profile['samples'], 'sample')} "
+        f"{profile['sampling_interval_s'] * 1000:g} ms apart",
         _plural(len(profile["threads"]), "thread"),
     ]
     unattributed = profile["totals"]["unattributed_s"]
     if unattributed:
-        parts.append(f"{_duration(unattributed)} of thread time outside user code")
+        # Time of threads whose stack held no line of the user's code: threads started by
+        # libraries (pools, queue feeders), the interpreter starting up and finishing.
+        parts.append(f"{_duration(unattributed)} of thread time in no line of yours (library "
+                     "threads, interpreter start-up and exit; --profile-all shows where)")
     return "; ".join(parts)
 
 
