@@ -97,6 +97,14 @@ def sigterm_delivered() -> bool:
     return bool(_native._sigterm_delivered())
 
 
+def record_exit_status(path: str) -> bool:
+    """Have the status this process exits with written to ``path`` once it has exited, after
+    Python's atexit handlers (exitstatus.h). False when it cannot be recorded."""
+    from heatline import _native
+
+    return bool(_native._record_exit_status(path))
+
+
 def check_signals() -> None:
     """Run now the Python handlers of the signals that came meanwhile (PyErr_CheckSignals)."""
     from heatline import _native
