@@ -221,9 +221,11 @@ class Session:
         # it as CLOCK_MONOTONIC, time.monotonic's clock): this pair turns it into wall time.
         self._start_clock = (time.time(), time.monotonic_ns())
         self._origin_ns = 0
+        # The program run may itself be a launcher outside the scripts directories.
+        program = scope.launcher_files_among([self.program])
         _native.start(
             self.sampling_interval_s,
-            exclude_prefixes=list(exclude_prefixes),
+            exclude_prefixes=[*exclude_prefixes, *program],
             only=self.only,
             exclude=self.exclude,
             profile_all=self.profile_all,
