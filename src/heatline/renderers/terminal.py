@@ -451,12 +451,7 @@ def _function_table(
         cells.append((visible(function["qualname"]), location, style, numbers))
     memory_headers = ("alloc MiB", "peak MiB", "growth MiB", "copy MiB") if memory else ()
     headers = [*_NUMBER_HEADERS, "total %", "incl %", *memory_headers]
-    # Kept longest at a narrow width: the total, the inclusive time, then what was allocated,
-    # then the split.
-    priority = [
-        "total %", "incl %", "alloc MiB", *_NUMBER_HEADERS, "peak MiB", "growth MiB", "copy MiB"
-    ]
-    priority = [title for title in priority if title in headers]
+    priority = _column_priority(shown, headers)
 
     def build(kept: list[str], stacked: bool) -> Table:
         table = _new_table(title="Functions", title_justify="left", title_style="bold")
@@ -475,6 +470,34 @@ def _function_table(
         return table
 
     return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True))
+
+
+def _column_priority(rows: list[tuple], headers: list[str]) -> list[str]:
+    """The function table's number columns, the one kept longest at a narrow width first: the
+    total and the inclusive time, then what was allocated, the split of the time (Python,
+    native, system: the kind with the largest share in these rows first, so an idle function's
+    system time outlives a native column of zeros), then the other memory columns. A column
+    blank in every row comes last, whatever its kind."""
+    def largest(title: str) -> float:
+        key = _COLUMN_KEYS[title]
+        return max((abs(sum(function.get(k, 0) for k in key)) for _, _, function in rows),
+                   default=0)
+
+    split = sorted(_NUMBER_HEADERS, key=lambda title: -largest(title))
+    order = ["alloc MiB", *split, "peak MiB", "growth MiB", "copy MiB"]
+    order = [title for title in order if title in headers]
+    order.sort(key=lambda title: largest(title) <= 0)  # stable: blank columns last
+    return ["total %", "incl %", *order]
+
+
+# What each optional number column of the function table shows, as the function's keys summed.
+_COLUMN_KEYS = {
+    **{title: (kind + "_pct",) for kind, title in zip(_KINDS, _NUMBER_HEADERS)},
+    "alloc MiB": ("alloc_python_bytes", "alloc_native_bytes"),
+    "peak MiB": ("peak_bytes",),
+    "growth MiB": ("growth_bytes",),
+    "copy MiB": ("copy_bytes",),
+}
 
 
 def _fit(console: Console, priority: list[str], *builders: Any) -> Table:
