@@ -529,3 +529,33 @@ def test_a_narrow_function_table_keeps_the_columns_this_profile_fills(tmp_path, 
         assert set(kept) == set(ranked[:len(kept)]), (columns, header)
         widths_with_one_split_column += len(kept) == 1
     assert widths_with_one_split_column  # some width keeps exactly one: the system time
+
+
+DEEP_LINE = os.path.join(os.path.dirname(BUSY), "deep_line.py")
+
+
+@pytest.mark.parametrize("cpu_only", [False, True])
+def test_the_hot_source_line_is_shown_whole_at_any_width(tmp_path, monkeypatch, cpu_only):
+    """A long line deep in nested blocks, the program's hottest (and, with memory, its
+    allocating one): at every width its source is in the file's table whole (dedented, wrapped,
+    or on rows of its own), never cut to '…', and no row is wider than the terminal."""
+    path = tmp_path / "deep.json"
+    options = ["--cpu-only"] if cpu_only else []
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", *options, "-o", str(path), DEEP_LINE, "100"],
+        check=False, capture_output=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    data = profile.load(str(path))
+    lines = data["files"][DEEP_LINE]["lines"]
+    hot = max(lines, key=lambda line: line["python_pct"] + line["native_pct"])
+    assert "CACHE[(round_number, key)]" in hot["source"]  # the line the program spends its time on
+    for columns in (40, 60, 80, 100, 120, 160, 200):
+        text = _report_at(data, columns, monkeypatch)
+        rows = text.splitlines()
+        assert max(len(row) for row in rows) <= columns, columns
+        start = next(i for i, row in enumerate(rows) if row.startswith("Line"))
+        end = next(i for i, row in enumerate(rows) if i > start and row.startswith("Functions"))
+        table = "\n".join(rows[start:end])
+        assert "…" not in table, (columns, table)
+        assert "".join(hot["source"].split()) in "".join(table.split()), (columns, table)
