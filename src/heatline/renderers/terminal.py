@@ -225,7 +225,8 @@ def _line_table(
     width of its longest line with time or memory (up to _READABLE_SOURCE); columns blank in
     every row of the file go before the others (_line_columns). The source is dedented by the
     indentation all its listed lines share, and where its longest line with time or memory
-    still does not fit, every line's indentation is halved, then quartered; a line longer than
+    still does not fit, and its lines' indentation takes more than a quarter of the room,
+    every line's indentation is halved, then quartered; a line longer than
     the room left continues on the next rows, in its column; where that column would be
     narrower than _MIN_SOURCE_WIDTH, a line too long for it goes on rows of its own under its
     numbers.
@@ -241,13 +242,15 @@ def _line_table(
     prefix = sum(len(h) for h in headers) + len(_GAP) * len(headers)
     room = width - prefix
     # Deep code in a narrow column: its indentation halved, then quartered (the same for every
-    # line, so the blocks still read as blocks), before its text is wrapped.
-    original, original_shown = plain, shown
+    # line, so the blocks still read as blocks), until its lines with time or memory fit or
+    # their indentation takes at most a quarter of the column; then long lines wrap.
+    deepest = max((len(text) - len(text.lstrip(" ")) for text in shown), default=0)
     for divisor in (2, 4):
-        if needed <= room:
+        if needed <= room or deepest <= room // 4:
             break
-        plain = [_indented(text, divisor) for text in original]
-        needed = max((len(_indented(text, divisor)) for text in original_shown), default=0)
+        deepest = -(-deepest // 2)
+        needed = max((len(_indented(text, divisor)) for text in shown), default=0)
+        plain = [_indented(text, divisor) for text in _source_lines(lines)]
     sources = _highlighted(plain, highlight)
     # Where the column is too narrow to read, a long line's source goes on rows of its own,
     # under its numbers.
