@@ -374,6 +374,42 @@ DUMP_OPTIONS = (
            "moves meanwhile may show a torn stack, marked as such"),
 )
 
+# `heatline top PID`.
+DEFAULT_TOP_RATE_HZ = 100.0
+MAX_TOP_RATE_HZ = 1000.0
+DEFAULT_TOP_REFRESH_S = 1.0
+
+
+def _rate(text: str) -> float:
+    value = _float(text)
+    if not 0 < value <= MAX_TOP_RATE_HZ:  # also rejects nan
+        raise _usage_error(f"must be a number of readings per second greater than 0 and at "
+                           f"most {MAX_TOP_RATE_HZ:g}, not {text!r}")
+    return value
+
+
+def _rows(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise _usage_error(f"must be a whole number of rows, at least 1, not {text!r}")
+    return value
+
+
+TOP_OPTIONS = (
+    Option(("--rate",), "readings per second (mean; each interval is drawn from 0.5-1.5 times "
+           f"it); default {DEFAULT_TOP_RATE_HZ:g}", metavar="HZ", parse=_rate,
+           default=DEFAULT_TOP_RATE_HZ),
+    Option(("--refresh",), "seconds between two views (each shows the time since the one "
+           f"before); default {DEFAULT_TOP_REFRESH_S:g}", metavar="S", parse=_seconds,
+           default=DEFAULT_TOP_REFRESH_S),
+    Option(("--once",), "read for one --refresh interval, print that view as text and exit"),
+    Option(("--rows",), "at most this many function rows per view (default: what the terminal "
+           "holds; 25 when not writing to a terminal)", metavar="N", parse=_rows, default=None),
+)
+
 # heatline's own package directory, with a trailing separator.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

@@ -140,7 +140,8 @@ def _tasks(pid: int) -> dict[int, Thread]:
     return {int(name): _task(pid, int(name)) for name in names if name.isdigit()}
 
 
-def _version(number: int, exact: bool) -> str:
+def version_text(number: int, exact: bool) -> str:
+    """A PY_VERSION_HEX as text: "3.11.7", or "3.9" when only major.minor are known."""
     major, minor, micro = number >> 24, (number >> 16) & 0xFF, (number >> 8) & 0xFF
     if not exact:
         return f"{major}.{minor}"
@@ -149,7 +150,8 @@ def _version(number: int, exact: bool) -> str:
     return f"{major}.{minor}.{micro}" + (f"{suffix}{serial}" if suffix else "")
 
 
-def _check_process(pid: int) -> None:
+def check_process(pid: int) -> None:
+    """Raises DumpError when there is no process pid (or only its zombie)."""
     if pid <= 0:
         raise DumpError("no-process", f"no process {pid}")
     stat = _read(f"/proc/{pid}/stat")
@@ -166,14 +168,11 @@ def read(pid: int, *, pause: bool = True) -> Dump:
     microseconds to a few milliseconds), so the stacks are consistent. Raises DumpError."""
     from heatline import _native
 
-    _check_process(pid)
+    check_process(pid)
     tasks = _tasks(pid)
     raw = _native.dump(pid, pause)
     if raw["error"] is not None:
-        message = raw["message"]
-        if raw["error"] == "refused":
-            message = refusal_message(pid, raw["os_error"])
-        raise DumpError(raw["error"], message)
+        raise error_of(pid, raw)
     threads = []
     for entry in raw["threads"]:
         thread = tasks.pop(entry["native_id"], None) or Thread(native_id=entry["native_id"])
@@ -194,7 +193,7 @@ def read(pid: int, *, pause: bool = True) -> Dump:
     return Dump(
         pid=pid,
         command=[part for part in command if part] if command != [""] else [],
-        version=_version(raw["version"], raw["version_exact"]),
+        version=version_text(raw["version"], raw["version_exact"]),
         binary=raw["binary"],
         paused=raw["paused"],
         pause_note=raw["pause_note"],
@@ -203,6 +202,14 @@ def read(pid: int, *, pause: bool = True) -> Dump:
         threads_complete=raw["threads_complete"],
         threads=threads,
     )
+
+
+def error_of(pid: int, raw: dict) -> DumpError:
+    """The DumpError of a failed reading (_native.dump's or remote_open's dict)."""
+    message = raw["message"]
+    if raw["error"] == "refused":
+        message = refusal_message(pid, raw["os_error"])
+    return DumpError(raw["error"], message)
 
 
 # ---- when the kernel refuses ------------------------------------------------------------------
