@@ -257,6 +257,38 @@ def test_ctrl_c_quits_the_live_view(kinds):
     _assert_untouched(kinds.pid)
 
 
+def test_a_moving_process_read_fast_never_crashes_either_side(tmp_path):
+    """tests/targets/dump_churn.py's stacks grow and shrink and its threads start and end all
+    the time: read 1000 times a second for 3 s, each reading returns (torn stacks kept to the
+    frames read first, or dropped), every frame named is real code (never one read from
+    garbage), and the target lives on."""
+    churn = os.path.join(TARGETS, "dump_churn.py")
+    ready = str(tmp_path / "ready")
+    process = subprocess.Popen([sys.executable, churn, ready, "ptracer"])
+    try:
+        while not os.path.exists(ready):
+            assert process.poll() is None
+            time.sleep(0.01)
+        done = _top("--once", "--refresh", "3", "--rate", "1000", "--rows", "1000",
+                    str(process.pid))
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
+    assert done.returncode == 0, done.stderr
+    rows = _rows(done.stdout)
+    assert rows, done.stdout
+    assert any(file == churn for *_, file, _line in rows.values()), done.stdout
+    for function, (*_, file, line) in rows.items():
+        # the target's code, or the threading machinery's (threading.py, its WeakSet's
+        # callbacks): real files, holding the function at a line they have
+        with open(file, encoding="utf-8") as source:
+            text = source.read()
+        name = function.rpartition(".")[2]
+        assert name.startswith("<") or f"def {name}" in text, (function, file)  # <listcomp>
+        assert 0 < line <= text.count("\n") + 1, (function, file, line)
+
+
 def test_no_such_process():
     child = subprocess.Popen(["true"])
     child.wait()
