@@ -29,6 +29,7 @@ class Finisher:
     def __init__(self, session: Any, options: Options) -> None:
         self.session = session
         self.options = options
+        self.server: Any = None  # the --pprof-server (heatline/serve.py), closed first
         self.succeeded = True  # False once the program's exit status is known to be non-zero
         self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
         self.warned = False  # --profile-interval: a failed write was reported
@@ -59,6 +60,8 @@ class Finisher:
 
     def _finish(self) -> None:
         try:
+            if self.server is not None:  # --pprof-server: no request from now on
+                self.server.close()
             self.session.stop()
             profile = self.session.profile()
             profile = collect.collect(profile, self.session.start_epoch)
