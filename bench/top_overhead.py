@@ -4,10 +4,10 @@
 
 A pure-Python busy loop (the target's main thread counting, two more threads asleep) runs for
 --seconds while nothing reads it, while the `heatline top` command reads it at its default 100
-readings a second, and at 1000 a second (its views written to /dev/null, as with stdout not a
+readings a second, and at 1000 a second (its views written to a pipe, as with stdout not a
 terminal); the modes take turns, --rounds times each, and medians are compared. top is started
-first and has been reading for a second when the target's timed loop starts, so its start-up is
-not counted. Two rates of the target: loops per wall second (what a user sees: it includes the
+first and has printed its first view (a pipe, read once; a few views fit in it) when the target's
+timed loop starts, so its start-up is not counted. Two rates of the target: loops per wall second (what a user sees: it includes the
 CPU that top takes from the target on a busy machine) and loops per CPU second of the target's
 main thread (the reading's effect on the target itself: nothing stops it, so only caches and
 memory traffic could slow it). top's own CPU time over the window is given too.
@@ -22,7 +22,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 
 TARGET = r"""
 import sys, threading, time
@@ -52,7 +51,7 @@ def _cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def one_round(python, seconds, rate):
+def one_round(python, seconds, rate, nice=0):
     """(loops per wall second, loops per CPU second, top's CPU seconds) for one round; rate 0:
     nothing reads the target."""
     target = subprocess.Popen([python, "-c", TARGET, str(seconds)], stdin=subprocess.PIPE,
@@ -60,10 +59,11 @@ def one_round(python, seconds, rate):
     assert target.stdout.readline() == "ready\n"
     top = None
     if rate:
-        top = subprocess.Popen([sys.executable, "-m", "heatline", "top", "--rate", str(rate),
-                                str(target.pid)], stdout=subprocess.DEVNULL,
+        prefix = ["nice", "-n", str(nice)] if nice else []
+        top = subprocess.Popen([*prefix, sys.executable, "-m", "heatline", "top", "--rate",
+                                str(rate), str(target.pid)], stdout=subprocess.PIPE,
                                stdin=subprocess.DEVNULL)
-        time.sleep(1.0)  # started and reading
+        top.stdout.readline()  # its first view: started (on a loaded machine, seconds) and reading
         top_cpu = _cpu_s(top.pid)
     target.stdin.write("go\n")
     target.stdin.flush()
@@ -82,13 +82,16 @@ def main():
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--out", help="also write the raw numbers to this JSON file")
+    parser.add_argument("--top-nice", type=int, default=0, metavar="N",
+                        help="run heatline top under nice -n N")
     options = parser.parse_args()
     modes = (0, 100, 1000)
     figures = {mode: [] for mode in modes}
     load_before = os.getloadavg()[0]
     for _ in range(options.rounds):
         for mode in modes:
-            figures[mode].append(one_round(options.python, options.seconds, mode))
+            figures[mode].append(one_round(options.python, options.seconds, mode,
+                                           options.top_nice))
     version = subprocess.run([options.python, "-c", "import sys; print(sys.version.split()[0])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     print(f"CPython {version} target, {platform.machine()}, {os.cpu_count()} CPUs, load average "
@@ -102,7 +105,8 @@ def main():
         wall = statistics.median(f[0] for f in figures[mode])
         cpu = statistics.median(f[1] for f in figures[mode])
         top_cpu = statistics.median(f[2] for f in figures[mode]) / options.seconds
-        label = f"heatline top --rate {mode}" if mode else "nothing"
+        nice = f"nice -n {options.top_nice} " if options.top_nice else ""
+        label = f"{nice}heatline top --rate {mode}" if mode else "nothing"
         slow_wall = f"{(base_wall / wall - 1) * 100:+.1f}%" if mode else "-"
         slow_cpu = f"{(base_cpu / cpu - 1) * 100:+.1f}%" if mode else "-"
         print(f"| {label} | {wall / 1e6:.2f} M | {slow_wall} | {cpu / 1e6:.2f} M | {slow_cpu} | "
