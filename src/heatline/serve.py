@@ -16,17 +16,28 @@ The program must not notice the server: it runs on threads started with ``_threa
 ``threading``), so ``threading.enumerate()``, ``active_count()`` and the shutdown's join never
 see them, and they die with the interpreter like daemon threads; the listening socket is
 close-on-exec. What remains visible: the socket's descriptor in the program's table (os.listdir
-of /proc/self/fd), the threads in ``sys._current_frames()`` and /proc/self/task, and the
-modules the first request imports. A bad request gets a 4xx answer and the connection closed;
-nothing a client sends can raise into the program.
+of /proc/self/fd) and the threads in ``sys._current_frames()`` and /proc/self/task. What a
+request runs is imported with this module, before the program starts (linecache aside, which
+building a profile imports when the program has not). A bad request gets a 4xx answer and the
+connection closed; nothing a client sends can raise into the program.
 """
 
 from __future__ import annotations
 
 import _thread
+import gzip
 import os
 import socket
+import time
 from typing import Any, Callable
+
+# What a request runs, imported with this module, which run/launch.py imports with heatline's
+# own sys.path before the program starts: run/isolation.py then sets the stdlib modules heatline
+# imported aside for the program's own, and a request must import nothing from the program's
+# sys.path (its own gzip.py).
+from heatline.data import build as _build  # noqa: F401 -- session.profile()'s, imported now
+from heatline.data.window import between
+from heatline.renderers.pprof import encode
 
 DEFAULT_SECONDS = 30.0  # Go's default for /debug/pprof/profile
 MAX_SECONDS = 3600.0
@@ -104,7 +115,8 @@ class PprofServer:
             except OSError:
                 if self._closed:
                     return
-                continue  # ECONNABORTED, EMFILE...: the next one may work
+                time.sleep(0.05)  # ECONNABORTED, EMFILE...: the next one may work, not at once
+                continue
             with self._handlers:
                 full = self._busy >= MAX_HANDLERS
                 if not full:
@@ -152,18 +164,11 @@ class PprofServer:
             profile = self._profile()
             if not (profile.get("memory") or {}).get("enabled"):
                 return 404, b"memory profiling is off (--cpu-only)\n", "text/plain"
-            from heatline.renderers.pprof import encode
-
             return 200, _gzip(encode(profile, what="heap")), "application/octet-stream"
         return 404, b"unknown profile: /debug/pprof/profile and /debug/pprof/heap are served\n", \
             "text/plain"
 
     def _cpu(self, seconds: float) -> bytes:
-        import time
-
-        from heatline.data.window import between
-        from heatline.renderers.pprof import encode
-
         before = self._profile()
         time.sleep(seconds)
         return _gzip(encode(between(before, self._profile()), what="cpu"))
@@ -175,8 +180,6 @@ _INDEX = (b"heatline's profiles (go tool pprof http://HOST:PORT/debug/pprof/NAME
 
 
 def _gzip(data: bytes) -> bytes:
-    import gzip
-
     return gzip.compress(data, mtime=0)
 
 

@@ -148,6 +148,37 @@ def test_bad_requests_are_answered_and_the_program_runs_on(tmp_path):
         process.communicate()
 
 
+def test_a_request_imports_nothing_from_the_programs_directory(tmp_path):
+    """The program's directory holds a gzip.py of its own, which the program never imports:
+    serving a profile (gzipped) must not import it either (heatline's gzip was set aside from
+    sys.modules for the program's; the server imported what it runs before the program)."""
+    (tmp_path / "gzip.py").write_text("print('the program gzip was imported')\n")
+    ready, done = tmp_path / "ready", tmp_path / "done"
+    script = tmp_path / "service.py"
+    script.write_text("import os, sys, time\n"
+                      f"open({str(ready)!r}, 'w').close()\n"
+                      f"while not os.path.exists({str(done)!r}): time.sleep(0.01)\n"
+                      "print(sorted(m for m in sys.modules if m.startswith('gzip')))\n")
+    process = subprocess.Popen([sys.executable, "-m", "heatline", "-q", "--pprof-server",
+                                "127.0.0.1:0", str(script)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        url = URL.match(process.stderr.readline()).group(1).decode()
+        while not ready.exists():
+            assert process.poll() is None
+            time.sleep(0.01)
+        for path in ("heap", "profile?seconds=0.2"):
+            status, body = _get(url + path)
+            assert status == 200 and body[:2] == b"\x1f\x8b", (path, status, body[:200])
+        done.write_text("")
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+        process.communicate()
+    assert process.returncode == 0, err
+    assert out == b"[]\n"
+
+
 def test_a_port_in_use_is_one_line(tmp_path):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

@@ -64,8 +64,12 @@ def start(program: Program, options: Options) -> Launch:
     session.snapshot_filter = marked.keep_marked
     finisher = Finisher(session, options)
     if options.pprof_server is not None:  # the address is had before anything starts
-        from heatline.serve import PprofServer, ServerError
-
+        program_path = list(sys.path)
+        sys.path[:] = OWN_PATH  # what the server runs is heatline's, never the program's gzip.py
+        try:
+            from heatline.serve import PprofServer, ServerError
+        finally:
+            sys.path[:] = program_path
         try:
             finisher.server = PprofServer(*options.pprof_server, session.profile)
         except ServerError as exc:
