@@ -201,15 +201,21 @@ def _table(reader: Reader, sampler: Sampler, window: Window, rows: int):
         threads.add_row(visible(label), *(f"{v:.1f}%" for v in values))
     functions = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=True)
     for name in ("thread", "own", "python", "native", "system", "total", "own (s)"):
-        functions.add_column(name, justify="right", no_wrap=True)
-    functions.add_column("function (file:line)", overflow="ellipsis", no_wrap=True)
+        functions.add_column(name, justify="right", no_wrap=True, min_width=7)
+    functions.add_column("function (file:line)", overflow="ellipsis", no_wrap=True, ratio=1)
     for thread, own, python, native, system, total, seconds, name, where in _function_rows(
             reader, sampler, window, rows):
         functions.add_row(thread, f"{own:.1f}%", f"{python:.1f}%", f"{native:.1f}%",
                           f"{system:.1f}%", f"{total:.1f}%", f"{seconds:.2f}",
-                          Text(visible(f"{name} ({where})")))
+                          Text(visible(f"{name} ({_short(where)})")))
     header = Text("\n".join(_header(reader, window)) + "\n(q or Ctrl-C quits)")
     return Group(header, threads, functions)
+
+
+def _short(where: str) -> str:
+    """A file:line under the current directory as a relative path (the terminal is narrow)."""
+    here = os.getcwd() + os.sep
+    return where[len(here):] if where.startswith(here) else where
 
 
 def _live(reader: Reader, sampler: Sampler, options) -> None:
