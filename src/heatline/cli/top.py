@@ -185,7 +185,7 @@ def _text(reader: Reader, sampler: Sampler, options) -> None:
 # ---- a terminal: rich's Live display, q to quit ---------------------------------------------
 
 
-def _table(reader: Reader, sampler: Sampler, window: Window, rows: int):
+def _table(reader: Reader, sampler: Sampler, window: Window, rows: int, width: int):
     from rich import box
     from rich.console import Group
     from rich.table import Table
@@ -199,15 +199,22 @@ def _table(reader: Reader, sampler: Sampler, window: Window, rows: int):
         threads.add_column(name, justify=justify)
     for label, *values in _thread_rows(window):
         threads.add_row(visible(label), *(f"{v:.1f}%" for v in values))
+    # On a narrow terminal (80 columns) the function keeps room for its name: the total and
+    # the seconds so far are left out.
+    wide = width >= 110
     functions = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=True)
-    for name in ("thread", "own", "python", "native", "system", "total", "own (s)"):
-        functions.add_column(name, justify="right", no_wrap=True, min_width=7)
-    functions.add_column("function (file:line)", overflow="ellipsis", no_wrap=True, ratio=1)
+    names = ("thread", "own", "python", "native", "system") + (("total", "own (s)") if wide
+                                                                else ())
+    for name in names:
+        functions.add_column(name, justify="right", no_wrap=True, min_width=6)
+    functions.add_column("function (file:line)", overflow="ellipsis", no_wrap=True, ratio=1,
+                         min_width=20)
     for thread, own, python, native, system, total, seconds, name, where in _function_rows(
             reader, sampler, window, rows):
-        functions.add_row(thread, f"{own:.1f}%", f"{python:.1f}%", f"{native:.1f}%",
-                          f"{system:.1f}%", f"{total:.1f}%", f"{seconds:.2f}",
-                          Text(visible(f"{name} ({_short(where)})")))
+        cells = [thread, f"{own:.1f}%", f"{python:.1f}%", f"{native:.1f}%", f"{system:.1f}%"]
+        if wide:
+            cells += [f"{total:.1f}%", f"{seconds:.2f}"]
+        functions.add_row(*cells, Text(visible(f"{name} ({_short(where)})")))
     header = Text("\n".join(_header(reader, window)) + "\n(q or Ctrl-C quits)")
     return Group(header, threads, functions)
 
@@ -239,7 +246,7 @@ def _live(reader: Reader, sampler: Sampler, options) -> None:
                 deadline += options.refresh
                 window = sampler.take()
                 rows = options.rows or max(3, console.size.height - 12 - len(window.threads))
-                live.update(_table(reader, sampler, window, rows), refresh=True)
+                live.update(_table(reader, sampler, window, rows, console.size.width), refresh=True)
                 if sampler.gone:
                     return
     finally:
