@@ -91,8 +91,9 @@ def test_each_threads_kind_and_line(kinds):
     A reading is a point sample of each thread's state; what is not the thread's kind comes from
     the moments it changes hands: the hasher waiting for the GIL to return from each hash
     (system), the spinner handing it over. The bound: each thread's own kind holds at least 75%
-    of its time, over a view of at least 50 readings (so one misread reading moves it 2%)."""
-    done = _top("--once", "--refresh", "2", str(kinds.pid))
+    of its time, over a view of at least 50 readings (3 s at 100 a second: one misread reading
+    moves it 2% at most)."""
+    done = _top("--once", "--refresh", "3", str(kinds.pid))
     assert done.returncode == 0, done.stderr
     readings = int(READINGS.search(done.stdout).group(1))
     assert readings >= 50, done.stdout
@@ -143,7 +144,7 @@ def test_a_c_call_holding_the_gil_is_native(tmp_path, python):
         while not ready.exists():
             assert process.poll() is None
             time.sleep(0.01)
-        done = _top("--once", "--refresh", "2", str(process.pid))
+        done = _top("--once", "--refresh", "3", str(process.pid))
     finally:
         process.kill()
         process.wait()
