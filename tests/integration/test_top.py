@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -310,6 +311,29 @@ def test_not_a_python_process():
     assert done.stderr.startswith(f"heatline: error: process {sleeper.pid} is not a Python "
                                   "process: no CPython interpreter")
     assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv: heatline without CAP_SYS_PTRACE against "
+                    "another user's process")
+def test_refused_another_users_process():
+    """The kernel's refusal is dump's one line, naming why and what to do."""
+    target = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               "sleep", "100"])
+    try:
+        time.sleep(0.3)
+        done = subprocess.run(["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace",
+                               "--", sys.executable, "-m", "heatline", "top", "--once",
+                               str(target.pid)], capture_output=True, text=True, timeout=120,
+                              check=False)
+    finally:
+        target.kill()
+        target.wait()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done
+    assert done.stderr.startswith(f"heatline: error: not allowed to read process {target.pid} (")
+    assert "it runs as user 65534 and heatline as user 0; run heatline top as user 65534" in \
+        done.stderr
+    assert "--cap-add SYS_PTRACE" in done.stderr and done.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("args, message", [

@@ -116,7 +116,7 @@ class Reader:
         self.pid = pid
         reader, status = _native.remote_open(pid, None)
         if reader is None:
-            raise dump_reader.error_of(pid, status)
+            raise dump_reader.error_of(pid, status, "heatline top")
         self.version_text = dump_reader.version_text(status["version"], status["version_exact"])
         self.version = (status["version"] >> 24, (status["version"] >> 16) & 0xFF)
         self.binary = status["binary"]
@@ -124,7 +124,7 @@ class Reader:
         if table is not None:  # a reader with the table: the first one had none to give
             reader, status = _native.remote_open(pid, table)
             if reader is None:
-                raise dump_reader.error_of(pid, status)
+                raise dump_reader.error_of(pid, status, "heatline top")
         self._reader = reader
         self.functions: list[Function] = []
         self.torn = 0  # readings of a thread dropped: torn before its first frame, every time
