@@ -88,6 +88,7 @@ def _value(option: Any, value: Any) -> Any:
 class _Run(NamedTuple):
     session: Any  # heatline.engine.session.Session
     options: Options
+    server: Any = None  # heatline.serve.PprofServer (pprof_server=...)
 
 
 _lock = threading.Lock()
@@ -103,6 +104,8 @@ def _forget_in_child() -> None:
         session = sys.modules.get("heatline.engine.session")
         if session is not None:
             session.forget_active(_run.session)
+        if _run.server is not None:
+            _run.server.forget()  # its threads are the parent's; the socket stays the parent's
         _run = None
 
 
@@ -154,11 +157,25 @@ def _start(options: Options, program: str | None = None) -> None:
             main_native_id=threading.main_thread().native_id or 0,
             **options.session_arguments(),
         )
+        server = None
+        if options.pprof_server is not None:
+            from heatline.serve import PprofServer, ServerError
+
+            try:
+                server = PprofServer(*options.pprof_server, session.profile)
+            except ServerError as exc:
+                raise HeatlineError(str(exc)) from None
         try:
             session.start()
         except (RuntimeError, OSError) as exc:
+            if server is not None:
+                server.close()
             raise HeatlineError(f"could not start the profiler: {exc}") from None
-        _run = _Run(session, options)
+        if server is not None:
+            server.start()
+            if options.pprof_server[1] == 0:  # a port picked by the kernel: say which
+                sys.stderr.write(f"heatline: pprof server on {server.url}\n")
+        _run = _Run(session, options, server)
 
 
 def stop() -> Profile:
@@ -171,6 +188,8 @@ def stop() -> Profile:
         if run is None:
             raise HeatlineError("heatline is not profiling: call heatline.start() first")
         _run = None
+    if run.server is not None:
+        run.server.close()
     run.session.stop()
     data = run.session.profile()
     options = run.options

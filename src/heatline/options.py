@@ -273,11 +273,39 @@ RUN_OPTIONS = (
         parse=_seconds,
     ),
     Option(
+        ("--pprof-server",),
+        "serve the running profile over HTTP as Go's net/http/pprof does: "
+        "/debug/pprof/profile?seconds=N (CPU time of the next N seconds) and /debug/pprof/heap "
+        "(memory held per line), gzipped pprof for `go tool pprof` and scrapers; HOST:PORT, "
+        "HOST loopback when empty, PORT 0 a free one (printed on stderr). Any HOST but "
+        "loopback lets others read the program's code locations",
+        default=None,
+        metavar="HOST:PORT",
+        parse=lambda text: _address(text),
+    ),
+    Option(
         ("--off",),
         "start paused; the program calls heatline.resume() to start",
         session="paused",
     ),
 )
+
+
+def _address(text: str) -> tuple[str, int]:
+    """HOST:PORT (HOST empty: loopback; [v6]:PORT) -> (host, port)."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        raise _usage_error(f"must be HOST:PORT (e.g. 127.0.0.1:6060, or :0 for a free port on "
+                           f"loopback), not {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise _usage_error(f"the port must be a whole number from 0 to 65535, not {text!r}")
+    return host or "127.0.0.1", port
 
 
 def _whole(text: str) -> int:
@@ -372,6 +400,32 @@ DUMP_OPTIONS = (
     Option(("--no-pause",), "read the stacks without stopping the process's threads (by default "
            "they are stopped for the fraction of a millisecond the reading takes): a thread that "
            "moves meanwhile may show a torn stack, marked as such"),
+)
+
+# `heatline top PID`.
+DEFAULT_TOP_RATE_HZ = 100.0
+MAX_TOP_RATE_HZ = 1000.0
+DEFAULT_TOP_REFRESH_S = 1.0
+
+
+def _rate(text: str) -> float:
+    value = _float(text)
+    if not 0 < value <= MAX_TOP_RATE_HZ:  # also rejects nan
+        raise _usage_error(f"must be a number of readings per second greater than 0 and at "
+                           f"most {MAX_TOP_RATE_HZ:g}, not {text!r}")
+    return value
+
+
+TOP_OPTIONS = (
+    Option(("--rate",), "readings per second (mean; each interval is drawn from 0.5-1.5 times "
+           f"it); default {DEFAULT_TOP_RATE_HZ:g}", metavar="HZ", parse=_rate,
+           default=DEFAULT_TOP_RATE_HZ),
+    Option(("--refresh",), "seconds between two views (each shows the time since the one "
+           f"before); default {DEFAULT_TOP_REFRESH_S:g}", metavar="S", parse=_seconds,
+           default=DEFAULT_TOP_REFRESH_S),
+    Option(("--once",), "read for one --refresh interval, print that view as text and exit"),
+    Option(("--rows",), "at most this many function rows per view (default: what the terminal "
+           "holds; 25 when not writing to a terminal)", metavar="N", parse=_rows, default=None),
 )
 
 # heatline's own package directory, with a trailing separator.

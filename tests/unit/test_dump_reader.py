@@ -76,9 +76,9 @@ def test_every_message_is_one_line():
 
 
 def test_versions_as_shown():
-    assert reader._version(0x030B07F0, True) == "3.11.7"
-    assert reader._version(0x030D00C1, True) == "3.13.0rc1"
-    assert reader._version(0x030900A0, False) == "3.9"
+    assert reader.version_text(0x030B07F0, True) == "3.11.7"
+    assert reader.version_text(0x030D00C1, True) == "3.13.0rc1"
+    assert reader.version_text(0x030900A0, False) == "3.9"
 
 
 def _sample():

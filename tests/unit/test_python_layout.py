@@ -16,7 +16,7 @@ LAYERS = (
     ("heatline._version", "heatline.options", "heatline.units"),
     ("heatline.data",),  # the profile format
     ("heatline.engine",),  # the engine adapter
-    ("heatline.api", "heatline.renderers"),
+    ("heatline.api", "heatline.renderers", "heatline.serve"),
     ("heatline.run",),  # running a program
     ("heatline.cli",),  # the command line
     ("heatline.integrations",),  # ipython, pytest

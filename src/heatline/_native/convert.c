@@ -319,11 +319,11 @@ static PyObject *dump_frame_item(size_t i, const void *context) {
     const hl_dump *dump = pair[0];
     const hl_dump_thread *thread = pair[1];
     const hl_frame *frame = &thread->frames[i];
-    if (frame->file >= dump->stats.nfiles || frame->function >= dump->stats.nfunctions)
+    if (frame->file >= dump->names->nfiles || frame->function >= dump->names->nfunctions)
         return PyErr_Format(PyExc_RuntimeError, "a dump frame names no function");
-    const hl_function *f = &dump->stats.functions[frame->function];
-    return Py_BuildValue("(NNNi)", name_str(dump->stats.files[frame->file].path), name_str(f->name),
-                         name_str(f->qualname), frame->line);
+    const hl_function *f = &dump->names->functions[frame->function];
+    return Py_BuildValue("(NNNi)", name_str(dump->names->files[frame->file].path),
+                         name_str(f->name), name_str(f->qualname), frame->line);
 }
 
 static PyObject *dump_thread_item(size_t i, const void *context) {
@@ -337,6 +337,44 @@ static PyObject *dump_thread_item(size_t i, const void *context) {
         t->stopped ? Py_True : Py_False, "complete", t->complete ? Py_True : Py_False, "truncated",
         t->truncated ? Py_True : Py_False, "frames",
         list_of((size_t)t->depth, dump_frame_item, pair));
+}
+
+/* A reader's sample: frames as (function id, line), the ids resolving in the reader's table
+ * (hl_convert_remote_functions), so a reading converts no string. */
+static PyObject *sample_frame_item(size_t i, const void *thread) {
+    const hl_frame *frame = &((const hl_dump_thread *)thread)->frames[i];
+    return Py_BuildValue("(Ii)", (unsigned int)frame->function, frame->line);
+}
+
+static PyObject *sample_thread_item(size_t i, const void *context) {
+    const hl_dump_thread *t = &((const hl_dump *)context)->threads[i];
+    char state[2] = {t->kernel_state, '\0'};
+    return Py_BuildValue(
+        "{sKslsLsOsOsOsOsisssN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
+        t->native_id, "interpreter", (long long)t->interpreter, "main",
+        t->main ? Py_True : Py_False, "holds_gil", t->holds_gil ? Py_True : Py_False, "complete",
+        t->complete ? Py_True : Py_False, "truncated", t->truncated ? Py_True : Py_False,
+        "leaf_flags", t->leaf_flags, "kernel_state", state, "frames",
+        list_of((size_t)t->depth, sample_frame_item, t));
+}
+
+typedef struct function_range {
+    const hl_stats *names;
+    size_t first;
+} function_range;
+
+static PyObject *remote_function_item(size_t i, const void *context) {
+    const function_range *range = context;
+    const hl_function *f = &range->names->functions[range->first + i];
+    const char *path = f->file < range->names->nfiles ? range->names->files[f->file].path : "";
+    return Py_BuildValue("(NNNi)", name_str(path), name_str(f->name), name_str(f->qualname),
+                         f->first_line);
+}
+
+PyObject *hl_convert_remote_functions(const hl_stats *names, size_t first) {
+    function_range range = {names, first};
+    return list_of(first < names->nfunctions ? names->nfunctions - first : 0, remote_function_item,
+                   &range);
 }
 
 static const char *dump_error_name(int error) {
@@ -361,4 +399,12 @@ PyObject *hl_convert_dump(const hl_dump *dump) {
                          "read_ns", (unsigned long long)dump->read_ns, "threads_complete",
                          dump->threads_complete ? Py_True : Py_False, "threads",
                          list_of(dump->nthreads, dump_thread_item, dump));
+}
+
+PyObject *hl_convert_remote_sample(const hl_dump *dump) {
+    return Py_BuildValue(
+        "{szsisNsKsOsN}", "error", dump_error_name(dump->error), "os_error", dump->os_error,
+        "message", name_str(dump->message), "read_ns", (unsigned long long)dump->read_ns,
+        "threads_complete", dump->threads_complete ? Py_True : Py_False, "threads",
+        dump->error ? PyList_New(0) : list_of(dump->nthreads, sample_thread_item, dump));
 }

@@ -22,5 +22,9 @@ PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frame
 /* heatline dump's result (hl_engine_dump) as the dict engine/dump.py reads: a new reference, or
  * NULL with an exception set. Needs the GIL only. */
 PyObject *hl_convert_dump(const hl_dump *dump);
+/* A reader's sample (remote.h): the dump's fields a reading has, frames as (function id,
+ * line); and the reader's functions from id first on, as (file, name, qualname, first line). */
+PyObject *hl_convert_remote_sample(const hl_dump *dump);
+PyObject *hl_convert_remote_functions(const hl_stats *names, size_t first);
 
 #endif

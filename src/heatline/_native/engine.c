@@ -549,6 +549,22 @@ void hl_engine_dump_free(hl_dump *dump) {
     hl_remote_dump_free(dump);
 }
 
+hl_remote *hl_engine_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *status) {
+    return hl_remote_open(pid, opcode_flags, status);
+}
+
+int hl_engine_remote_sample(hl_remote *reader, hl_dump *out) {
+    return hl_remote_sample(reader, out);
+}
+
+const hl_stats *hl_engine_remote_names(const hl_remote *reader) {
+    return hl_remote_names(reader);
+}
+
+void hl_engine_remote_close(hl_remote *reader) {
+    hl_remote_close(reader);
+}
+
 int hl_engine_remote_layout_check(const char **field) {
     return hl_compat_remote_check(field);
 }

@@ -148,6 +148,12 @@ int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
  * returns 0, or -1 with out->error set (remote.h). */
 int hl_engine_dump(int pid, int pause, hl_dump *out);
 void hl_engine_dump_free(hl_dump *dump);
+/* heatline top's reader of another process (remote.h, hl_remote_*): found once, read again
+ * and again without stopping it. The same rules: no engine lock, no GIL needed. */
+hl_remote *hl_engine_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *status);
+int hl_engine_remote_sample(hl_remote *reader, hl_dump *out);
+const hl_stats *hl_engine_remote_names(const hl_remote *reader);
+void hl_engine_remote_close(hl_remote *reader);
 
 /* Test hook: whether compat.c's table for the running CPython holds its headers' offsets (1),
  * or the first field that differs (0, *field set). */

@@ -331,6 +331,88 @@ static PyObject *native_dump(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* ---- heatline top's reader ------------------------------------------------------------------ */
+
+#define READER_CAPSULE "heatline._native.reader"
+
+static void reader_destroy(PyObject *capsule) {
+    hl_engine_remote_close(PyCapsule_GetPointer(capsule, READER_CAPSULE));
+}
+
+PyDoc_STRVAR(remote_open_doc,
+             "remote_open($module, pid, opcode_flags, /)\n--\n\n"
+             "A reader of process pid (its interpreter found once), and the status dict\n"
+             "(dump()'s fields; the reader is None when error is set). opcode_flags: 256 bytes\n"
+             "for the target's opcodes, or None. See docs/engine-api.md.");
+
+static PyObject *native_remote_open(PyObject *module, PyObject *args) {
+    (void)module;
+    int pid;
+    PyObject *flags_object;
+    if (!PyArg_ParseTuple(args, "iO:remote_open", &pid, &flags_object)) return NULL;
+    uint8_t flags[256];
+    int have_flags = flags_object != Py_None;
+    if (have_flags) {
+        if (!PyBytes_Check(flags_object) || PyBytes_GET_SIZE(flags_object) != 256) {
+            PyErr_SetString(PyExc_ValueError, "opcode_flags must be 256 bytes or None");
+            return NULL;
+        }
+        memcpy(flags, PyBytes_AS_STRING(flags_object), 256);
+    }
+    hl_dump status;
+    hl_remote *reader;
+    Py_BEGIN_ALLOW_THREADS
+    reader = hl_engine_remote_open(pid, have_flags ? flags : NULL, &status);
+    Py_END_ALLOW_THREADS
+    PyObject *converted = hl_convert_dump(&status);
+    hl_engine_dump_free(&status);
+    if (converted == NULL) {
+        hl_engine_remote_close(reader);
+        return NULL;
+    }
+    if (reader == NULL) return Py_BuildValue("(ON)", Py_None, converted);
+    PyObject *capsule = PyCapsule_New(reader, READER_CAPSULE, reader_destroy);
+    if (capsule == NULL) {
+        hl_engine_remote_close(reader);
+        Py_DECREF(converted);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", capsule, converted);
+}
+
+PyDoc_STRVAR(remote_sample_doc,
+             "remote_sample($module, reader, /)\n--\n\n"
+             "One reading of the reader's process, without stopping it. Not to be called from\n"
+             "two threads at once on one reader. See docs/engine-api.md.");
+
+static PyObject *native_remote_sample(PyObject *module, PyObject *capsule) {
+    (void)module;
+    hl_remote *reader = PyCapsule_GetPointer(capsule, READER_CAPSULE);
+    if (reader == NULL) return NULL;
+    hl_dump sample;
+    Py_BEGIN_ALLOW_THREADS
+    hl_engine_remote_sample(reader, &sample);
+    Py_END_ALLOW_THREADS
+    PyObject *result = hl_convert_remote_sample(&sample);
+    hl_engine_dump_free(&sample);
+    return result;
+}
+
+PyDoc_STRVAR(remote_functions_doc,
+             "remote_functions($module, reader, first, /)\n--\n\n"
+             "The reader's functions from id first on: (file, name, qualname, first_line).");
+
+static PyObject *native_remote_functions(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *capsule;
+    Py_ssize_t first;
+    if (!PyArg_ParseTuple(args, "On:remote_functions", &capsule, &first)) return NULL;
+    hl_remote *reader = PyCapsule_GetPointer(capsule, READER_CAPSULE);
+    if (reader == NULL) return NULL;
+    return hl_convert_remote_functions(hl_engine_remote_names(reader),
+                                       first > 0 ? (size_t)first : 0);
+}
+
 /* ---- test hooks -------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(remote_layout_check_doc,
@@ -431,6 +513,9 @@ static PyMethodDef native_methods[] = {
     {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
     {"dump", native_dump, METH_VARARGS, dump_doc},
+    {"remote_open", native_remote_open, METH_VARARGS, remote_open_doc},
+    {"remote_sample", native_remote_sample, METH_O, remote_sample_doc},
+    {"remote_functions", native_remote_functions, METH_VARARGS, remote_functions_doc},
     {"_remote_layout_check", native_remote_layout_check, METH_NOARGS, remote_layout_check_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},

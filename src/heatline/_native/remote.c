@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -292,6 +293,7 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
         int flags, complete = 0;
         int depth = hl_walk(w, tstate, frames, HL_DUMP_MAX_DEPTH, &flags, &complete);
         t.complete = depth >= 0 && complete;
+        t.leaf_flags = depth > 0 ? flags : 0;
         t.depth = depth > 0 ? depth : 0;
         t.truncated = depth == HL_DUMP_MAX_DEPTH;
         if (t.depth > 0) {
@@ -386,13 +388,10 @@ done:
     free(read);
 }
 
-static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uintptr_t runtime) {
-    hl_walker walker;
-    memset(&walker, 0, sizeof(walker));
-    walker.pid = pid;
-    walker.layout = r->walk;
-    walker.stats = &d->stats;
-    hl_frame *frames = malloc(HL_DUMP_MAX_DEPTH * sizeof(*frames));
+/* Reads every interpreter's threads with walker (whose code cache may outlive the reading)
+ * into frames (HL_DUMP_MAX_DEPTH of them, scratch). */
+static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uintptr_t runtime,
+                             hl_walker *walker, hl_frame *frames) {
     int result = 0;
     uintptr_t interp = 0, main_thread = 0;
     if (frames == NULL) {
@@ -414,7 +413,7 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
             break;
         }
         gil g = read_gil(pid, r, runtime, interp);
-        if (read_threads(pid, d, &walker, r, interp, id, g, main_thread, frames) != 0) {
+        if (read_threads(pid, d, walker, r, interp, id, g, main_thread, frames) != 0) {
             result = fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory");
             goto done;
         }
@@ -425,8 +424,6 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
     }
     if (!r->walk.has_native_thread_id) find_native_ids(pid, d);
 done:
-    free(frames);
-    hl_walker_clear(&walker);
     return result;
 }
 
@@ -447,6 +444,7 @@ static long tracer_of(int pid) {
 
 int hl_remote_dump(int pid, int pause, hl_dump *d) {
     memset(d, 0, sizeof(*d));
+    d->names = &d->stats;
     if (pid <= 0) return fail(d, HL_DUMP_NO_PROCESS, ESRCH, "no process %d", pid);
     interpreter in;
     hl_remote_layout r;
@@ -476,9 +474,19 @@ int hl_remote_dump(int pid, int pause, hl_dump *d) {
         d->paused = error == 0 && hl_seize_stopped(&seized) > 0;
     }
 
+    hl_walker walker;
+    memset(&walker, 0, sizeof(walker));
+    walker.pid = pid;
+    walker.layout = r.walk;
+    walker.stats = &d->stats;
+    hl_frame *frames = malloc(HL_DUMP_MAX_DEPTH * sizeof(*frames));
     uint64_t start = hl_now_ns();
-    int result = read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME));
+    int result = frames == NULL
+                     ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
+                     : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME), &walker, frames);
     d->read_ns = hl_now_ns() - start;
+    free(frames);
+    hl_walker_clear(&walker);
     for (size_t i = 0; i < d->nthreads; i++)
         d->threads[i].stopped = d->threads[i].native_id > 0 &&
                                 hl_seize_is_stopped(&seized, (pid_t)d->threads[i].native_id);
@@ -487,6 +495,94 @@ int hl_remote_dump(int pid, int pause, hl_dump *d) {
         d->pause_ns = seized.released_ns - seized.first_stop_ns;
     }
     return result;
+}
+
+/* ---- a reader ------------------------------------------------------------------------- */
+
+struct hl_remote {
+    int pid;
+    interpreter in;
+    hl_remote_layout layout;
+    hl_walker walker; /* its code cache lives as long as the reader */
+    hl_stats names;   /* the files and functions of every reading */
+    hl_frame *frames; /* scratch: HL_DUMP_MAX_DEPTH */
+    char binary[sizeof(((hl_dump *)0)->binary)];
+    unsigned long version;
+    int version_exact;
+};
+
+/* The state letter of /proc/PID/task/TID/stat, or 0 when it cannot be read (gone). */
+static char kernel_state(int pid, long tid) {
+    char path[80], buffer[512];
+    snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buffer, sizeof(buffer) - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buffer[n] = '\0';
+    const char *end_of_name = strrchr(buffer, ')'); /* the name itself may hold ')' */
+    return end_of_name != NULL && end_of_name[1] == ' ' ? end_of_name[2] : 0;
+}
+
+hl_remote *hl_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *status) {
+    memset(status, 0, sizeof(*status));
+    status->names = &status->stats;
+    if (pid <= 0) {
+        fail(status, HL_DUMP_NO_PROCESS, ESRCH, "no process %d", pid);
+        return NULL;
+    }
+    hl_remote *reader = calloc(1, sizeof(*reader));
+    if (reader != NULL) reader->frames = malloc(HL_DUMP_MAX_DEPTH * sizeof(*reader->frames));
+    if (reader == NULL || reader->frames == NULL) {
+        if (reader != NULL) free(reader);
+        fail(status, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (find_interpreter(pid, status, &reader->in) != 0 ||
+        read_layout(pid, status, &reader->in, &reader->layout) != 0) {
+        free(reader->frames);
+        free(reader);
+        return NULL;
+    }
+    reader->pid = pid;
+    reader->walker.pid = pid;
+    reader->walker.layout = reader->layout.walk;
+    reader->walker.stats = &reader->names;
+    if (opcode_flags != NULL) memcpy(reader->walker.opcode_flags, opcode_flags, 256);
+    snprintf(reader->binary, sizeof(reader->binary), "%s", status->binary);
+    reader->version = status->version;
+    reader->version_exact = status->version_exact;
+    return reader;
+}
+
+int hl_remote_sample(hl_remote *reader, hl_dump *d) {
+    memset(d, 0, sizeof(*d));
+    d->names = &reader->names;
+    snprintf(d->binary, sizeof(d->binary), "%s", reader->binary);
+    d->version = reader->version;
+    d->version_exact = reader->version_exact;
+    uint64_t start = hl_now_ns();
+    int result =
+        read_interpreters(reader->pid, d, &reader->layout, address_of(&reader->in, SYM_RUNTIME),
+                          &reader->walker, reader->frames);
+    d->read_ns = hl_now_ns() - start;
+    for (size_t i = 0; result == 0 && i < d->nthreads; i++)
+        if (d->threads[i].native_id > 0)
+            d->threads[i].kernel_state = kernel_state(reader->pid, d->threads[i].native_id);
+    return result;
+}
+
+const hl_stats *hl_remote_names(const hl_remote *reader) {
+    return &reader->names;
+}
+
+void hl_remote_close(hl_remote *reader) {
+    if (reader == NULL) return;
+    hl_walker_clear(&reader->walker);
+    hl_stats_clear(&reader->names);
+    free(reader->frames);
+    free(reader);
 }
 
 void hl_remote_dump_free(hl_dump *d) {

@@ -51,6 +51,10 @@ typedef struct hl_dump_thread {
     int stopped;         /* it was stopped while its stack was read */
     int complete;        /* 0: the walk met a frame it could not read: a torn stack */
     int truncated;       /* deeper than HL_DUMP_MAX_DEPTH: the outermost frames are left out */
+    int leaf_flags;      /* HL_OP_* flags of its innermost frame's instruction (a reader given
+                          * the target's opcode table; else 0) */
+    char kernel_state;   /* /proc's state letter read right after its stack (a reader's
+                          * samples only; else 0) */
     int depth;
     hl_frame *frames;    /* innermost first; file and function ids resolve in hl_dump.stats */
 } hl_dump_thread;
@@ -69,7 +73,8 @@ typedef struct hl_dump {
     int threads_complete;  /* 0: a thread list ended in something unreadable (torn) */
     hl_dump_thread *threads;
     size_t nthreads, threads_capacity;
-    hl_stats stats; /* the files and functions the frames name */
+    hl_stats stats; /* the files and functions the frames name (a dump's own) */
+    const hl_stats *names; /* where the frames' ids resolve: &stats, or a reader's table */
 } hl_dump;
 
 /* Reads every thread's stack of process pid into *out (zeroed first), stopping its threads
@@ -77,5 +82,25 @@ typedef struct hl_dump {
  * hl_remote_dump_free in every case. Does not need the GIL (nor Python at all). */
 int hl_remote_dump(int pid, int pause, hl_dump *out);
 void hl_remote_dump_free(hl_dump *dump);
+
+/* A reader: heatline top's repeated readings of one process, without stopping it. The
+ * interpreter, its layout and the walker's code cache are found once (hl_remote_open), so a
+ * reading costs the reads of the thread states and stacks and one /proc stat read per thread,
+ * not the maps and ELF symbols a dump looks up. A reading never stops the target: a thread
+ * that moves while its stack is read yields a stack marked incomplete, never a crash.
+ *
+ * hl_remote_open: opcode_flags is 256 bytes of HL_OP_* flags for the target's opcode numbers
+ * (its version's, not necessarily heatline's), or NULL (leaf_flags then stay 0). Returns the
+ * reader, or NULL with status->error set; status (zeroed first) also gets the binary and the
+ * version. Free status with hl_remote_dump_free in every case.
+ * hl_remote_sample: one reading into *out (zeroed first), like hl_remote_dump(pid, 0, out)
+ * plus each thread's leaf_flags and kernel_state; out->names is the reader's table, which
+ * grows across readings (ids stay valid until hl_remote_close). Returns 0 or -1 with
+ * out->error set. A reader is used by one thread at a time. */
+typedef struct hl_remote hl_remote;
+hl_remote *hl_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *status);
+int hl_remote_sample(hl_remote *reader, hl_dump *out);
+const hl_stats *hl_remote_names(const hl_remote *reader);
+void hl_remote_close(hl_remote *reader);
 
 #endif

@@ -1,5 +1,5 @@
 """The command line: ``heatline [run] [options] script.py [args...]`` (or ``-m module``) and
-the subcommands ``view``, ``diff``, ``check``, ``ctl`` and ``dump``, one module each. Every
+the subcommands ``view``, ``diff``, ``check``, ``ctl``, ``dump`` and ``top``, one module each. Every
 mistake on the command line is one ``heatline: error: ...`` line on stderr, never a
 traceback."""
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 # The subcommands: the first argument that names one (anything else is the program to run,
 # as after `heatline run`; `heatline ./view` runs a script named view).
-SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump")
+SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump", "top")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -140,7 +140,8 @@ def _tasks(pid: int) -> dict[int, Thread]:
     return {int(name): _task(pid, int(name)) for name in names if name.isdigit()}
 
 
-def _version(number: int, exact: bool) -> str:
+def version_text(number: int, exact: bool) -> str:
+    """A PY_VERSION_HEX as text: "3.11.7", or "3.9" when only major.minor are known."""
     major, minor, micro = number >> 24, (number >> 16) & 0xFF, (number >> 8) & 0xFF
     if not exact:
         return f"{major}.{minor}"
@@ -149,7 +150,8 @@ def _version(number: int, exact: bool) -> str:
     return f"{major}.{minor}.{micro}" + (f"{suffix}{serial}" if suffix else "")
 
 
-def _check_process(pid: int) -> None:
+def check_process(pid: int) -> None:
+    """Raises DumpError when there is no process pid (or only its zombie)."""
     if pid <= 0:
         raise DumpError("no-process", f"no process {pid}")
     stat = _read(f"/proc/{pid}/stat")
@@ -166,14 +168,11 @@ def read(pid: int, *, pause: bool = True) -> Dump:
     microseconds to a few milliseconds), so the stacks are consistent. Raises DumpError."""
     from heatline import _native
 
-    _check_process(pid)
+    check_process(pid)
     tasks = _tasks(pid)
     raw = _native.dump(pid, pause)
     if raw["error"] is not None:
-        message = raw["message"]
-        if raw["error"] == "refused":
-            message = refusal_message(pid, raw["os_error"])
-        raise DumpError(raw["error"], message)
+        raise error_of(pid, raw)
     threads = []
     for entry in raw["threads"]:
         thread = tasks.pop(entry["native_id"], None) or Thread(native_id=entry["native_id"])
@@ -194,7 +193,7 @@ def read(pid: int, *, pause: bool = True) -> Dump:
     return Dump(
         pid=pid,
         command=[part for part in command if part] if command != [""] else [],
-        version=_version(raw["version"], raw["version_exact"]),
+        version=version_text(raw["version"], raw["version_exact"]),
         binary=raw["binary"],
         paused=raw["paused"],
         pause_note=raw["pause_note"],
@@ -203,6 +202,14 @@ def read(pid: int, *, pause: bool = True) -> Dump:
         threads_complete=raw["threads_complete"],
         threads=threads,
     )
+
+
+def error_of(pid: int, raw: dict, command: str = "heatline dump") -> DumpError:
+    """The DumpError of a failed reading (_native.dump's or remote_open's dict)."""
+    message = raw["message"]
+    if raw["error"] == "refused":
+        message = refusal_message(pid, raw["os_error"], command=command)
+    return DumpError(raw["error"], message)
 
 
 # ---- when the kernel refuses ------------------------------------------------------------------
@@ -233,9 +240,10 @@ def _uid_of(pid: int) -> int | None:
 
 def refusal_message(pid: int, os_error: int, *, yama: int | None = -1,
                     target_uid: int | None = -1, uid: int | None = None,
-                    can_ptrace: bool | None = None) -> str:
+                    can_ptrace: bool | None = None, command: str = "heatline dump") -> str:
     """One line: the kernel refused to let heatline read process pid (os_error: EPERM, EACCES,
-    ENOSYS), why, and what to do. The facts are looked up unless given (tests give them)."""
+    ENOSYS), why, and what to do; command names the reader (heatline dump, heatline top). The
+    facts are looked up unless given (tests give them)."""
     yama = _yama_scope() if yama == -1 else yama
     target_uid = _uid_of(pid) if target_uid == -1 else target_uid
     uid = os.getuid() if uid is None else uid
@@ -246,24 +254,24 @@ def refusal_message(pid: int, os_error: int, *, yama: int | None = -1,
                       "run --cap-add SYS_PTRACE; Kubernetes: securityContext.capabilities.add: "
                       "[SYS_PTRACE])")
     else:
-        capability = ("run heatline dump as root (sudo), or with CAP_SYS_PTRACE (in a container: "
+        capability = (f"run {command} as root (sudo), or with CAP_SYS_PTRACE (in a container: "
                       "docker run --cap-add SYS_PTRACE; Kubernetes: "
                       "securityContext.capabilities.add: [SYS_PTRACE])")
     if os_error == errno.ENOSYS:
         return (f"can't read process {pid}: this kernel or sandbox has no process_vm_readv "
-                "(gVisor lacks it), which heatline dump needs")
+                f"(gVisor lacks it), which {command} needs")
     if yama == 3:
         return (f"{head}: Yama's ptrace_scope is 3 (/proc/sys/kernel/yama/ptrace_scope), which "
                 "forbids reading another process to everyone until the next reboot")
     if target_uid is not None and target_uid != uid and not can_ptrace:
-        return (f"{head}: it runs as user {target_uid} and heatline as user {uid}; run heatline "
-                f"dump as user {target_uid}, or {capability}")
+        return (f"{head}: it runs as user {target_uid} and heatline as user {uid}; run {command} "
+                f"as user {target_uid}, or {capability}")
     if yama == 2 and not can_ptrace:
         return (f"{head}: Yama's ptrace_scope is 2 (/proc/sys/kernel/yama/ptrace_scope): only a "
                 f"process with CAP_SYS_PTRACE may read another; {capability}")
     if yama == 1 and not can_ptrace:
         return (f"{head}: Yama's ptrace_scope is 1 (/proc/sys/kernel/yama/ptrace_scope): a "
-                "process may be read only by its ancestors (heatline dump is not one); "
+                f"process may be read only by its ancestors ({command} is not one); "
                 f"{capability}, or let the program allow it (it calls "
                 "prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)), or allow it system-wide (sudo "
                 "sysctl kernel.yama.ptrace_scope=0)")

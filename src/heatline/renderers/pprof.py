@@ -89,24 +89,30 @@ class _Builder:
         self.out += _bytes(2, _packed(1, locations) + _packed(2, values) + label)
 
 
-def encode(profile: dict[str, Any]) -> bytes:
-    """The uncompressed profile.proto message."""
-    memory = bool((profile.get("memory") or {}).get("enabled"))
-    gpu = bool((profile.get("gpu") or {}).get("kernel_tracing"))
-    types = TIME_TYPES + (MEMORY_TYPES if memory else ()) + (GPU_TYPES if gpu else ())
+def encode(profile: dict[str, Any], *, what: str = "all") -> bytes:
+    """The uncompressed profile.proto message. what: "all" (the file: time, and memory and GPU
+    when the profile has them); "cpu" (the pull endpoint's CPU profile, as Go's: the first type,
+    ``cpu``, is the time on a CPU only, Python + native, without the blocked ``system`` time,
+    which is its own type; no memory or GPU); "heap" (the memory types only, per line;
+    ``inuse_space`` the default, as in Go's heap profile)."""
+    memory = what != "cpu" and bool((profile.get("memory") or {}).get("enabled"))
+    gpu = what == "all" and bool((profile.get("gpu") or {}).get("kernel_tracing"))
+    time_types = () if what == "heap" else TIME_TYPES
+    types = time_types + (MEMORY_TYPES if memory else ()) + (GPU_TYPES if gpu else ())
     b = _Builder()
     head = bytearray()
     for kind, unit in types:
         head += _bytes(1, _int(1, b.s(kind)) + _int(2, b.s(unit)))
     frames = (profile.get("stacks") or {}).get("frames", [])
     zeros = [0] * (len(types) - len(TIME_TYPES))
-    for stack in stacks(profile):
+    for stack in stacks(profile) if time_types else ():
         parts = [round(stack.python_s * 1e9), round(stack.native_s * 1e9),
                  round(stack.system_s * 1e9)]
         if not any(parts) or not stack.frames:
             continue
         leaf_first = [b.location(frames[index]) for index in reversed(stack.frames)]
-        b.sample(leaf_first, [sum(parts), *parts, *zeros], thread_name(profile, stack.thread))
+        first = parts[0] + parts[1] if what == "cpu" else sum(parts)
+        b.sample(leaf_first, [first, *parts, *zeros], thread_name(profile, stack.thread))
     per_line = []  # (thread label, values of the extra sample types, from a line's fields)
     if memory:
         # Byte counts are integers in profiles heatline writes; round() keeps a hand-edited
@@ -120,7 +126,7 @@ def encode(profile: dict[str, Any]) -> bytes:
             round(line.get("gpu_s", 0) * 1e9), round(line.get("gpu_copy_bytes", 0)),
             round(line.get("gpu_alloc_bytes", 0)),
         ]))
-    offset = len(TIME_TYPES)
+    offset = len(time_types)
     for label, values_of in per_line:
         for path, entry in (profile.get("files") or {}).items():
             for line in entry.get("lines", []):
@@ -135,9 +141,16 @@ def encode(profile: dict[str, Any]) -> bytes:
         offset += len(values_of({}))
     tail = bytearray()
     tail += _int(10, round(float(profile.get("elapsed_s", 0)) * 1e9))
-    tail += _bytes(11, _int(1, b.s("cpu")) + _int(2, b.s("nanoseconds")))
-    tail += _int(12, round(float(profile["sampling_interval_s"]) * 1e9))  # a required key
-    tail += _int(14, b.s("cpu"))  # default_sample_type: otherwise pprof shows the last one
+    if what == "heap":
+        # Go's heap profiles: a period of the sampling rate in bytes
+        window = (profile.get("memory") or {}).get("sampling_window_bytes", 0)
+        tail += _bytes(11, _int(1, b.s("space")) + _int(2, b.s("bytes")))
+        tail += _int(12, int(window))
+        tail += _int(14, b.s("inuse_space"))
+    else:
+        tail += _bytes(11, _int(1, b.s("cpu")) + _int(2, b.s("nanoseconds")))
+        tail += _int(12, round(float(profile["sampling_interval_s"]) * 1e9))  # a required key
+        tail += _int(14, b.s("cpu"))  # default_sample_type: otherwise pprof shows the last
     # The string table goes last so that it holds every string used above (dicts keep
     # insertion order, which is index order).
     for text in b.strings:

@@ -30,6 +30,7 @@ class Finisher:
     def __init__(self, session: Any, options: Options) -> None:
         self.session = session
         self.options = options
+        self.server: Any = None  # the --pprof-server (heatline/serve.py), closed first
         self.succeeded = True  # False once the program's exit status is known to be non-zero
         self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
         # How the program ended, as a process's `exit` in the profile: "exit N" once launch.py
@@ -63,6 +64,8 @@ class Finisher:
 
     def _finish(self) -> None:
         try:
+            if self.server is not None:  # --pprof-server: no request from now on
+                self.server.close()
             self.session.stop()
             profile = self.session.profile()
             ended = ("SIGTERM" if terminating() else "SIGINT" if self.interrupted

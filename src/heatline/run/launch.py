@@ -63,11 +63,24 @@ def start(program: Program, options: Options) -> Launch:
     marked.install(builtins)  # @profile: the one builtin heatline adds (engine/marked.py)
     session.snapshot_filter = marked.keep_marked
     finisher = Finisher(session, options)
+    if options.pprof_server is not None:  # the address is had before anything starts
+        program_path = list(sys.path)
+        sys.path[:] = OWN_PATH  # what the server runs is heatline's, never the program's gzip.py
+        try:
+            from heatline.serve import PprofServer, ServerError
+        finally:
+            sys.path[:] = program_path
+        try:
+            finisher.server = PprofServer(*options.pprof_server, session.profile)
+        except ServerError as exc:
+            raise ProgramError(str(exc), 1) from None
     atexit.register(finisher)
     try:
         session.start()
     except (RuntimeError, OSError) as exc:
         atexit.unregister(finisher)
+        if finisher.server is not None:
+            finisher.server.close()
         raise ProgramError(f"could not start the profiler: {exc}", 1) from None
 
     # Children followed unless --no-children; an exec of this process hands the run over or
@@ -87,6 +100,11 @@ def start(program: Program, options: Options) -> Launch:
     follow.install(carrier)  # its fork hook must run after the guard's (in a child)
     if options.profile_interval_s is not None and options.outfile:
         session.every(options.profile_interval_s, finisher.write_so_far)
+    if finisher.server is not None:
+        finisher.server.start()
+        if options.pprof_server[1] == 0:  # a port picked by the kernel: say which
+            sys.stderr.write(f"heatline: pprof server on {finisher.server.url}\n")
+            sys.stderr.flush()
     if program.runpy_main is None:
         return Launch(exec, (program.code, main.__dict__), finisher, flush_at_end=True)
     # python imports runpy once sys.path[0] is set, among the program's modules, and runs
