@@ -144,8 +144,11 @@ def _about_a_lost_profile(warning):
 
 
 def _line_time(profile, path, text):
-    [line] = [line for line in profile["files"][path]["lines"] if text in line["source"]]
-    return line["python_s"] + line["native_s"] + line["system_s"]
+    """The time of the lines whose source holds ``text`` (exec_main.py marks both lines of a
+    loop)."""
+    lines = [line for line in profile["files"][path]["lines"] if text in line["source"]]
+    assert lines, text
+    return sum(line["python_s"] + line["native_s"] + line["system_s"] for line in lines)
 
 
 def _assert_spun(profile, script, *markers):
