@@ -38,8 +38,10 @@ def test_readme_starts_short_with_the_two_commands_and_says_how_to_install():
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_demo_installs_only_what_the_demo_needs():
     # -n: print the commands without running them; -B: as on a fresh clone (nothing built).
-    commands = subprocess.run(["make", "-n", "-B", "demo"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout
+    # --no-print-directory: under `make test` this make is nested, and would print "Leaving
+    # directory" lines among the commands.
+    commands = subprocess.run(["make", "--no-print-directory", "-n", "-B", "demo"], cwd=REPO,
+                              capture_output=True, text=True, check=True).stdout
     installs = [line for line in commands.splitlines() if "pip install" in line]
     assert any("'.[demo]'" in line for line in installs), commands
     assert not any("test" in line for line in installs), commands  # no pytest, ruff, ...
