@@ -212,9 +212,23 @@ def test_the_hottest_line_says_its_kind(profiled, mode, text, kind):
 
 
 @timing
-def test_no_hottest_line_when_the_time_is_spread(profiled):
-    profile, _ = profiled("summary_hot.py", "spread")
-    assert "hot_lines" not in _rules(profile), profile["summary"]
+def test_no_hottest_line_when_the_time_is_spread(profiled, tmp_path):
+    """Forty lines of about 2.5% each: no line is hot, unless the machine kept the process off
+    its CPUs long enough while one ran to make that line hot in truth too (the target measures
+    each line's busy time, on a CPU or runnable, as heatline counts running time). The rule
+    needs 10% of all running time; within 3 points of that either verdict is right, and one
+    that fires must name the line that truly was the busiest."""
+    truth_path = tmp_path / "lines.json"
+    profile, _ = profiled("summary_hot.py", "spread", str(truth_path))
+    lines = json.loads(truth_path.read_text())["lines"]
+    running = profile["totals"]["python_s"] + profile["totals"]["native_s"]
+    top_share = max(lines) / max(running, sum(lines))
+    fired = _rules(profile).get("hot_lines")
+    if top_share < 0.07:
+        assert fired is None, (profile["summary"], top_share)
+    elif fired is not None and top_share >= 0.13:
+        busiest = lines.index(max(lines))
+        assert fired["line"] == _line_of("summary_hot.py", f"i % {busiest + 2} for"), fired
 
 
 def test_view_of_a_profile_without_a_stored_summary_works_it_out(profiled, tmp_path):
