@@ -258,6 +258,38 @@ static PyObject *profiled_periods_locked(uint64_t *count, uint64_t *dropped) {
     return list_of(shown, period_item, periods);
 }
 
+/* ---- native frames (native.h) --------------------------------------------------------------- */
+
+static PyObject *native_address_item(size_t i, const void *unused) {
+    (void)unused;
+    const char *symbol, *library;
+    hl_native_address(i, &symbol, &library);
+    /* A file's bytes, whatever they are: shown, never failing the snapshot. */
+    PyObject *name = PyUnicode_DecodeUTF8(symbol, (Py_ssize_t)strlen(symbol), "replace");
+    if (library == NULL) return Py_BuildValue("(NO)", name, Py_None);
+    return Py_BuildValue("(NN)", name,
+                         PyUnicode_DecodeUTF8(library, (Py_ssize_t)strlen(library), "replace"));
+}
+
+static PyObject *native_charge_item(size_t i, const void *charges) {
+    const hl_native_charge *c = &((const hl_native_charge *)charges)[i];
+    return Py_BuildValue("(IIK)", c->line, c->address, (unsigned long long)c->ns);
+}
+
+/* {"enabled", "error" (errno), "reason", "threads_without", "unsampled_ns",
+ *  "addresses": [(symbol, library or None)], "lines": [(line id, address index, ns)]} */
+static PyObject *native_dict(const hl_native_results *n) {
+    static const char *const reasons[] = {NULL, "refused", "shared_descriptors"};
+    const char *reason = n->reason >= 0 && n->reason < 3 ? reasons[n->reason] : NULL;
+    PyObject *addresses = list_of(n->naddresses, native_address_item, NULL);
+    hl_native_results_done();
+    return Py_BuildValue("{s:O,s:i,s:z,s:K,s:K,s:N,s:N}", "enabled",
+                         n->enabled ? Py_True : Py_False, "error", n->error, "reason", reason,
+                         "threads_without", (unsigned long long)n->threads_without, "unsampled_ns",
+                         (unsigned long long)n->unsampled_ns, "addresses", addresses, "lines",
+                         list_of(n->ncharges, native_charge_item, n->charges));
+}
+
 /* ---- the snapshot -------------------------------------------------------------------------- */
 
 PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
@@ -266,7 +298,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
     uint64_t periods_count, periods_dropped;
     PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N}",
+        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,s:N}",
         "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
         "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view->samples, "sampled_ns", (unsigned long long)view->sampled_ns,
@@ -279,7 +311,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         list_of(view->nthreads, thread_item, NULL), "stacks", list_of(s->nstacks, stack_item, s),
         "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
         (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
-        gpu_dict(s, view->gpu));
+        gpu_dict(s, view->gpu), "native", native_dict(&view->native));
 }
 
 /* ---- the test hooks' stack ----------------------------------------------------------------- */

@@ -99,8 +99,10 @@ static int runnable(int stat_fd) {
     return end_of_name != NULL && end_of_name[1] == ' ' && end_of_name[2] == 'R';
 }
 
+/* On the sampler thread only: its native-frames event lives in that thread's descriptor table. */
 static void forget_thread(hl_thread *t) {
     t->alive = 0;
+    hl_native_thread_close(&t->native);
 }
 
 static uint64_t next_interval(hl_sampler *e) {
@@ -131,6 +133,7 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     t->clock = thread_clock(native_id);
     t->main = native_id == e->main_native_id;
     t->alive = 1;
+    hl_native_thread_init(&t->native);
     return 0;
 }
 
@@ -252,15 +255,22 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     } else if (!complete && t->has_last_user) {
         target = &t->last_user;
     }
+    int64_t line_id = -1;
     if (target == NULL && complete) {
         t->unattributed_ns += dt;
-    } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
-                                                      target->function, category, dt) == 0) {
+    } else if (target != NULL && (line_id = hl_stats_line(e->stats, target->file, target->line,
+                                                          target->function)) >= 0) {
+        e->stats->lines[line_id].ns[category] += dt;
         t->ns[category] += dt;
     } else {
+        hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, 0);
         e->lost_ns += dt; /* in no line: in no stack either */
         return;
     }
+    /* The native functions the time went to (native.c): the samples since the last tick. */
+    hl_native_thread_tick(&t->native, t->native_id,
+                          category == HL_NATIVE && line_id >= 0 ? (uint32_t)line_id : HL_NO_LINE,
+                          dt);
 
     /* From here dt is in a line or unattributed, so it goes to exactly one stack or to
      * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns.
@@ -399,6 +409,7 @@ static void *sampler_main(void *arg) {
     int own_table = own_descriptor_table() == 0; /* before anything it opens */
     if (own_table) hl_memread_own_table();
     hl_lock_acquire(e->lock);
+    hl_native_set_private_table(own_table);
     if (!own_table) e->shared_descriptors = 1; /* for the session: any of its starts */
     if (!e->walker.layout.has_native_thread_id) {
         tid_offsets(tid_matches); /* the starting thread scanned first */
@@ -427,6 +438,9 @@ static void *sampler_main(void *arg) {
         last = now;
         deadline = hl_now_ns() + next_interval(e);
     }
+    /* The events' descriptors are in this thread's table: closed here, reopened by the next
+     * sampler thread (after a fork, or a new session). */
+    for (size_t i = 0; i < e->nthreads; i++) hl_native_thread_close(&e->threads[i].native);
     hl_lock_release(e->lock);
     return NULL;
 }
@@ -491,7 +505,12 @@ void hl_sampler_join(hl_sampler *e) {
 }
 
 void hl_sampler_reset(hl_sampler *e) {
-    for (size_t i = 0; i < e->nthreads; i++) forget_thread(&e->threads[i]);
+    /* Not on the sampler thread: the events were closed when it ended (or, in a fork child,
+     * were never this process's). */
+    for (size_t i = 0; i < e->nthreads; i++) {
+        e->threads[i].alive = 0;
+        hl_native_thread_forget(&e->threads[i].native);
+    }
     free(e->threads);
     e->threads = NULL;
     e->nthreads = e->threads_capacity = 0;

@@ -15,6 +15,7 @@
 
 #include "frames.h"
 #include "lock.h"
+#include "native.h"
 #include "stats.h"
 
 /* One entry of the thread registry: an OS thread that runs Python code. */
@@ -32,6 +33,7 @@ typedef struct hl_thread {
     uint64_t engine_wait_ns;     /* spent in an allocation hook waiting for the engine lock */
     hl_frame last_user;          /* the user line its latest readable sample was charged to */
     int has_last_user;
+    hl_native_thread native;     /* its native-frames event (native.h) */
 } hl_thread;
 
 /* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it

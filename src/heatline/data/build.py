@@ -66,6 +66,7 @@ def build_profile(
     """
     from heatline.data import gpu as gpu_report
     from heatline.data import memory as memory_report
+    from heatline.data import native as native_report
     from heatline.data import SCHEMA_VERSION
 
     files = snapshot["files"]
@@ -95,6 +96,13 @@ def build_profile(
         line_function.setdefault((path, line), key)
         _add(function_ns[path][key]["ns"], times)
 
+    native_cells = native_report.by_line(snapshot.get("native"), snapshot["lines"])
+    line_native: dict[str, dict[int, dict]] = {}  # path -> line -> {(symbol, library): ns}
+    for (file_id, number), cells in native_cells.items():
+        into = line_native.setdefault(files[file_id]["path"], {}).setdefault(number, {})
+        for key, ns in cells.items():
+            into[key] = into.get(key, 0) + ns
+
     line_memory: dict[str, dict[int, dict[str, Any]]] = {}  # path -> line -> memory fields
     for record in memory["lines"] if memory_on else ():
         path = files[record["file"]]["path"]
@@ -122,6 +130,7 @@ def build_profile(
     for path, lines in line_ns.items():
         file_total = [sum(ns[i] for ns in lines.values()) for i in range(3)]
         memories = line_memory.get(path, {})
+        natives = line_native.get(path, {})
         source = read_lines(path)
         numbers = set(lines)
         for number in lines:
@@ -141,6 +150,10 @@ def build_profile(
                     **memories.get(number, memory_report.empty_fields()),
                 }
             )
+            if number in natives:
+                functions_here = native_report.function_list(natives[number])
+                if functions_here:
+                    line_list[-1]["native_functions"] = functions_here
         by_function: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for number, fields in memories.items():
             by_function.setdefault(line_function[(path, number)], []).append(fields)
@@ -211,6 +224,7 @@ def build_profile(
         **_memory_summary(memory, files),
         "warnings": _warnings(snapshot, attributed_ns, unattributed_ns) + _memory_warnings(memory)
         + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count)
+        + native_report.warnings(snapshot.get("native"))
         + _cut_stack_warnings(stack_table),
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))

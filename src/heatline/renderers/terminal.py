@@ -16,6 +16,7 @@ from rich.text import Text
 
 from heatline.renderers import View, gpu_terminal
 from heatline.renderers.visible import visible
+from heatline.data import native as native_report
 
 # At most this many rows in the function summary; the rest are counted in one line.
 MAX_FUNCTION_ROWS = 30
@@ -257,7 +258,23 @@ def _line_table(
                 for cell, title in zip(_memory_cells(line, memory), memory_headers)
             ]
         rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, source))
+        if line.get("native_functions") and _is_hot(total, threshold_pct):
+            rows.append(Text(" " * (line_width + len(_GAP)) + _native_functions(line), _IDLE_STYLE))
     return Text("\n").join(rows)
+
+
+def _native_functions(line: dict[str, Any], shown: int = 3) -> str:
+    """Where a hot line's native time went: its top native functions, with their shares of the
+    time the samples named (`dgemm_kernel_HASWELL (libopenblas) 71%`)."""
+    entries = line["native_functions"]
+    total = sum(entry["seconds"] for entry in entries)
+    parts = [
+        f"{visible(entry['symbol'])} ({visible(native_report.library_name(entry['library']))}) "
+        f"{entry['seconds'] * 100.0 / total:.0f}%"
+        for entry in entries[:shown]
+        if total > 0 and entry["seconds"] * 100.0 / total >= 0.5
+    ]
+    return "native: " + ", ".join(parts)
 
 
 def _memory_on(profile: dict[str, Any]) -> bool:
