@@ -1,0 +1,81 @@
+"""Native frames in the profile (heatline.data.native and its use by data/build.py,
+data/merge.py and the terminal report), from synthetic engine snapshots."""
+
+from heatline.data import native as native_report
+from heatline.renderers import terminal
+
+from test_profile import MS, build, snapshot
+
+LIB = "/usr/lib/libopenblas.so.0"
+
+
+def _native(lines, addresses, **fields):
+    return {"enabled": True, "error": 0, "reason": None, "threads_without": 0,
+            "unsampled_ns": 0, "addresses": addresses, "lines": lines, **fields}
+
+
+def _line(profile, path, number):
+    return next(line for line in profile["files"][path]["lines"] if line["line"] == number)
+
+
+def test_a_lines_native_functions_sum_its_addresses_by_function_largest_first():
+    # line ids index the snapshot's lines: 0 is work.py:2, 3 is app.py:1
+    addresses = [("dgemm_kernel", LIB), ("dgemm_kernel", LIB), ("memcpy", "/lib/libc.so.6"),
+                 ("[unknown]", None)]
+    snap = snapshot(native=_native([(0, 0, 3 * MS), (0, 2, 4 * MS), (0, 1, 2 * MS),
+                                    (3, 3, 1 * MS)], addresses))
+    profile = build(snap)
+    assert _line(profile, "/src/work.py", 2)["native_functions"] == [
+        {"symbol": "dgemm_kernel", "library": LIB, "seconds": 0.005},
+        {"symbol": "memcpy", "library": "/lib/libc.so.6", "seconds": 0.004},
+    ]
+    assert _line(profile, "/src/app.py", 1)["native_functions"] == [
+        {"symbol": "[unknown]", "library": None, "seconds": 0.001}]
+    assert "native_functions" not in _line(profile, "/src/app.py", 4)
+    assert not profile["warnings"]
+
+
+def test_without_native_frames_no_line_has_the_field():
+    for native in (None, {"enabled": False, "addresses": [], "lines": []}):
+        profile = build(snapshot(native=native))
+        assert not any("native_functions" in line for entry in profile["files"].values()
+                       for line in entry["lines"])
+
+
+def test_more_than_twenty_functions_keep_the_top_twenty_and_sum_the_rest():
+    cells = {(f"f{i}", LIB): (i + 1) * MS for i in range(25)}
+    listed = native_report.function_list(cells)
+    assert len(listed) == 21 and listed[0]["symbol"] == "f24"
+    assert listed[-1] == {"symbol": "[other]", "library": None, "seconds": 0.015}  # 1+..+5 ms
+    assert abs(sum(e["seconds"] for e in listed) - sum(cells.values()) / 1e9) < 1e-9
+
+
+def test_merged_lists_sum_by_function():
+    one = [{"symbol": "a", "library": LIB, "seconds": 0.5}]
+    other = [{"symbol": "b", "library": LIB, "seconds": 0.7},
+             {"symbol": "a", "library": LIB, "seconds": 0.4}]
+    assert native_report.merged(one, other) == [
+        {"symbol": "a", "library": LIB, "seconds": 0.9},
+        {"symbol": "b", "library": LIB, "seconds": 0.7}]
+
+
+def test_a_refused_event_is_a_warning_with_the_reason_and_the_fix():
+    snap = snapshot(native=_native([], [], error=13, reason="refused", threads_without=2))
+    warnings = [w for w in build(snap)["warnings"] if "native functions" in w]
+    assert len(warnings) == 1
+    assert "2 threads" in warnings[0] and "Permission denied" in warnings[0]
+    assert "perf_event_paranoid" in warnings[0] and "PERFMON" in warnings[0]
+
+
+def test_the_report_names_a_hot_lines_top_native_functions_with_shares():
+    addresses = [("dgemm_kernel_HASWELL", LIB), ("memcpy", "/lib/x86_64/libc.so.6")]
+    snap = snapshot(native=_native([(0, 0, 3 * MS), (0, 1, 1 * MS)], addresses))
+    text = terminal.render(build(snap)).decode()
+    assert "native: dgemm_kernel_HASWELL (libopenblas) 75%, memcpy (libc) 25%" in text
+
+
+def test_library_names_are_short():
+    assert native_report.library_name("/x/numpy.libs/libscipy_openblas64_-1.so") == (
+        "libscipy_openblas64_-1")
+    assert native_report.library_name("[vdso]") == "[vdso]"
+    assert native_report.library_name(None) == "anonymous"
