@@ -20,8 +20,8 @@ import sys
 import pytest
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
-# native.c samples each thread SAMPLES_PER_INTERVAL times per mean sampling interval.
-SAMPLES_PER_INTERVAL = 8
+# native.c samples each thread SAMPLES_PER_INTERVAL times per mean sampling interval of CPU.
+SAMPLES_PER_INTERVAL = 4
 TOLERANCE = 0.05
 
 
@@ -90,7 +90,7 @@ def test_each_functions_share_is_its_measured_share(burned, tag):
     line = _lines(profile, "native_burn.py")[entry["line"]]
     shares, _ = _shares(line)
     true_a = entry["a_ns"] / (entry["a_ns"] + entry["b_ns"])
-    # The events sample every interval/8 of the thread's CPU time.
+    # The events sample every interval/4 of the thread's CPU time.
     period_s = profile["sampling_interval_s"] / SAMPLES_PER_INTERVAL
     samples = (entry["a_ns"] + entry["b_ns"]) / 1e9 / period_s
     sigma = math.sqrt(true_a * (1 - true_a) / samples)
@@ -184,3 +184,72 @@ def test_compress_time_goes_to_zlib(tmp_path, run_heatline):
         named = [f["symbol"] for f in line["native_functions"] if f["symbol"] != "[unknown]"
                  and os.path.basename(f["library"] or "").startswith("libz")]
         assert top["symbol"] == "[unknown]" or top["symbol"] in named
+
+
+def _export(burned, tmp_path, fmt, name):
+    from heatline.renderers import render_bytes
+
+    _, profile = burned
+    path = tmp_path / name
+    path.write_bytes(render_bytes(profile, fmt))
+    return path
+
+
+def _held(burned):
+    truth, profile = burned
+    line = _lines(profile, "native_burn.py")[truth["held"]["line"]]
+    return truth["held"]["line"], {f["symbol"]: f["seconds"] for f in line["native_functions"]}
+
+
+def test_collapsed_stacks_go_on_into_the_native_functions(burned, tmp_path):
+    number, seconds = _held(burned)
+    text = _export(burned, tmp_path, "collapsed", "p.collapsed").read_text()
+    under = {}
+    for row in text.splitlines():
+        stack, micros = row.rsplit(" ", 1)
+        frames = stack.split(";")
+        if len(frames) >= 2 and frames[-2].endswith(f"(native_burn.py:{number})"):
+            under[frames[-1]] = under.get(frames[-1], 0) + int(micros) / 1e6
+    for symbol in ("burn_a", "burn_b"):
+        assert under[f"{symbol} [libburn]"] == pytest.approx(seconds[symbol], abs=1e-3), under
+
+
+def test_speedscope_has_the_native_frames_below_the_line(burned, tmp_path):
+    number, seconds = _held(burned)
+    data = json.loads(_export(burned, tmp_path, "speedscope", "p.speedscope.json").read_text())
+    frames = data["shared"]["frames"]
+    native = {i for i, f in enumerate(frames) if f["name"] == "burn_a"
+              and f.get("file", "").endswith("libburn.so")}
+    assert native
+    held = {i for i, f in enumerate(frames) if f.get("line") == number
+            and f.get("file", "").endswith("native_burn.py")}
+    found = 0.0
+    for profile in data["profiles"]:
+        for stack, weight in zip(profile["samples"], profile["weights"]):
+            if stack[-1] in native and stack[-2] in held:
+                found += weight
+    unit = {"seconds": 1.0, "milliseconds": 1e-3, "microseconds": 1e-6, "nanoseconds": 1e-9}
+    found *= unit[data["profiles"][0]["unit"]]
+    assert found == pytest.approx(seconds["burn_a"], abs=1e-3)
+
+
+def test_go_tool_pprof_lists_the_c_functions(burned, tmp_path):
+    from _tools import require, tool_env
+
+    go = require("go")
+    number, seconds = _held(burned)
+    path = _export(burned, tmp_path, "pprof", "p.pb.gz")
+    text = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=200", "-unit=ms", str(path)],
+                          capture_output=True, text=True, timeout=300, check=True,
+                          env=tool_env()).stdout
+    flat = {}
+    for row in text.splitlines():
+        fields = row.split()
+        if len(fields) == 6 and fields[1].endswith("%") and fields[0].endswith("ms"):
+            flat[fields[5]] = float(fields[0][:-2]) / 1e3
+    truth, profile = burned
+    # flat time of a function is its time over all lines: both lines called both burners
+    lines = _lines(profile, "native_burn.py")
+    want = sum(f["seconds"] for tag in ("held", "released")
+               for f in lines[truth[tag]["line"]]["native_functions"] if f["symbol"] == "burn_a")
+    assert flat["burn_a"] == pytest.approx(want, rel=0.01, abs=2e-3), text

@@ -277,17 +277,19 @@ static PyObject *native_charge_item(size_t i, const void *charges) {
 }
 
 /* {"enabled", "error" (errno), "reason", "threads_without", "unsampled_ns",
- *  "addresses": [(symbol, library or None)], "lines": [(line id, address index, ns)]} */
+ *  "addresses": [(symbol, library or None)], "lines": [(line id, address index, ns)],
+ *  "stacks": [(stack id, address index, ns)]} */
 static PyObject *native_dict(const hl_native_results *n) {
     static const char *const reasons[] = {NULL, "refused", "shared_descriptors"};
     const char *reason = n->reason >= 0 && n->reason < 3 ? reasons[n->reason] : NULL;
     PyObject *addresses = list_of(n->naddresses, native_address_item, NULL);
     hl_native_results_done();
-    return Py_BuildValue("{s:O,s:i,s:z,s:K,s:K,s:N,s:N}", "enabled",
+    return Py_BuildValue("{s:O,s:i,s:z,s:K,s:K,s:N,s:N,s:N}", "enabled",
                          n->enabled ? Py_True : Py_False, "error", n->error, "reason", reason,
                          "threads_without", (unsigned long long)n->threads_without, "unsampled_ns",
                          (unsigned long long)n->unsampled_ns, "addresses", addresses, "lines",
-                         list_of(n->ncharges, native_charge_item, n->charges));
+                         list_of(n->ncharges, native_charge_item, n->charges), "stacks",
+                         list_of(n->nstack_charges, native_charge_item, n->stack_charges));
 }
 
 /* ---- the snapshot -------------------------------------------------------------------------- */

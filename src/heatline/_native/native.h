@@ -41,9 +41,11 @@ void hl_native_set_private_table(int own);
 void hl_native_thread_init(hl_native_thread *t);
 
 /* The sampler thread, each tick, each thread (kernel id tid): reads the samples the event took
- * since the previous tick (opening the event on first use), and when line_id is not HL_NO_LINE,
- * charges ns to that line split among them. */
-void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint64_t ns);
+ * since the previous tick (opening the event on first use), and charges ns, split among them,
+ * to the line line_id and to the stack stack_id (stats ids), each unless HL_NO_LINE /
+ * HL_NO_STACK. */
+void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint32_t stack_id,
+                           uint64_t ns);
 
 /* The sampler thread: closes the thread's event (the thread is gone, or the sampler ends). */
 void hl_native_thread_close(hl_native_thread *t);
@@ -58,7 +60,7 @@ void hl_native_reset(void);
 /* The results, for the snapshot (convert.c). Addresses are named on the first call that sees
  * them (reading the libraries' symbol tables then). */
 typedef struct hl_native_charge {
-    uint32_t line;    /* stats line id */
+    uint32_t line;    /* stats line id (or stack id, in stack_charges) */
     uint32_t address; /* index for hl_native_address */
     uint64_t ns;
 } hl_native_charge;
@@ -71,6 +73,8 @@ typedef struct hl_native_results {
     uint64_t unsampled_ns;    /* native time charged while no sample had been taken yet */
     const hl_native_charge *charges;
     size_t ncharges;
+    const hl_native_charge *stack_charges; /* .line is a stats stack id */
+    size_t nstack_charges;
     size_t naddresses;
 } hl_native_results;
 

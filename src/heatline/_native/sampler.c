@@ -263,14 +263,10 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
         e->stats->lines[line_id].ns[category] += dt;
         t->ns[category] += dt;
     } else {
-        hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, 0);
+        hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, 0);
         e->lost_ns += dt; /* in no line: in no stack either */
         return;
     }
-    /* The native functions the time went to (native.c): the samples since the last tick. */
-    hl_native_thread_tick(&t->native, t->native_id,
-                          category == HL_NATIVE && line_id >= 0 ? (uint32_t)line_id : HL_NO_LINE,
-                          dt);
 
     /* From here dt is in a line or unattributed, so it goes to exactly one stack or to
      * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns.
@@ -293,12 +289,20 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
         for (int i = stack.inner - 1; i >= 0; i--)
             keys[length++] = HL_FRAME_KEY(stack.frames[i].function, stack.frames[i].line);
     }
+    uint32_t stack_id = HL_NO_STACK;
     if (length == 0) { /* no frame to record (a thread with no Python frame on its stack) */
         e->stats->stacks_dropped_ns += dt;
         e->stats->stacks_frameless_ns += dt;
-    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, length, category, dt) != 0) {
+    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, length, category, dt,
+                                     &stack_id) != 0) {
         e->stats->stacks_dropped_ns += dt; /* no memory for the stack */
     }
+    /* The native functions the time went to (native.c): the samples since the last tick,
+     * under the line and under the stack. */
+    int native = category == HL_NATIVE;
+    hl_native_thread_tick(&t->native, t->native_id,
+                          native && line_id >= 0 ? (uint32_t)line_id : HL_NO_LINE,
+                          native ? stack_id : HL_NO_STACK, dt);
 }
 
 static void tick(hl_sampler *e, uint64_t dt) {

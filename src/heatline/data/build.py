@@ -321,10 +321,14 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
     outer frames, giving the range of frames elided in them; stacks that differ only in how
     many frames were elided (a deep recursion seen at many depths) are then one entry. So a
     flame graph keeps one path through the marker instead of one per depth."""
+    from heatline.data import native as native_report
+
     merged: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
     ranges: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
+    keys = []  # the engine's stack id -> its merged key
     for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
         shape = tuple((f, 0) if is_elided(f) else (f, line) for f, line in stack)
+        keys.append((thread_index, shape))
         _add(merged.setdefault((thread_index, shape), [0, 0, 0]),
              (python_ns, native_ns, system_ns))
         for at, (function_id, count) in enumerate(stack):
@@ -332,7 +336,10 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
                 seen = ranges.setdefault((thread_index, shape[: at + 1]), [count, count])
                 seen[0], seen[1] = min(seen[0], count), max(seen[1], count)
 
-    frame_index: dict[tuple[int, int, int], int] = {}
+    # The native functions under each stack (native frames): {(symbol, library): ns}.
+    native_under = native_report.by_stack(snapshot.get("native"), keys)
+
+    frame_index: dict[Any, int] = {}
     frames: list[dict[str, Any]] = []
     entries = []
     for (thread_index, shape), (python_ns, native_ns, system_ns) in merged.items():
@@ -358,6 +365,19 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
                         }
                     )
             indices.append(index)
+        # Native time the samples named goes one frame deeper, to a frame of that function.
+        for (symbol, library), ns in native_under.get((thread_index, shape), {}).items():
+            ns = min(ns, native_ns)
+            if ns <= 0:
+                continue
+            key = ("native", symbol, library)
+            index = frame_index.get(key)
+            if index is None:
+                index = frame_index[key] = len(frames)
+                frames.append(native_report.frame(symbol, library))
+            native_ns -= ns
+            entries.append({"stack": [*indices, index], "thread": thread_index, "python_s": 0.0,
+                            "native_s": _seconds(ns), "system_s": 0.0})
         entries.append(
             {
                 "stack": indices,

@@ -29,6 +29,26 @@ def by_line(native: dict[str, Any] | None, lines: list) -> dict[tuple[int, int],
     return result
 
 
+def by_stack(native: dict[str, Any] | None, keys: list) -> dict[Any, dict]:
+    """Merged stack key -> {(symbol, library): ns}, from the snapshot's per-stack record
+    (``keys`` maps the engine's stack ids to the keys data/build.py merges stacks by)."""
+    result: dict[Any, dict[tuple[str, str | None], int]] = {}
+    if not native or not native.get("enabled"):
+        return result
+    addresses = native["addresses"]
+    for stack_id, address, ns in native.get("stacks", ()):
+        cell = result.setdefault(keys[stack_id], {})
+        key = tuple(addresses[address])
+        cell[key] = cell.get(key, 0) + ns
+    return result
+
+
+def frame(symbol: str, library: str | None) -> dict[str, Any]:
+    """A native function as a frame of the profile's stack table: ``native`` marks it, ``file``
+    is its library's path ("" for anonymous memory)."""
+    return {"file": library or "", "name": symbol, "qualname": symbol, "line": 0, "native": True}
+
+
 def function_list(cells: dict[tuple[str, str | None], float], in_seconds: bool = False
                   ) -> list[dict[str, Any]]:
     """The profile's list from {(symbol, library): time}, largest first, at most MAX_FUNCTIONS

@@ -104,6 +104,9 @@ def frame_label(frame: dict[str, Any]) -> str:
     elided middle's marker by its name alone (``… 273 frames elided …``)."""
     if is_elided(frame):
         return frame.get("name") or f"… {frame['elided']}+ frames elided …"
+    if frame.get("native"):  # a native function: `dgemm_kernel_HASWELL [libopenblas]`
+        base = os.path.basename(frame.get("file", "")) or "anonymous"
+        return f"{frame.get('name') or '?'} [{base.split('.so', 1)[0]}]"
     name = frame.get("qualname") or frame.get("name") or "?"
     return f"{name} ({os.path.basename(frame.get('file', ''))}:{frame.get('line', 0)})"
 
