@@ -9,6 +9,7 @@ enough samples for that to be a fair test (four standard deviations of the share
 error under 5 pp, from the number of samples the events took).
 """
 
+import errno
 import json
 import math
 import os
@@ -253,3 +254,51 @@ def test_go_tool_pprof_lists_the_c_functions(burned, tmp_path):
     want = sum(f["seconds"] for tag in ("held", "released")
                for f in lines[truth[tag]["line"]]["native_functions"] if f["symbol"] == "burn_a")
     assert flat["burn_a"] == pytest.approx(want, rel=0.01, abs=2e-3), text
+
+
+REFUSED = r"""
+import ctypes, json, sys
+sys.path.insert(0, sys.argv[1])
+import _refuse
+_refuse.refuse({k: int(v) for k, v in (c.split("=") for c in sys.argv[3].split(","))})
+import heatline
+lib = ctypes.PyDLL(sys.argv[2])
+lib.burn_a.restype = ctypes.c_int64
+lib.burn_a.argtypes = [ctypes.c_double]
+heatline.start(quiet=True)
+spent = 0
+for _ in range(20):
+    spent += lib.burn_a(0.02)  # burn
+data = heatline.stop().data
+lines = [line for entry in data["files"].values() for line in entry["lines"]]
+burn = next(line for line in lines if line["source"].strip().endswith("# burn"))
+print(json.dumps({"warnings": data["warnings"], "native_s": burn["native_s"], "spent_s": spent / 1e9,
+                  "named": [line["line"] for line in lines if "native_functions" in line]}))
+"""
+
+
+@pytest.mark.parametrize("refused, says", [
+    (f"perf_event_open={errno.EACCES}", "perf_event_open was refused (Permission denied)"),
+    (f"perf_event_open={errno.ENOSYS}", "perf_event_open was refused (Function not implemented)"),
+    (f"close_range={errno.EPERM},unshare={errno.EPERM}", "no descriptor table of its own"),
+])
+def test_a_refused_event_leaves_the_rest_and_says_why(libraries, tmp_path, refused, says):
+    sys.path.insert(0, TARGETS)
+    import _refuse
+
+    if not _refuse.available():
+        pytest.skip("seccomp filters are written for Linux x86-64 and arm64")
+    script = tmp_path / "refused.py"
+    script.write_text(REFUSED)
+    result = subprocess.run([sys.executable, str(script), TARGETS, libraries[0], refused],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    warnings = [w for w in out["warnings"] if w.startswith("native functions are not shown")]
+    assert len(warnings) == 1 and says in warnings[0], out["warnings"]
+    if "perf_event_open" in refused:
+        assert "perf_event_paranoid" in warnings[0] and "PERFMON" in warnings[0]
+    assert not out["named"]
+    # the native time itself is still charged to the line (at least most of the CPU it burned:
+    # a busy machine only adds time waiting for a CPU, which counts as running)
+    assert out["native_s"] >= 0.8 * out["spent_s"], out
