@@ -272,7 +272,8 @@ for _ in range(20):
 data = heatline.stop().data
 lines = [line for entry in data["files"].values() for line in entry["lines"]]
 burn = next(line for line in lines if line["source"].strip().endswith("# burn"))
-print(json.dumps({"warnings": data["warnings"], "native_s": burn["native_s"], "spent_s": spent / 1e9,
+print(json.dumps({"warnings": data["warnings"], "native_s": burn["native_s"],
+                  "spent_s": spent / 1e9,
                   "named": [line["line"] for line in lines if "native_functions" in line]}))
 """
 
