@@ -303,3 +303,35 @@ def test_a_refused_event_leaves_the_rest_and_says_why(libraries, tmp_path, refus
     # the native time itself is still charged to the line (at least most of the CPU it burned:
     # a busy machine only adds time waiting for a CPU, which counts as running)
     assert out["native_s"] >= 0.8 * out["spent_s"], out
+
+
+MARKED_PROGRAM = """\
+import builtins, os, zlib
+profile = getattr(builtins, "profile", lambda f: f)
+data = os.urandom(1 << 18) * 16
+
+
+def other():
+    return sum(i * i for i in range(300_000))
+
+
+@profile
+def marked():
+    return zlib.compress(data, 9)  # compress
+
+
+for _ in range(2):
+    other(), marked()
+"""
+
+
+def test_native_functions_survive_the_decorator_limiting_the_profile(tmp_path, run_heatline):
+    """@profile under the command re-indexes the snapshot's lines and stacks (engine/
+    marked.py): the native records must follow them."""
+    script = tmp_path / "marked.py"
+    script.write_text(MARKED_PROGRAM)
+    profile = _run(run_heatline, tmp_path, str(script))
+    line = _line_with(profile, str(script), "# compress")
+    assert os.path.basename(line["native_functions"][0]["library"]).startswith("libz")
+    native_frames = [f for f in profile["stacks"]["frames"] if f.get("native")]
+    assert any(os.path.basename(f["file"]).startswith("libz") for f in native_frames)

@@ -90,6 +90,7 @@ static struct {
 
     address *addresses;
     size_t naddresses, addresses_capacity;
+    size_t unplaced; /* addresses in no mapping when seen: placed again at each read */
     hl_map address_index; /* instruction address -> address id */
 
     charges lines;  /* (line, address) */
@@ -236,6 +237,8 @@ static char *read_whole(const char *path, size_t *length) {
     return buffer;
 }
 
+static void place_unplaced(void);
+
 /* Reads /proc/self/maps: its executable mappings become the active ones. */
 static void read_maps(void) {
     N.maps_read_ns = hl_now_ns();
@@ -275,6 +278,23 @@ static void read_maps(void) {
     N.active = active;
     N.nactive = nactive;
     N.active_capacity = capacity;
+    if (N.unplaced > 0) place_unplaced();
+}
+
+static const mapping *mapping_of(uint64_t ip, uint32_t *id);
+
+/* An address seen before the mappings were read again (a library loaded since the last read,
+ * when the miss came too soon after it for another read) is placed now. */
+static void place_unplaced(void) {
+    for (size_t i = 0; i < N.naddresses && N.unplaced > 0; i++) {
+        address *a = &N.addresses[i];
+        uint32_t id;
+        const mapping *m;
+        if (a->mapping != UINT32_MAX || (m = mapping_of(a->offset, &id)) == NULL) continue;
+        a->offset = a->offset - m->start + m->offset;
+        a->mapping = id;
+        N.unplaced--;
+    }
 }
 
 static const mapping *mapping_of(uint64_t ip, uint32_t *id) {
@@ -306,6 +326,7 @@ static int address_of(uint64_t ip, uint32_t *id) {
     a->offset = m != NULL ? ip - m->start + m->offset : ip;
     a->symbol = NULL;
     a->named = 0;
+    if (m == NULL) N.unplaced++;
     if (hl_map_put(&N.address_index, ip, (uint32_t)N.naddresses) != 0) return -1;
     *id = (uint32_t)N.naddresses++;
     return 0;
@@ -366,7 +387,9 @@ void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint
     if (!N.enabled) return;
     if (!t->opened) open_event(t, tid);
     if (t->ring == NULL) return;
-    if (N.nactive == 0 || hl_now_ns() - N.maps_read_ns > MAPS_REREAD_NS) read_maps();
+    /* Read the mappings again once a second (every 10 ms while none could be read). */
+    if (hl_now_ns() - N.maps_read_ns > (N.nactive ? MAPS_REREAD_NS : MAPS_MISS_REREAD_NS))
+        read_maps();
     uint32_t ids[MAX_SAMPLES_PER_TICK];
     size_t n = drain(t, ids, MAX_SAMPLES_PER_TICK);
     int had_last = t->has_last && t->last_line == line_id;
