@@ -79,3 +79,30 @@ def test_library_names_are_short():
         "libscipy_openblas64_-1")
     assert native_report.library_name("[vdso]") == "[vdso]"
     assert native_report.library_name(None) == "anonymous"
+
+
+def test_a_native_frame_of_heatlines_own_library_keeps_the_stack_above_it():
+    """heatline's allocation hooks can be the sampled native function: that frame is left out,
+    not taken for the launcher (which would drop the whole stack, and its time from every
+    function's inclusive time)."""
+    import os
+
+    import heatline
+    from heatline.data.queries import inclusive_times, stacks
+
+    package = os.path.dirname(os.path.abspath(heatline.__file__))
+    frames = [
+        {"file": os.path.join(package, "__main__.py"), "name": "<module>",
+         "qualname": "<module>", "line": 1},
+        {"file": "/src/app.py", "name": "main", "qualname": "main", "line": 4},
+        native_report.frame("patch_object", os.path.join(package, "_native.so")),
+        native_report.frame("dgemm_kernel", LIB),
+    ]
+    profile = {"stacks": {"frames": frames, "dropped_s": 0.0, "entries": [
+        {"stack": [0, 1, 2], "thread": 0, "python_s": 0.0, "native_s": 1.0, "system_s": 0.0},
+        {"stack": [0, 1, 3], "thread": 0, "python_s": 0.0, "native_s": 2.0, "system_s": 0.0},
+    ]}}
+    assert [s.frames for s in stacks(profile)] == [[1], [1, 3]]
+    inclusive = inclusive_times(profile)
+    assert inclusive[("/src/app.py", "main")] == 3.0
+    assert inclusive[(LIB, "dgemm_kernel")] == 2.0
