@@ -33,6 +33,11 @@ def test_a_lines_native_functions_sum_its_addresses_by_function_largest_first():
         {"symbol": "[unknown]", "library": None, "seconds": 0.001}]
     assert "native_functions" not in _line(profile, "/src/app.py", 4)
     assert not profile["warnings"]
+    # a function's list sums its lines' (run has only work.py:2)
+    run = next(f for f in profile["files"]["/src/work.py"]["functions"] if f["qualname"] == "run")
+    assert run["native_functions"] == _line(profile, "/src/work.py", 2)["native_functions"]
+    main = next(f for f in profile["files"]["/src/app.py"]["functions"] if f["qualname"] == "main")
+    assert "native_functions" not in main
 
 
 def test_without_native_frames_no_line_has_the_field():

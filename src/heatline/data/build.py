@@ -154,6 +154,11 @@ def build_profile(
                 functions_here = native_report.function_list(natives[number])
                 if functions_here:
                     line_list[-1]["native_functions"] = functions_here
+        native_by_function: dict[tuple[str, int], dict] = {}  # key -> {(symbol, library): ns}
+        for number, cells in natives.items():
+            into = native_by_function.setdefault(line_function.get((path, number)), {})
+            for key, ns in cells.items():
+                into[key] = into.get(key, 0) + ns
         by_function: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for number, fields in memories.items():
             by_function.setdefault(line_function[(path, number)], []).append(fields)
@@ -169,6 +174,11 @@ def build_profile(
             }
             for (qualname, first_line), entry in function_ns[path].items()
         ]
+        for function in function_list:
+            cells = native_by_function.get((function["qualname"], function["first_line"]))
+            listed = native_report.function_list(cells) if cells else []
+            if listed:
+                function["native_functions"] = listed
         function_list.sort(
             key=lambda f: (
                 -_total(f),
