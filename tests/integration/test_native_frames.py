@@ -12,6 +12,7 @@ error under 5 pp, from the number of samples the events took).
 import errno
 import json
 import math
+import re
 import os
 import shutil
 import struct
@@ -335,3 +336,30 @@ def test_native_functions_survive_the_decorator_limiting_the_profile(tmp_path, r
     assert os.path.basename(line["native_functions"][0]["library"]).startswith("libz")
     native_frames = [f for f in profile["stacks"]["frames"] if f.get("native")]
     assert any(os.path.basename(f["file"]).startswith("libz") for f in native_frames)
+
+
+def test_the_html_report_lists_the_native_functions_with_their_lines(burned):
+    from heatline.renderers import html
+
+    truth, profile = burned
+    rows = html.page_data(profile)["native"]
+    top = {row[0]: row for row in rows[:2]}
+    assert set(top) == {"burn_a", "burn_b"}, rows[:4]
+    for name, row in top.items():
+        assert row[1].endswith("libburn.so")
+        lines = {where[1] for where in row[3] if where[0].endswith("native_burn.py")}
+        assert {truth["held"]["line"], truth["released"]["line"]} <= lines
+    page = html.render(profile).decode()
+    assert 'id="native"' in page and "Native functions" in page
+
+
+def test_the_html_pages_native_table_renders_in_a_browser(burned, tmp_path):
+    from heatline.renderers import html
+    from test_html import _chromium
+
+    _, profile = burned
+    path = tmp_path / "report.html"
+    path.write_bytes(html.render(profile))
+    dom = _chromium("--dump-dom", path.as_uri())
+    rows = re.findall(r'<tr class="nativefn"><td class="name">([^<]*)</td>', dom)
+    assert rows[:2] and set(rows[:2]) == {"burn_a", "burn_b"}, rows[:5]
