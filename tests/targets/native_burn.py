@@ -19,7 +19,7 @@ import sys
 import threading
 
 library, second, truth_path = sys.argv[1:4]
-ROUNDS = 75
+ROUNDS = 90
 truth = {}
 
 
