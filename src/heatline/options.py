@@ -222,6 +222,14 @@ RUN_OPTIONS = (
         negatable=True,
     ),
     Option(
+        ("--native",),
+        "show which native (C) functions each line's native time went to, from the "
+        "kernel's per-thread CPU-clock samples (perf_event_open; default: on)",
+        default=True,
+        negatable=True,
+        session="native",
+    ),
+    Option(
         ("--cpu-percent-threshold",),
         "lines and functions with at least this share of "
         f"the time are highlighted (default: {DEFAULT_THRESHOLD_PCT:g})",

@@ -13,8 +13,10 @@ import sys
 
 # (audit architecture, {call: number})
 _ARCHES = {
-    "x86_64": (0xC000003E, {"close_range": 436, "unshare": 272, "process_vm_readv": 310}),
-    "aarch64": (0xC00000B7, {"close_range": 436, "unshare": 97, "process_vm_readv": 270}),
+    "x86_64": (0xC000003E, {"close_range": 436, "unshare": 272, "process_vm_readv": 310,
+                            "perf_event_open": 298}),
+    "aarch64": (0xC00000B7, {"close_range": 436, "unshare": 97, "process_vm_readv": 270,
+                             "perf_event_open": 241}),
 }
 
 _PR_SET_NO_NEW_PRIVS = 38

@@ -218,9 +218,10 @@ static int charge_task_locked(const hl_loop_wait *wait, const task_chain *chain,
         read++;
     }
     if (read == 0) return -1;
+    uint32_t stack_id;
     if (hl_stats_charge_line(stats, target.file, target.line, target.function, HL_SYSTEM, ns) ==
             0 &&
-        hl_stats_charge_stack(stats, wait->thread, keys, length, HL_SYSTEM, ns) == 0)
+        hl_stats_charge_stack(stats, wait->thread, keys, length, HL_SYSTEM, ns, &stack_id) == 0)
         return 0;
     stats->stacks_dropped_ns += ns; /* no memory for the line or the stack */
     return 0;

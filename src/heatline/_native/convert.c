@@ -261,6 +261,56 @@ static PyObject *profiled_periods_locked(uint64_t *count, uint64_t *dropped) {
     return list_of(shown, period_item, periods);
 }
 
+/* ---- native frames (native.h) --------------------------------------------------------------- */
+
+static PyObject *native_address_item(size_t i, const void *unused) {
+    (void)unused;
+    const char *symbol, *library;
+    hl_native_address(i, &symbol, &library);
+    /* A file's bytes, whatever they are: shown, never failing the snapshot. */
+    PyObject *name = PyUnicode_DecodeUTF8(symbol, (Py_ssize_t)strlen(symbol), "replace");
+    if (library == NULL) return Py_BuildValue("(NO)", name, Py_None);
+    return Py_BuildValue("(NN)", name,
+                         PyUnicode_DecodeUTF8(library, (Py_ssize_t)strlen(library), "replace"));
+}
+
+static PyObject *native_charge_item(size_t i, const void *charges) {
+    const hl_native_charge *c = &((const hl_native_charge *)charges)[i];
+    return Py_BuildValue("(IIK)", c->line, c->address, (unsigned long long)c->ns);
+}
+
+typedef struct native_lines {
+    const hl_stats *stats;
+    const hl_native_charge *charges;
+} native_lines;
+
+/* A line's charge by (file id, line): the snapshot's "lines" are (line, function) cells, so a
+ * line id names no entry of theirs. */
+static PyObject *native_line_item(size_t i, const void *lines) {
+    const native_lines *n = lines;
+    const hl_native_charge *c = &n->charges[i];
+    HL_ASSERT(c->line < n->stats->nlines);
+    const hl_line_stat *l = &n->stats->lines[c->line];
+    return Py_BuildValue("(IiIK)", l->file, l->line, c->address, (unsigned long long)c->ns);
+}
+
+/* {"enabled", "error" (errno), "reason", "threads_without", "unsampled_ns",
+ *  "addresses": [(symbol, library or None)], "lines": [(file id, line, address index, ns)],
+ *  "stacks": [(stack id, address index, ns)]} */
+static PyObject *native_dict(const hl_stats *s, const hl_native_results *n) {
+    static const char *const reasons[] = {NULL, "refused", "shared_descriptors"};
+    const char *reason = n->reason >= 0 && n->reason < 3 ? reasons[n->reason] : NULL;
+    PyObject *addresses = list_of(n->naddresses, native_address_item, NULL);
+    native_lines lines = {s, n->charges};
+    PyObject *by_line = list_of(n->ncharges, native_line_item, &lines);
+    hl_native_results_done();
+    return Py_BuildValue(
+        "{s:O,s:i,s:z,s:K,s:K,s:N,s:N,s:N}", "enabled", n->enabled ? Py_True : Py_False, "error",
+        n->error, "reason", reason, "threads_without", (unsigned long long)n->threads_without,
+        "unsampled_ns", (unsigned long long)n->unsampled_ns, "addresses", addresses, "lines",
+        by_line, "stacks", list_of(n->nstack_charges, native_charge_item, n->stack_charges));
+}
+
 /* ---- the snapshot -------------------------------------------------------------------------- */
 
 PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
@@ -270,7 +320,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
     PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
         "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,s:{s:K,s:K,s:"
-        "K}}",
+        "K},s:N}",
         "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
         "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
         (unsigned long long)view->samples, "sampled_ns", (unsigned long long)view->sampled_ns,
@@ -285,7 +335,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
         gpu_dict(s, view->gpu), "asyncio", "loop_wait_ns", (unsigned long long)view->loop_wait_ns,
         "await_ns", (unsigned long long)view->await_ns, "other_loop_wait_ns",
-        (unsigned long long)view->other_loop_wait_ns);
+        (unsigned long long)view->other_loop_wait_ns, "native", native_dict(s, &view->native));
 }
 
 /* ---- the test hooks' stack ----------------------------------------------------------------- */

@@ -119,3 +119,141 @@ int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint6
     close(fd);
     return error;
 }
+
+/* ---- functions by address ----------------------------------------------------------------- */
+
+static int by_value(const void *a, const void *b) {
+    const hl_elf_function *x = a, *y = b;
+    if (x->value != y->value) return x->value < y->value ? -1 : 1;
+    if (x->size != y->size) return x->size > y->size ? -1 : 1; /* the largest first */
+    return 0;
+}
+
+/* Appends table's defined functions, naming them by their offset into the names read so far. */
+static int add_functions(hl_elf_functions *out, const Elf64_Sym *table, size_t n, size_t names_base,
+                         size_t names_size) {
+    size_t wanted = out->count;
+    for (size_t i = 0; i < n; i++) {
+        unsigned type = ELF64_ST_TYPE(table[i].st_info);
+        if ((type == STT_FUNC || type == STT_GNU_IFUNC) && table[i].st_shndx != SHN_UNDEF &&
+            table[i].st_value != 0 && table[i].st_name != 0 && table[i].st_name < names_size)
+            wanted++;
+    }
+    if (wanted == out->count) return 0;
+    hl_elf_function *grown = realloc(out->functions, wanted * sizeof(*grown));
+    if (grown == NULL) return -ENOMEM;
+    out->functions = grown;
+    for (size_t i = 0; i < n; i++) {
+        unsigned type = ELF64_ST_TYPE(table[i].st_info);
+        if ((type == STT_FUNC || type == STT_GNU_IFUNC) && table[i].st_shndx != SHN_UNDEF &&
+            table[i].st_value != 0 && table[i].st_name != 0 && table[i].st_name < names_size)
+            out->functions[out->count++] = (hl_elf_function){table[i].st_value, table[i].st_size,
+                                                             names_base + table[i].st_name};
+    }
+    return 0;
+}
+
+static int read_functions(int fd, uint64_t file_size, hl_elf_functions *out) {
+    Elf64_Ehdr header;
+    if (pread(fd, &header, sizeof(header), 0) != (ssize_t)sizeof(header)) return -ENOEXEC;
+    if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
+        header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != HL_ELF_MACHINE)
+        return -ENOEXEC;
+
+    Elf64_Phdr *segments = NULL;
+    if (header.e_phentsize == sizeof(Elf64_Phdr))
+        segments =
+            read_part(fd, header.e_phoff, (uint64_t)header.e_phnum * sizeof(Elf64_Phdr), file_size);
+    if (segments == NULL) return -ENOEXEC;
+    out->segments = calloc(header.e_phnum ? header.e_phnum : 1, sizeof(*out->segments));
+    if (out->segments == NULL) {
+        free(segments);
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < header.e_phnum; i++)
+        if (segments[i].p_type == PT_LOAD)
+            out->segments[out->nsegments++] =
+                (hl_elf_segment){segments[i].p_offset, segments[i].p_vaddr, segments[i].p_filesz};
+    free(segments);
+
+    Elf64_Shdr *sections = NULL;
+    if (header.e_shentsize == sizeof(Elf64_Shdr))
+        sections =
+            read_part(fd, header.e_shoff, (uint64_t)header.e_shnum * sizeof(Elf64_Shdr), file_size);
+    int error = 0;
+    for (unsigned i = 0; sections != NULL && i < header.e_shnum && error == 0; i++) {
+        const Elf64_Shdr *table = &sections[i];
+        if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
+        if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header.e_shnum) continue;
+        const Elf64_Shdr *strings = &sections[table->sh_link];
+        Elf64_Sym *entries = read_part(fd, table->sh_offset, table->sh_size, file_size);
+        char *names = read_part(fd, strings->sh_offset, strings->sh_size, file_size);
+        size_t size = (size_t)strings->sh_size;
+        char *all = NULL;
+        if (entries != NULL && names != NULL && size > 0 &&
+            (all = realloc(out->names, out->names_size + size + 1)) != NULL) {
+            out->names = all;
+            memcpy(all + out->names_size, names, size);
+            all[out->names_size + size] = '\0'; /* a last name running off its table ends */
+            error = add_functions(out, entries, (size_t)(table->sh_size / sizeof(Elf64_Sym)),
+                                  out->names_size, size);
+            out->names_size += size + 1;
+        } else if (entries != NULL && names != NULL && size > 0) {
+            error = -ENOMEM;
+        }
+        free(entries);
+        free(names);
+    }
+    free(sections);
+    if (error == 0 && out->count > 0)
+        qsort(out->functions, out->count, sizeof(*out->functions), by_value);
+    return error;
+}
+
+int hl_elf_functions_read(const char *path, hl_elf_functions *out) {
+    memset(out, 0, sizeof(*out));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct stat st;
+    int error = -ENOEXEC;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        error = read_functions(fd, (uint64_t)st.st_size, out);
+    close(fd);
+    if (error != 0) hl_elf_functions_free(out);
+    return error;
+}
+
+const char *hl_elf_function_at(const hl_elf_functions *f, uint64_t file_offset) {
+    uint64_t address = 0;
+    int loaded = 0;
+    for (size_t i = 0; i < f->nsegments && !loaded; i++) {
+        const hl_elf_segment *s = &f->segments[i];
+        if (file_offset >= s->offset && file_offset - s->offset < s->size) {
+            address = s->vaddr + (file_offset - s->offset);
+            loaded = 1;
+        }
+    }
+    if (!loaded || f->count == 0) return NULL;
+    size_t low = 0, high = f->count; /* the first function starting after address */
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (f->functions[middle].value <= address) low = middle + 1;
+        else high = middle;
+    }
+    /* Of the functions starting at or before it, the nearest that covers it (an alias or a
+     * function of size 0, which covers the address when it is the nearest one). */
+    for (size_t i = low; i > 0; i--) {
+        const hl_elf_function *candidate = &f->functions[i - 1];
+        if (address - candidate->value < candidate->size || (candidate->size == 0 && i == low))
+            return f->names + candidate->name;
+        if (low - i >= 16) break; /* farther back: none of these covers it */
+    }
+    return NULL;
+}
+
+void hl_elf_functions_free(hl_elf_functions *f) {
+    free(f->functions);
+    free(f->names);
+    free(f->segments);
+    memset(f, 0, sizeof(*f));
+}

@@ -25,4 +25,36 @@ typedef struct hl_elf_symbol {
  * be opened or mapped. */
 int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint64_t *first_vaddr);
 
+/* A file's functions, for naming the code at an offset in the file (native.c, at the end of a
+ * run): every defined function symbol of its .symtab and .dynsym, sorted by address, and its
+ * loadable segments (to turn a file offset into a link-time address). */
+typedef struct hl_elf_function {
+    uint64_t value, size;
+    size_t name; /* offset in names */
+} hl_elf_function;
+
+typedef struct hl_elf_segment {
+    uint64_t offset, vaddr, size; /* p_offset, p_vaddr, p_filesz */
+} hl_elf_segment;
+
+typedef struct hl_elf_functions {
+    hl_elf_function *functions;
+    size_t count;
+    char *names; /* the string tables, one after the other, each NUL-terminated */
+    size_t names_size;
+    hl_elf_segment *segments;
+    size_t nsegments;
+} hl_elf_functions;
+
+/* Reads path's functions into *out (zeroed first). Returns 0 (possibly with no functions: a
+ * stripped file), or -errno / -ENOEXEC as hl_elf_symbols does; *out is then empty. */
+int hl_elf_functions_read(const char *path, hl_elf_functions *out);
+
+/* The name of the function whose code holds the byte at file_offset, or NULL: not in a loaded
+ * segment, or in no function the tables name (a static function of a file stripped of its
+ * .symtab: naming the exported function before it would be a wrong name). */
+const char *hl_elf_function_at(const hl_elf_functions *f, uint64_t file_offset);
+
+void hl_elf_functions_free(hl_elf_functions *f);
+
 #endif

@@ -252,6 +252,7 @@ static void reset_results_locked(hl_engine *e) {
     hl_walker_clear(&e->sampler.walker); /* code entries point into the tables cleared next */
     for (size_t i = 0; i < NPARTS; i++) /* their results refer to lines in the tables */
         if (parts[i]->reset) parts[i]->reset();
+    hl_native_reset();
     hl_stats_clear(&e->stats);
 }
 
@@ -295,6 +296,7 @@ int hl_engine_start(hl_config *config) {
     s->on_wake = parts_wake_locked;
     s->waiting_for_lock = thread_waiting;
     s->on_loop_wait = hl_asyncwait_request;
+    hl_native_configure(config->native, config->sampling_interval_ns);
     e->suspended = 0;
     hl_sampler_prepare(s);
 
@@ -488,6 +490,7 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->nthreads = e->sampler.nthreads;
     view->memory = hl_memory_totals_get_locked();
     view->gpu = hl_gpu_results_get_locked();
+    hl_native_results_get(&view->native);
 }
 
 void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out) {

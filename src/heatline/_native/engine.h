@@ -32,6 +32,7 @@
 #include "frames.h"
 #include "gpu.h"    /* the GPU part's results, in the snapshot */
 #include "memory.h" /* the memory part's results, likewise */
+#include "native.h" /* native frames' results, likewise */
 #include "remote.h" /* heatline dump's results */
 #include "stats.h"
 
@@ -122,6 +123,8 @@ typedef struct hl_snapshot {
     size_t nthreads;       /* read each with hl_engine_thread_stat_locked */
     const hl_memory_totals *memory; /* the memory part's results (memory.h) */
     const hl_gpu_results *gpu;      /* the GPU part's (gpu.h) */
+    hl_native_results native;       /* native frames' (native.h; name addresses with
+                                     * hl_native_address, then hl_native_results_done) */
 } hl_snapshot;
 
 /* Takes the engine lock and fills *view; the results (the parts' too) stay still until

@@ -29,6 +29,7 @@ typedef struct hl_config {
     uint64_t
         memory_sampling_window_bytes; /* bytes between memory samples on average; 0: no memory */
     int gpu_mode; /* enum hl_gpu_mode (gpu.h) */
+    int native;   /* native frames: which C functions native time went to (native.h) */
     /* heatline ctl's command and state files (control.h), or NULL: read during
      * hl_engine_start only (the control part copies them). */
     const char *control_command, *control_state;

@@ -46,7 +46,7 @@ fail_strings:
 PyDoc_STRVAR(start_doc,
              "start($module, /, sampling_interval_s, *, exclude_prefixes=(), only=(), exclude=(),\n"
              "      profile_all=False, opcode_flags=b'', paused=False, main_native_id=0,\n"
-             "      memory_sampling_window_bytes=0, gpu=0, control=None)\n"
+             "      memory_sampling_window_bytes=0, gpu=0, control=None, native=False)\n"
              "--\n\n"
              "Start the sampler thread. See docs/engine-api.md.");
 
@@ -62,6 +62,7 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
                                "memory_sampling_window_bytes",
                                "gpu",
                                "control",
+                               "native",
                                NULL};
     double sampling_interval_s;
     PyObject *exclude_prefixes = NULL, *only = NULL, *exclude = NULL;
@@ -75,10 +76,10 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
 
     memset(&config, 0, sizeof(config));
     config.gpu_mode = HL_GPU_OFF;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$OOOpy*plKiO:start", keywords,
-                                     &sampling_interval_s, &exclude_prefixes, &only, &exclude,
-                                     &profile_all, &opcodes, &paused, &main_native_id,
-                                     &memory_sampling_window_bytes, &config.gpu_mode, &control))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "d|$OOOpy*plKiOp:start", keywords, &sampling_interval_s,
+            &exclude_prefixes, &only, &exclude, &profile_all, &opcodes, &paused, &main_native_id,
+            &memory_sampling_window_bytes, &config.gpu_mode, &control, &config.native))
         return NULL;
     if (control != Py_None &&
         !PyArg_ParseTuple(control, "ss;control must be (command_path, state_path) or None",

@@ -109,12 +109,14 @@ static int runnable(int stat_fd) {
 
 static void charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait);
 
+/* On the sampler thread only: its native-frames event lives in that thread's descriptor table. */
 static void forget_thread(hl_sampler *e, hl_thread *t) {
     if (t->loop_wait != NULL && t->loop_wait->ns != 0) {
         charge_loop_wait(e, t->loop_wait);
         t->loop_wait->ns = 0;
     }
     t->alive = 0;
+    hl_native_thread_close(&t->native);
 }
 
 static uint64_t next_interval(hl_sampler *e) {
@@ -145,6 +147,7 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     t->clock = thread_clock(native_id);
     t->main = native_id == e->main_native_id;
     t->alive = 1;
+    hl_native_thread_init(&t->native);
     return 0;
 }
 
@@ -283,8 +286,9 @@ static void charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait) {
         e->lost_ns += wait->ns;
         return;
     }
-    if (hl_stats_charge_stack(e->stats, wait->thread, wait->keys, wait->length, HL_SYSTEM,
-                              wait->ns) != 0)
+    uint32_t stack_id;
+    if (hl_stats_charge_stack(e->stats, wait->thread, wait->keys, wait->length, HL_SYSTEM, wait->ns,
+                              &stack_id) != 0)
         e->stats->stacks_dropped_ns += wait->ns;
 }
 
@@ -429,28 +433,41 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
             hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) ==
                 0) {
             t->ns[category] += dt;
+            hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, dt);
             return;
         }
     }
 
+    int64_t line_id = -1;
     if (target == NULL && complete) {
         t->unattributed_ns += dt;
     } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
                                                       target->function, category, dt) == 0) {
         t->ns[category] += dt;
+        /* the line's id, for the native functions under it (the cell above made it) */
+        line_id = hl_stats_line(e->stats, target->file, target->line, target->function);
     } else {
+        hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, 0);
         e->lost_ns += dt; /* in no line: in no stack either */
         return;
     }
 
     /* From here dt is in a line or unattributed, so it goes to exactly one stack or to
      * stacks_dropped_ns: the stacks add up to the lines' and unattributed time, to the ns. */
+    uint32_t stack_id = HL_NO_STACK;
     if (length == 0) { /* no frame to record (a thread with no Python frame on its stack) */
         e->stats->stacks_dropped_ns += dt;
         e->stats->stacks_frameless_ns += dt;
-    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, length, category, dt) != 0) {
+    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, length, category, dt,
+                                     &stack_id) != 0) {
         e->stats->stacks_dropped_ns += dt; /* no memory for the stack */
     }
+    /* The native functions the time went to (native.c): the samples since the last tick,
+     * under the line and under the stack. */
+    int native = category == HL_NATIVE;
+    hl_native_thread_tick(&t->native, t->native_id,
+                          native && line_id >= 0 ? (uint32_t)line_id : HL_NO_LINE,
+                          native ? stack_id : HL_NO_STACK, dt);
 }
 
 static void tick(hl_sampler *e, uint64_t dt) {
@@ -561,6 +578,7 @@ static void *sampler_main(void *arg) {
     int own_table = own_descriptor_table() == 0; /* before anything it opens */
     if (own_table) hl_memread_own_table();
     hl_lock_acquire(e->lock);
+    hl_native_set_private_table(own_table);
     if (!own_table) e->shared_descriptors = 1; /* for the session: any of its starts */
     if (!e->walker.layout.has_native_thread_id) {
         tid_offsets(tid_matches); /* the starting thread scanned first */
@@ -599,6 +617,9 @@ static void *sampler_main(void *arg) {
     uint64_t end = hl_now_ns();
     if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED) && end - last > e->max_gap_ns)
         e->max_gap_ns = end - last;
+    /* The events' descriptors are in this thread's table: closed here, reopened by the next
+     * sampler thread (after a fork, or a new session). */
+    for (size_t i = 0; i < e->nthreads; i++) hl_native_thread_close(&e->threads[i].native);
     hl_lock_release(e->lock);
     return NULL;
 }
@@ -665,6 +686,12 @@ void hl_sampler_join(hl_sampler *e) {
 
 void hl_sampler_reset(hl_sampler *e) {
     for (size_t i = 0; i < e->nthreads; i++) free(e->threads[i].loop_wait); /* results go */
+    /* Not on the sampler thread: the events were closed when it ended (or, in a fork child,
+     * were never this process's). */
+    for (size_t i = 0; i < e->nthreads; i++) {
+        e->threads[i].alive = 0;
+        hl_native_thread_forget(&e->threads[i].native);
+    }
     free(e->threads);
     e->threads = NULL;
     e->nthreads = e->threads_capacity = 0;

@@ -16,6 +16,7 @@
 #include "frames.h"
 #include "lock.h"
 #include "loopwait.h"
+#include "native.h"
 #include "stats.h"
 
 /* One entry of the thread registry: an OS thread that runs Python code. */
@@ -35,6 +36,7 @@ typedef struct hl_thread {
     hl_frame last_user;          /* the user line its latest readable sample was charged to */
     int has_last_user;
     hl_loop_wait *loop_wait;     /* the main thread's event loop wait held back (NULL: never) */
+    hl_native_thread native;     /* its native-frames event (native.h) */
 } hl_thread;
 
 /* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it

@@ -215,8 +215,9 @@ void hl_timeline_free(hl_timeline *tl) {
 }
 
 int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, uint32_t depth,
-                          int category, uint64_t ns) {
+                          int category, uint64_t ns, uint32_t *stack_id) {
     HL_ASSERT(category >= 0 && category < HL_NCATEGORIES && depth <= HL_MAX_DEPTH);
+    *stack_id = HL_NO_STACK;
     uint64_t key = hl_hash(frames, depth * sizeof(*frames), thread);
     uint32_t id;
     int found;
@@ -242,6 +243,7 @@ int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, 
         s->pool_length += depth;
     }
     s->stacks[id].ns[category] += ns;
+    *stack_id = id;
     return 0;
 }
 

@@ -18,6 +18,8 @@ enum hl_category { HL_PYTHON = 0, HL_NATIVE = 1, HL_SYSTEM = 2, HL_NCATEGORIES =
 
 /* No line: a line id for an event made while no user frame was on the stack. */
 #define HL_NO_LINE UINT32_MAX
+/* No stack: the time went to no stack (stacks_dropped_ns). */
+#define HL_NO_STACK UINT32_MAX
 
 /* Largest number of distinct stacks kept, and the most frames a stack keeps. A deeper stack
  * keeps both ends (frames.h, hl_walk_sample): its outermost HL_OUTER_DEPTH frames, a marker
@@ -181,9 +183,9 @@ int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function
                          uint64_t ns);
 /* frames: outermost first, depth <= HL_MAX_DEPTH, with a marker frame where frames were
  * elided. When the stack table is full, the time is added to stacks_dropped_ns and 0 is
- * returned. */
+ * returned. *stack_id gets the stack's id (HL_NO_STACK when the time went to none). */
 int hl_stats_charge_stack(hl_stats *s, uint32_t thread, const uint64_t *frames, uint32_t depth,
-                          int category, uint64_t ns);
+                          int category, uint64_t ns, uint32_t *stack_id);
 
 /* Frees everything and leaves s empty and reusable. */
 void hl_stats_clear(hl_stats *s);

@@ -75,6 +75,7 @@ def build_profile(
     """
     from heatline.data import gpu as gpu_report
     from heatline.data import memory as memory_report
+    from heatline.data import native as native_report
     from heatline.data import SCHEMA_VERSION
 
     files = snapshot["files"]
@@ -104,6 +105,13 @@ def build_profile(
         line_function.setdefault((path, line), key)
         _add(function_ns[path][key]["ns"], times)
 
+    native_cells = native_report.by_line(snapshot.get("native"))
+    line_native: dict[str, dict[int, dict]] = {}  # path -> line -> {(symbol, library): ns}
+    for (file_id, number), cells in native_cells.items():
+        into = line_native.setdefault(files[file_id]["path"], {}).setdefault(number, {})
+        for key, ns in cells.items():
+            into[key] = into.get(key, 0) + ns
+
     line_memory: dict[str, dict[int, dict[str, Any]]] = {}  # path -> line -> memory fields
     for record in memory["lines"] if memory_on else ():
         path = files[record["file"]]["path"]
@@ -131,6 +139,7 @@ def build_profile(
     for path, lines in line_ns.items():
         file_total = [sum(ns[i] for ns in lines.values()) for i in range(3)]
         memories = line_memory.get(path, {})
+        natives = line_native.get(path, {})
         source = read_lines(path)
         numbers = set(lines)
         for number in lines:
@@ -150,6 +159,15 @@ def build_profile(
                     **memories.get(number, memory_report.empty_fields()),
                 }
             )
+            if number in natives:
+                functions_here = native_report.function_list(natives[number])
+                if functions_here:
+                    line_list[-1]["native_functions"] = functions_here
+        native_by_function: dict[tuple[str, int], dict] = {}  # key -> {(symbol, library): ns}
+        for number, cells in natives.items():
+            into = native_by_function.setdefault(line_function.get((path, number)), {})
+            for key, ns in cells.items():
+                into[key] = into.get(key, 0) + ns
         by_function: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for number, fields in memories.items():
             by_function.setdefault(line_function[(path, number)], []).append(fields)
@@ -165,6 +183,11 @@ def build_profile(
             }
             for (qualname, first_line), entry in function_ns[path].items()
         ]
+        for function in function_list:
+            cells = native_by_function.get((function["qualname"], function["first_line"]))
+            listed = native_report.function_list(cells) if cells else []
+            if listed:
+                function["native_functions"] = listed
         function_list.sort(
             key=lambda f: (
                 -_total(f),
@@ -222,6 +245,7 @@ def build_profile(
         "warnings": _warnings(snapshot, attributed_ns, unattributed_ns, interval_ns)
         + _memory_warnings(memory)
         + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count)
+        + native_report.warnings(snapshot.get("native"))
         + _cut_stack_warnings(stack_table) + _asyncio_warnings(snapshot),
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
@@ -318,10 +342,14 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
     outer frames, giving the range of frames elided in them; stacks that differ only in how
     many frames were elided (a deep recursion seen at many depths) are then one entry. So a
     flame graph keeps one path through the marker instead of one per depth."""
+    from heatline.data import native as native_report
+
     merged: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
     ranges: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
+    keys = []  # the engine's stack id -> its merged key
     for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
         shape = tuple((f, 0) if is_elided(f) else (f, line) for f, line in stack)
+        keys.append((thread_index, shape))
         _add(merged.setdefault((thread_index, shape), [0, 0, 0]),
              (python_ns, native_ns, system_ns))
         for at, (function_id, count) in enumerate(stack):
@@ -329,7 +357,10 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
                 seen = ranges.setdefault((thread_index, shape[: at + 1]), [count, count])
                 seen[0], seen[1] = min(seen[0], count), max(seen[1], count)
 
-    frame_index: dict[tuple[int, int, int], int] = {}
+    # The native functions under each stack (native frames): {(symbol, library): ns}.
+    native_under = native_report.by_stack(snapshot.get("native"), keys)
+
+    frame_index: dict[Any, int] = {}
     frames: list[dict[str, Any]] = []
     entries = []
     for (thread_index, shape), (python_ns, native_ns, system_ns) in merged.items():
@@ -355,6 +386,19 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
                         }
                     )
             indices.append(index)
+        # Native time the samples named goes one frame deeper, to a frame of that function.
+        for (symbol, library), ns in native_under.get((thread_index, shape), {}).items():
+            ns = min(ns, native_ns)
+            if ns <= 0:
+                continue
+            key = ("native", symbol, library)
+            index = frame_index.get(key)
+            if index is None:
+                index = frame_index[key] = len(frames)
+                frames.append(native_report.frame(symbol, library))
+            native_ns -= ns
+            entries.append({"stack": [*indices, index], "thread": thread_index, "python_s": 0.0,
+                            "native_s": _seconds(ns), "system_s": 0.0})
         entries.append(
             {
                 "stack": indices,

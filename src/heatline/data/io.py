@@ -87,6 +87,8 @@ _FUNCTION = {
     **_MEMORY_FIELDS,
     **_GPU_FIELDS,
 }
+# A line's or function's native_functions (optional: --native; no schema bump).
+_NATIVE_FUNCTIONS = [{"symbol": str, "library": (None, str), "seconds": _NUMBER}]
 _FILE = {
     **{key: _NUMBER for key in REQUIRED_FILE_KEYS if key not in ("lines", "functions")},
     "lines": [_LINE],
@@ -256,6 +258,13 @@ def validate(data: Any, path: str = "profile") -> None:
                         if "function" in line:
                             where = f"files[{file_path!r}].lines[{number}].function"
                             _check(line["function"], (None, str), where)
+                        if "native_functions" in line:
+                            where = f"files[{file_path!r}].lines[{number}].native_functions"
+                            _check(line["native_functions"], _NATIVE_FUNCTIONS, where)
+                    for number, function in enumerate(entry["functions"]):
+                        if "native_functions" in function:
+                            where = f"files[{file_path!r}].functions[{number}].native_functions"
+                            _check(function["native_functions"], _NATIVE_FUNCTIONS, where)
             else:
                 _check(data[key], spec, key)
         if data["memory"]["enabled"]:
@@ -294,6 +303,8 @@ def _check_stack_references(stacks: dict[str, Any], threads: int) -> None:
             _check(frame.get("elided_max", 0), int, f"{where}.elided_max")
             _check(frame.get("functions_kept", False), bool, f"{where}.functions_kept")
             _check(frame.get("outer_unknown", False), bool, f"{where}.outer_unknown")
+        if "native" in frame:  # optional: a native function's frame (--native, no bump)
+            _check(frame["native"], bool, f"stacks.frames[{number}].native")
     for number, entry in enumerate(stacks["entries"]):
         where = f"stacks.entries[{number}]"
         if any(not 0 <= index < frames for index in entry["stack"]):

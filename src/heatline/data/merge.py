@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from heatline.data import memory as memory_report
+from heatline.data import native as native_report
 from heatline.data.gpu import LINE_KEYS as _GPU_KEYS
 from heatline.data.summary import with_summary
 
@@ -222,6 +223,9 @@ def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: S
         for name in (*memory_report.SUMMED_KEYS, *_GPU_KEYS):
             if name in other:
                 row[name] = row.get(name, 0) + other[name]
+        if row.get("native_functions") or other.get("native_functions"):
+            row["native_functions"] = native_report.merged(
+                row.get("native_functions", []), other.get("native_functions", []))
         if not row.get("source") and other.get("source"):
             row["source"] = other["source"]
         if row.get("function") is None and other.get("function") is not None:

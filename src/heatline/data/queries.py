@@ -40,17 +40,22 @@ def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
     """The profile's stacks without heatline's own frames.
 
     Every recorded stack starts with the launcher (``python -m heatline`` / the ``heatline``
-    script, cli/, run/launch.py): everything up to and including the last heatline frame is
-    the launcher and is dropped, as is any other heatline frame. (runpy's frames after it,
+    script, cli/, run/launch.py): everything up to and including the last heatline Python
+    frame is the launcher and is dropped, as is any other heatline frame (a native one of
+    heatline's own library included). (runpy's frames after it,
     through which python runs ``-m`` modules, directories and zip archives, stay: python's
     own.)
     """
     table = profile.get("stacks") or {}
     frames = table.get("frames", [])
+    # A native frame (native: true) of heatline's own library (its allocation hooks) is no
+    # launcher frame: it is left out alone, its time staying with the frame above it.
+    native = [bool(frame.get("native")) for frame in frames]
     own = [is_own_frame(frame) for frame in frames]
     for entry in table.get("entries", []):
         stack = list(entry["stack"])
-        last_own = max((i for i, index in enumerate(stack) if own[index]), default=-1)
+        last_own = max((i for i, index in enumerate(stack) if own[index] and not native[index]),
+                       default=-1)
         kept = [index for index in stack[last_own + 1 :] if not own[index]]
         yield Stack(kept, entry["thread"], entry["python_s"], entry["native_s"], entry["system_s"])
 
@@ -104,6 +109,9 @@ def frame_label(frame: dict[str, Any]) -> str:
     elided middle's marker by its name alone (``… 273 frames elided …``)."""
     if is_elided(frame):
         return frame.get("name") or f"… {frame['elided']}+ frames elided …"
+    if frame.get("native"):  # a native function: `dgemm_kernel_HASWELL [libopenblas]`
+        base = os.path.basename(frame.get("file", "")) or "anonymous"
+        return f"{frame.get('name') or '?'} [{base.split('.so', 1)[0]}]"
     name = frame.get("qualname") or frame.get("name") or "?"
     return f"{name} ({os.path.basename(frame.get('file', ''))}:{frame.get('line', 0)})"
 

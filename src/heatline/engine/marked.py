@@ -58,7 +58,8 @@ def keep_marked(snapshot: dict[str, Any]) -> dict[str, Any]:
         if (files[function["file"]]["path"], function["first_line"], function["name"]) in _marked
     }
     result = dict(snapshot)
-    result["lines"] = [line for line in snapshot["lines"] if line[2] in kept]
+    kept_lines = [i for i, line in enumerate(snapshot["lines"]) if line[2] in kept]
+    result["lines"] = [snapshot["lines"][i] for i in kept_lines]
     functions = snapshot["functions"]
 
     def charged(frames: Any) -> bool:  # the innermost user frame is the one charged
@@ -69,7 +70,18 @@ def keep_marked(snapshot: dict[str, Any]) -> dict[str, Any]:
                 return function_id in kept
         return False
 
-    result["stacks"] = [stack for stack in snapshot["stacks"] if charged(stack[0])]
+    kept_stacks = [i for i, stack in enumerate(snapshot["stacks"]) if charged(stack[0])]
+    result["stacks"] = [snapshot["stacks"][i] for i in kept_stacks]
+    native = snapshot.get("native")
+    if native and native.get("enabled"):  # lines by (file, line), stacks by index
+        places = {(line[0], line[1]) for line in result["lines"]}
+        stacks_now = {old: new for new, old in enumerate(kept_stacks)}
+        result["native"] = dict(
+            native,
+            lines=[entry for entry in native["lines"] if (entry[0], entry[1]) in places],
+            stacks=[(stacks_now[i], a, ns) for i, a, ns in native.get("stacks", ())
+                    if i in stacks_now],
+        )
     memory = snapshot.get("memory")
     if memory and memory.get("lines"):
         result["memory"] = dict(memory, lines=[

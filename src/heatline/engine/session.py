@@ -147,6 +147,7 @@ class Session:
         paused: bool = False,
         memory_sampling_window_bytes: int = 0,  # 0: no memory profiling
         gpu: int = 0,  # 0 off, 1 on, 2 auto (on where NVML loads and reports a device)
+        native: bool = False,  # native frames: the C functions under each line (native.c)
         control: bool = True,  # files through which `heatline ctl` turns profiling on/off
         main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
     ) -> None:
@@ -162,6 +163,7 @@ class Session:
         self.paused = paused
         self.memory_sampling_window_bytes = memory_sampling_window_bytes
         self.gpu = gpu
+        self.native = native
         self.control = control
         self._endpoint: Any = None
         self._warnings: list[str] = []
@@ -233,6 +235,7 @@ class Session:
             paused=self.paused,
             memory_sampling_window_bytes=self.memory_sampling_window_bytes,
             gpu=self.gpu,
+            native=bool(self.native),
             control=None if endpoint is None else (endpoint.command, endpoint.state),
             main_native_id=self.main_native_id,
         )

@@ -40,6 +40,7 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <div id="hot-box" hidden><h2>Hot lines</h2><div>The lines with the most time; all lines are under Source, at the end.</div><table id="hot"></table></div>
 <h2>Memory over time</h2><div id="memory"></div>
 <div id="gpu"></div>
+<div id="native"></div>
 <h2>Flame graph</h2>
 <div>Search <input id="search" size="30"> <button id="reset">reset zoom</button> (click a frame to zoom)
 <label id="idle-label" hidden><input type="checkbox" id="show-idle"> <span id="idle-text"></span></label></div>
@@ -203,6 +204,23 @@ function chart(points, w, h, fy, fx, ytitle, xtitle) {
     var tr = el("tr", null, "kernel");
     tr.appendChild(el("td", k[0], "name")); tr.appendChild(el("td", k[1])); tr.appendChild(el("td", ms(k[2])));
     tr.appendChild(el("td", k[3].map(function (l) { return l[0] === null ? "(no user line)" : l[0] + ":" + l[1]; }).join(", "), "name"));
+    t.appendChild(tr);
+  });
+  box.appendChild(t);
+})();
+// Native functions (--native): where native time went, over the whole program
+(function () {
+  var n = D.native, box = document.getElementById("native");
+  if (!n || !n.length) return;
+  box.appendChild(el("h2", "Native functions"));
+  var t = el("table", null, "native"), h = el("tr");
+  ["function", "library", "seconds", "under lines"].forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  n.forEach(function (f) {
+    var tr = el("tr", null, "nativefn");
+    tr.appendChild(el("td", f[0], "name")); tr.appendChild(el("td", f[1] === null ? "(anonymous)" : f[1].split("/").pop(), "name"));
+    tr.appendChild(el("td", f[2].toFixed(3)));
+    tr.appendChild(el("td", f[3].map(function (l) { return l[0].split("/").pop() + ":" + l[1]; }).join(", "), "name"));
     t.appendChild(tr);
   });
   box.appendChild(t);

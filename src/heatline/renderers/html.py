@@ -134,6 +134,24 @@ def _gpu(profile: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _native(profile: dict[str, Any], shown: int = 30) -> list[list[Any]]:
+    """The top native functions over the whole program: [symbol, library, seconds, [[file,
+    line, seconds], ...] (the lines whose native time went to it, most first)]."""
+    functions: dict[tuple[str, Any], list[Any]] = {}
+    for path, entry in (profile.get("files") or {}).items():
+        for line in entry.get("lines", []):
+            for item in line.get("native_functions", ()):
+                row = functions.setdefault((item["symbol"], item["library"]),
+                                           [item["symbol"], item["library"], 0.0, []])
+                row[2] += item["seconds"]
+                row[3].append([path, line["line"], item["seconds"]])
+    rows = sorted(functions.values(), key=lambda row: -row[2])[:shown]
+    for row in rows:
+        row[2] = round(row[2], 6)
+        row[3] = sorted(row[3], key=lambda where: -where[2])[:5]
+    return rows
+
+
 def _peak(profile: dict[str, Any]) -> dict[str, Any] | None:
     """When and where memory peaked, as the terminal's memory footer says it: the allocating
     line, or with child processes the combined peak's moment, the lines of every process
@@ -222,6 +240,7 @@ def page_data(
         "flame": _flame_tree(profile),
         "flame_thread_depth": 2 if len(profile.get("processes") or []) > 1 else 1,
         "gpu": _gpu(profile),
+        "native": _native(profile),
         "warnings": profile.get("warnings", []),
     }
 

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from heatline.renderers import View, gpu_terminal
 from heatline.renderers.visible import visible
+from heatline.data import native as native_report
 
 # At most this many rows in the function summary; the rest are counted in one line.
 MAX_FUNCTION_ROWS = 30
@@ -285,11 +286,21 @@ def _line_table(
             rows.append(Text(_GAP.join(numbers), style))
             pieces = _wrap(source, max(width - _STACKED_INDENT, _MIN_SOURCE_WIDTH))
             rows.extend(Text.assemble(" " * _STACKED_INDENT, piece) for piece in pieces)
+            rows.extend(_native_row(line, total, threshold_pct, line_width))
             continue
         pieces = _wrap(source, room)
         rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, pieces[0]))
         rows.extend(Text.assemble(" " * prefix, piece) for piece in pieces[1:])
+        rows.extend(_native_row(line, total, threshold_pct, line_width))
     return Text("\n").join(rows)
+
+
+def _native_row(line: dict[str, Any], total: float, threshold_pct: float,
+                line_width: int) -> list[Text]:
+    """Under a hot line with native time: the native functions it went to (none otherwise)."""
+    if not (line.get("native_functions") and _is_hot(total, threshold_pct)):
+        return []
+    return [Text(" " * (line_width + len(_GAP)) + _native_functions(line), _IDLE_STYLE)]
 
 
 def _line_columns(
@@ -342,6 +353,20 @@ def _wrap(source: Text, width: int) -> list[Text]:
         start, room = cut, width - hang
     pieces = list(source.divide(offsets))
     return [pieces[0], *(Text.assemble(" " * hang, piece) for piece in pieces[1:])]
+
+
+def _native_functions(line: dict[str, Any], shown: int = 3) -> str:
+    """Where a hot line's native time went: its top native functions, with their shares of the
+    time the samples named (`dgemm_kernel_HASWELL (libopenblas) 71%`)."""
+    entries = line["native_functions"]
+    total = sum(entry["seconds"] for entry in entries)
+    parts = [
+        f"{visible(entry['symbol'])} ({visible(native_report.library_name(entry['library']))}) "
+        f"{entry['seconds'] * 100.0 / total:.0f}%"
+        for entry in entries[:shown]
+        if total > 0 and entry["seconds"] * 100.0 / total >= 0.5
+    ]
+    return "native: " + ", ".join(parts)
 
 
 def _memory_on(profile: dict[str, Any]) -> bool:

@@ -1,0 +1,501 @@
+/* native.c: see native.h.
+ *
+ * The events. One software CPU-clock event per profiled thread (pid = its kernel id, any CPU,
+ * user space only: exclude_kernel and exclude_hv are what kernel.perf_event_paranoid = 2, the
+ * usual default, allows on one's own threads), sampling the instruction pointer every
+ * `period` of the thread's CPU time into a small ring buffer the kernel writes and this file
+ * reads at each tick. Nothing reaches the thread: the kernel takes the sample in its timer
+ * interrupt, no signal is sent (no fasync, no poll), and the descriptor lives in the sampler
+ * thread's own descriptor table (sampler.c, own_descriptor_table), where the program can
+ * neither see nor close it. Without such a table no event is opened at all.
+ *
+ * The ring is mapped shared, which the kernel marks as not copied by fork(): a child has
+ * neither the ring nor (not being the sampler thread) its descriptor, so a child forgets both
+ * (hl_native_thread_forget) and opens its own.
+ *
+ * Addresses. A sample's address is kept as (mapping, offset into its file), placed in
+ * /proc/self/maps when first seen: a library that is dlclose()d later keeps its file and so
+ * its names. The mappings are read again when an address falls in none of them (a library
+ * loaded since) and once a second anyway, so that a range reused by another library after a
+ * dlclose() is not named after the first one for longer than that; an address seen before a
+ * re-read that changed the mappings is placed again when next seen.
+ */
+#define _GNU_SOURCE
+#include "native.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "clock.h"
+#include "elf.h"
+#include "stats.h"
+
+#define DATA_PAGES 2 /* a power of two: 512 samples of 16 bytes (1.3 s of CPU at 2.5 ms) */
+#define SAMPLES_PER_INTERVAL 4 /* the event's period: the sampler's interval over this */
+#define MIN_PERIOD_NS 100000u   /* 10 kHz at most */
+#define MAX_SAMPLES_PER_TICK 1024
+#define MAPS_REREAD_NS 1000000000u
+#define MAPS_MISS_REREAD_NS 10000000u /* a miss reads the mappings again at most this often */
+#define UNKNOWN "[unknown]"
+
+typedef struct library {
+    char *path;
+    unsigned long inode;
+    hl_elf_functions table;
+    int read; /* table read (or tried) during this naming pass */
+} library;
+
+typedef struct mapping {
+    uint64_t start, end, offset;
+    uint32_t library; /* UINT32_MAX: anonymous */
+} mapping;
+
+typedef struct address {
+    uint32_t mapping; /* UINT32_MAX: in no mapping */
+    uint64_t offset;  /* into the mapping's file (or the address itself) */
+    char *symbol;     /* owned; NULL: no name known */
+    int named;        /* a name was looked for */
+} address;
+
+/* Time by (line or stack id, address id). */
+typedef struct charges {
+    hl_native_charge *items;
+    size_t count, capacity;
+    hl_map index; /* (id, address) -> item */
+} charges;
+
+static struct {
+    int enabled;
+    uint64_t period_ns;
+    int private_table;
+    int error, reason;
+    uint64_t threads_without, unsampled_ns;
+
+    library *libraries;
+    size_t nlibraries, libraries_capacity;
+    mapping *mappings;
+    size_t nmappings, mappings_capacity;
+    uint32_t *active; /* ids of the mappings now present, sorted by start */
+    size_t nactive, active_capacity;
+    uint64_t maps_read_ns;
+
+    address *addresses;
+    size_t naddresses, addresses_capacity;
+    size_t unplaced; /* addresses in no mapping when seen: placed again at each read */
+    hl_map address_index; /* instruction address -> address id */
+
+    charges lines;  /* (line, address) */
+    charges stacks; /* (stack, address) */
+} N;
+
+void hl_native_configure(int enabled, uint64_t sampling_interval_ns) {
+    N.enabled = enabled;
+    uint64_t period = sampling_interval_ns / SAMPLES_PER_INTERVAL;
+    N.period_ns = period < MIN_PERIOD_NS ? MIN_PERIOD_NS : period;
+}
+
+void hl_native_set_private_table(int own) {
+    N.private_table = own;
+}
+
+void hl_native_thread_init(hl_native_thread *t) {
+    memset(t, 0, sizeof(*t));
+    t->fd = -1;
+    t->last_line = HL_NO_LINE;
+}
+
+/* ---- the events ------------------------------------------------------------------------------ */
+
+static size_t page_size(void) {
+    static size_t size;
+    if (size == 0) size = (size_t)sysconf(_SC_PAGESIZE);
+    return size;
+}
+
+static size_t ring_bytes(void) {
+    return (1 + DATA_PAGES) * page_size();
+}
+
+static void refuse(int error, int reason) {
+    if (N.error == 0) N.error = error;
+    if (N.reason == HL_NATIVE_OK) N.reason = reason;
+    N.threads_without++;
+}
+
+static void open_event(hl_native_thread *t, long tid) {
+    t->opened = 1;
+    if (!N.private_table) {
+        refuse(0, HL_NATIVE_SHARED_TABLE);
+        return;
+    }
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.sample_period = N.period_ns;
+    attr.sample_type = PERF_SAMPLE_IP;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &attr, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        refuse(errno, HL_NATIVE_REFUSED);
+        return;
+    }
+    void *ring = mmap(NULL, ring_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ring == MAP_FAILED) {
+        refuse(errno, HL_NATIVE_REFUSED);
+        close(fd);
+        return;
+    }
+    t->fd = fd;
+    t->ring = ring;
+}
+
+void hl_native_thread_close(hl_native_thread *t) {
+    if (t->ring != NULL) munmap(t->ring, ring_bytes());
+    if (t->fd >= 0) close(t->fd);
+    hl_native_thread_init(t);
+}
+
+void hl_native_thread_forget(hl_native_thread *t) {
+    hl_native_thread_init(t);
+}
+
+/* ---- the mappings ---------------------------------------------------------------------------- */
+
+static int64_t library_id(const char *path, unsigned long inode) {
+    for (size_t i = 0; i < N.nlibraries; i++)
+        if (N.libraries[i].inode == inode && strcmp(N.libraries[i].path, path) == 0)
+            return (int64_t)i;
+    if (HL_ARRAY_RESERVE(N.libraries, N.libraries_capacity, N.nlibraries + 1, 16) != 0) return -1;
+    char *copy = strdup(path);
+    if (copy == NULL) return -1;
+    library *l = &N.libraries[N.nlibraries];
+    memset(l, 0, sizeof(*l));
+    l->path = copy;
+    l->inode = inode;
+    return (int64_t)N.nlibraries++;
+}
+
+/* The id of the mapping (start, end, offset, library): the active one that matches (the active
+ * list is sorted by start), else a new one. *reused is set when an active one matched. */
+static int64_t mapping_id(uint64_t start, uint64_t end, uint64_t offset, uint32_t lib,
+                          int *reused) {
+    size_t low = 0, high = N.nactive;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (N.mappings[N.active[middle]].start < start) low = middle + 1;
+        else high = middle;
+    }
+    *reused = 0;
+    if (low < N.nactive) {
+        const mapping *m = &N.mappings[N.active[low]];
+        if (m->start == start && m->end == end && m->offset == offset && m->library == lib) {
+            *reused = 1;
+            return N.active[low];
+        }
+    }
+    if (HL_ARRAY_RESERVE(N.mappings, N.mappings_capacity, N.nmappings + 1, 64) != 0) return -1;
+    N.mappings[N.nmappings] = (mapping){start, end, offset, lib};
+    return (int64_t)N.nmappings++;
+}
+
+static char *read_whole(const char *path, size_t *length) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    size_t capacity = 1 << 16, used = 0;
+    char *buffer = malloc(capacity);
+    while (buffer != NULL) {
+        if (used + 1 >= capacity) {
+            char *grown = realloc(buffer, capacity * 2);
+            if (grown == NULL) {
+                free(buffer);
+                buffer = NULL;
+                break;
+            }
+            buffer = grown;
+            capacity *= 2;
+        }
+        ssize_t got = read(fd, buffer + used, capacity - used - 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        used += (size_t)got;
+    }
+    close(fd);
+    if (buffer != NULL) buffer[used] = '\0';
+    *length = used;
+    return buffer;
+}
+
+static void place_unplaced(void);
+
+/* Reads /proc/self/maps: its executable mappings become the active ones. */
+static void read_maps(void) {
+    N.maps_read_ns = hl_now_ns();
+    size_t length;
+    char *text = read_whole("/proc/self/maps", &length);
+    if (text == NULL) return;
+    uint32_t *active = NULL;
+    size_t nactive = 0, capacity = 0, reused_count = 0;
+    int failed = 0;
+    for (char *line = text, *next; line != NULL && *line != '\0' && !failed; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL) *next++ = '\0';
+        unsigned long long start, end, offset;
+        unsigned long inode;
+        char perms[8];
+        int path_at = 0, reused = 0;
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %lu %n", &start, &end, perms, &offset, &inode,
+                   &path_at) < 5 ||
+            strchr(perms, 'x') == NULL)
+            continue;
+        const char *path = path_at > 0 ? line + path_at : "";
+        int64_t lib = *path != '\0' ? library_id(path, inode) : (int64_t)UINT32_MAX;
+        int64_t id = lib < 0 ? -1 : mapping_id(start, end, offset, (uint32_t)lib, &reused);
+        failed = id < 0 || HL_ARRAY_RESERVE(active, capacity, nactive + 1, 64) != 0;
+        if (!failed) active[nactive++] = (uint32_t)id;
+        reused_count += (size_t)reused;
+    }
+    free(text);
+    if (failed) {
+        free(active);
+        return;
+    }
+    /* /proc lists the mappings by address, so the list is sorted. A mapping that is gone may
+     * have left its range to another library: the addresses are placed again when seen. */
+    if (reused_count < N.nactive) hl_map_free(&N.address_index);
+    free(N.active);
+    N.active = active;
+    N.nactive = nactive;
+    N.active_capacity = capacity;
+    if (N.unplaced > 0) place_unplaced();
+}
+
+static const mapping *mapping_of(uint64_t ip, uint32_t *id);
+
+/* An address seen before the mappings were read again (a library loaded since the last read,
+ * when the miss came too soon after it for another read) is placed now. */
+static void place_unplaced(void) {
+    for (size_t i = 0; i < N.naddresses && N.unplaced > 0; i++) {
+        address *a = &N.addresses[i];
+        uint32_t id;
+        const mapping *m;
+        if (a->mapping != UINT32_MAX || (m = mapping_of(a->offset, &id)) == NULL) continue;
+        a->offset = a->offset - m->start + m->offset;
+        a->mapping = id;
+        N.unplaced--;
+    }
+}
+
+static const mapping *mapping_of(uint64_t ip, uint32_t *id) {
+    size_t low = 0, high = N.nactive;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (N.mappings[N.active[middle]].start <= ip) low = middle + 1;
+        else high = middle;
+    }
+    if (low == 0) return NULL;
+    const mapping *m = &N.mappings[N.active[low - 1]];
+    if (ip >= m->end) return NULL;
+    *id = N.active[low - 1];
+    return m;
+}
+
+/* The address id of instruction address ip, placed on first sight. Returns 0 or -1. */
+static int address_of(uint64_t ip, uint32_t *id) {
+    if (hl_map_get(&N.address_index, ip, id)) return 0;
+    uint32_t mapping_index = UINT32_MAX;
+    const mapping *m = mapping_of(ip, &mapping_index);
+    if (m == NULL && hl_now_ns() - N.maps_read_ns > MAPS_MISS_REREAD_NS) {
+        read_maps();
+        m = mapping_of(ip, &mapping_index);
+    }
+    if (HL_ARRAY_RESERVE(N.addresses, N.addresses_capacity, N.naddresses + 1, 256) != 0) return -1;
+    address *a = &N.addresses[N.naddresses];
+    a->mapping = m != NULL ? mapping_index : UINT32_MAX;
+    a->offset = m != NULL ? ip - m->start + m->offset : ip;
+    a->symbol = NULL;
+    a->named = 0;
+    if (m == NULL) N.unplaced++;
+    if (hl_map_put(&N.address_index, ip, (uint32_t)N.naddresses) != 0) return -1;
+    *id = (uint32_t)N.naddresses++;
+    return 0;
+}
+
+/* ---- reading the samples --------------------------------------------------------------------- */
+
+static uint64_t ring_u64(const uint8_t *data, uint64_t mask, uint64_t at) {
+    uint64_t value;
+    memcpy(&value, data + (at & mask), sizeof(value)); /* records are 8-byte aligned */
+    return value;
+}
+
+/* Reads the samples since the previous call into ids (address ids). Returns how many. */
+static size_t drain(hl_native_thread *t, uint32_t *ids, size_t capacity) {
+    struct perf_event_mmap_page *page = t->ring;
+    const uint8_t *data = (const uint8_t *)t->ring + page_size();
+    uint64_t mask = DATA_PAGES * page_size() - 1;
+    uint64_t head = __atomic_load_n(&page->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = page->data_tail;
+    size_t n = 0;
+    while (tail < head) {
+        uint64_t word = ring_u64(data, mask, tail);
+        struct perf_event_header header;
+        memcpy(&header, &word, sizeof(header));
+        if (header.size < sizeof(header) || header.size % 8 != 0 || header.size > head - tail)
+            break; /* not a record: skip what is there */
+        if (header.type == PERF_RECORD_SAMPLE && header.size >= 16 && n < capacity) {
+            uint64_t ip = ring_u64(data, mask, tail + 8);
+            if (ip != 0 && address_of(ip, &ids[n]) == 0) n++;
+        }
+        tail += header.size;
+    }
+    __atomic_store_n(&page->data_tail, head, __ATOMIC_RELEASE);
+    return n;
+}
+
+static void charge(charges *table, uint32_t owner, uint32_t address_id, uint64_t ns) {
+    uint64_t key = (((uint64_t)owner << 32) | address_id) + 1;
+    uint32_t id;
+    if (hl_map_get(&table->index, key, &id)) {
+        table->items[id].ns += ns;
+        return;
+    }
+    if (HL_ARRAY_RESERVE(table->items, table->capacity, table->count + 1, 256) != 0) return;
+    if (hl_map_put(&table->index, key, (uint32_t)table->count) != 0) return;
+    table->items[table->count++] = (hl_native_charge){owner, address_id, ns};
+}
+
+static void charges_free(charges *table) {
+    free(table->items);
+    hl_map_free(&table->index);
+    memset(table, 0, sizeof(*table));
+}
+
+void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint32_t stack_id,
+                           uint64_t ns) {
+    if (!N.enabled) return;
+    if (!t->opened) open_event(t, tid);
+    if (t->ring == NULL) return;
+    /* Read the mappings again once a second (every 10 ms while none could be read). */
+    if (hl_now_ns() - N.maps_read_ns > (N.nactive ? MAPS_REREAD_NS : MAPS_MISS_REREAD_NS))
+        read_maps();
+    uint32_t ids[MAX_SAMPLES_PER_TICK];
+    size_t n = drain(t, ids, MAX_SAMPLES_PER_TICK);
+    int had_last = t->has_last && t->last_line == line_id;
+    t->last_line = line_id;
+    if (n > 0) {
+        t->last_address = ids[n - 1];
+        t->has_last = 1;
+    } else {
+        t->has_last = 0;
+    }
+    if ((line_id == HL_NO_LINE && stack_id == HL_NO_STACK) || ns == 0) return;
+    if (n == 0) {
+        /* Less than a period of CPU time since the previous tick: the thread is where its
+         * previous tick's last sample saw it, if that tick had one and charged this line. */
+        if (!had_last) {
+            N.unsampled_ns += ns;
+            return;
+        }
+        ids[0] = t->last_address;
+        n = 1;
+    }
+    uint64_t share = ns / n, extra = ns % n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t part = share + (i < extra ? 1 : 0);
+        if (line_id != HL_NO_LINE) charge(&N.lines, line_id, ids[i], part);
+        if (stack_id != HL_NO_STACK) charge(&N.stacks, stack_id, ids[i], part);
+    }
+}
+
+/* ---- results --------------------------------------------------------------------------------- */
+
+void hl_native_reset(void) {
+    for (size_t i = 0; i < N.naddresses; i++) free(N.addresses[i].symbol);
+    for (size_t i = 0; i < N.nlibraries; i++) {
+        free(N.libraries[i].path);
+        hl_elf_functions_free(&N.libraries[i].table);
+    }
+    free(N.libraries);
+    free(N.mappings);
+    free(N.active);
+    free(N.addresses);
+    charges_free(&N.lines);
+    charges_free(&N.stacks);
+    hl_map_free(&N.address_index);
+    int enabled = N.enabled, private_table = N.private_table;
+    uint64_t period = N.period_ns;
+    memset(&N, 0, sizeof(N));
+    N.enabled = enabled;
+    N.private_table = private_table;
+    N.period_ns = period;
+}
+
+void hl_native_results_get(hl_native_results *out) {
+    out->enabled = N.enabled;
+    out->error = N.error;
+    out->reason = N.reason;
+    out->threads_without = N.threads_without;
+    out->unsampled_ns = N.unsampled_ns;
+    out->charges = N.lines.items;
+    out->ncharges = N.lines.count;
+    out->stack_charges = N.stacks.items;
+    out->nstack_charges = N.stacks.count;
+    out->naddresses = N.naddresses;
+}
+
+typedef char *(*demangler)(const char *, char *, size_t *, int *);
+
+/* C++ names demangled where the process has a demangler (libstdc++ loaded), else as they are. */
+static char *readable(const char *name) {
+    static demangler demangle;
+    static int looked;
+    if (strncmp(name, "_Z", 2) == 0) {
+        if (!looked) {
+            looked = 1;
+            *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        }
+        int status = -1;
+        char *plain = demangle != NULL ? demangle(name, NULL, NULL, &status) : NULL;
+        if (plain != NULL && status == 0) return plain;
+        free(plain);
+    }
+    return strdup(name);
+}
+
+void hl_native_address(size_t i, const char **symbol, const char **library_path) {
+    address *a = &N.addresses[i];
+    library *l = NULL;
+    if (a->mapping != UINT32_MAX && N.mappings[a->mapping].library != UINT32_MAX)
+        l = &N.libraries[N.mappings[a->mapping].library];
+    *library_path = l != NULL ? l->path : NULL;
+    if (!a->named && l != NULL) {
+        a->named = 1;
+        if (!l->read) {
+            l->read = 1;
+            hl_elf_functions_free(&l->table);
+            if (l->path[0] == '/') (void)hl_elf_functions_read(l->path, &l->table);
+        }
+        const char *name = hl_elf_function_at(&l->table, a->offset);
+        if (name != NULL) a->symbol = readable(name);
+    }
+    *symbol = a->symbol != NULL ? a->symbol : UNKNOWN;
+}
+
+void hl_native_results_done(void) {
+    for (size_t i = 0; i < N.nlibraries; i++) {
+        N.libraries[i].read = 0;
+        hl_elf_functions_free(&N.libraries[i].table);
+    }
+}

@@ -1,0 +1,92 @@
+/* native.h: native frames: which C function (and library) a line's native time went to.
+ *
+ * The sampler (sampler.c) calls hl_native_thread_tick for each thread at each tick, on its own
+ * thread: that thread's kernel CPU-clock sampling event (perf_event_open, user space only, one
+ * per profiled thread, opened there on first use so that its descriptor lives in the sampler's
+ * own descriptor table) has recorded the instruction addresses where the thread was running
+ * since the previous tick; when the tick charges the thread's time to a line as native, that
+ * time is split evenly among those samples, by address. Each new address is placed in the
+ * process's mappings (/proc/self/maps, read again when an address is in none of the cached
+ * ones) as (library, file offset) when first seen, so that a library unloaded later can still
+ * be read from its file. Names are found at the end (hl_native_symbolise, from the files'
+ * symbol tables, elf.c). See docs/design.md, "Native frames".
+ *
+ * Everything here is called with the engine lock held.
+ */
+#ifndef HEATLINE_NATIVE_H
+#define HEATLINE_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A profiled thread's sampling event (in hl_thread). fd < 0: none (yet, or refused). */
+typedef struct hl_native_thread {
+    int fd;
+    int opened; /* an open was tried for this thread */
+    void *ring; /* the event's mapped ring buffer, or NULL */
+    uint32_t last_address; /* the address id of its latest sample, when has_last */
+    uint32_t last_line;    /* the line its previous tick charged (HL_NO_LINE: none) */
+    int has_last;
+} hl_native_thread;
+
+/* At a session's start (lock held): whether native frames are wanted, and the mean sampling
+ * interval (the events sample a few times per interval). */
+void hl_native_configure(int enabled, uint64_t sampling_interval_ns);
+
+/* The sampler thread, once started: whether it has a descriptor table of its own. Without one
+ * no event is opened (its descriptor would live in the program's table between ticks). */
+void hl_native_set_private_table(int own);
+
+/* A registry entry made (the sampler's thread registry): no event yet. */
+void hl_native_thread_init(hl_native_thread *t);
+
+/* The sampler thread, each tick, each thread (kernel id tid): reads the samples the event took
+ * since the previous tick (opening the event on first use), and charges ns, split among them,
+ * to the line line_id and to the stack stack_id (stats ids), each unless HL_NO_LINE /
+ * HL_NO_STACK. */
+void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint32_t stack_id,
+                           uint64_t ns);
+
+/* The sampler thread: closes the thread's event (the thread is gone, or the sampler ends). */
+void hl_native_thread_close(hl_native_thread *t);
+
+/* Forgets the event without closing it: in a fork() child, where neither the sampler's
+ * descriptor table nor the ring (not copied by fork) exists. */
+void hl_native_thread_forget(hl_native_thread *t);
+
+/* Forgets the results (the tables are about to be cleared). */
+void hl_native_reset(void);
+
+/* The results, for the snapshot (convert.c). Addresses are named on the first call that sees
+ * them (reading the libraries' symbol tables then). */
+typedef struct hl_native_charge {
+    uint32_t line;    /* stats line id (or stack id, in stack_charges) */
+    uint32_t address; /* index for hl_native_address */
+    uint64_t ns;
+} hl_native_charge;
+
+typedef struct hl_native_results {
+    int enabled;
+    int error;  /* errno of the first refused event (0: none refused) */
+    int reason; /* enum hl_native_reason: why no event could be opened */
+    uint64_t threads_without; /* threads whose event could not be opened */
+    uint64_t unsampled_ns;    /* native time charged while no sample had been taken yet */
+    const hl_native_charge *charges;
+    size_t ncharges;
+    const hl_native_charge *stack_charges; /* .line is a stats stack id */
+    size_t nstack_charges;
+    size_t naddresses;
+} hl_native_results;
+
+enum hl_native_reason { HL_NATIVE_OK = 0, HL_NATIVE_REFUSED = 1, HL_NATIVE_SHARED_TABLE = 2 };
+
+void hl_native_results_get(hl_native_results *out);
+
+/* The function and library of address index i: *symbol is "[unknown]" where no name is known
+ * (code in no file: JIT; a stripped file), *library NULL where the address is in no file. */
+void hl_native_address(size_t i, const char **symbol, const char **library);
+
+/* After the snapshot has named its addresses: frees the symbol tables read for it. */
+void hl_native_results_done(void);
+
+#endif

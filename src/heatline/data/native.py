@@ -1,0 +1,103 @@
+"""Native frames in the profile: which C functions a line's native time went to.
+
+The engine gives, per line id, the time charged to each sampled instruction address, and for
+each address its function and library (docs/design.md, "Native frames"); a line's
+``native_functions`` list sums those by (symbol, library), largest first
+(docs/profile-format.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# A line's list keeps this many functions; the rest is summed into one "[other]" entry.
+MAX_FUNCTIONS = 20
+UNKNOWN = "[unknown]"
+
+
+def by_line(native: dict[str, Any] | None) -> dict[tuple[int, int], dict]:
+    """(file id, line) -> {(symbol, library): ns} from the snapshot's "native" record."""
+    result: dict[tuple[int, int], dict[tuple[str, str | None], int]] = {}
+    if not native or not native.get("enabled"):
+        return result
+    addresses = native["addresses"]
+    for file_id, number, address, ns in native["lines"]:
+        cell = result.setdefault((file_id, number), {})
+        key = tuple(addresses[address])
+        cell[key] = cell.get(key, 0) + ns
+    return result
+
+
+def by_stack(native: dict[str, Any] | None, keys: list) -> dict[Any, dict]:
+    """Merged stack key -> {(symbol, library): ns}, from the snapshot's per-stack record
+    (``keys`` maps the engine's stack ids to the keys data/build.py merges stacks by)."""
+    result: dict[Any, dict[tuple[str, str | None], int]] = {}
+    if not native or not native.get("enabled"):
+        return result
+    addresses = native["addresses"]
+    for stack_id, address, ns in native.get("stacks", ()):
+        cell = result.setdefault(keys[stack_id], {})
+        key = tuple(addresses[address])
+        cell[key] = cell.get(key, 0) + ns
+    return result
+
+
+def frame(symbol: str, library: str | None) -> dict[str, Any]:
+    """A native function as a frame of the profile's stack table: ``native`` marks it, ``file``
+    is its library's path ("" for anonymous memory)."""
+    return {"file": library or "", "name": symbol, "qualname": symbol, "line": 0, "native": True}
+
+
+def function_list(cells: dict[tuple[str, str | None], float], in_seconds: bool = False
+                  ) -> list[dict[str, Any]]:
+    """The profile's list from {(symbol, library): time}, largest first, at most MAX_FUNCTIONS
+    entries (the rest summed into an "[other]" entry)."""
+    ranked = sorted(cells.items(), key=lambda item: (-item[1], item[0][0], item[0][1] or ""))
+    kept, rest = ranked[:MAX_FUNCTIONS], ranked[MAX_FUNCTIONS:]
+    scale = 1.0 if in_seconds else 1e-9
+    entries = [
+        {"symbol": symbol, "library": library, "seconds": round(value * scale, 6)}
+        for (symbol, library), value in kept
+    ]
+    if rest:
+        entries.append({"symbol": "[other]", "library": None,
+                        "seconds": round(sum(value for _, value in rest) * scale, 6)})
+    return [entry for entry in entries if entry["seconds"] > 0]
+
+
+def merged(one: list[dict[str, Any]], other: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Two lines' lists summed (child processes merged into one profile)."""
+    cells: dict[tuple[str, str | None], float] = {}
+    for entry in (*one, *other):
+        key = (entry["symbol"], entry["library"])
+        cells[key] = cells.get(key, 0.0) + entry["seconds"]
+    return function_list(cells, in_seconds=True)
+
+
+def library_name(path: str | None) -> str:
+    """A library's short name for a report: libopenblas.so.0 -> libopenblas."""
+    if not path:
+        return "anonymous"
+    base = path.rsplit("/", 1)[-1]
+    return base.split(".so", 1)[0] if ".so" in base else base
+
+
+def warnings(native: dict[str, Any] | None) -> list[str]:
+    """Why native frames are missing, and how to get them."""
+    if not native or not native.get("enabled") or not native.get("threads_without"):
+        return []
+    threads = native["threads_without"]
+    which = f"{threads} thread{'s' if threads != 1 else ''}"
+    if native.get("reason") == "shared_descriptors":
+        return [f"native functions are not shown for {which}: the sampler thread has no "
+                "descriptor table of its own to keep its sampling events in"]
+    import os
+
+    error = native.get("error") or 0
+    why = os.strerror(error) if error else "refused"
+    return [
+        f"native functions are not shown for {which}: perf_event_open was refused ({why}); "
+        "allow it with `sysctl kernel.perf_event_paranoid=2` (or lower), in a container "
+        "with `--cap-add PERFMON` or a seccomp profile that permits perf_event_open "
+        "(native time is still charged to its lines)"
+    ]

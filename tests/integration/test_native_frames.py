@@ -1,0 +1,365 @@
+"""Native frames (--native): which C functions a line's native time went to.
+
+Ground truth: tests/targets/_burn.c, built here with the system compiler, burns CPU in two C
+functions and measures each one's CPU time with the thread's CPU clock; tests/targets/
+native_burn.py calls them from one line with the GIL held, from a thread with it released, and
+from a library it then unloads. The shares heatline gives each function among a line's native
+functions must be within 5 percentage points of the measured ones; the run must have taken
+enough samples for that to be a fair test (four standard deviations of the share's sampling
+error under 5 pp, from the number of samples the events took).
+"""
+
+import errno
+import json
+import math
+import re
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
+# native.c samples each thread SAMPLES_PER_INTERVAL times per mean sampling interval of CPU.
+SAMPLES_PER_INTERVAL = 4
+TOLERANCE = 0.05
+
+
+def _perf_allowed():
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            return int(f.read()) <= 2
+    except (OSError, ValueError):
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _perf_allowed(), reason="perf_event_open is not allowed here")
+
+
+@pytest.fixture(scope="module")
+def libraries(tmp_path_factory):
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("needs a C compiler")
+    folder = tmp_path_factory.mktemp("burn")
+    built = []
+    for name, flags in (("libburn.so", []), ("libburnx.so", ["-DBURN_PREFIX=x"])):
+        path = str(folder / name)
+        subprocess.run([compiler, "-O2", "-shared", "-fPIC", *flags, "-o", path,
+                        os.path.join(TARGETS, "_burn.c")], check=True)
+        built.append(path)
+    return built
+
+
+def _lines(profile, script):
+    entry = next(e for path, e in profile["files"].items() if path.endswith(script))
+    return {line["line"]: line for line in entry["lines"]}
+
+
+def _run(run_heatline, tmp_path, script, *args, options=(), env=None):
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", *options, "-o", str(out), script, *args, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def burned(libraries, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("burned")
+    truth_path = tmp / "truth.json"
+    out = tmp / "profile.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", "-o", str(out),
+         os.path.join(TARGETS, "native_burn.py"), *libraries, str(truth_path)],
+        capture_output=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return json.loads(truth_path.read_text()), json.loads(out.read_text())
+
+
+def _shares(line):
+    functions = line["native_functions"]
+    total = sum(f["seconds"] for f in functions)
+    return {f["symbol"]: f["seconds"] / total for f in functions}, total
+
+
+@pytest.mark.parametrize("tag", ["held", "released"])
+def test_each_functions_share_is_its_measured_share(burned, tag):
+    truth, profile = burned
+    entry = truth[tag]
+    line = _lines(profile, "native_burn.py")[entry["line"]]
+    shares, _ = _shares(line)
+    true_a = entry["a_ns"] / (entry["a_ns"] + entry["b_ns"])
+    # The events sample every interval/4 of the thread's CPU time.
+    period_s = profile["sampling_interval_s"] / SAMPLES_PER_INTERVAL
+    samples = (entry["a_ns"] + entry["b_ns"]) / 1e9 / period_s
+    sigma = math.sqrt(true_a * (1 - true_a) / samples)
+    assert 4 * sigma <= TOLERANCE, f"too few samples ({samples:.0f}) for a fair test"
+    # What is neither function (ctypes, the clock read in the loop) is a small part.
+    named = shares.get("burn_a", 0) + shares.get("burn_b", 0)
+    assert named > 0.9, line["native_functions"]
+    assert abs(shares.get("burn_a", 0) - true_a) <= TOLERANCE, (true_a, line["native_functions"])
+    assert abs(shares.get("burn_b", 0) - (1 - true_a)) <= TOLERANCE, line["native_functions"]
+    top = line["native_functions"][0]
+    assert top["library"].endswith("libburn.so")
+
+
+def test_an_unloaded_librarys_functions_keep_their_names(burned):
+    truth, profile = burned
+    entry = truth["unloaded"]
+    assert not entry["still_mapped"]  # the target did unload it
+    line = _lines(profile, "native_burn.py")[entry["line"]]
+    top = line["native_functions"][0]
+    assert top["symbol"] == "x_burn_a" and top["library"].endswith("libburnx.so")
+    shares, _ = _shares(line)
+    assert shares["x_burn_a"] > 0.9
+
+
+def test_no_native_leaves_the_lists_out(libraries, tmp_path, run_heatline):
+    profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_burn.py"), *libraries,
+                   str(tmp_path / "truth.json"), options=("--no-native",))
+    lines = _lines(profile, "native_burn.py")
+    assert not any("native_functions" in line for line in lines.values())
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    assert lines[truth["held"]["line"]]["native_s"] > 0  # native time itself stays
+
+
+NUMPY_PROGRAM = """\
+import numpy as np
+a = np.random.rand(600, 600)
+for _ in range(15):
+    c = a @ a  # matmul
+"""
+
+ZLIB_PROGRAM = """\
+import os, zlib
+data = os.urandom(1 << 18) * 24
+for _ in range(3):
+    zlib.compress(data, 9)  # compress
+"""
+
+
+def _line_with(profile, path, marker):
+    source = open(path).read().splitlines()
+    number = next(n for n, text in enumerate(source, 1) if marker in text)
+    return _lines(profile, os.path.basename(path))[number]
+
+
+def test_matrix_product_time_goes_to_a_blas_gemm_kernel(tmp_path, run_heatline):
+    pytest.importorskip("numpy")
+    script = tmp_path / "matmul.py"
+    script.write_text(NUMPY_PROGRAM)
+    profile = _run(run_heatline, tmp_path, str(script), env={"OPENBLAS_NUM_THREADS": "1"})
+    line = _line_with(profile, str(script), "# matmul")
+    top = line["native_functions"][0]
+    assert "gemm" in top["symbol"], line["native_functions"][:5]
+
+
+def _has_symtab(path):
+    """Whether an ELF file has a .symtab section (its static functions have names)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    names_offset, = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)
+    for i in range(shnum):
+        name, = struct.unpack_from("<I", data, shoff + i * shentsize)
+        end = data.index(b"\0", names_offset + name)
+        if data[names_offset + name:end] == b".symtab":
+            return True
+    return False
+
+
+def test_compress_time_goes_to_zlib(tmp_path, run_heatline):
+    script = tmp_path / "compress.py"
+    script.write_text(ZLIB_PROGRAM)
+    profile = _run(run_heatline, tmp_path, str(script))
+    line = _line_with(profile, str(script), "# compress")
+    top = line["native_functions"][0]
+    assert os.path.basename(top["library"] or "").startswith("libz"), line["native_functions"]
+    if _has_symtab(top["library"]):
+        assert any(word in top["symbol"] for word in ("deflate", "longest_match", "fill_window",
+                                                      "compress", "crc32", "adler32")), top
+    else:  # a stripped libz names only its exported functions: the static ones are unknown
+        named = [f["symbol"] for f in line["native_functions"] if f["symbol"] != "[unknown]"
+                 and os.path.basename(f["library"] or "").startswith("libz")]
+        assert top["symbol"] == "[unknown]" or top["symbol"] in named
+
+
+def _export(burned, tmp_path, fmt, name):
+    from heatline.renderers import render_bytes
+
+    _, profile = burned
+    path = tmp_path / name
+    path.write_bytes(render_bytes(profile, fmt))
+    return path
+
+
+def _held(burned):
+    truth, profile = burned
+    line = _lines(profile, "native_burn.py")[truth["held"]["line"]]
+    return truth["held"]["line"], {f["symbol"]: f["seconds"] for f in line["native_functions"]}
+
+
+def test_collapsed_stacks_go_on_into_the_native_functions(burned, tmp_path):
+    number, seconds = _held(burned)
+    text = _export(burned, tmp_path, "collapsed", "p.collapsed").read_text()
+    under = {}
+    for row in text.splitlines():
+        stack, micros = row.rsplit(" ", 1)
+        frames = stack.split(";")
+        if len(frames) >= 2 and frames[-2].endswith(f"(native_burn.py:{number})"):
+            under[frames[-1]] = under.get(frames[-1], 0) + int(micros) / 1e6
+    for symbol in ("burn_a", "burn_b"):
+        assert under[f"{symbol} [libburn]"] == pytest.approx(seconds[symbol], abs=1e-3), under
+
+
+def test_speedscope_has_the_native_frames_below_the_line(burned, tmp_path):
+    number, seconds = _held(burned)
+    data = json.loads(_export(burned, tmp_path, "speedscope", "p.speedscope.json").read_text())
+    frames = data["shared"]["frames"]
+    native = {i for i, f in enumerate(frames) if f["name"] == "burn_a"
+              and f.get("file", "").endswith("libburn.so")}
+    assert native
+    held = {i for i, f in enumerate(frames) if f.get("line") == number
+            and f.get("file", "").endswith("native_burn.py")}
+    found = 0.0
+    for profile in data["profiles"]:
+        for stack, weight in zip(profile["samples"], profile["weights"]):
+            if stack[-1] in native and stack[-2] in held:
+                found += weight
+    unit = {"seconds": 1.0, "milliseconds": 1e-3, "microseconds": 1e-6, "nanoseconds": 1e-9}
+    found *= unit[data["profiles"][0]["unit"]]
+    assert found == pytest.approx(seconds["burn_a"], abs=1e-3)
+
+
+def test_go_tool_pprof_lists_the_c_functions(burned, tmp_path):
+    from _tools import require, tool_env
+
+    go = require("go")
+    number, seconds = _held(burned)
+    path = _export(burned, tmp_path, "pprof", "p.pb.gz")
+    text = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=200", "-unit=ms", str(path)],
+                          capture_output=True, text=True, timeout=300, check=True,
+                          env=tool_env()).stdout
+    flat = {}
+    for row in text.splitlines():
+        fields = row.split()
+        if len(fields) == 6 and fields[1].endswith("%") and fields[0].endswith("ms"):
+            flat[fields[5]] = float(fields[0][:-2]) / 1e3
+    truth, profile = burned
+    # flat time of a function is its time over all lines: both lines called both burners
+    lines = _lines(profile, "native_burn.py")
+    want = sum(f["seconds"] for tag in ("held", "released")
+               for f in lines[truth[tag]["line"]]["native_functions"] if f["symbol"] == "burn_a")
+    assert flat["burn_a"] == pytest.approx(want, rel=0.01, abs=2e-3), text
+
+
+REFUSED = r"""
+import ctypes, json, sys
+sys.path.insert(0, sys.argv[1])
+import _refuse
+_refuse.refuse({k: int(v) for k, v in (c.split("=") for c in sys.argv[3].split(","))})
+import heatline
+lib = ctypes.PyDLL(sys.argv[2])
+lib.burn_a.restype = ctypes.c_int64
+lib.burn_a.argtypes = [ctypes.c_double]
+heatline.start(quiet=True)
+spent = 0
+for _ in range(20):
+    spent += lib.burn_a(0.02)  # burn
+data = heatline.stop().data
+lines = [line for entry in data["files"].values() for line in entry["lines"]]
+burn = next(line for line in lines if line["source"].strip().endswith("# burn"))
+print(json.dumps({"warnings": data["warnings"], "native_s": burn["native_s"],
+                  "spent_s": spent / 1e9,
+                  "named": [line["line"] for line in lines if "native_functions" in line]}))
+"""
+
+
+@pytest.mark.parametrize("refused, says", [
+    (f"perf_event_open={errno.EACCES}", "perf_event_open was refused (Permission denied)"),
+    (f"perf_event_open={errno.ENOSYS}", "perf_event_open was refused (Function not implemented)"),
+    (f"close_range={errno.EPERM},unshare={errno.EPERM}", "no descriptor table of its own"),
+])
+def test_a_refused_event_leaves_the_rest_and_says_why(libraries, tmp_path, refused, says):
+    sys.path.insert(0, TARGETS)
+    import _refuse
+
+    if not _refuse.available():
+        pytest.skip("seccomp filters are written for Linux x86-64 and arm64")
+    script = tmp_path / "refused.py"
+    script.write_text(REFUSED)
+    result = subprocess.run([sys.executable, str(script), TARGETS, libraries[0], refused],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    warnings = [w for w in out["warnings"] if w.startswith("native functions are not shown")]
+    assert len(warnings) == 1 and says in warnings[0], out["warnings"]
+    if "perf_event_open" in refused:
+        assert "perf_event_paranoid" in warnings[0] and "PERFMON" in warnings[0]
+    assert not out["named"]
+    # the native time itself is still charged to the line (at least most of the CPU it burned:
+    # a busy machine only adds time waiting for a CPU, which counts as running)
+    assert out["native_s"] >= 0.8 * out["spent_s"], out
+
+
+MARKED_PROGRAM = """\
+import builtins, os, zlib
+profile = getattr(builtins, "profile", lambda f: f)
+data = os.urandom(1 << 18) * 16
+
+
+def other():
+    return sum(i * i for i in range(300_000))
+
+
+@profile
+def marked():
+    return zlib.compress(data, 9)  # compress
+
+
+for _ in range(2):
+    other(), marked()
+"""
+
+
+def test_native_functions_survive_the_decorator_limiting_the_profile(tmp_path, run_heatline):
+    """@profile under the command re-indexes the snapshot's lines and stacks (engine/
+    marked.py): the native records must follow them."""
+    script = tmp_path / "marked.py"
+    script.write_text(MARKED_PROGRAM)
+    profile = _run(run_heatline, tmp_path, str(script))
+    line = _line_with(profile, str(script), "# compress")
+    assert os.path.basename(line["native_functions"][0]["library"]).startswith("libz")
+    native_frames = [f for f in profile["stacks"]["frames"] if f.get("native")]
+    assert any(os.path.basename(f["file"]).startswith("libz") for f in native_frames)
+
+
+def test_the_html_report_lists_the_native_functions_with_their_lines(burned):
+    from heatline.renderers import html
+
+    truth, profile = burned
+    rows = html.page_data(profile)["native"]
+    top = {row[0]: row for row in rows[:2]}
+    assert set(top) == {"burn_a", "burn_b"}, rows[:4]
+    for name, row in top.items():
+        assert row[1].endswith("libburn.so")
+        lines = {where[1] for where in row[3] if where[0].endswith("native_burn.py")}
+        assert {truth["held"]["line"], truth["released"]["line"]} <= lines
+    page = html.render(profile).decode()
+    assert 'id="native"' in page and "Native functions" in page
+
+
+def test_the_html_pages_native_table_renders_in_a_browser(burned, tmp_path):
+    from heatline.renderers import html
+    from test_html import _chromium
+
+    _, profile = burned
+    path = tmp_path / "report.html"
+    path.write_bytes(html.render(profile))
+    dom = _chromium("--dump-dom", path.as_uri())
+    rows = re.findall(r'<tr class="nativefn"><td class="name">([^<]*)</td>', dom)
+    assert rows[:2] and set(rows[:2]) == {"burn_a", "burn_b"}, rows[:5]

@@ -1,0 +1,116 @@
+"""Native frames in the profile (heatline.data.native and its use by data/build.py,
+data/merge.py and the terminal report), from synthetic engine snapshots."""
+
+from heatline.data import native as native_report
+from heatline.renderers import terminal
+
+from test_profile import MS, build, snapshot
+
+LIB = "/usr/lib/libopenblas.so.0"
+
+
+def _native(lines, addresses, **fields):
+    return {"enabled": True, "error": 0, "reason": None, "threads_without": 0,
+            "unsampled_ns": 0, "addresses": addresses, "lines": lines, **fields}
+
+
+def _line(profile, path, number):
+    return next(line for line in profile["files"][path]["lines"] if line["line"] == number)
+
+
+def test_a_lines_native_functions_sum_its_addresses_by_function_largest_first():
+    # lines are named by (file id, line): the snapshot's line 0 is work.py:2, its line 3 app.py:1
+    addresses = [("dgemm_kernel", LIB), ("dgemm_kernel", LIB), ("memcpy", "/lib/libc.so.6"),
+                 ("[unknown]", None)]
+    lines = snapshot()["lines"]
+    work, app = tuple(lines[0][:2]), tuple(lines[3][:2])
+    snap = snapshot(native=_native([(*work, 0, 3 * MS), (*work, 2, 4 * MS), (*work, 1, 2 * MS),
+                                    (*app, 3, 1 * MS)], addresses))
+    profile = build(snap)
+    assert _line(profile, "/src/work.py", 2)["native_functions"] == [
+        {"symbol": "dgemm_kernel", "library": LIB, "seconds": 0.005},
+        {"symbol": "memcpy", "library": "/lib/libc.so.6", "seconds": 0.004},
+    ]
+    assert _line(profile, "/src/app.py", 1)["native_functions"] == [
+        {"symbol": "[unknown]", "library": None, "seconds": 0.001}]
+    assert "native_functions" not in _line(profile, "/src/app.py", 4)
+    assert not profile["warnings"]
+    # a function's list sums its lines' (run has only work.py:2)
+    run = next(f for f in profile["files"]["/src/work.py"]["functions"] if f["qualname"] == "run")
+    assert run["native_functions"] == _line(profile, "/src/work.py", 2)["native_functions"]
+    main = next(f for f in profile["files"]["/src/app.py"]["functions"] if f["qualname"] == "main")
+    assert "native_functions" not in main
+
+
+def test_without_native_frames_no_line_has_the_field():
+    for native in (None, {"enabled": False, "addresses": [], "lines": []}):
+        profile = build(snapshot(native=native))
+        assert not any("native_functions" in line for entry in profile["files"].values()
+                       for line in entry["lines"])
+
+
+def test_more_than_twenty_functions_keep_the_top_twenty_and_sum_the_rest():
+    cells = {(f"f{i}", LIB): (i + 1) * MS for i in range(25)}
+    listed = native_report.function_list(cells)
+    assert len(listed) == 21 and listed[0]["symbol"] == "f24"
+    assert listed[-1] == {"symbol": "[other]", "library": None, "seconds": 0.015}  # 1+..+5 ms
+    assert abs(sum(e["seconds"] for e in listed) - sum(cells.values()) / 1e9) < 1e-9
+
+
+def test_merged_lists_sum_by_function():
+    one = [{"symbol": "a", "library": LIB, "seconds": 0.5}]
+    other = [{"symbol": "b", "library": LIB, "seconds": 0.7},
+             {"symbol": "a", "library": LIB, "seconds": 0.4}]
+    assert native_report.merged(one, other) == [
+        {"symbol": "a", "library": LIB, "seconds": 0.9},
+        {"symbol": "b", "library": LIB, "seconds": 0.7}]
+
+
+def test_a_refused_event_is_a_warning_with_the_reason_and_the_fix():
+    snap = snapshot(native=_native([], [], error=13, reason="refused", threads_without=2))
+    warnings = [w for w in build(snap)["warnings"] if "native functions" in w]
+    assert len(warnings) == 1
+    assert "2 threads" in warnings[0] and "Permission denied" in warnings[0]
+    assert "perf_event_paranoid" in warnings[0] and "PERFMON" in warnings[0]
+
+
+def test_the_report_names_a_hot_lines_top_native_functions_with_shares():
+    addresses = [("dgemm_kernel_HASWELL", LIB), ("memcpy", "/lib/x86_64/libc.so.6")]
+    work = tuple(snapshot()["lines"][0][:2])
+    snap = snapshot(native=_native([(*work, 0, 3 * MS), (*work, 1, 1 * MS)], addresses))
+    text = terminal.render(build(snap)).decode()
+    assert "native: dgemm_kernel_HASWELL (libopenblas) 75%, memcpy (libc) 25%" in text
+
+
+def test_library_names_are_short():
+    assert native_report.library_name("/x/numpy.libs/libscipy_openblas64_-1.so") == (
+        "libscipy_openblas64_-1")
+    assert native_report.library_name("[vdso]") == "[vdso]"
+    assert native_report.library_name(None) == "anonymous"
+
+
+def test_a_native_frame_of_heatlines_own_library_keeps_the_stack_above_it():
+    """heatline's allocation hooks can be the sampled native function: that frame is left out,
+    not taken for the launcher (which would drop the whole stack, and its time from every
+    function's inclusive time)."""
+    import os
+
+    import heatline
+    from heatline.data.queries import inclusive_times, stacks
+
+    package = os.path.dirname(os.path.abspath(heatline.__file__))
+    frames = [
+        {"file": os.path.join(package, "__main__.py"), "name": "<module>",
+         "qualname": "<module>", "line": 1},
+        {"file": "/src/app.py", "name": "main", "qualname": "main", "line": 4},
+        native_report.frame("patch_object", os.path.join(package, "_native.so")),
+        native_report.frame("dgemm_kernel", LIB),
+    ]
+    profile = {"stacks": {"frames": frames, "dropped_s": 0.0, "entries": [
+        {"stack": [0, 1, 2], "thread": 0, "python_s": 0.0, "native_s": 1.0, "system_s": 0.0},
+        {"stack": [0, 1, 3], "thread": 0, "python_s": 0.0, "native_s": 2.0, "system_s": 0.0},
+    ]}}
+    assert [s.frames for s in stacks(profile)] == [[1], [1, 3]]
+    inclusive = inclusive_times(profile)
+    assert inclusive[("/src/app.py", "main")] == 3.0
+    assert inclusive[(LIB, "dgemm_kernel")] == 2.0
