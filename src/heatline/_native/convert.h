@@ -23,4 +23,8 @@ PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frame
  * NULL with an exception set. Needs the GIL only. */
 PyObject *hl_convert_dump(const hl_dump *dump);
 
+/* heatline attach's injection result (hl_engine_inject) as the dict engine/attach.py reads: a new
+ * reference, or NULL with an exception set. */
+PyObject *hl_convert_inject(const hl_inject_result *result);
+
 #endif

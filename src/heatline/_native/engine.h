@@ -31,6 +31,7 @@
 #include "engine_part.h" /* hl_config, the lock */
 #include "frames.h"
 #include "gpu.h"    /* the GPU part's results, in the snapshot */
+#include "inject.h" /* heatline attach's way in */
 #include "memory.h" /* the memory part's results, likewise */
 #include "remote.h" /* heatline dump's results */
 #include "stats.h"
@@ -144,6 +145,12 @@ int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
  * returns 0, or -1 with out->error set (remote.h). */
 int hl_engine_dump(int pid, int pause, hl_dump *out);
 void hl_engine_dump_free(hl_dump *dump);
+
+/* heatline attach: loads library into process pid and calls its function(argument) there
+ * (inject.h). Not the engine's state either: call it without the GIL. Returns 0, or -1 with
+ * out->error set. */
+int hl_engine_inject(int pid, const char *library, const char *function, const char *argument,
+                     uint64_t timeout_ns, hl_inject_result *out);
 
 /* Test hook: whether compat.c's table for the running CPython holds its headers' offsets (1),
  * or the first field that differs (0, *field set). */
