@@ -374,6 +374,11 @@ DUMP_OPTIONS = (
            "moves meanwhile may show a torn stack, marked as such"),
 )
 
+ATTACH_OPTIONS = (
+    Option(("--duration",), "detach after DURATION (e.g. 10, 30s, 2m; default: at Ctrl-C)",
+           default=None, metavar="DURATION", parse=_duration),
+)
+
 # heatline's own package directory, with a trailing separator.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

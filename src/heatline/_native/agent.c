@@ -142,7 +142,9 @@ static void *agent_main(void *argument) {
         while (exists(directory, "request") && !exists(directory, "stop") &&
                !exists(directory, "error") && !exists(directory, "profile.json"))
             sleep_ns(WAIT_NS);
-        if (exists(directory, "stop")) act(&py, directory, "stop");
+        /* Stopped, or the attacher gone (its directory removed): the profile must not run on
+         * (a stop of a profile that never started, or ended at exit, does nothing). */
+        if (!exists(directory, "profile.json")) act(&py, directory, "stop");
     }
     free(directory);
     return NULL;
