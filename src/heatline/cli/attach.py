@@ -74,6 +74,10 @@ def run(args: list[str]) -> int:
             return _attach(pid, version, base, options, duration)
     except attach.AttachError as exc:
         fail(str(exc), 1)
+    except KeyboardInterrupt:
+        # Before the profile started: the attach's directory is gone, so the agent's thread,
+        # if it started one, stops it again (agent.c).
+        fail(f"interrupted before profiling began; process {pid} goes on as before", 130)
 
 
 def _control_directory() -> str:
