@@ -11,6 +11,7 @@ ptrace_scope 1 it could not attach, so each target first allows any process of i
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -104,6 +105,8 @@ def test_a_window_of_a_phased_program_is_attributed_to_its_phases(tmp_path):
 
     profile = json.loads(out.read_text())
     assert profile["attached"]["ended_by"] == "detach"
+    assert profile["attached"]["pid"] == process.pid
+    assert profile["attached"]["attach_s"] > 0 and profile["attached"]["detach_s"] > 0
     start = _epoch(profile["started_at"])
     end = start + _window_s(profile)
     assert _window_s(profile) >= 1.9
@@ -139,9 +142,14 @@ def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_p
     pid = process.pid
     before = _thread_tasks(pid)
     out = tmp_path / "p.json"
-    done = _attach(tmp_path, pid, "--duration", "1", "-q", "-o", str(out))
+    done = _attach(tmp_path, pid, "--duration", "1", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert _thread_tasks(pid) == before
+    # The report, on stdout: the attached window, the worker's hot function.
+    assert done.stdout.startswith("heatline profile of ") and "\nattached to process " \
+        f"{pid} at " in done.stdout, done.stdout
+    assert re.search(r"^spin \S*attach_sleeper\.py:\d+ ", done.stdout, re.MULTILINE), done.stdout
+    assert done.stderr.startswith(f"heatline: attached to process {pid} (Python "), done.stderr
     with open(f"/proc/{pid}/task/{pid}/syscall") as file:
         call = int(file.read().split()[0])
     assert call in (35, 230, 23, 270), call  # nanosleep, clock_nanosleep, select, pselect6
