@@ -152,9 +152,12 @@ def _make_directory(base: str, pid: int, options: Options) -> str:
     target_uid = os.stat(f"/proc/{pid}").st_uid
     if target_uid != os.geteuid():
         # root attaching to another user's process: the directory must be the target's, and
-        # reachable by it (the control directory is root's own).
+        # reachable by it (the control directory is root's own, mode 0700): in the temp
+        # directory, made 0700 and given to that user.
         shutil.rmtree(directory)
-        directory = os.path.join(os.path.dirname(base), f"heatline-attach-{pid}-"
+        import tempfile
+
+        directory = os.path.join(tempfile.gettempdir(), f"heatline-attach-{pid}-"
                                  f"{os.urandom(6).hex()}")
         os.mkdir(directory, 0o700)
         os.chown(directory, target_uid, -1)
