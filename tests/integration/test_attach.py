@@ -390,3 +390,8 @@ def test_a_program_profiled_already_is_refused(tmp_path):
 def test_bad_pid_text(tmp_path):
     line = _error(_attach(tmp_path, "abc"))
     assert "PID must be a process id" in line
+
+
+def test_an_option_attach_cannot_honour_is_refused(tmp_path):
+    line = _error(_attach(tmp_path, 4194305 + 10, "--profile-interval", "1"))
+    assert "--profile-interval is not available with heatline attach" in line
