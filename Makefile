@@ -1,6 +1,7 @@
 # heatline: developer entry points. `make demo` and `make test` work on a fresh clone.
 PYTHON ?= python3
 VENV := .venv
+DEMO_VENV := .venv-demo
 ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
@@ -31,9 +32,16 @@ $(INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	HEATLINE_WERROR=1 $(VENV)/bin/pip install $(PIP_FLAGS) -e '.[$(EXTRAS)]'
 	touch $@
 
-# Profile the bundled example program.
-demo: $(INSTALLED)
-	$(VENV)/bin/heatline examples/demo.py
+# Profile the bundled example program. Its own virtualenv with heatline and what the example
+# imports (the demo extra: numpy), none of the test tools, so a first run builds only that.
+$(DEMO_VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
+	$(DEMO_VENV)/bin/pip install $(PIP_FLAGS) -e '.[demo]'
+	touch $@
+
+demo: $(DEMO_VENV)/.installed
+	$(DEMO_VENV)/bin/heatline examples/demo.py
 
 # The whole test suite: lint (ruff, clang-format), the normal build, the same tests against an
 # ASan+UBSan build, then the suite on every other supported CPython that is installed (see
@@ -149,4 +157,4 @@ valgrind: $(INSTALLED)
 	PYTHON=$(VENV)/bin/python tests/valgrind/run.sh
 
 clean:
-	rm -rf $(VENV) $(ASAN_VENV) $(BENCH_VENV) .venv-3.* build src/*.egg-info src/heatline/*.so
+	rm -rf $(VENV) $(DEMO_VENV) $(ASAN_VENV) $(BENCH_VENV) .venv-3.* build src/*.egg-info src/heatline/*.so

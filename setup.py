@@ -12,8 +12,8 @@ NATIVE = "src/heatline/_native"
 SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhooks.c"]
 SOURCES += ["livetable.c", "got.c", "frames.c", "stats.c", "linetable.c", "memread.c"]
 SOURCES += ["compat.c", "control.c", "remote.c", "elf.c", "seize.c"]
-SOURCES += ["scope.c", "sigterm.c", "periodic.c", "asyncwait.c", "gpu.c", "nvml.c", "cupti.c"]
-SOURCES += ["inject.c"]
+SOURCES += ["scope.c", "sigterm.c", "exitstatus.c", "periodic.c", "asyncwait.c"]
+SOURCES += ["gpu.c", "nvml.c", "cupti.c", "inject.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []

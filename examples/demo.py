@@ -4,10 +4,14 @@ native buffers, Python objects, copies, and a line that leaks. Run it with
 ``heatline examples/demo.py`` (or ``make demo``); it takes about 2-3 seconds."""
 
 import hashlib
+import sys
 import threading
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit("examples/demo.py needs numpy: pip install numpy (make demo installs it)")
 
 
 def python_loop(n):

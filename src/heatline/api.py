@@ -127,7 +127,9 @@ def start(**options: Any) -> None:
     _start(options_from_keywords(options))
 
 
-def _start(options: Options) -> None:
+def _start(options: Options, program: str | None = None) -> None:
+    """start(): ``program`` names what is profiled in the profile's header (default: the
+    ``__main__`` script's path)."""
     global _run
     with _lock:
         if _run is not None:
@@ -143,10 +145,11 @@ def _start(options: Options) -> None:
             )
         from heatline.engine.session import Session
 
-        main = sys.modules.get("__main__")
-        main_file = getattr(main, "__file__", None)
+        if program is None:
+            main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+            program = os.path.abspath(main_file) if isinstance(main_file, str) else "<python>"
         session = Session(
-            program=os.path.abspath(main_file) if isinstance(main_file, str) else "<python>",
+            program=program,
             argv=[str(arg) for arg in sys.argv],
             main_native_id=threading.main_thread().native_id or 0,
             **options.session_arguments(),
@@ -407,7 +410,7 @@ class Profile:
         ]
 
     def leaks(self) -> list[Leak]:
-        """The lines flagged as likely leaks, most likely first."""
+        """The lines flagged as likely leaks, the most memory held first."""
         found = [
             Leak(path, line["line"], line.get("function") or "", line["leak"]["likelihood"],
                  line["growth_bytes"], line["leak"]["growth_bytes_per_s"])
@@ -415,7 +418,7 @@ class Profile:
             for line in entry["lines"]
             if line.get("leak")
         ]
-        return sorted(found, key=lambda leak: -leak.likelihood)
+        return sorted(found, key=lambda leak: (-leak.growth_bytes, -leak.likelihood))
 
     def __repr__(self) -> str:
         if self._data is None:

@@ -257,3 +257,41 @@ def test_forked_child_exiting_normally_does_not_write_a_report(run_heatline, pro
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.split()) == ["child", "parent"]
     assert result.stderr.count("heatline profile of") == 1
+
+
+_LAUNCHER = """#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+import re
+import sys
+from {module} import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def test_a_console_script_launcher_is_library_code(run_heatline, tmp_path):
+    """A launcher as pip writes it (here for the standard library's timeit, and for a module of
+    the user's beside it) charges nothing to its `sys.exit(main())` line: the library's time
+    is outside user code, the user's module keeps its own."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "stdlib-tool").write_text(_LAUNCHER.format(module="timeit"))
+    (bin_dir / "user-tool").write_text(_LAUNCHER.format(module="usertool"))
+    (bin_dir / "usertool.py").write_text(
+        "import time\n\n\ndef main():\n    end = time.process_time() + 0.3\n"
+        "    while time.process_time() < end:\n        pass\n")
+    out = tmp_path / "stdlib.json"
+    run = run_heatline("-q", "-o", str(out), str(bin_dir / "stdlib-tool"), "-n", "3", "-r", "3",
+                       "sum(range(10 ** 6))", text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    profile = json.loads(out.read_text())
+    assert str(bin_dir / "stdlib-tool") not in profile["files"], list(profile["files"])
+    assert profile["totals"]["unattributed_s"] > 0  # timeit's work, in no user line
+    out = tmp_path / "user.json"
+    run = run_heatline("-q", "-o", str(out), str(bin_dir / "user-tool"), text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    profile = json.loads(out.read_text())
+    assert list(profile["files"]) == [str(bin_dir / "usertool.py")]
+    mine = profile["files"][str(bin_dir / "usertool.py")]
+    assert mine["python_pct"] + mine["native_pct"] + mine["system_pct"] == pytest.approx(100.0)

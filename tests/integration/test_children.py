@@ -354,3 +354,25 @@ def test_html_report_lists_the_processes(run_heatline, tmp_path):
         (p["pid"], p["role"]) for p in profile["processes"]
     ]
     assert cells[0][2] == "main" and any(c[2] == "Pool worker" for c in cells[1:])
+
+
+def test_a_child_exit_status_and_signal_are_in_the_processes_list(run_heatline, tmp_path):
+    """The status each child exited with, as its parent's wait saw it (`exit 3`), or the
+    signal that ended it by name; in the profile and in the report's processes table."""
+    path = _target("children_exits.py")
+    profile, run = _profile(run_heatline, tmp_path, path)
+    seen = json.loads(run.stdout)
+    by_child = {p["argv"][-1]: p["exit"] for p in profile["processes"] if p["role"] != "main"}
+    expected = {how: f"exit {status}" if status >= 0 else signal.Signals(-status).name
+                for how, status in seen.items()}
+    assert expected["exit3"] == "exit 3" and expected["interrupt"] == "SIGINT"  # as python does
+    assert by_child == expected
+    main = next(p for p in profile["processes"] if p["role"] == "main")
+    assert main["exit"] == "exit 0"
+    report = run_heatline("view", str(tmp_path / "profile.json"), text=True,
+                          env={"COLUMNS": "200"})
+    assert report.returncode == 0, report.stderr
+    rows = [line for line in (report.stdout + report.stderr).splitlines()
+            if "children_exits.py child" in line]
+    assert sorted(re.search(r"(exit \d+|SIG[A-Z]+)", row).group(1) for row in rows) == sorted(
+        expected.values())

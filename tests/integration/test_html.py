@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 
 from _tools import require, tool_env
 
@@ -105,3 +107,87 @@ def test_screenshot_for_the_docs(run_heatline, tmp_path):
               out.as_uri())
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _rendered_flame_root(dom):
+    """The flame graph's root frame as the page drew it: (seconds, the rest of its text)."""
+    found = re.search(r'<div id="flame"[^>]*><div class="(\w+)"[^>]*>all ([0-9.]+) s([^<]*)</div>',
+                      dom)
+    assert found, dom[dom.find('id="flame"'):][:500]
+    return float(found.group(2)), found.group(3)
+
+
+def test_idle_threads_leave_the_flame_graph_until_asked_for(run_heatline, program, tmp_path):
+    """Six threads blocked for the whole run beside a main thread busy for about 1 s: the flame
+    graph's root is the main thread's time, not seven threads' (issue 20: a 10.6 s run's root
+    was 78.5 s), and a box offers to show them. Frames are coloured by their time's kind."""
+    recorded = tmp_path / "idle.json"
+    result = run_heatline("-q", "-o", str(recorded), program("idle_threads.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    truth = json.loads(result.stdout)
+    profile = json.loads(recorded.read_text())
+    from heatline.renderers.html import page_data
+
+    data = page_data(profile)
+    threads = {node[0]: node for node in data["flame"][2]}
+    idle = {name for name, node in threads.items() if node[4]}
+    assert idle == {f"thread {native_id}" for native_id in truth["idle"]}, threads.keys()
+    [main] = [node for node in threads.values() if node[0].startswith("main thread")]
+    assert not main[4]
+    # Every frame knows its time's kinds: the busy loop's are running time, the waits' system.
+    assert main[3][0] + main[3][1] >= 0.9 * main[1]
+    assert all(node[3][2] >= 0.95 * node[1] for name, node in threads.items() if name in idle)
+
+    out = tmp_path / "idle.html"
+    result = run_heatline("view", str(recorded), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    dom = _chromium("--dump-dom", out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    root_s, note = _rendered_flame_root(dom)
+    # The main thread's time: its whole run (elapsed bounds it; every idle thread alone is
+    # about as long, so seven threads' root would be about seven times it).
+    assert root_s == pytest.approx(main[1], abs=0.001) and root_s <= profile["elapsed_s"]
+    assert note == " (idle threads hidden)"
+    label = re.search(r'<span id="idle-text">([^<]*)</span>', dom).group(1)
+    assert label.startswith("show 6 idle threads (running under 5% of their time; "), label
+    # Each frame is coloured by the kind most of its time was: the main thread's by its own.
+    flame = dom[dom.index('<div id="flame"'):]
+    kind = ("python", "native", "system")[main[3].index(max(main[3]))]
+    assert re.search(rf'<div class="{kind}"[^>]*>{re.escape(main[0])} ', flame), flame[:1000]
+    assert set(re.findall(r'<div class="(\w+)"', flame)) <= {"python", "native", "system"}
+
+
+def test_the_page_puts_hot_lines_first_and_labels_the_memory_plot(run_heatline, program,
+                                                                  tmp_path):
+    out = tmp_path / "mem.html"
+    result = run_heatline("-q", "-o", str(out), program("idle_threads.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    dom = _chromium("--dump-dom", out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    # The hot lines come before the memory plot and the flame graph; the full source is last.
+    order = [dom.index(marker) for marker in ('<h2>Hot lines</h2>', "<h2>Memory over time</h2>",
+                                              "<h2>Flame graph</h2>", "<h2>Source</h2>")]
+    assert order == sorted(order)
+    hot = re.search(r'<table id="hot">(.*?)</table>', dom, re.S).group(1)
+    assert "idle_threads.py:" in hot and "sum(range(200))" in hot
+    # The memory plot has both axes' titles and ticks with units.
+    memory = re.search(r'<div id="memory">(.*?)</svg>', dom, re.S).group(1)
+    assert "time since the start (s)" in memory and "memory held" in memory
+    assert re.search(r">[0-9.]+ (KiB|MiB)</text>", memory) and re.search(r">[0-9.]+ s</text>",
+                                                                         memory)
+
+
+def test_each_process_is_labelled_in_the_flame_graph_and_threads(run_heatline, program,
+                                                                 tmp_path):
+    recorded = tmp_path / "pool.json"
+    result = run_heatline("-q", "-o", str(recorded), program("children_pool.py"), "fork",
+                          text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(recorded.read_text())
+    from heatline.renderers.html import page_data
+
+    data = page_data(profile)
+    labels = {node[0] for node in data["flame"][2]}
+    want = {f"pid {p['pid']} ({p['role']})" for p in profile["processes"]}
+    assert labels == want and sum(p["role"] == "Pool worker" for p in profile["processes"]) == 2
+    assert {row[0].split(" of ")[1] for row in data["threads"]} == want

@@ -108,3 +108,27 @@ def test_html_functions_show_callers_and_callees_when_clicked(run_heatline, prog
     script = program("nested_calls.py")
     assert f"called by main ({script})" in dom, dom[-3000:]
     assert f"calls leaf_a ({script})" in dom and f"calls leaf_b ({script})" in dom
+
+
+def test_a_function_sharing_a_line_with_its_generator_has_no_more_own_time_than_inclusive(
+    run_heatline, program, tmp_path
+):
+    """Two functions on one line (a function and its generator expression): the line's time is
+    split by the function whose frame ran it, so each function's own time is at most its
+    inclusive time (the time it was anywhere on the stack)."""
+    path = tmp_path / "prof.json"
+    script = program("shared_line.py")
+    result = run_heatline("-o", str(path), script, "1.0", text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(path.read_text())
+    inclusive = inclusive_times(profile)
+    slack = profile["stacks"]["dropped_s"] + 1e-6
+    own = {f["qualname"]: f["python_s"] + f["native_s"] + f["system_s"]
+           for f in profile["files"][script]["functions"]}
+    assert "squares.<locals>.<genexpr>" in own, own
+    for qualname, seconds in own.items():
+        assert seconds <= inclusive[(script, qualname)] + slack, (qualname, seconds, inclusive)
+    # The line is listed once, with both functions' time.
+    line = next(x for x in profile["files"][script]["lines"] if "def squares" in x["source"])
+    line_s = line["python_s"] + line["native_s"] + line["system_s"]
+    assert abs(line_s - own["squares.<locals>.<genexpr>"] - own.get("squares", 0.0)) < 1e-5

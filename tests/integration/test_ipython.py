@@ -65,13 +65,32 @@ print(json.dumps({"alloc": t1 - t0, "burn": t2 - t1, "sleep": t3 - t2, "line_wal
                                        + _heatline_profile.data["max_tick_s"]}))
 """
 
+# A cell that starts a thread of its own (kept), and one that asks for the kernel's threads too.
+THREADED = """\
+%%heatline -q
+import threading
+worker = threading.Thread(target=burn, args=(0.3,))
+worker.start()
+worker.join()
+"""
+
+THREADS_SEEN = """\
+threaded = [[t["native_id"], t["python_s"] + t["native_s"] + t["system_s"]]
+             for t in _heatline_profile.data["threads"]]
+%heatline -q --kernel-threads time.sleep(0.05)
+print(json.dumps({"threaded": threaded, "worker": worker.native_id,
+                  "kernel": threading.main_thread().native_id,
+                  "all_threads": len(_heatline_profile.data["threads"]),
+                  "alive": len(threading.enumerate())}))
+"""
+
 
 @pytest.fixture(scope="module")
 def executed():
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in
                       ("%load_ext heatline", DEFINE, PROFILED, LINE_MAGIC,
-                       "%heatline --no-such-option x = 1")]
+                       "%heatline --no-such-option x = 1", THREADED, THREADS_SEEN)]
     client = nbclient.NotebookClient(notebook, timeout=600, startup_timeout=600,
                                      allow_errors=True, kernel_name="python3")
     client.execute()  # hang guards only: a loaded machine starts kernels slowly
@@ -91,8 +110,11 @@ def test_cell_magic_renders_the_cells_lines_with_true_shares_and_memory(executed
     data = _page_data(output["data"]["text/html"])
     truth = json.loads(executed.cells[3].outputs[0]["text"])
 
-    # The profiled cell's own lines, under the file name IPython gave the cell.
+    # The profiled cell's own lines, under the name IPython's tracebacks give the cell (its
+    # execution count), not its file (/tmp/ipykernel_PID/HASH.py); the report is named after it.
     [cell] = [f for f in data["files"] if any(row[1] == "time.sleep(0.6)" for row in f["lines"])]
+    assert cell["path"] == "Cell In[3]"
+    assert data["program"] == "Cell In[3]"
     rows = {row[1]: row for row in cell["lines"]}
     assert set(PROFILED.splitlines()[1:]) <= set(rows)
     # Each of the cell's lines and burn() is one window of time, charged its length give or
@@ -117,15 +139,26 @@ def test_cell_magic_renders_the_cells_lines_with_true_shares_and_memory(executed
 
     # burn(), defined in the earlier cell, is reported under that cell with its source.
     [burn] = [f for f in data["functions"] if f[0] == "burn"]
-    assert burn[1] != cell["path"]
+    assert burn[1] == "Cell In[2]"
     [defining] = [f for f in data["files"] if f["path"] == burn[1]]
     assert any(row[1] == "def burn(seconds):" for row in defining["lines"])
     [burn_s] = timed["burn"]
     assert burn_s == pytest.approx(truth["burn"], abs=resolution), (burn_s, truth, resolution)
     assert sum(burn[3:6]) == pytest.approx(100 * burn_s / attributed, abs=0.01), burn
 
+    # Only the cell's thread: the kernel's own (heartbeat, I/O, history...), running before the
+    # cell and no line of it, are left out of the threads table and the flame graph, whose
+    # root is then the cell's own time: at most its wall time (they made a 0.148 s cell
+    # "all 1.121 s"), plus a resolution for the sampling.
+    kernel = json.loads(executed.cells[6].outputs[0]["text"])["kernel"]
+    assert [row[0] for row in data["threads"]] == [f"main thread {kernel}"]
+    wall = truth["alloc"] + truth["burn"] + truth["sleep"]
+    assert data["flame"][1] <= wall + 2 * resolution, (data["flame"][1], wall, resolution)
+    assert data["flame"][1] >= attributed - resolution
+
     # The plain-text alternative is the terminal report of the same profile.
     text = output["data"]["text/plain"]
+    assert "profile of Cell In[3]" in text and "ipykernel_" not in text
     assert "time.sleep(0.6)" in text and "def burn(seconds):" in text
     # The line table's row (the summary above it quotes the line too).
     held_line = next(line for line in text.splitlines()
@@ -146,6 +179,16 @@ def test_line_magic_profiles_the_statement_and_keeps_the_profile(executed):
     assert burn_s <= truth["line_wall"]
 
 
+def test_threads_the_cell_started_are_kept_and_the_kernels_only_on_request(executed):
+    seen = json.loads(executed.cells[6].outputs[0]["text"])
+    ids = [native_id for native_id, _ in seen["threaded"]]
+    # The cell's thread and the one it started, which burnt 0.3 s of CPU (its time is its).
+    assert sorted(ids) == sorted([seen["kernel"], seen["worker"]]), seen
+    assert dict(seen["threaded"])[seen["worker"]] > 0.15, seen
+    # --kernel-threads: every thread the engine saw, the kernel's own included.
+    assert seen["all_threads"] >= seen["alive"] > 2, seen
+
+
 def test_a_bad_option_is_a_one_line_usage_error(executed):
     [output] = executed.cells[4].outputs  # ipykernel shows a UsageError as one stderr line
     assert output["output_type"] == "stream" and output["name"] == "stderr"
@@ -162,6 +205,7 @@ def test_terminal_ipython_prints_the_text_report(tmp_path):
                           text=True, env=env, cwd=tmp_path, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     assert "heatline profile of" in done.stdout
-    # burn's lines come from the cell IPython compiled them in (its source from linecache).
-    assert "<ipython-input-" in done.stdout
+    # burn's lines come from the cell IPython compiled them in (its source from linecache),
+    # named as IPython's tracebacks name it, not <ipython-input-1-HASH>.
+    assert "Cell In[1]:" in done.stdout and "<ipython-input-" not in done.stdout
     assert "def burn(seconds):" in done.stdout

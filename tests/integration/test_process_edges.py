@@ -42,7 +42,7 @@ def test_interrupt_main_sigterm_is_a_no_op_while_sigterm_is_default(
         result.stderr.decode())
     with open(out) as f:
         profile = json.load(f)
-    assert [p["exit"] for p in profile["processes"]] == ["exit", "SIGTERM"]
+    assert [p["exit"] for p in profile["processes"]] == ["SIGTERM", "SIGTERM"]
     assert _left_in(tmp_path / "tmp") == []
 
 
@@ -64,7 +64,7 @@ def test_a_child_ending_in_the_middle_of_an_import_writes_its_profile(
     # (Other warnings, such as the lock wait of a loaded machine, may come and go.)
     assert not [w for w in profile["warnings"] if _about_a_lost_profile(w)], profile["warnings"]
     assert [(p["role"], p["exit"]) for p in profile["processes"]] == [
-        ("main", "exit"), ("fork child", "os._exit(0)")]
+        ("main", "exit 0"), ("fork child", "os._exit(0)")]
     assert _left_in(tmp_path / "tmp") == []
 
 
@@ -131,8 +131,8 @@ def test_python_children_inherit_the_c_environment(run_heatline, run_python, pro
         profile = json.load(f)
     # Every child profiled, none missing (a preexec_fn's fork is not a child of its own).
     assert [(p["role"], p["exit"]) for p in profile["processes"]] == [
-        ("main", "exit"), *[("python subprocess", "exit")] * 3,
-        ("fork child", "exec"), ("python subprocess", "exit")]
+        ("main", "exit 0"), *[("python subprocess", "exit 0")] * 3,
+        ("fork child", "exec"), ("python subprocess", "exit 0")]
     assert not [w for w in profile["warnings"] if _about_a_lost_profile(w)], profile["warnings"]
     assert _left_in(tmp_path / "tmp") == []
 

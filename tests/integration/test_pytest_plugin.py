@@ -4,6 +4,8 @@ process (pytester), finding the plugin through its pytest11 entry point."""
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -83,12 +85,21 @@ def test_heatline_option_writes_a_profile_per_test(budgets):
     directory = budgets.path / ".heatline"
     names = sorted(os.listdir(directory))
     assert len(names) == 4, names
+    # It says where they went, with a command that shows one.
+    result.stdout.fnmatch_lines(["heatline: 4 profiles written to .heatline/ (one per test); "
+                                 "see one with: heatline view .heatline/test_budgets.py_*.json"])
     for name in names:
         data = profile_format.load(str(directory / name))  # a valid profile file
         assert str(budgets.path / "test_budgets.py") in data["files"]
     (over_peak,) = [name for name in names if "test_over_peak" in name]
     data = json.loads((directory / over_peak).read_text())
     assert data["peak_bytes"] >= 100 * 2**20
+    # The profile is the test's, not pytest's launcher's: its header names the test.
+    assert data["program"] == f"{budgets.path / 'test_budgets.py'}::test_over_peak"
+    header = subprocess.run([sys.executable, "-m", "heatline", "view", str(directory / over_peak)],
+                            capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert f"profile of {budgets.path / 'test_budgets.py'}::test_over_peak" in header.stdout, \
+        header.stdout
     other = budgets.runpytest_subprocess("--heatline=elsewhere", "-k", "within", "-p",
                                          "no:cacheprovider")
     other.assert_outcomes(passed=1, deselected=3)

@@ -484,3 +484,78 @@ def test_the_threshold_reaches_the_html_page(saved_profile, tmp_path):
     assert '"hot_pct":37.5' in page
     assert "HOT = D.hot_pct" in page
     assert page_data(profile.load(saved_profile))["hot_pct"] == 1.0  # the default
+
+
+IDLE_AND_BUSY = os.path.join(os.path.dirname(BUSY), "idle_and_busy.py")
+
+
+def _report_at(data, columns, monkeypatch):
+    """The terminal report of ``data`` as text at ``columns`` wide (rich reads COLUMNS)."""
+    import io
+
+    from heatline.renderers.terminal import print_report
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    out = io.StringIO()
+    print_report(data, out)
+    return out.getvalue()
+
+
+def test_a_narrow_function_table_keeps_the_columns_this_profile_fills(tmp_path, monkeypatch):
+    """The split columns go by their value in the profile: a mostly idle program's system time
+    outlives the native column (blank, or nearly, in every row) at every width; the first
+    split column a narrowing table keeps is the kind with the largest share."""
+    path = tmp_path / "idle.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", "--cpu-only", "-o", str(path), IDLE_AND_BUSY],
+        check=False, capture_output=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    data = profile.load(str(path))
+    functions = data["files"][IDLE_AND_BUSY]["functions"]
+    largest = {kind: max(f[kind + "_pct"] for f in functions)
+               for kind in ("python", "native", "system")}
+    ranked = [f"{kind if kind != 'python' else 'Python'} %"
+              for kind in sorted(largest, key=lambda k: -largest[k])]
+    assert ranked[0] == "system %", largest  # what this program is: it sleeps most of the time
+    widths_with_one_split_column = 0
+    for columns in range(60, 161, 4):
+        text = _report_at(data, columns, monkeypatch)
+        header = next(line for line in text.splitlines() if "total %" in line)
+        kept = [title for title in ("Python %", "native %", "system %") if title in header]
+        # The kept split columns are the most valuable ones of this profile.
+        assert set(kept) == set(ranked[:len(kept)]), (columns, header)
+        widths_with_one_split_column += len(kept) == 1
+    assert widths_with_one_split_column  # some width keeps exactly one: the system time
+
+
+DEEP_LINE = os.path.join(os.path.dirname(BUSY), "deep_line.py")
+
+
+@pytest.mark.parametrize("cpu_only", [False, True])
+def test_the_hot_source_line_is_shown_whole_at_any_width(tmp_path, monkeypatch, cpu_only):
+    """A long line deep in nested blocks, the program's hottest (and, with memory, its
+    allocating one): at every width its source is in the file's table whole (dedented, wrapped,
+    or on rows of its own), never cut to '…', and no row is wider than the terminal."""
+    path = tmp_path / "deep.json"
+    options = ["--cpu-only"] if cpu_only else []
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", *options, "-o", str(path), DEEP_LINE, "100"],
+        check=False, capture_output=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    data = profile.load(str(path))
+    lines = data["files"][DEEP_LINE]["lines"]
+    hot = max(lines, key=lambda line: line["python_pct"] + line["native_pct"])
+    assert "CACHE[(round_number, key)]" in hot["source"]  # the line the program spends its time on
+    for columns in (40, 60, 80, 100, 120, 160, 200):
+        text = _report_at(data, columns, monkeypatch)
+        rows = text.splitlines()
+        assert max(len(row) for row in rows) <= columns, columns
+        start = next(i for i, row in enumerate(rows) if row.startswith("Line"))
+        end = next(i for i, row in enumerate(rows) if i > start and row.startswith("Functions"))
+        table = "\n".join(rows[start:end])
+        assert "…" not in table, (columns, table)
+        assert "".join(hot["source"].split()) in "".join(table.split()), (columns, table)

@@ -9,6 +9,9 @@ profile then follows from what the phase does by construction:
   kind "system": inside a blocking call (sleep, I/O, lock, join): blocked, except for the
     moments it is busy inside that call (entering it, and after the wake-up, runnable until a
     CPU is free: on a busy machine that wait is milliseconds per wake-up), which are native.
+    heatline counts that last wait as blocked (a thread that has not run since its wait is
+    still waiting, sampler.c), so its native time for such a phase lies between the phase's
+    time on a CPU (on_cpu_s) and its busy time; the tests take that range.
 
 For every phase the busy time is measured, never assumed (a 0.5 s sleep on a loaded 2-core
 machine was seen runnable for 3% of it). For python and native phases, the thread's busy time

@@ -51,11 +51,14 @@ static PyObject *function_item(size_t i, const void *stats) {
                          "qualname", name_str(f->qualname), "first_line", f->first_line);
 }
 
+/* One (line, function) cell: a line shared by two functions is listed once for each. */
 static PyObject *line_item(size_t i, const void *stats) {
-    const hl_line_stat *l = &((const hl_stats *)stats)->lines[i];
-    return Py_BuildValue("(IiIKKK)", l->file, l->line, l->function,
-                         (unsigned long long)l->ns[HL_PYTHON], (unsigned long long)l->ns[HL_NATIVE],
-                         (unsigned long long)l->ns[HL_SYSTEM]);
+    const hl_stats *s = stats;
+    const hl_line_cell *c = &s->cells[i];
+    const hl_line_stat *l = &s->lines[c->line];
+    return Py_BuildValue("(IiIKKK)", l->file, l->line, c->function,
+                         (unsigned long long)c->ns[HL_PYTHON], (unsigned long long)c->ns[HL_NATIVE],
+                         (unsigned long long)c->ns[HL_SYSTEM]);
 }
 
 static PyObject *thread_item(size_t i, const void *unused) {
@@ -276,7 +279,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         (unsigned long long)view->max_gap_ns, "max_tick_ns", (unsigned long long)view->max_tick_ns,
         "sampler_shared_descriptors", PyBool_FromLong(view->shared_descriptors), "files",
         list_of(s->nfiles, file_item, s), "functions", list_of(s->nfunctions, function_item, s),
-        "lines", list_of(s->nlines, line_item, s), "threads",
+        "lines", list_of(s->ncells, line_item, s), "threads",
         list_of(view->nthreads, thread_item, NULL), "stacks", list_of(s->nstacks, stack_item, s),
         "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
         (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",

@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "control.h"
+#include "exitstatus.h"
 #include "memread.h"
 #include "periodic.h"
 #include "sampler.h"
@@ -445,6 +446,10 @@ int hl_engine_chain_sigterm(void) {
 
 int hl_engine_sigterm_delivered(void) {
     return hl_sigterm_delivered();
+}
+
+int hl_engine_record_exit_status(const char *path) {
+    return hl_exit_status_record(path);
 }
 
 void hl_engine_wait_for_tick(void) {

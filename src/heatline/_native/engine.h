@@ -76,6 +76,10 @@ int hl_engine_chain_sigterm(void);
  * hl_engine_chain_sigterm() (0: _thread.interrupt_main's simulation; sigterm.h). */
 int hl_engine_sigterm_delivered(void);
 
+/* A profiled child: write the status the process exits with to `path` once it exits
+ * (exitstatus.h). Returns 0, or -1 when it cannot be recorded. */
+int hl_engine_record_exit_status(const char *path);
+
 /* In the child of os.fork() (os.register_at_fork(after_in_child=...)), GIL held: if no session
  * runs in this process (the parent's was marked stopped at the fork), the parts take out what
  * they installed, so that a child that profiles nothing runs at its plain speed. */

@@ -188,6 +188,19 @@ static PyObject *native_sigterm_delivered(PyObject *module, PyObject *unused) {
     return PyBool_FromLong(hl_engine_sigterm_delivered());
 }
 
+PyDoc_STRVAR(record_exit_status_doc,
+             "_record_exit_status($module, path, /)\n--\n\n"
+             "Write the status this process exits with to the file `path` once it has exited\n"
+             "(exitstatus.h). Returns False when it cannot be recorded.");
+static PyObject *native_record_exit_status(PyObject *module, PyObject *path) {
+    (void)module;
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(path, &bytes)) return NULL;
+    int recorded = hl_engine_record_exit_status(PyBytes_AS_STRING(bytes)) == 0;
+    Py_DECREF(bytes);
+    return PyBool_FromLong(recorded);
+}
+
 PyDoc_STRVAR(
     check_signals_doc,
     "_check_signals($module, /)\n--\n\n"
@@ -432,6 +445,7 @@ static PyMethodDef native_methods[] = {
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
     {"_sigterm_delivered", native_sigterm_delivered, METH_NOARGS, sigterm_delivered_doc},
+    {"_record_exit_status", native_record_exit_status, METH_O, record_exit_status_doc},
     {"_check_signals", native_check_signals, METH_NOARGS, check_signals_doc},
     {"_environ", native_environ, METH_NOARGS, environ_doc},
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},

@@ -21,7 +21,15 @@
  *      system  if T is blocked: not running on a CPU and not runnable (sleep, I/O wait,
  *              lock wait, join, waiting for the GIL). A runnable thread (state R) that is
  *              waiting for a CPU, possibly pushed off it by the sampler itself on a busy
- *              machine, is busy with its own work and counts as running;
+ *              machine, is busy with its own work and counts as running, except when it is
+ *              still waking from a wait: its previous sample was blocked and its CPU clock
+ *              has not moved since (c1 equals the previous tick's reading, and c2 == c1).
+ *              The wait then ended, but the thread has not run a single instruction of its
+ *              own since: on a busy machine a thread woken from time.sleep() or a lock waits
+ *              for a CPU for milliseconds, and that wait is the tail of its sleep, not work
+ *              (--use-virtual-time, which keeps only running time, made a sleep the hottest
+ *              line of a loaded machine). A thread that ran in between (its clock moved),
+ *              or that was running at its previous sample, is never charged this way;
  *      native  if T is running inside a call (C extension, builtin, BLAS, with or without
  *              the GIL: the innermost frame is executing a call instruction);
  *      python  if T is running and holds the GIL (executing bytecode), or is running without
@@ -362,6 +370,8 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
         forget_thread(e, t);
         return;
     }
+    /* Not one ns of CPU since the previous sample, which found it blocked (see the header). */
+    int still_waking = t->has_last_cpu && t->was_waiting && c1 == t->last_cpu_ns;
     if (t->has_last_cpu && c1 >= t->last_cpu_ns) t->cpu_ns += c1 - t->last_cpu_ns;
     t->last_cpu_ns = c1;
     t->has_last_cpu = 1;
@@ -381,7 +391,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
         forget_thread(e, t);
         return;
     }
-    int blocked = c2 == c1 && !runnable(stat_fd);
+    int blocked = c2 == c1 && (still_waking || !runnable(stat_fd));
     if (stat_fd >= 0) close(stat_fd);
     if (depth < 0) depth = 0;
 
@@ -393,6 +403,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     else if (flags & HL_OP_SWITCH) category = HL_PYTHON; /* handing the GIL over */
     else if ((flags & HL_OP_SWITCH_CONTENDED) && gil_holder != 0) category = HL_PYTHON; /* to it */
     else category = HL_NATIVE; /* an operator running C code that released the GIL */
+    t->was_waiting = category == HL_SYSTEM;
 
     /* The line charged: the innermost user frame, wherever it is on the stack (the walk finds
      * it among elided frames too). Where the stack could not be read to a user frame, the

@@ -27,6 +27,7 @@ typedef struct hl_thread {
     int alive;          /* present in the interpreter's thread list at the latest scan */
     uint64_t last_cpu_ns;
     int has_last_cpu;
+    int was_waiting; /* its latest sample was charged as blocked (system) */
     uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
     uint64_t unattributed_ns;    /* sampled while no user frame was on its stack */
     uint64_t cpu_ns;             /* CPU time measured between its samples */

@@ -21,7 +21,10 @@ int hl_scope_is_user(const hl_scope *scope, const char *path) {
     if (!scope->profile_all) {
         for (size_t i = 0; i < scope->nexclude_prefixes; i++) {
             const char *prefix = scope->exclude_prefixes[i];
-            if (strncmp(path, prefix, strlen(prefix)) == 0) return 0;
+            size_t length = strlen(prefix);
+            /* A directory ends with a separator; an entry that does not is one file. */
+            int whole = length > 0 && prefix[length - 1] != '/';
+            if (strncmp(path, prefix, length) == 0 && (!whole || path[length] == '\0')) return 0;
         }
     }
     return 1;

@@ -9,11 +9,14 @@
  *   2. no `exclude` entry (--profile-exclude) is a substring of its path;
  *   3. when `only` (--profile-only) is non-empty, some entry is a substring of its path (a
  *      library file named there counts: --profile-only needs no --profile-all);
- *   4. unless `profile_all` (--profile-all), no `exclude_prefixes` entry is a prefix of it.
+ *   4. unless `profile_all` (--profile-all), no `exclude_prefixes` entry is a prefix of it (an
+ *      entry that ends with a separator is a directory; one that does not is a single file,
+ *      a console-script launcher such as venv/bin/pytest, and must be the whole path).
  *
  * The engine holds no list of directories: the shell (heatline/scope.py) passes the prefixes
  * that mean "not the user's" (the standard library, site-packages, heatline's own package,
- * each as spelled and with symlinks resolved) and the options pass `only`, `exclude` and
+ * each as spelled and with symlinks resolved, and the console-script launchers, which only
+ * call into an installed package) and the options pass `only`, `exclude` and
  * `profile_all`; this file applies them. The walker (frames.c) asks once per file, when it
  * first interns it, and keeps the answer in the file table (stats.h, hl_file.user).
  */

@@ -140,7 +140,7 @@ int64_t hl_stats_line(hl_stats *s, uint32_t file, int line, uint32_t function) {
     if (HL_ARRAY_RESERVE(s->lines, s->lines_capacity, s->nlines + 1, 64) != 0) return -1;
     if (hl_map_put(&s->line_index, key, (uint32_t)s->nlines) != 0) return -1;
     id = (uint32_t)s->nlines++;
-    s->lines[id] = (hl_line_stat){file, line, function, {0, 0, 0}, NULL};
+    s->lines[id] = (hl_line_stat){file, line, function, NULL};
     return id;
 }
 
@@ -154,9 +154,18 @@ hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id) {
 int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
                          uint64_t ns) {
     HL_ASSERT(category >= 0 && category < HL_NCATEGORIES);
-    int64_t id = hl_stats_line(s, file, line, function);
-    if (id < 0) return -1;
-    s->lines[id].ns[category] += ns;
+    int64_t line_id = hl_stats_line(s, file, line, function);
+    if (line_id < 0) return -1;
+    /* Both ids are below 2^32 - 1, so the key is exact and never 0. */
+    uint64_t key = (((uint64_t)line_id << 32) | function) + 1;
+    uint32_t id;
+    if (!hl_map_get(&s->cell_index, key, &id)) {
+        if (HL_ARRAY_RESERVE(s->cells, s->cells_capacity, s->ncells + 1, 64) != 0) return -1;
+        if (hl_map_put(&s->cell_index, key, (uint32_t)s->ncells) != 0) return -1;
+        id = (uint32_t)s->ncells++;
+        s->cells[id] = (hl_line_cell){(uint32_t)line_id, function, {0, 0, 0}};
+    }
+    s->cells[id].ns[category] += ns;
     return 0;
 }
 
@@ -249,11 +258,13 @@ void hl_stats_clear(hl_stats *s) {
     free(s->files);
     free(s->functions);
     free(s->lines);
+    free(s->cells);
     free(s->stacks);
     free(s->frame_pool);
     hl_map_free(&s->file_index);
     hl_map_free(&s->function_index);
     hl_map_free(&s->line_index);
+    hl_map_free(&s->cell_index);
     hl_map_free(&s->stack_index);
     memset(s, 0, sizeof(*s));
 }

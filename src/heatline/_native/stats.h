@@ -110,13 +110,23 @@ typedef struct hl_line_memory {
     hl_timeline timeline;            /* of `live` */
 } hl_line_memory;
 
+/* A line: (file, line). Its function is the one it was first charged to (memory and GPU
+ * records name it); time is kept per (line, function) in cells, because two functions can
+ * share a line (`return sum(i * i for i in x)`: the caller's and the generator's frames), and
+ * each function's own time must be what ran in its own frames. */
 typedef struct hl_line_stat {
     uint32_t file;
     int line;
     uint32_t function;
-    uint64_t ns[HL_NCATEGORIES];
     hl_line_memory *memory; /* NULL until memory is charged to the line */
 } hl_line_stat;
+
+/* Time charged to a line while the innermost user frame ran `function`. */
+typedef struct hl_line_cell {
+    uint32_t line; /* id in hl_stats.lines */
+    uint32_t function;
+    uint64_t ns[HL_NCATEGORIES];
+} hl_line_cell;
 
 typedef struct hl_stack_stat {
     uint32_t thread;
@@ -141,6 +151,10 @@ typedef struct hl_stats {
     size_t nlines, lines_capacity;
     hl_map line_index;
 
+    hl_line_cell *cells;
+    size_t ncells, cells_capacity;
+    hl_map cell_index;
+
     hl_stack_stat *stacks;
     size_t nstacks, stacks_capacity;
     hl_map stack_index;
@@ -161,7 +175,8 @@ int64_t hl_stats_line(hl_stats *s, uint32_t file, int line, uint32_t function);
 /* The line's memory record, allocated on first use. NULL when out of memory. */
 hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id);
 
-/* Charging: each returns 0, or -1 when out of memory (the time is then not recorded). */
+/* Charging: each returns 0, or -1 when out of memory (the time is then not recorded).
+ * hl_stats_charge_line charges the cell (line, function), creating both on first use. */
 int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
                          uint64_t ns);
 /* frames: outermost first, depth <= HL_MAX_DEPTH, with a marker frame where frames were

@@ -4,7 +4,9 @@ the time they were blocked.
 Applied to the finished profile before it is written or shown: every ``system_s`` (blocked
 time: sleep, I/O, locks, waiting for the GIL) becomes 0, and every percentage is recomputed
 over what is left (``python_s + native_s``), so the shares are shares of running time. A
-thread that was runnable but waiting for a CPU still counts as running, as always.
+thread that was runnable but waiting for a CPU still counts as running, as always, except one
+still waking from a wait (blocked at its previous sample, not run since: the sampler charges
+that as blocked, so a sleep's wake-up on a busy machine is left out with the sleep).
 """
 
 from __future__ import annotations

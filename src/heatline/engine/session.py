@@ -97,6 +97,14 @@ def sigterm_delivered() -> bool:
     return bool(_native._sigterm_delivered())
 
 
+def record_exit_status(path: str) -> bool:
+    """Have the status this process exits with written to ``path`` once it has exited, after
+    Python's atexit handlers (exitstatus.h). False when it cannot be recorded."""
+    from heatline import _native
+
+    return bool(_native._record_exit_status(path))
+
+
 def check_signals() -> None:
     """Run now the Python handlers of the signals that came meanwhile (PyErr_CheckSignals)."""
     from heatline import _native
@@ -213,9 +221,11 @@ class Session:
         # it as CLOCK_MONOTONIC, time.monotonic's clock): this pair turns it into wall time.
         self._start_clock = (time.time(), time.monotonic_ns())
         self._origin_ns = 0
+        # The program run may itself be a launcher outside the scripts directories.
+        program = scope.launcher_files_among([self.program])
         _native.start(
             self.sampling_interval_s,
-            exclude_prefixes=list(exclude_prefixes),
+            exclude_prefixes=[*exclude_prefixes, *program],
             only=self.only,
             exclude=self.exclude,
             profile_all=self.profile_all,

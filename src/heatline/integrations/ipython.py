@@ -21,8 +21,11 @@ import html
 import io
 import os
 import re
+import sys
+import threading
 from typing import Any
 
+from heatline.data.reshape import renamed_files, without_threads
 from heatline.options import RUN_OPTIONS, Options, only_implies_all
 
 # Options that make no sense around a statement: --off would profile nothing.
@@ -61,11 +64,15 @@ def _parser() -> _Parser:
         if option.dest not in _LEFT_OUT:
             add_option(parser, option)
     add_format_shortcuts(parser)
+    parser.add_argument("--kernel-threads", action="store_true",
+                        help="also show the threads that were running before the cell (the "
+                        "kernel's own: heartbeat, I/O, history) that ran no code of yours")
     return parser
 
 
 def parse(line: str) -> tuple[Options, str]:
-    """The options at the start of ``line`` and the rest of it (the statement, as typed)."""
+    """The options at the start of ``line`` and the rest of it (the statement, as typed);
+    the magic's own ``--kernel-threads`` is ``options.kernel_threads``."""
     from heatline.cli.common import split_argv
 
     words = line.split()
@@ -77,7 +84,10 @@ def parse(line: str) -> tuple[Options, str]:
     if values["outfile"] is not None:
         values["outfile"] = os.path.abspath(values["outfile"])
     only_implies_all(values)
-    return Options(**values), rest
+    kernel_threads = values.pop("kernel_threads")
+    options = Options(**values)
+    options.kernel_threads = kernel_threads  # type: ignore[attr-defined]
+    return options, rest
 
 
 def run_magic(shell: Any, line: str, cell: str | None, local_ns: Any) -> Any:
@@ -92,19 +102,78 @@ def run_magic(shell: Any, line: str, cell: str | None, local_ns: Any) -> Any:
                          "(%heatline f()) or use %%heatline on a cell")
     transformed = shell.transform_cell(source)
     # A cell file name of IPython's own (linecache holds its source), counted like a cell.
-    filename = shell.compile.cache(transformed, shell.execution_count)
+    filename = shell.compile.cache(transformed, _running_cell(shell))
     code = compile(transformed, filename, "exec", dont_inherit=True)
     namespace = shell.user_ns if local_ns is None or cell is not None else local_ns
-    # The options as the user gave them; quiet only decides whether the report is shown.
-    api._start(options)
+    # The threads already running, but for this one: the kernel's (heartbeat, I/O, history...).
+    # Those that ran no line of the notebook's are left out of the profile: they are not the
+    # cell's, and their idle time filled the threads table and the flame graph.
+    before = {thread.native_id for thread in threading.enumerate()} - {threading.get_native_id()}
+    # The options as the user gave them, but -o: written below, once the profile is the cell's.
+    # quiet only decides whether the report is shown.
+    recorded = Options(**{**{option.dest: getattr(options, option.dest)
+                             for option in RUN_OPTIONS}, "outfile": None})
+    api._start(recorded, program=cell_name(shell, filename) or filename)
     try:
         exec(code, shell.user_global_ns, namespace)  # noqa: S102 -- running the cell is the point
     finally:
-        result = api.stop()
+        data = api.stop().data
+    if not getattr(options, "kernel_threads", False):
+        without_threads(data, before)
+    renamed_files(data, cell_names(shell, data))
+    result = api.Profile(data, reduced=options.reduced_profile,
+                         threshold_pct=options.threshold_pct)
+    if options.outfile:
+        result.save(options.outfile, format=options.format)
     shell.user_ns["_heatline_profile"] = result
     if not options.quiet:
         show(shell, result)
     return None
+
+
+def _running_cell(shell: Any) -> int:
+    """The number of the cell that runs the magic: IPython's execution count has already moved
+    on to the next cell's while a cell runs (not while a script's cells run), so the cell is
+    found on the stack, by the file name IPython compiled it under."""
+    numbers = getattr(shell.compile, "_filename_map", {})
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename in numbers:
+            return int(numbers[frame.f_code.co_filename])
+        frame = frame.f_back
+    return int(shell.execution_count)
+
+
+_TERMINAL_CELL = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
+
+
+def cell_name(shell: Any, path: str) -> str | None:
+    """What IPython calls the cell compiled under ``path`` in its tracebacks ("Cell In[3]"),
+    or None when ``path`` is no cell of this shell."""
+    compiler = getattr(shell, "compile", None)
+    format_code_name = getattr(compiler, "format_code_name", None)
+    if format_code_name is not None:  # IPython 8 and later
+        label = format_code_name(path)
+        if label:
+            return " ".join(label)
+    match = _TERMINAL_CELL.fullmatch(path)
+    return f"In [{match.group(1)}]" if match else None
+
+
+def cell_names(shell: Any, data: dict[str, Any]) -> dict[str, str]:
+    """Every cell file the profile names -> its cell's name. A cell whose name another file of
+    the profile already has (the cell holding the ``%%heatline`` line and the cell it runs are
+    both the same In[n]) keeps its path."""
+    paths = list(data.get("files", {}))
+    paths += [frame.get("file", "") for frame in data.get("stacks", {}).get("frames", [])]
+    names: dict[str, str] = {}
+    taken = {path for path in paths}
+    for path in dict.fromkeys(paths):  # in the profile's order: the busiest file first
+        name = cell_name(shell, path)
+        if name is not None and name not in taken:
+            names[path] = name
+            taken.add(name)
+    return names
 
 
 def show(shell: Any, result: Any) -> None:

@@ -100,7 +100,7 @@ def pytest_runtest_call(item: Any) -> Any:
     from heatline import api
 
     try:
-        api.start()
+        api._start(api.options_from_keywords({}), program=_test_label(item))
     except api.HeatlineError as exc:  # e.g. pytest itself runs under the heatline command
         item.stash[_BREACHES] = [f"cannot profile this test: {exc}"] if limits else []
         if not limits:
@@ -114,12 +114,36 @@ def pytest_runtest_call(item: Any) -> Any:
     if directory is not None:
         base = os.path.join(str(item.config.invocation_params.dir), directory)
         os.makedirs(base, exist_ok=True)
-        profile.save(os.path.join(base, _file_name(item.nodeid)))
+        path = os.path.join(base, _file_name(item.nodeid))
+        profile.save(path)
+        item.config.stash.setdefault(_WRITTEN, []).append(path)
     if limits:
         item.stash[_BREACHES] = _breaches(profile, limits, str(item.config.rootpath))
 
 
 _BREACHES = pytest.StashKey[list]()
+_WRITTEN = pytest.StashKey[list]()  # the profile files --heatline wrote, in test order
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
+    """Where --heatline's profiles went, and how to look at one."""
+    written = config.stash.get(_WRITTEN, [])
+    if not written:
+        return
+    first = written[0]
+    if first.startswith(os.getcwd() + os.sep):
+        first = os.path.relpath(first)
+    count = f"{len(written)} profile" + ("" if len(written) == 1 else "s")
+    terminalreporter.write_sep("-", "heatline")
+    terminalreporter.write_line(f"heatline: {count} written to {os.path.dirname(first)}{os.sep} "
+                                f"(one per test); see one with: heatline view {first}")
+
+
+def _test_label(item: Any) -> str:
+    """The profile's "program": the test's file, absolute (the report shows paths relative to
+    its directory), and its name within the file, as pytest writes it ("file.py::test_x")."""
+    name = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    return f"{item.path}::{name}"
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -21,7 +21,12 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 #flame{position:relative;overflow-x:hidden;overflow-y:auto;max-height:480px;border:1px solid #ccc;font:11px monospace}
 #flame div{position:absolute;height:17px;line-height:17px;overflow:hidden;white-space:nowrap;
  border-right:1px solid #fff;box-sizing:border-box;padding-left:2px;cursor:pointer;background:#f4a261}
+#flame div.python,.key.python{background:#f4a261}#flame div.native,.key.native{background:#8ecae6}
+#flame div.system,.key.system{background:#d3d6da}
 #flame div.match{background:#e76f51;color:#fff}
+.key{display:inline-block;width:12px;height:12px;margin:0 4px 0 10px;vertical-align:-2px;border:1px solid #999}
+#flame-legend{margin:4px 0;color:#444}
+#memory svg text{font:11px system-ui,sans-serif;fill:#444}
 #error{color:#b00;font-weight:600}
 .edges{font-size:12px;margin:4px 0 8px 24px}
 #findings-box{background:#fff8e1;border:1px solid #f0d58c;padding:2px 12px;margin-top:10px;max-width:1100px}
@@ -32,10 +37,13 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <div id="summary"></div>
 <div id="findings-box" hidden><h2>Summary</h2><ul id="findings"></ul></div>
 <div id="warnings"></div>
+<div id="hot-box" hidden><h2>Hot lines</h2><div>The lines with the most time; all lines are under Source, at the end.</div><table id="hot"></table></div>
 <h2>Memory over time</h2><div id="memory"></div>
 <div id="gpu"></div>
 <h2>Flame graph</h2>
-<div>Search <input id="search" size="30"> <button id="reset">reset zoom</button> (click a frame to zoom)</div>
+<div>Search <input id="search" size="30"> <button id="reset">reset zoom</button> (click a frame to zoom)
+<label id="idle-label" hidden><input type="checkbox" id="show-idle"> <span id="idle-text"></span></label></div>
+<div id="flame-legend">Each frame is coloured by where most of its time went:<span class="key python"></span>Python<span class="key native"></span>native<span class="key system"></span>system (blocked)</div>
 <div id="flame"></div>
 <h2>Functions</h2><div>Click a column to sort, a row for its callers and callees.</div>
 <table id="functions"></table>
@@ -88,7 +96,7 @@ function plot(values, w, h, times) {
   t.appendChild(el("div", "Program: " + D.program));
   t.appendChild(el("div", "Elapsed " + (s.elapsed_s || 0).toFixed(3) + " s" +
     (s.profiled_s === null || s.profiled_s === undefined ? "" : ", of which " + s.profiled_s.toFixed(3) + " s profiled") + ", CPU " +
-    (s.cpu_s || 0).toFixed(3) + " s, " + s.samples + " samples, peak memory " +
+    (s.cpu_s || 0).toFixed(3) + " s, " + s.samples + (s.samples === 1 ? " sample" : " samples") + ", peak memory " +
     (bytes(s.peak_bytes) || "0") + ", Python " + s.python_version + ", heatline " + D.version));
   document.getElementById("summary").appendChild(t);
   D.warnings.forEach(function (w) { document.getElementById("warnings").appendChild(el("div", "warning: " + w)); });
@@ -104,11 +112,64 @@ function plot(values, w, h, times) {
     list.appendChild(li);
   });
 })();
+// Hot lines: the busiest lines of every file, near the top (the annotated source is last)
+(function () {
+  var all = [];
+  D.files.forEach(function (f) { f.lines.forEach(function (l) { if (l[2] + l[3] + l[4] > 0) all.push([f.path, l]); }); });
+  if (!all.length) return;
+  all.sort(function (a, b) { return (b[1][2] + b[1][3] + b[1][4]) - (a[1][2] + a[1][3] + a[1][4]); });
+  document.getElementById("hot-box").hidden = false;
+  var t = document.getElementById("hot"), h = el("tr");
+  ["line", "time", "Python", "native", "system", "alloc", "source"].forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  all.slice(0, 10).forEach(function (item) {
+    var l = item[1], tr = el("tr", null, "hotline");
+    if (l[2] + l[3] + l[4] >= D.hot_pct) tr.className = "hotline hot";
+    tr.appendChild(el("td", item[0].split("/").pop() + ":" + l[0], "name"));
+    tr.appendChild(el("td", pct(l[2] + l[3] + l[4])));
+    tr.appendChild(el("td", pct(l[2]))); tr.appendChild(el("td", pct(l[3]))); tr.appendChild(el("td", pct(l[4])));
+    tr.appendChild(el("td", bytes(l[5]))); tr.appendChild(el("td", l[1].trim(), "src"));
+    t.appendChild(tr);
+  });
+})();
+// An SVG line chart with axes: ticks at 0, half and the most of each, labelled by `fy` and `fx`,
+// and the axes' titles.
+function chart(points, w, h, fy, fx, ytitle, xtitle) {
+  var L = 92, B = 34, T = 8, R = 12, pw = w - L - R, ph = h - T - B;
+  var s = document.createElementNS(SVG, "svg");
+  s.setAttribute("width", w); s.setAttribute("height", h);
+  function add(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    s.appendChild(e); return e;
+  }
+  var ymax = Math.max.apply(null, points.map(function (p) { return p[1]; })) || 1;
+  var xmax = points[points.length - 1][0] || 1;
+  add("line", {x1: L, y1: T, x2: L, y2: T + ph, stroke: "#888"});
+  add("line", {x1: L, y1: T + ph, x2: L + pw, y2: T + ph, stroke: "#888"});
+  [0, 0.5, 1].forEach(function (f) {
+    var y = T + ph - f * ph, x = L + f * pw;
+    add("line", {x1: L - 4, y1: y, x2: L, y2: y, stroke: "#888"});
+    add("text", {x: L - 6, y: y + 4, "text-anchor": "end"}, fy(f * ymax) || "0");
+    add("line", {x1: x, y1: T + ph, x2: x, y2: T + ph + 4, stroke: "#888"});
+    add("text", {x: x, y: T + ph + 16, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle"}, fx(f * xmax));
+  });
+  add("text", {x: L + pw / 2, y: h - 2, "text-anchor": "middle"}, xtitle);
+  add("text", {x: 12, y: T + ph / 2, "text-anchor": "middle", transform: "rotate(-90 12 " + (T + ph / 2) + ")"}, ytitle);
+  s.setAttribute("role", "img"); s.setAttribute("aria-label", ytitle + " over " + xtitle);
+  var pts = points.map(function (p) {
+    return (L + p[0] / xmax * pw).toFixed(1) + "," + (T + ph - p[1] / ymax * ph).toFixed(1);
+  });
+  add("polyline", {points: pts.join(" "), fill: "none", stroke: "#2a6f97", "stroke-width": "1.5"});
+  return s;
+}
 // Memory timeline
 (function () {
   var m = D.memory_timeline, box = document.getElementById("memory");
   if (!m.length) { box.textContent = "no memory timeline (memory profiling off)"; return; }
-  box.appendChild(plot(m.map(function (p) { return p[1]; }), 600, 80, m.map(function (p) { return p[0]; })));
+  box.appendChild(chart(m, 640, 150, bytes, function (v) { return v.toFixed(2) + " s"; },
+    "memory held", "time since the start (s)"));
   box.appendChild(el("div", "peak " + bytes(Math.max.apply(null, m.map(function (p) { return p[1]; }))) +
     " over " + m[m.length - 1][0].toFixed(2) + " s"));
   var k = D.peak;
@@ -146,8 +207,41 @@ function plot(values, w, h, times) {
   });
   box.appendChild(t);
 })();
-// Flame graph (icicle: the root on top)
-var flameRoot = D.flame, flameZoom = flameRoot;
+// Flame graph (icicle: the root on top). Idle threads (running under 5% of their time) are
+// left out until "show idle threads" is ticked: their blocked time would dwarf the rest.
+var KINDS = ["python", "native", "system"];
+function kindOf(node) {
+  var k = node[3] || [0, 0, 0], best = 0;
+  for (var i = 1; i < 3; i++) if (k[i] > k[best]) best = i;
+  return KINDS[best];
+}
+function pruned(node, depth, showIdle) {
+  if (depth === D.flame_thread_depth) return node[4] && !showIdle ? null : node;
+  var kids = [], v = 0, k = [0, 0, 0];
+  node[2].forEach(function (c) {
+    var p = pruned(c, depth + 1, showIdle);
+    if (!p) return;
+    kids.push(p); v += p[1];
+    for (var i = 0; i < 3; i++) k[i] += (p[3] || [0, 0, 0])[i];
+  });
+  if (!kids.length && depth > 0) return null;
+  return [node[0], v, kids, k, 0];
+}
+var idleThreads = [];
+(function count(node, depth) {
+  if (depth === D.flame_thread_depth) { if (node[4]) idleThreads.push(node); return; }
+  node[2].forEach(function (c) { count(c, depth + 1); });
+})(D.flame, 0);
+if (idleThreads.length) {
+  var idleS = idleThreads.reduce(function (a, n) { return a + n[1]; }, 0);
+  document.getElementById("idle-label").hidden = false;
+  document.getElementById("idle-text").textContent = "show " + idleThreads.length + " idle thread" +
+    (idleThreads.length === 1 ? "" : "s") + " (running under 5% of their time; " + idleS.toFixed(3) + " s, mostly blocked)";
+}
+var flameRoot = pruned(D.flame, 0, false), flameZoom = flameRoot;
+document.getElementById("show-idle").onchange = function () {
+  flameRoot = pruned(D.flame, 0, this.checked); flameZoom = flameRoot; drawFlame();
+};
 function drawFlame() {
   var box = document.getElementById("flame"), W = box.clientWidth || 1000, rowH = 18;
   var query = document.getElementById("search").value.toLowerCase();
@@ -156,10 +250,12 @@ function drawFlame() {
   function walk(node, x, w, depth) {
     if (w < 1) return;
     depthMax = Math.max(depthMax, depth);
-    var d = el("div", node[0] + " " + node[1].toFixed(3) + " s");
-    d.title = node[0] + " (" + node[1].toFixed(3) + " s, " + (100 * node[1] / (flameRoot[1] || 1)).toFixed(1) + "%)";
+    var d = el("div", node[0] + " " + node[1].toFixed(3) + " s", kindOf(node)), k = node[3] || [0, 0, 0];
+    d.title = node[0] + " (" + node[1].toFixed(3) + " s, " + (100 * node[1] / (flameRoot[1] || 1)).toFixed(1) +
+      "%: Python " + k[0].toFixed(3) + " s, native " + k[1].toFixed(3) + " s, system " + k[2].toFixed(3) + " s)";
     d.style.left = x + "px"; d.style.top = depth * rowH + "px"; d.style.width = w + "px";
     if (query && node[0].toLowerCase().indexOf(query) >= 0) d.className = "match";
+    if (depth === 0 && idleThreads.length && !document.getElementById("show-idle").checked) d.textContent += " (idle threads hidden)";
     d.onclick = function () { flameZoom = node; drawFlame(); };
     frag.appendChild(d);
     var cx = x;

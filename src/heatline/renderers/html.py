@@ -29,26 +29,70 @@ from heatline.data.queries import (
 MIN_NODE_SHARE = 1 / 5000
 
 
+# A thread is idle in the flame graph (hidden until the page's "show idle threads" box is ticked)
+# when it ran (Python or native) less than this share of its sampled time: a queue feeder, a
+# pool's result handler, a kernel's heartbeat. Their blocked time made a 10.6 s run's root
+# 78.5 s (18 such threads at about 3 s each). The main process's main thread is always shown:
+# its waiting is the story (a training loop starved by its DataLoader).
+IDLE_RUNNING_SHARE = 0.05
+
+
+def _thread_label(profile: dict[str, Any], index: int) -> str:
+    """The thread's name; in a profile of several processes, with its process (pid, role)."""
+    name = thread_name(profile, index)
+    processes = profile.get("processes") or []
+    threads = profile.get("threads", [])
+    if len(processes) < 2 or not 0 <= index < len(threads):
+        return name
+    pid = threads[index].get("pid", processes[0]["pid"])
+    role = next((p["role"] for p in processes if p["pid"] == pid), "child")
+    return f"{name} of pid {pid} ({role})"
+
+
 def _flame_tree(profile: dict[str, Any]) -> list[Any]:
-    """[label, seconds, children] with threads as the first level."""
+    """[label, seconds, children, [python_s, native_s, system_s], idle] with, under the root,
+    one node per process (in a profile of several processes: "pid 123 (DataLoader worker)"),
+    then one per thread (``idle`` 1 on an idle thread's node, else 0), then the frames."""
     frames = (profile.get("stacks") or {}).get("frames", [])
-    root: dict[str, Any] = {"v": 0.0, "c": {}}
+    threads = profile.get("threads", [])
+    processes = profile.get("processes") or []
+    main_pid = processes[0]["pid"] if processes else None
+    roles = {p["pid"]: p["role"] for p in processes}
+
+    def new() -> dict[str, Any]:
+        return {"v": 0.0, "k": [0.0, 0.0, 0.0], "c": {}}
+
+    root = new()
     for stack in stacks(profile):
+        thread = threads[stack.thread] if 0 <= stack.thread < len(threads) else {}
+        path = [thread_name(profile, stack.thread)]
+        if len(processes) > 1:
+            pid = thread.get("pid", main_pid)
+            path.insert(0, f"pid {pid} ({roles.get(pid, 'child')})")
+        path += [frame_label(frames[index]) for index in stack.frames]
+        kinds = (stack.python_s, stack.native_s, stack.system_s)
         node = root
-        node["v"] += stack.total_s
-        for label in [thread_name(profile, stack.thread)] + [
-            frame_label(frames[index]) for index in stack.frames
-        ]:
-            node = node["c"].setdefault(label, {"v": 0.0, "c": {}})
+        for label in [None, *path]:
+            if label is not None:
+                node = node["c"].setdefault(label, new())
             node["v"] += stack.total_s
+            node["k"] = [a + b for a, b in zip(node["k"], kinds)]
     limit = root["v"] * MIN_NODE_SHARE
+    thread_depth = 2 if len(processes) > 1 else 1
+    main_thread = next((thread_name(profile, i) for i, t in enumerate(threads)
+                        if t.get("main") and "pid" not in t), None)
 
-    def pack(label: str, node: dict[str, Any]) -> list[Any]:
-        children = [pack(k, v) for k, v in node["c"].items() if v["v"] >= limit]
+    def pack(label: str, node: dict[str, Any], depth: int, parent: str) -> list[Any]:
+        children = [pack(k, v, depth + 1, label) for k, v in node["c"].items() if v["v"] >= limit]
         children.sort(key=lambda child: -child[1])
-        return [label, round(node["v"], 6), children]
+        idle = (depth == thread_depth and node["v"] > 0
+                and not (label == main_thread and (thread_depth == 1 or
+                                                   parent.startswith(f"pid {main_pid} ")))
+                and node["k"][0] + node["k"][1] < IDLE_RUNNING_SHARE * node["v"])
+        return [label, round(node["v"], 6), children, [round(k, 6) for k in node["k"]],
+                int(idle)]
 
-    return pack("all", root)
+    return pack("all", root, 0, "")
 
 
 def _line_row(line: dict[str, Any]) -> list[Any]:
@@ -140,6 +184,7 @@ def page_data(
                               line["leak"].get("likelihood", 0),
                               line["leak"].get("growth_bytes_per_s", 0),
                               line.get("growth_bytes", 0)])
+    leaks.sort(key=lambda leak: -leak[5])  # the most memory held first, as in the terminal
     for (path, qualname), line in calling_only(profile).items():  # callers without own time
         functions.append([qualname, path, line, 0, 0, 0,
                           round(100 * inclusive.get((path, qualname), 0.0) / total, 3), 0, 0])
@@ -147,7 +192,7 @@ def page_data(
     # function row [qualname, file, ...] against them.
     edges = [[a[0], a[1], b[0], b[1], round(100 * seconds / total, 3)]
              for (a, b), seconds in call_edges(profile).items() if seconds >= total * 1e-4]
-    threads = [[thread_name(profile, i), t.get("python_s", 0), t.get("native_s", 0),
+    threads = [[_thread_label(profile, i), t.get("python_s", 0), t.get("native_s", 0),
                 t.get("system_s", 0), t.get("unattributed_s", 0), t.get("cpu_s", 0)]
                for i, t in enumerate(profile.get("threads", []))]
     # [pid, ppid, role, command line, exit, python s, native s, system s, CPU s, peak bytes]
@@ -175,6 +220,7 @@ def page_data(
         "memory_timeline": profile.get("memory_timeline", []),
         "peak": _peak(profile),
         "flame": _flame_tree(profile),
+        "flame_thread_depth": 2 if len(profile.get("processes") or []) > 1 else 1,
         "gpu": _gpu(profile),
         "warnings": profile.get("warnings", []),
     }

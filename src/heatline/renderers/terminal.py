@@ -26,9 +26,14 @@ _WARM_STYLE = "yellow"  # some time, below the threshold
 _IDLE_STYLE = "dim"  # source of lines without time
 _NUMBER_HEADERS = ("Python %", "native %", "system %")
 # Memory columns of the line table, most important first: as many as fit are shown while
-# leaving the source at least _MIN_SOURCE_WIDTH characters (all of them from 120 columns).
+# leaving the source room (_line_columns).
 _MEMORY_HEADERS = ("Py MiB", "nat MiB", "peak MiB", "copy MiB/s", "growth MiB", "memory  ")
 _MIN_SOURCE_WIDTH = 20
+# The line table leaves its source this many columns, or the width of its longest line with
+# time or memory when that is less; a longer line wraps (_wrap).
+_READABLE_SOURCE = 48
+_HANG = 4  # the extra indent of a wrapped source line's continuation
+_STACKED_INDENT = 6  # a narrow table's source, on rows of its own
 _SPARK = "▁▂▃▄▅▆▇█"
 MIB = 1 << 20
 _SPARK_WIDTH = 8
@@ -188,12 +193,12 @@ def _pct(value: float) -> str:
 
 def _file_header(path: str, entry: dict[str, Any]) -> Text:
     shares = ", ".join(
-        f"{kind} {entry[kind + '_pct']:.1f}%" for kind in _KINDS if entry[kind + "_pct"]
+        f"{kind} {_pct(entry[kind + '_pct'])}%" for kind in _KINDS if entry[kind + "_pct"]
     )
     total = sum(entry[kind + "_pct"] for kind in _KINDS)
-    return Text.assemble(
-        (visible(path), "bold cyan"), f"  {total:.1f}% of the time", f" ({shares})"
-    )
+    # A file listed for its memory alone has no time to give a share of.
+    time = f"  {_pct(total)}% of the time ({shares})" if total else "  no time sampled"
+    return Text.assemble((visible(path), "bold cyan"), time)
 
 
 def _new_table(**options: Any) -> Table:
@@ -217,27 +222,48 @@ def _line_table(
     memory: dict[str, Any] | None = None,
     width: int = 200,
 ) -> Text:
-    """The lines of one file as a table: one row per line, cut (not wrapped) at the edge.
+    """The lines of one file as a table: one row per line, the source never cut.
 
     Built as plain fixed-width Text rather than a rich Table, which is far too slow for files
-    of thousands of lines; the number columns come first, so a narrow terminal cuts source.
-    With ``memory`` (the profile, when memory was profiled), memory columns follow the time.
+    of thousands of lines. The number columns come first: the time, then with ``memory`` (the
+    profile, when memory was profiled) the memory columns, as many as leave the source the
+    width of its longest line with time or memory (up to _READABLE_SOURCE); columns blank in
+    every row of the file go before the others (_line_columns). The source is dedented by the
+    indentation all its listed lines share, and where its longest line with time or memory
+    still does not fit, and its lines' indentation takes more than a quarter of the room,
+    every line's indentation is halved, then quartered; a line longer than
+    the room left continues on the next rows, in its column; where that column would be
+    narrower than _MIN_SOURCE_WIDTH, a line too long for it goes on rows of its own under its
+    numbers.
     """
     line_width = max(4, len(str(lines[-1]["line"])))
-    headers = ["Line".rjust(line_width), *_NUMBER_HEADERS]
-    memory_headers: list[str] = []
-    if memory is not None:
-        used = sum(len(h) for h in headers) + len(_GAP) * len(headers)
-        for title in _MEMORY_HEADERS:
-            if used + len(title) + len(_GAP) + _MIN_SOURCE_WIDTH > width:
-                break
-            memory_headers.append(title)
-            used += len(title) + len(_GAP)
-        headers += memory_headers
+    plain = _source_lines(lines)
+    shown = [text for line, text in zip(lines, plain)
+             if _line_pct(line) or (memory is not None and _has_memory(line))]
+    needed = max(map(len, shown), default=0)
+    kinds, memory_headers = _line_columns(lines, memory, width - line_width - len(_GAP),
+                                          min(needed, _READABLE_SOURCE))
+    headers = ["Line".rjust(line_width), *(title for _, title in kinds), *memory_headers]
+    prefix = sum(len(h) for h in headers) + len(_GAP) * len(headers)
+    room = width - prefix
+    # Deep code in a narrow column: its indentation halved, then quartered (the same for every
+    # line, so the blocks still read as blocks), until its lines with time or memory fit or
+    # their indentation takes at most a quarter of the column; then long lines wrap.
+    deepest = max((len(text) - len(text.lstrip(" ")) for text in shown), default=0)
+    for divisor in (2, 4):
+        if needed <= room or deepest <= room // 4:
+            break
+        deepest = -(-deepest // 2)
+        needed = max((len(_indented(text, divisor)) for text in shown), default=0)
+        plain = [_indented(text, divisor) for text in _source_lines(lines)]
+    sources = _highlighted(plain, highlight)
+    # Where the column is too narrow to read, a long line's source goes on rows of its own,
+    # under its numbers.
+    stacked = room < _MIN_SOURCE_WIDTH
     header = _GAP.join([*headers, "Source"])
-    rows = [Text(header, "bold"), Text("─" * len(header))]
+    rows = [Text(header, "bold"), Text("─" * max(len(header), min(width, prefix + needed)))]
     previous = None
-    for line, source in zip(lines, _sources(lines, highlight)):
+    for line, source in zip(lines, sources):
         if previous is not None and line["line"] > previous + 1:  # lines not listed
             rows.append(Text("...".rjust(line_width), _IDLE_STYLE))
         previous = line["line"]
@@ -252,17 +278,75 @@ def _line_table(
             style = ""
             source.stylize(_IDLE_STYLE)
         numbers = [str(line["line"]).rjust(line_width)]
-        numbers += [
-            _pct(line[kind + "_pct"]).rjust(len(title))
-            for kind, title in zip(_KINDS, _NUMBER_HEADERS)
-        ]
+        numbers += [_pct(line[kind + "_pct"]).rjust(len(title)) for kind, title in kinds]
         if memory is not None:
+            cells = dict(zip(_MEMORY_HEADERS, _memory_cells(line, memory)))
             numbers += [
-                cell.rjust(len(title)) if title.strip() != "memory" else cell.ljust(len(title))
-                for cell, title in zip(_memory_cells(line, memory), memory_headers)
+                cells[title].rjust(len(title)) if title.strip() != "memory"
+                else cells[title].ljust(len(title))
+                for title in memory_headers
             ]
-        rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, source))
+        if stacked and len(source.plain) > room:
+            rows.append(Text(_GAP.join(numbers), style))
+            pieces = _wrap(source, max(width - _STACKED_INDENT, _MIN_SOURCE_WIDTH))
+            rows.extend(Text.assemble(" " * _STACKED_INDENT, piece) for piece in pieces)
+            continue
+        pieces = _wrap(source, room)
+        rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, pieces[0]))
+        rows.extend(Text.assemble(" " * prefix, piece) for piece in pieces[1:])
     return Text("\n").join(rows)
+
+
+def _line_columns(
+    lines: list[dict[str, Any]], memory: dict[str, Any] | None, width: int, source_width: int
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The line table's number columns: the kinds of time as (kind, title), and the memory
+    column titles, in display order, for ``width`` columns that must leave ``source_width`` to
+    the source. All three kinds when they fit; otherwise a column blank in every line goes
+    first (memory ones, then kinds), then the memory columns, least important first. A kind
+    with time on some line is always kept (its numbers are never cut)."""
+    kinds = list(zip(_KINDS, _NUMBER_HEADERS))
+    memory_titles = list(_MEMORY_HEADERS) if memory is not None else []
+    cells = [dict(zip(_MEMORY_HEADERS, _memory_cells(line, memory))) for line in lines] \
+        if memory is not None else []
+    blank_memory = [t for t in memory_titles if not any(c[t].strip() for c in cells)]
+    blank_kinds = [k for k in kinds if not any(line[k[0] + "_pct"] for line in lines)]
+
+    def used() -> int:
+        titles = [title for _, title in kinds] + memory_titles
+        return sum(len(title) + len(_GAP) for title in titles)
+
+    for title in blank_memory:
+        if used() + source_width <= width:
+            break
+        memory_titles.remove(title)
+    for kind in blank_kinds:
+        if used() + source_width <= width:
+            break
+        kinds.remove(kind)
+    while memory_titles and used() + source_width > width:
+        memory_titles.pop()
+    return kinds, memory_titles
+
+
+def _wrap(source: Text, width: int) -> list[Text]:
+    """``source`` in pieces of at most ``width`` characters, broken after a space where one is
+    in the second half of a piece; the pieces after the first are indented like the line plus
+    a hanging indent, so they read as its continuation."""
+    text = source.plain
+    if len(text) <= width or width <= 0:
+        return [source]
+    indent = len(text) - len(text.lstrip(" "))
+    hang = min(indent + _HANG, width // 2)
+    offsets, start, room = [], 0, width
+    while len(text) - start > room:
+        end = start + room
+        space = text.rfind(" ", max(start + room // 2, indent + 1), end)
+        cut = space + 1 if space > start else end
+        offsets.append(cut)
+        start, room = cut, width - hang
+    pieces = list(source.divide(offsets))
+    return [pieces[0], *(Text.assemble(" " * hang, piece) for piece in pieces[1:])]
 
 
 def _memory_on(profile: dict[str, Any]) -> bool:
@@ -337,9 +421,23 @@ def sparkline(timeline: list[list[float]], end_s: float, width: int = _SPARK_WID
     )
 
 
-def _sources(lines: list[dict[str, Any]], highlight: bool) -> list[Text]:
-    """The lines' source as Text, syntax highlighted in one pass when colours are on."""
-    sources = [visible(line["source"].expandtabs(4)) for line in lines]
+def _source_lines(lines: list[dict[str, Any]]) -> list[str]:
+    """The lines' source, tabs expanded and control characters made visible, dedented by the
+    indentation they all share."""
+    sources = [visible(line["source"].expandtabs(4)).rstrip() for line in lines]
+    shared = min((len(s) - len(s.lstrip(" ")) for s in sources if s.strip()), default=0)
+    return [source[shared:] for source in sources]
+
+
+def _indented(text: str, divisor: int) -> str:
+    """``text`` with its indentation divided by ``divisor`` (rounded up)."""
+    body = text.lstrip(" ")
+    indent = len(text) - len(body)
+    return " " * -(-indent // divisor) + body
+
+
+def _highlighted(sources: list[str], highlight: bool) -> list[Text]:
+    """The source lines as Text, syntax highlighted in one pass when colours are on."""
     if not highlight:
         return [Text(source) for source in sources]
     from rich.syntax import Syntax
@@ -456,12 +554,7 @@ def _function_table(
         cells.append((visible(function["qualname"]), location, style, numbers))
     memory_headers = ("alloc MiB", "peak MiB", "growth MiB", "copy MiB") if memory else ()
     headers = [*_NUMBER_HEADERS, "total %", "incl %", *memory_headers]
-    # Kept longest at a narrow width: the total, the inclusive time, then what was allocated,
-    # then the split.
-    priority = [
-        "total %", "incl %", "alloc MiB", *_NUMBER_HEADERS, "peak MiB", "growth MiB", "copy MiB"
-    ]
-    priority = [title for title in priority if title in headers]
+    priority = _column_priority(shown, headers)
 
     def build(kept: list[str], stacked: bool) -> Table:
         table = _new_table(title="Functions", title_justify="left", title_style="bold")
@@ -480,6 +573,34 @@ def _function_table(
         return table
 
     return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True))
+
+
+def _column_priority(rows: list[tuple], headers: list[str]) -> list[str]:
+    """The function table's number columns, the one kept longest at a narrow width first: the
+    total and the inclusive time, then what was allocated, the split of the time (Python,
+    native, system: the kind with the largest share in these rows first, so an idle function's
+    system time outlives a native column of zeros), then the other memory columns. A column
+    blank in every row comes last, whatever its kind."""
+    def largest(title: str) -> float:
+        key = _COLUMN_KEYS[title]
+        return max((abs(sum(function.get(k, 0) for k in key)) for _, _, function in rows),
+                   default=0)
+
+    split = sorted(_NUMBER_HEADERS, key=lambda title: -largest(title))
+    order = ["alloc MiB", *split, "peak MiB", "growth MiB", "copy MiB"]
+    order = [title for title in order if title in headers]
+    order.sort(key=lambda title: largest(title) <= 0)  # stable: blank columns last
+    return ["total %", "incl %", *order]
+
+
+# What each optional number column of the function table shows, as the function's keys summed.
+_COLUMN_KEYS = {
+    **{title: (kind + "_pct",) for kind, title in zip(_KINDS, _NUMBER_HEADERS)},
+    "alloc MiB": ("alloc_python_bytes", "alloc_native_bytes"),
+    "peak MiB": ("peak_bytes",),
+    "growth MiB": ("growth_bytes",),
+    "copy MiB": ("copy_bytes",),
+}
 
 
 def _fit(console: Console, priority: list[str], *builders: Any) -> Table:
@@ -502,7 +623,10 @@ def _leaks(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         for line in entry["lines"]
         if line.get("leak")
     ]
-    found.sort(key=lambda item: (-item[1]["leak"]["likelihood"], -item[1]["growth_bytes"]))
+    # Biggest first: what a leak costs is the memory it holds. The likelihood is the filter
+    # (data/memory.py flags a line only above LEAK_THRESHOLD), not the order: a 0.5 MiB line
+    # that grew very regularly is not worth reading before a 300 MiB one.
+    found.sort(key=lambda item: (-item[1]["growth_bytes"], -item[1]["leak"]["likelihood"]))
     return found
 
 
@@ -603,7 +727,16 @@ def _short_path(path: str) -> str:
 
 def _process_table(processes: list[dict[str, Any]]) -> Table:
     """The processes of a run with children (one line each; `view --pid` shows one)."""
-    table = _new_table(title="Processes (heatline view --pid PID shows one)")
+    # Py s and nat s are sampled time running or ready to run (a thread waiting for a CPU is
+    # busy with its own work: sampler.c); CPU s is time on a CPU. More runnable threads than
+    # cores make the first larger, which the caption says where it is seen (beyond 5%, more
+    # than sampling noise on a process of a few hundred samples).
+    busy = any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"] for p in processes)
+    caption = ("Py s + nat s above CPU s: threads ready to run but waiting for a CPU (more "
+               "runnable threads than cores) count as running; CPU s is only time on a CPU"
+               if busy else None)
+    table = _new_table(title="Processes (heatline view --pid PID shows one)", caption=caption,
+                       caption_justify="left")
     widest_pid = max(len(str(p[key])) for p in processes for key in ("pid", "ppid"))
     for header in ("PID", "ppid"):
         table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
@@ -639,12 +772,16 @@ def _footer(profile: dict[str, Any]) -> str:
     parts = [
         elapsed,
         f"CPU {_duration(profile['cpu_s'])}",
-        f"{profile['samples']} samples {profile['sampling_interval_s'] * 1000:g} ms apart",
+        f"{_plural(profile['samples'], 'sample')} "
+        f"{profile['sampling_interval_s'] * 1000:g} ms apart",
         _plural(len(profile["threads"]), "thread"),
     ]
     unattributed = profile["totals"]["unattributed_s"]
     if unattributed:
-        parts.append(f"{_duration(unattributed)} of thread time outside user code")
+        # Time of threads whose stack held no line of the user's code: threads started by
+        # libraries (pools, queue feeders), the interpreter starting up and finishing.
+        parts.append(f"{_duration(unattributed)} of thread time in no line of yours (library "
+                     "threads, interpreter start-up and exit; --profile-all shows where)")
     return "; ".join(parts)
 
 

@@ -16,14 +16,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def collect(main_profile: dict[str, Any], main_epoch: float | None = None) -> dict[str, Any]:
+def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
+            main_exit: str = "exit") -> dict[str, Any]:
     """The main profile merged with every child's (data/merge.py); the run directory is
     removed. Children still running are not waited for. The parts of the main process that
     ran before an exec handed the run over (handover.py) are merged into the main profile
     first, as one process. main_epoch: the wall-clock time of time 0 of the main profile's
     timelines (Session.start_epoch, known exactly once its snapshot is taken); children's
     start_s are measured from it (from the run's first session's, when an exec handed the run
-    over: the merged main profile's time 0 is that session's)."""
+    over: the merged main profile's time 0 is that session's). main_exit: how the main
+    process ends, as a process's ``exit`` (docs/profile-format.md)."""
     carrier = carriers.current()
     if carrier is None or carrier.config["dir"] is None:
         return main_profile
@@ -66,6 +68,8 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None) -> di
             continue
         finished.add(name[: -len(".prof")])
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
+        if info["exit"] == "exit":  # it left through exit(): with which status, if it is known
+            info["exit"] = _exit_status(os.path.join(directory, name[: -len(".prof")] + ".exit"))
         info["start_epoch"] = payload["start_epoch"]  # made an offset once the origin is known
         if payload.get("segment") and payload["pid"] == os.getpid():
             if name[: -len(".prof")] != carrier.written_segment:  # else the session's own
@@ -85,10 +89,21 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None) -> di
     if not children and not missing:
         return main_profile
     main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
-                 "argv": list(main_profile["argv"]), "exit": "exit", "offset_s": 0.0}
+                 "argv": list(main_profile["argv"]), "exit": main_exit, "offset_s": 0.0}
     merged = merge_processes((main_info, main_profile), children, missing=missing)
     merged["warnings"] += sorted(problems)
     return merged
+
+
+def _exit_status(path: str) -> str:
+    """``exit N`` from the status file a child's engine wrote as it exited (exitstatus.h);
+    ``exit`` alone when there is none (the child is still exiting, or it could not be told)."""
+    try:
+        with open(path, "rb") as f:
+            status = int(f.read(16))
+    except (OSError, ValueError):
+        return "exit"
+    return f"exit {status & 0xFF}"  # what its parent's wait sees
 
 
 def _read_line(path: str) -> str:

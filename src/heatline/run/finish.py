@@ -11,6 +11,7 @@ from heatline.run import collect
 from heatline.run.errors import rearm_sigint_exit
 from heatline.run.isolation import own_imports
 from heatline.run.output import internal_error, one_line, stderr_fd, write_stderr
+from heatline.run.sigterm import terminating
 
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
@@ -31,6 +32,9 @@ class Finisher:
         self.options = options
         self.succeeded = True  # False once the program's exit status is known to be non-zero
         self.interrupted = False  # the program ended by an uncaught KeyboardInterrupt
+        # How the program ended, as a process's `exit` in the profile: "exit N" once launch.py
+        # knows the status, "exit" while it does not.
+        self.exit = "exit"
         self.warned = False  # --profile-interval: a failed write was reported
         # Whether heatline knows the program's exit status (it ran the program: launch.py).
         # Not in a program the run was handed over to at an exec, which the interpreter runs
@@ -61,7 +65,9 @@ class Finisher:
         try:
             self.session.stop()
             profile = self.session.profile()
-            profile = collect.collect(profile, self.session.start_epoch)
+            ended = ("SIGTERM" if terminating() else "SIGINT" if self.interrupted
+                     else self.exit)
+            profile = collect.collect(profile, self.session.start_epoch, ended)
             if self.options.use_virtual_time:
                 from heatline.data.virtual_time import running_time_only
 

@@ -83,6 +83,8 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
     session.start()
     carrier.finisher = finisher
     _touch(os.path.join(carrier.config["dir"], token + ".started"))
+    # The status it exits with is known only after its atexit handlers (collect.py reads it).
+    session_module.record_exit_status(os.path.join(carrier.config["dir"], token + ".exit"))
     atexit.register(finisher)
     _wrap_exit(carrier, finisher)
     carrier.guard = SigtermGuard(finisher)
@@ -144,6 +146,11 @@ class ChildFinisher:
         try:
             if terminating() or not self.succeeded and self.exit == "exit":
                 self.exit = "SIGTERM"
+            elif self.exit == "exit" and isinstance(getattr(sys, "last_value", None),
+                                                    KeyboardInterrupt):
+                # The interpreter printed an uncaught KeyboardInterrupt (PyErr_Print sets
+                # sys.last_value) and kills itself with SIGINT after its atexit handlers.
+                self.exit = "SIGINT"
             self._write()
         except BaseException as exc:  # noqa: BLE001 -- a profiler failure never changes the child
             self._record_failure(exc)

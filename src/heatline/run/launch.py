@@ -173,12 +173,17 @@ class Launch:
             # output then comes before its traceback or exit message.
             flush(sys.stderr)
             flush(sys.stdout)
-        if exc is None:
-            return 0
         finisher = self.finisher
+        if exc is None:
+            finisher.exit = "exit 0"
+            return 0
         if isinstance(exc, SystemExit):
             code = exc.code
             finisher.succeeded = code is None or (isinstance(code, int) and code == 0)
+            # The status python exits with: the int (as a wait sees it), else 0 for None and 1
+            # for anything else (printed).
+            status = 0 if code is None else code & 0xFF if isinstance(code, int) else 1
+            finisher.exit = f"exit {status}"
             raise exc  # the interpreter handles it exactly as it would for a plain run
         if isinstance(exc, KeyboardInterrupt):
             report_uncaught(exc)
@@ -192,6 +197,7 @@ class Launch:
             raise exc
         report_uncaught(exc)  # whatever else escapes the program is reported
         finisher.succeeded = False
+        finisher.exit = "exit 1"
         return 1
 
 
