@@ -160,6 +160,8 @@ def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_p
     window = _window_s(profile)
     assert abs(spun - window) <= 0.05 * window + profile["max_sample_gap_s"], (spun, window)
     assert spin["python_s"] >= 0.9 * spun, spin
+    # The threads are the program's two (the agent's own thread, heatline's, is left out).
+    assert sorted(t["native_id"] for t in profile["threads"]) == before
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)
 

@@ -97,7 +97,7 @@ def _finish(directory: str, ended_by: str) -> None:
     """Stop the profile and write it to DIRECTORY/profile.json."""
     global _directory
     from heatline import api
-    from heatline.data import io
+    from heatline.data import io, reshape
 
     with _lock:
         if _directory != directory:
@@ -105,6 +105,9 @@ def _finish(directory: str, ended_by: str) -> None:
         _directory = None
     atexit.unregister(_at_exit)
     data: dict[str, Any] = api.stop().data
+    # This thread (the agent's, which started the profile and stops it) ran heatline's code
+    # only: it is heatline's, not the program's, and leaves the threads table and the totals.
+    reshape.without_threads(data, {threading.get_native_id()})
     data["attached"] = {"pid": os.getpid(), "started_at_epoch": _started_epoch,
                         "ended_by": ended_by}
     io.dump(data, os.path.join(directory, "profile.json"))
