@@ -134,6 +134,36 @@ def test_a_window_of_a_phased_program_is_attributed_to_its_phases(tmp_path):
         assert functions[name][kind] >= 0.9 * measured[name], (name, functions[name])
 
 
+def test_memory_is_counted_from_the_attach_on(tmp_path):
+    """A line allocating 1 MiB every 10 ms: the bytes charged to it are its allocations inside
+    the window (from the target's own record) within 5%; the 50 MiB the program allocated
+    before the attach and still holds is not counted, on its line or in the peak."""
+    process, work = _start(tmp_path, "attach_memory.py")
+    time.sleep(0.5)
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "2", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    status, _, stderr = _finish(process, work)
+    assert status == 0, stderr
+    profile = json.loads(out.read_text())
+    truth = json.loads((work / "truth.json").read_text())
+    start = _epoch(profile["started_at"])
+    end = start + _window_s(profile)
+    inside = sum(1 for t in truth["times"] if start <= t <= end)
+    assert inside >= 50, inside  # the window saw enough of them to count
+    [entry] = [e for path, e in profile["files"].items() if path.endswith("attach_memory.py")]
+    lines = {line["source"].strip(): line for line in entry["lines"]}
+    block = lines["block = bytearray(BLOCK)  # the window's allocations"]
+    allocated = block["alloc_python_bytes"] + block["alloc_native_bytes"]
+    expected = inside * truth["block_bytes"]
+    # The window's two ends may each cut one allocation off (its time is recorded just after).
+    assert abs(allocated - expected) <= 0.05 * expected + 2 * truth["block_bytes"], (
+        allocated, expected, inside)
+    before = lines.get("held = bytearray(50 << 20)  # held before the attach: not the window's")
+    assert before is None or before["alloc_python_bytes"] + before["alloc_native_bytes"] == 0
+    assert profile["peak_bytes"] < 50 << 20, profile["peak_bytes"]
+
+
 def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_path):
     """The main thread sleeps in time.sleep(600) (blocked in the kernel, the GIL released); a
     worker spins. The worker's time is the window's, all Python; after the detach the main
