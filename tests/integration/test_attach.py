@@ -282,6 +282,22 @@ def test_twenty_attach_detach_cycles_leave_the_program_as_it_was(tmp_path):
     assert os.listdir(_control_dir(tmp_path)) == []
 
 
+def test_a_program_that_forks_while_attached(tmp_path):
+    """The children forked while attached are not profiled (the engine stops in a fork child),
+    exit as they would, and do not end the parent's attach (the at-exit writer is the
+    attached process's only)."""
+    process, work = _start(tmp_path, "attach_forks.py")
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "1", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    status, stdout, stderr = _finish(process, work)
+    assert (status, stdout, stderr) == (0, "children all exited 0: True\n", "")
+    profile = json.loads(out.read_text())
+    assert profile["attached"]["ended_by"] == "detach"
+    assert profile["attached"]["pid"] == process.pid
+    assert _window_s(profile) >= 0.9  # profiled until the detach, not until a child's exit
+
+
 # ---- bad input ----------------------------------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ from typing import Any
 _lock = threading.Lock()
 _directory: str | None = None  # the attach in progress
 _started_epoch = 0.0
+_attached_pid = 0
 
 
 def act(directory: str, action: str) -> None:
@@ -60,7 +61,7 @@ def _write(directory: str, name: str, text: str) -> None:
 
 
 def _start(directory: str) -> None:
-    global _directory, _started_epoch
+    global _directory, _started_epoch, _attached_pid
     from heatline import api
     from heatline.options import Options
 
@@ -76,13 +77,16 @@ def _start(directory: str) -> None:
             raise RuntimeError(str(exc).split(";")[0]) from None
         _directory = directory
         _started_epoch = time.time()
+        _attached_pid = os.getpid()
     atexit.register(_at_exit)
     _write(directory, "started", json.dumps({"started_at": _started_epoch}))
 
 
 def _at_exit() -> None:
     directory = _directory
-    if directory is not None:
+    # A forked child inherits this handler and _directory, but not the profile (the engine
+    # stops in a fork child): only the attached process writes.
+    if directory is not None and os.getpid() == _attached_pid:
         act_at_exit(directory)
 
 
