@@ -13,7 +13,7 @@ SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhoo
 SOURCES += ["livetable.c", "got.c", "frames.c", "stats.c", "linetable.c", "memread.c"]
 SOURCES += ["compat.c", "control.c", "remote.c", "elf.c", "seize.c", "native.c"]
 SOURCES += ["scope.c", "sigterm.c", "exitstatus.c", "periodic.c", "asyncwait.c"]
-SOURCES += ["gpu.c", "nvml.c", "cupti.c"]
+SOURCES += ["gpu.c", "nvml.c", "cupti.c", "inject.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 extra_link_args = []
@@ -42,6 +42,15 @@ setup(
             extra_compile_args=extra_compile_args,
             define_macros=define_macros,
             extra_link_args=extra_link_args,
-        )
+        ),
+        # heatline attach's agent: a plain shared object loaded into the target process with
+        # dlopen (never imported; it does not link against libpython: agent.c).
+        Extension(
+            "heatline._agent",
+            sources=[f"{NATIVE}/agent.c"],
+            extra_compile_args=extra_compile_args,
+            extra_link_args=extra_link_args,
+            libraries=["dl", "pthread"],
+        ),
     ]
 )

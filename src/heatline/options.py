@@ -436,6 +436,12 @@ TOP_OPTIONS = (
            "holds; 25 when not writing to a terminal)", metavar="N", parse=_rows, default=None),
 )
 
+
+ATTACH_OPTIONS = (
+    Option(("--duration",), "detach after DURATION (e.g. 10, 30s, 2m; default: at Ctrl-C)",
+           default=None, metavar="DURATION", parse=_duration),
+)
+
 # heatline's own package directory, with a trailing separator.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

@@ -458,3 +458,22 @@ PyObject *hl_convert_remote_sample(const hl_dump *dump) {
         "threads_complete", dump->threads_complete ? Py_True : Py_False, "threads",
         dump->error ? PyList_New(0) : list_of(dump->nthreads, sample_thread_item, dump));
 }
+
+static const char *inject_error_name(int error) {
+    switch (error) {
+        case HL_INJECT_OK: return NULL;
+        case HL_INJECT_NO_PROCESS: return "no-process";
+        case HL_INJECT_REFUSED: return "refused";
+        case HL_INJECT_UNSUPPORTED: return "unsupported";
+        case HL_INJECT_BUSY: return "busy";
+        case HL_INJECT_LOAD_FAILED: return "load-failed";
+        default: return "failed";
+    }
+}
+
+PyObject *hl_convert_inject(const hl_inject_result *result) {
+    return Py_BuildValue("{szsisNsisOsLsK}", "error", inject_error_name(result->error), "os_error",
+                         result->os_error, "message", name_str(result->message), "tid", result->tid,
+                         "loaded", result->loaded ? Py_True : Py_False, "value",
+                         (long long)result->value, "held_ns", (unsigned long long)result->held_ns);
+}

@@ -27,4 +27,8 @@ PyObject *hl_convert_dump(const hl_dump *dump);
 PyObject *hl_convert_remote_sample(const hl_dump *dump);
 PyObject *hl_convert_remote_functions(const hl_stats *names, size_t first);
 
+/* heatline attach's injection result (hl_engine_inject) as the dict engine/attach.py reads: a new
+ * reference, or NULL with an exception set. */
+PyObject *hl_convert_inject(const hl_inject_result *result);
+
 #endif

@@ -568,6 +568,11 @@ void hl_engine_remote_close(hl_remote *reader) {
     hl_remote_close(reader);
 }
 
+int hl_engine_inject(int pid, const char *library, const char *function, const char *argument,
+                     uint64_t timeout_ns, hl_inject_result *out) {
+    return hl_inject(pid, library, function, argument, timeout_ns, out);
+}
+
 int hl_engine_remote_layout_check(const char **field) {
     return hl_compat_remote_check(field);
 }

@@ -31,6 +31,7 @@
 #include "engine_part.h" /* hl_config, the lock */
 #include "frames.h"
 #include "gpu.h"    /* the GPU part's results, in the snapshot */
+#include "inject.h" /* heatline attach's way in */
 #include "memory.h" /* the memory part's results, likewise */
 #include "native.h" /* native frames' results, likewise */
 #include "remote.h" /* heatline dump's results */
@@ -157,6 +158,12 @@ hl_remote *hl_engine_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *
 int hl_engine_remote_sample(hl_remote *reader, hl_dump *out);
 const hl_stats *hl_engine_remote_names(const hl_remote *reader);
 void hl_engine_remote_close(hl_remote *reader);
+
+/* heatline attach: loads library into process pid and calls its function(argument) there
+ * (inject.h). Not the engine's state either: call it without the GIL. Returns 0, or -1 with
+ * out->error set. */
+int hl_engine_inject(int pid, const char *library, const char *function, const char *argument,
+                     uint64_t timeout_ns, hl_inject_result *out);
 
 /* Test hook: whether compat.c's table for the running CPython holds its headers' offsets (1),
  * or the first field that differs (0, *field set). */

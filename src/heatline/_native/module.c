@@ -414,6 +414,27 @@ static PyObject *native_remote_functions(PyObject *module, PyObject *args) {
                                        first > 0 ? (size_t)first : 0);
 }
 
+/* ---- heatline attach ---------------------------------------------------------------------- */
+
+PyDoc_STRVAR(inject_doc,
+             "inject($module, pid, library, function, argument, timeout_s, /)\n--\n\n"
+             "Load library into process pid (unless it is mapped there) and call its\n"
+             "int function(const char *argument) on a borrowed thread. See docs/engine-api.md.");
+
+static PyObject *native_inject(PyObject *module, PyObject *args) {
+    (void)module;
+    int pid;
+    const char *library, *function, *argument;
+    double timeout_s;
+    if (!PyArg_ParseTuple(args, "isssd:inject", &pid, &library, &function, &argument, &timeout_s))
+        return NULL;
+    hl_inject_result result;
+    Py_BEGIN_ALLOW_THREADS
+    hl_engine_inject(pid, library, function, argument, (uint64_t)(timeout_s * 1e9), &result);
+    Py_END_ALLOW_THREADS
+    return hl_convert_inject(&result);
+}
+
 /* ---- test hooks -------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(remote_layout_check_doc,
@@ -517,6 +538,7 @@ static PyMethodDef native_methods[] = {
     {"remote_open", native_remote_open, METH_VARARGS, remote_open_doc},
     {"remote_sample", native_remote_sample, METH_O, remote_sample_doc},
     {"remote_functions", native_remote_functions, METH_VARARGS, remote_functions_doc},
+    {"inject", native_inject, METH_VARARGS, inject_doc},
     {"_remote_layout_check", native_remote_layout_check, METH_NOARGS, remote_layout_check_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 # The subcommands: the first argument that names one (anything else is the program to run,
 # as after `heatline run`; `heatline ./view` runs a script named view).
-SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump", "top")
+SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump", "top", "attach")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

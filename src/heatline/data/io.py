@@ -175,6 +175,10 @@ _PROCESS = {
 }
 
 
+# A profile taken by heatline attach (docs/profile-format.md, `attached`): optional, added in
+# schema 5 without a version bump; attach_s and detach_s may be absent.
+_ATTACHED = {"pid": int, "started_at_epoch": _NUMBER, "ended_by": str}
+
 # A merged profile's peak (docs/profile-format.md, "Child processes"): optional, added in
 # schema 5 without a version bump.
 _PLACE = (None, {"file": str, "line": int, "t_s": _NUMBER})
@@ -274,6 +278,8 @@ def validate(data: Any, path: str = "profile") -> None:
         _check_stack_references(data["stacks"], len(data["threads"]))
         if "summary" in data:  # optional: added in schema 5 without a bump
             _check(data["summary"], [_SUMMARY_ITEM], "summary")
+        if "attached" in data:  # optional: added in schema 5 without a bump
+            _check(data["attached"], _ATTACHED, "attached")
         if "profiled_periods" in data:  # optional: added in schema 4 without a bump
             _check(data["profiled_periods"], [_POINT], "profiled_periods")
         for key, spec in _MERGED_PEAK.items():  # optional: profiles with child processes

@@ -92,6 +92,16 @@ def _directory(create: bool) -> str | None:
     return None
 
 
+def private_directory() -> str:
+    """The control directory (made if missing; mode 0700, checked): heatline attach keeps its
+    lock files and per-attach directories there. Raises ControlError when none is usable."""
+    directory = _directory(create=True)
+    if directory is None:
+        raise ControlError("no directory for heatline's control files: set TMPDIR to a "
+                           "writable directory")
+    return directory
+
+
 def _paths(directory: str, pid: int) -> tuple[str, str]:
     return os.path.join(directory, f"{pid}.cmd"), os.path.join(directory, f"{pid}.state")
 

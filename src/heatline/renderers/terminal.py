@@ -67,6 +67,11 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
         profile = below_malloc_threshold(profile, malloc_threshold)
     console = _console(file if file is not None else sys.stderr)
     console.print(Text.assemble(("heatline", "bold"), f" profile of {visible(profile['program'])}"))
+    attached = profile.get("attached")
+    if attached:
+        ended = "until it exited" if attached.get("ended_by") == "exit" else "until detached"
+        console.print(f"attached to process {attached['pid']} at {profile['started_at']}, "
+                      f"{ended}: memory held before attaching is not counted")
     if not profile["samples"]:
         if profile.get("profiled_periods") == []:
             reason = ("profiling was never on (started with --off, and neither "

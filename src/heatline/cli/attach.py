@@ -1,0 +1,294 @@
+"""``heatline attach PID [run options] [--duration S] [-o FILE]``: profile a running Python
+process from now on, for S seconds or until Ctrl-C, then detach and write the report (stdout)
+and -o, as ``heatline script.py`` does at the end of a run.
+
+The engine is loaded into the process (engine/attach.py: the agent library and ptrace; the
+target's side is run/attached.py); this side prepares a private directory for the attach
+(mode 0700, in heatline's control directory: the request, then the target's answers), waits,
+asks for the stop, reads the profile the target wrote there, renders it, and removes the
+directory. docs/design.md, "heatline attach"."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from typing import Any
+
+from heatline.cli.common import Parser, add_format_shortcuts, add_option, check_outfile, fail
+from heatline.options import ATTACH_OPTIONS, RUN_OPTIONS, Options, only_implies_all
+
+START_TIMEOUT_S = 30.0  # for the target's agent thread to get the GIL and start the profile
+STOP_TIMEOUT_S = 60.0  # for the target to stop the profile and write it
+POLL_S = 0.02
+# Options the target does not get: what the attacher does with the profile.
+_ATTACHER_ONLY = ("outfile", "format", "quiet", "reduced_profile", "threshold_pct")
+
+
+def _parser() -> Parser:
+    parser = Parser(
+        prog="heatline attach",
+        usage="heatline attach PID [options] [--duration DURATION] [-o FILE]",
+        description="Profile a running Python program from now on: heatline's engine is loaded "
+        "into it (CPU per line and per thread, memory allocated from now on), and after "
+        "--duration or at Ctrl-C it is detached (the program goes on as before) and the report "
+        "is printed, or written with -o. The program must run the Python version this heatline "
+        "runs on; attaching needs the permission a debugger would (the same user, and Yama's "
+        "ptrace_scope allowing it, or CAP_SYS_PTRACE).",
+        allow_abbrev=False,
+    )
+    for option in RUN_OPTIONS + ATTACH_OPTIONS:
+        add_option(parser, option)
+    add_format_shortcuts(parser)
+    parser.add_argument("pid", metavar="PID", help="the process id of a running Python program")
+    return parser
+
+
+def run(args: list[str]) -> int:
+    from heatline.engine import attach
+
+    values = vars(_parser().parse_args(args))
+    pid_text, duration = values.pop("pid"), values.pop("duration")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        fail(f"PID must be a process id (a whole number), not {pid_text!r}")
+    if values["outfile"] is None and values["format"] in ("html", "json"):
+        values["outfile"] = f"profile.{values['format']}"
+    if values["profile_interval_s"] is not None:
+        fail("--profile-interval is not available with heatline attach (use --duration)")
+    only_implies_all(values)
+    options = Options(**values)
+    if options.outfile is not None:
+        options.outfile = check_outfile(options.outfile)
+    if pid == os.getpid():
+        fail("heatline attach can't attach to itself")
+    try:
+        version = attach.check_target(pid)
+        base = _control_directory()
+        with _Lock(base, pid):
+            return _attach(pid, version, base, options, duration)
+    except attach.AttachError as exc:
+        fail(str(exc), 1)
+    except KeyboardInterrupt:
+        # Before the profile started: the attach's directory is gone, so the agent's thread,
+        # if it started one, stops it again (agent.c).
+        fail(f"interrupted before profiling began; process {pid} goes on as before", 130)
+
+
+def _control_directory() -> str:
+    from heatline.engine import attach, control
+
+    try:
+        return control.private_directory()
+    except control.ControlError as exc:
+        raise attach.AttachError(str(exc)) from None
+
+
+class _Lock:
+    """DIR/attach-PID.lock, created exclusively: one heatline attach per process at a time.
+    A lock whose owner no longer runs is taken over."""
+
+    def __init__(self, base: str, pid: int) -> None:
+        self.path = os.path.join(base, f"attach-{pid}.lock")
+        self.pid = pid
+
+    def __enter__(self) -> _Lock:
+        from heatline.engine.attach import AttachError
+
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                owner = _read_int(self.path)
+                if owner is not None and owner != os.getpid() and _alive(owner):
+                    raise AttachError(f"process {self.pid} is being attached to already, by "
+                                      f"heatline attach (process {owner})") from None
+                try:
+                    os.unlink(self.path)  # its owner is gone
+                except FileNotFoundError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as file:
+                file.write(str(os.getpid()))
+            return self
+        raise AttachError(f"can't take the attach lock {self.path}")
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return int(file.read().strip() or "x")
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether process pid runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+            state = file.read().rpartition(")")[2].split()[:1]
+    except OSError:
+        return False
+    return state not in (["Z"], ["X"])
+
+
+def _make_directory(base: str, pid: int, options: Options) -> str:
+    from heatline.engine import attach
+
+    directory = os.path.join(base, f"attach-{pid}-{os.urandom(6).hex()}")
+    os.mkdir(directory, 0o700)
+    target_uid = os.stat(f"/proc/{pid}").st_uid
+    if target_uid != os.geteuid():
+        # root attaching to another user's process: the directory must be the target's, and
+        # reachable by it (the control directory is root's own, mode 0700): in the temp
+        # directory, made 0700 and given to that user.
+        shutil.rmtree(directory)
+        import tempfile
+
+        directory = os.path.join(tempfile.gettempdir(), f"heatline-attach-{pid}-"
+                                 f"{os.urandom(6).hex()}")
+        os.mkdir(directory, 0o700)
+        os.chown(directory, target_uid, -1)
+    sent = {k: v for k, v in vars(options).items() if k not in _ATTACHER_ONLY}
+    _write(directory, "root", attach.install_root())
+    _write(directory, "request", json.dumps({"options": sent}))
+    if target_uid != os.geteuid():
+        for name in ("root", "request"):
+            os.chown(os.path.join(directory, name), target_uid, -1)
+    return directory
+
+
+def _write(directory: str, name: str, text: str) -> None:
+    with open(os.path.join(directory, name), "w", encoding="utf-8") as file:
+        file.write(text)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"heatline: {message}\n")
+    sys.stderr.flush()
+
+
+def _wait_for(directory: str, names: tuple[str, ...], pid: int, timeout_s: float) -> str | None:
+    """The first of names to appear in directory; None if the process ends or time runs out
+    first (a file written just before it ended still counts)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for name in names:
+            if os.path.exists(os.path.join(directory, name)):
+                return name
+        if not _alive(pid) or time.monotonic() >= deadline:
+            for name in names:
+                if os.path.exists(os.path.join(directory, name)):
+                    return name
+            return None
+        time.sleep(POLL_S)
+
+
+def _error_text(directory: str) -> str:
+    try:
+        with open(os.path.join(directory, "error"), encoding="utf-8") as file:
+            return file.read().strip()
+    except OSError:
+        return "unknown error"
+
+
+def _attach(pid: int, version: str, base: str, options: Options, duration: float | None) -> int:
+    from heatline.engine import attach
+
+    directory = _make_directory(base, pid, options)
+    try:
+        begun = time.monotonic()
+        attach.inject(pid, directory)
+        got = _wait_for(directory, ("started", "error"), pid, START_TIMEOUT_S)
+        if got == "error":
+            raise attach.AttachError(f"process {pid}: {_error_text(directory)}")
+        if got is None:
+            if not _alive(pid):
+                raise attach.AttachError(f"process {pid} exited while heatline attached to it")
+            raise attach.AttachError(
+                f"process {pid} did not start profiling within {START_TIMEOUT_S:.0f} s (its "
+                "interpreter never let heatline's thread take the GIL: a thread holding it in a "
+                "long C call?); heatline dump PID shows what its threads do")
+        attach_s = time.monotonic() - begun
+        until = f"for {duration:g} s" if duration is not None else "until Ctrl-C"
+        _say(f"attached to process {pid} (Python {version}) in {attach_s * 1e3:.0f} ms; "
+             f"profiling {until}")
+        ended = _profile(pid, directory, duration)
+        detach_begun = time.monotonic()
+        if not ended:
+            _write(directory, "stop", "")
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the detach must finish
+        try:
+            got = _wait_for(directory, ("profile.json", "error"), pid, STOP_TIMEOUT_S)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        detach_s = time.monotonic() - detach_begun
+        if got == "error":
+            raise attach.AttachError(f"process {pid}: {_error_text(directory)}")
+        if got is None:
+            if not _alive(pid):
+                raise attach.AttachError(
+                    f"process {pid} exited while attached, without writing its profile (it "
+                    "was killed, or left through os._exit): nothing to report")
+            raise attach.AttachError(f"process {pid} did not write its profile within "
+                                     f"{STOP_TIMEOUT_S:.0f} s of the stop")
+        profile = _load(directory)
+        profile["attached"]["attach_s"] = round(attach_s, 6)
+        if not ended:
+            profile["attached"]["detach_s"] = round(detach_s, 6)
+        if profile["attached"].get("ended_by") == "exit":
+            _say(f"process {pid} exited while attached; its profile up to the exit:")
+        else:
+            _say(f"detached from process {pid} in {detach_s * 1e3:.0f} ms")
+        return _report(profile, options)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _profile(pid: int, directory: str, duration: float | None) -> bool:
+    """Wait for the duration, Ctrl-C or the process's end; True when it ended (its profile is
+    then written at its exit, or not at all)."""
+    deadline = None if duration is None else time.monotonic() + duration
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            if not _alive(pid) or os.path.exists(os.path.join(directory, "profile.json")):
+                return True
+            left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+            time.sleep(max(left, 0.0))
+    except KeyboardInterrupt:
+        pass
+    return False
+
+
+def _load(directory: str) -> dict[str, Any]:
+    from heatline.data import io
+
+    return io.load(os.path.join(directory, "profile.json"))
+
+
+def _report(profile: dict[str, Any], options: Options) -> int:
+    from heatline.renderers import View, render_to
+    from heatline.renderers.terminal import print_report
+
+    if options.outfile:
+        try:
+            render_to(profile, options.format, options.outfile, View.of(options))
+        except OSError as exc:
+            reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
+            fail(f"can't write the profile to '{options.outfile}': {reason}", 1)
+    if not options.quiet:
+        print_report(profile, sys.stdout, View.of(options))
+        sys.stdout.flush()
+    return 0

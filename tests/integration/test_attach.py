@@ -1,0 +1,452 @@
+"""`heatline attach PID`, run as a user runs it, against running targets whose truth is known
+(tests/targets/attach_*.py): a window of a phased program attributed to its phases, a target
+whose main thread sleeps in a system call, several threads, 20 attach/detach cycles that the
+target cannot tell from a plain run, and every bad input.
+
+The targets are children of the test, but `heatline attach` is not their parent: under Yama's
+ptrace_scope 1 it could not attach, so each target first allows any process of its user to
+(prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)), as a user would (README, "Permissions").
+"""
+
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+
+import pytest
+
+from conftest import PROGRAMS
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
+    reason="heatline attach: Linux x86_64 only")
+
+PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
+
+
+def _env(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_RUNTIME_DIR", "FORCE_COLOR", "NO_COLOR", "COLUMNS")}
+    env["TMPDIR"] = str(tmp_path)  # a control directory of the test's own
+    return env
+
+
+def _control_dir(tmp_path):
+    return tmp_path / f"heatline-{os.geteuid()}"
+
+
+def _start(tmp_path, target, *args, python=sys.executable):
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    process = subprocess.Popen([python, os.path.join(PROGRAMS, target), str(work), *args],
+                               env=_env(tmp_path), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # a hang guard only
+    while not (work / "ready").exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the target never got ready"
+        time.sleep(0.01)
+    return process, work
+
+
+def _attach(tmp_path, pid, *args, timeout=300, **kwargs):
+    done = subprocess.run([sys.executable, "-m", "heatline", "attach", str(pid), *args],
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=timeout,
+                          check=False, **kwargs)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def _finish(process, work):
+    (work / "finish").touch()
+    stdout, stderr = process.communicate(timeout=120)
+    return process.returncode, stdout, stderr
+
+
+def _epoch(iso):
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=__import__("datetime").timezone.utc).timestamp()
+
+
+def _functions(profile, file_end):
+    [entry] = [e for path, e in profile["files"].items() if path.endswith(file_end)]
+    return {f["qualname"]: f for f in entry["functions"]}
+
+
+def _window_s(profile):
+    """How long the engine was on: the profiled period (the stop's own work after it, which
+    elapsed_s includes, is not profiled)."""
+    return sum(end - start for start, end in profile["profiled_periods"])
+
+
+def _thread_tasks(pid):
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+# ---- what is profiled ---------------------------------------------------------------------------
+
+
+def test_a_window_of_a_phased_program_is_attributed_to_its_phases(tmp_path):
+    """Attached 1 s into the program, for 2 s: each phase's share of the window's phase time
+    within 3 pp of its truth (the phases' wall intervals, as the program timed them, cut to the
+    window the profile covers), and each phase's time of its own kind (>= 90%)."""
+    process, work = _start(tmp_path, "attach_phases.py")
+    time.sleep(1.0)
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "2", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    status, _, stderr = _finish(process, work)
+    assert status == 0, stderr
+
+    profile = json.loads(out.read_text())
+    assert profile["attached"]["ended_by"] == "detach"
+    assert profile["attached"]["pid"] == process.pid
+    assert profile["attached"]["attach_s"] > 0 and profile["attached"]["detach_s"] > 0
+    start = _epoch(profile["started_at"])
+    end = start + _window_s(profile)
+    assert _window_s(profile) >= 1.9
+    truth = {}
+    for name, begun, ended, busy in json.loads((work / "truth.json").read_text()):
+        overlap = max(0.0, min(end, ended) - max(start, begun))
+        if overlap > 0:
+            # a cut instance: its wall time in the window (the phase runs all along it)
+            truth[name] = truth.get(name, 0.0) + overlap
+    functions = _functions(profile, "attach_phases.py")
+    measured = {name: sum(functions[name][k] for k in ("python_s", "native_s", "system_s"))
+                for name in truth if name in functions}
+    assert set(measured) == {"python_phase", "native_phase", "system_phase"}, functions.keys()
+    total_truth, total_measured = sum(truth.values()), sum(measured.values())
+    # Each phase boundary inside the window may move at most one sampling gap of time between
+    # neighbours, and the window's two ends one gap each.
+    slack = 2 * profile["max_sample_gap_s"] / total_truth
+    for name in truth:
+        share_truth = truth[name] / total_truth
+        share = measured[name] / total_measured
+        assert abs(share - share_truth) <= 0.03 + slack, (name, share, share_truth, truth,
+                                                          measured)
+    kinds = {"python_phase": "python_s", "native_phase": "native_s", "system_phase": "system_s"}
+    for name, kind in kinds.items():
+        assert functions[name][kind] >= 0.9 * measured[name], (name, functions[name])
+
+
+def test_memory_is_counted_from_the_attach_on(tmp_path):
+    """A line allocating 1 MiB every 10 ms: the bytes charged to it are its allocations inside
+    the window (from the target's own record) within 5%; the 50 MiB the program allocated
+    before the attach and still holds is not counted, on its line or in the peak."""
+    process, work = _start(tmp_path, "attach_memory.py")
+    time.sleep(0.5)
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "2", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    status, _, stderr = _finish(process, work)
+    assert status == 0, stderr
+    profile = json.loads(out.read_text())
+    truth = json.loads((work / "truth.json").read_text())
+    start = _epoch(profile["started_at"])
+    end = start + _window_s(profile)
+    inside = sum(1 for t in truth["times"] if start <= t <= end)
+    assert inside >= 50, inside  # the window saw enough of them to count
+    [entry] = [e for path, e in profile["files"].items() if path.endswith("attach_memory.py")]
+    lines = {line["source"].strip(): line for line in entry["lines"]}
+    block = lines["block = bytearray(BLOCK)  # the window's allocations"]
+    allocated = block["alloc_python_bytes"] + block["alloc_native_bytes"]
+    expected = inside * truth["block_bytes"]
+    # The window's two ends may each cut one allocation off (its time is recorded just after).
+    assert abs(allocated - expected) <= 0.05 * expected + 2 * truth["block_bytes"], (
+        allocated, expected, inside)
+    before = lines.get("held = bytearray(50 << 20)  # held before the attach: not the window's")
+    assert before is None or before["alloc_python_bytes"] + before["alloc_native_bytes"] == 0
+    assert profile["peak_bytes"] < 50 << 20, profile["peak_bytes"]
+
+
+def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_path):
+    """The main thread sleeps in time.sleep(600) (blocked in the kernel, the GIL released); a
+    worker spins. The worker's time is the window's, all Python; after the detach the main
+    thread is still in the same sleep, and the process has its two threads again."""
+    process, work = _start(tmp_path, "attach_sleeper.py", "600")
+    pid = process.pid
+    before = _thread_tasks(pid)
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, pid, "--duration", "1", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert _thread_tasks(pid) == before
+    # The report, on stdout: the attached window, the worker's hot function.
+    assert done.stdout.startswith("heatline profile of ") and "\nattached to process " \
+        f"{pid} at " in done.stdout, done.stdout
+    assert re.search(r"^spin \S*attach_sleeper\.py:\d+ ", done.stdout, re.MULTILINE), done.stdout
+    assert done.stderr.startswith(f"heatline: attached to process {pid} (Python "), done.stderr
+    with open(f"/proc/{pid}/task/{pid}/syscall") as file:
+        call = int(file.read().split()[0])
+    assert call in (35, 230, 23, 270), call  # nanosleep, clock_nanosleep, select, pselect6
+    profile = json.loads(out.read_text())
+    spin = _functions(profile, "attach_sleeper.py")["spin"]
+    spun = spin["python_s"] + spin["native_s"] + spin["system_s"]
+    # The worker ran all along the window: its time is the window's, less at most a gap.
+    window = _window_s(profile)
+    assert abs(spun - window) <= 0.05 * window + profile["max_sample_gap_s"], (spun, window)
+    assert spin["python_s"] >= 0.9 * spun, spin
+    # The threads are the program's two (the agent's own thread, heatline's, is left out).
+    assert sorted(t["native_id"] for t in profile["threads"]) == before
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("kind", ["sleep", "select", "lock", "event"])
+def test_a_blocked_call_takes_its_full_time(tmp_path, kind):
+    """A main thread blocked in a sleep, a select, a lock or an event wait while attached and
+    detached: its call lasts as long as it would have (the kernel restarts the interrupted
+    system call, CPython retries it: PEP 475), and the program prints what it would."""
+    work = tmp_path / "work"
+    work.mkdir()
+    code = (
+        "import os, select, sys, threading, time\n"
+        f"sys.path.insert(0, {PROGRAMS!r})\n"
+        "from _attachable import allow_tracing, mark\n"
+        "allow_tracing()\n"
+        f"mark({str(work)!r}, 'ready')\n"
+        "begun = time.monotonic()\n"
+        f"kind = {kind!r}\n"
+        "if kind == 'sleep': time.sleep(3)\n"
+        "elif kind == 'select': select.select([os.pipe()[0]], [], [], 3)\n"
+        "elif kind == 'lock':\n"
+        "    lock = threading.Lock(); lock.acquire(); lock.acquire(timeout=3)\n"
+        "else: threading.Event().wait(3)\n"
+        "print(time.monotonic() - begun >= 3, threading.active_count(), flush=True)\n")
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
+    while not (work / "ready").exists():
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.01)
+    time.sleep(0.2)  # into the call
+    done = _attach(tmp_path, process.pid, "--duration", "0.3", "-q")
+    assert done.returncode == 0, done.stderr
+    stdout, stderr = process.communicate(timeout=120)
+    assert (process.returncode, stdout, stderr) == (0, "True 1\n", "")
+
+
+def test_every_thread_of_a_multi_threaded_target_is_profiled(tmp_path):
+    process, work = _start(tmp_path, "attach_threads.py", "3")
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "1", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    status, stdout, stderr = _finish(process, work)
+    assert (status, stdout) == (0, "done\n"), stderr
+    profile = json.loads(out.read_text())
+    window = _window_s(profile)
+    slack = 0.05 * window + 2 * profile["max_sample_gap_s"]
+    # Each worker ran (or waited for the GIL, its own time too) all along the window.
+    workers = [t for t in profile["threads"] if not t["main"]
+               and t["python_s"] + t["native_s"] + t["system_s"] > 0.2 * window]
+    assert len(workers) == 3, profile["threads"]
+    for thread in workers:
+        charged = thread["python_s"] + thread["native_s"] + thread["system_s"]
+        assert abs(charged - window) <= slack, (thread, window)
+    spin = _functions(profile, "attach_threads.py")["spin"]
+    spun = spin["python_s"] + spin["native_s"] + spin["system_s"]
+    assert abs(spun - 3 * window) <= 3 * slack, (spun, window)
+
+
+def test_twenty_attach_detach_cycles_leave_the_program_as_it_was(tmp_path):
+    """Attached and detached 20 times, the program prints byte for byte what a plain run
+    prints: the same threads, signal handlers, trace functions, atexit handlers and open
+    descriptors at the end; no heatline thread is left after any detach; no file is left in
+    heatline's directory."""
+    plain_work = tmp_path / "plain"
+    plain_work.mkdir()
+    plain = subprocess.Popen([sys.executable, os.path.join(PROGRAMS, "attach_steady.py"),
+                              str(plain_work)], env=_env(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    while not (plain_work / "ready").exists():
+        assert plain.poll() is None, plain.communicate()
+        time.sleep(0.01)
+    (plain_work / "finish").touch()
+    plain_out = plain.communicate(timeout=120)
+
+    process, work = _start(tmp_path, "attach_steady.py")
+    before = _thread_tasks(process.pid)
+    for cycle in range(20):
+        out = tmp_path / f"p{cycle}.json"
+        done = _attach(tmp_path, process.pid, "--duration", "0.2", "-q", "-o", str(out))
+        assert done.returncode == 0, (cycle, done.stderr)
+        assert _thread_tasks(process.pid) == before, cycle
+        profile = json.loads(out.read_text())
+        assert profile["attached"]["ended_by"] == "detach"
+        assert _functions(profile, "attach_steady.py")  # each window saw the program
+    status, stdout, stderr = _finish(process, work)
+    assert (status, stdout, stderr) == (0, *plain_out)
+    assert os.listdir(_control_dir(tmp_path)) == []
+
+
+def test_a_program_that_forks_while_attached(tmp_path):
+    """The children forked while attached are not profiled (the engine stops in a fork child),
+    exit as they would, and do not end the parent's attach (the at-exit writer is the
+    attached process's only)."""
+    process, work = _start(tmp_path, "attach_forks.py")
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "1", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    status, stdout, stderr = _finish(process, work)
+    if sys.version_info >= (3, 12):
+        # A known limit (README, docs/design.md): the agent's thread lives while attached, and
+        # os.fork() of 3.12+ warns about forking a multi-threaded process (the engine's own
+        # sampler thread is stopped around a fork; the agent's is not yet).
+        stderr = re.sub(r"\S+attach_forks\.py:\d+: DeprecationWarning: This process \(pid=\d+\) "
+                        r"is multi-threaded, use of fork\(\) may lead to deadlocks in the "
+                        r"child\.\n  child = os\.fork\(\)\n", "", stderr)
+    assert (status, stdout, stderr) == (0, "children all exited 0: True\n", "")
+    profile = json.loads(out.read_text())
+    assert profile["attached"]["ended_by"] == "detach"
+    assert profile["attached"]["pid"] == process.pid
+    assert _window_s(profile) >= 0.9  # profiled until the detach, not until a child's exit
+
+
+# ---- bad input ----------------------------------------------------------------------------------
+
+
+def _error(done):
+    assert done.returncode != 0
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("heatline: error: "), done.stderr
+    return lines[0]
+
+
+def test_no_such_process(tmp_path):
+    line = _error(_attach(tmp_path, 4194305 + 10))
+    assert "no process" in line
+
+
+def test_not_a_python_process(tmp_path):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        line = _error(_attach(tmp_path, sleeper.pid))
+        assert "python" in line.lower(), line
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_python_of_another_version_is_refused_before_touching_it(tmp_path):
+    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    others = [path for minor in range(9, 14) if f"3.{minor}" != mine
+              for path in sorted(glob.glob(os.path.join(PYENV, f"3.{minor}.*", "bin",
+                                                        f"python3.{minor}")))[-1:]]
+    if not others:
+        pytest.skip("no other CPython 3.9-3.13 installed")
+    process, work = _start(tmp_path, "attach_sleeper.py", "600", python=others[0])
+    try:
+        line = _error(_attach(tmp_path, process.pid))
+        assert f"runs on Python {mine}" in line, line
+        with open(f"/proc/{process.pid}/maps") as file:
+            assert "_agent" not in file.read()  # nothing was loaded
+    finally:
+        process.kill()
+        process.communicate()
+
+
+def test_ptrace_refused_says_why(tmp_path):
+    """A target of another user, heatline without CAP_SYS_PTRACE: refused, with the reason."""
+    if os.geteuid() != 0 or not _which("setpriv"):
+        pytest.skip("needs root and setpriv to make a process heatline may not trace")
+    target = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               "sleep", "60"])
+    try:
+        time.sleep(0.3)
+        done = subprocess.run(
+            ["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace",
+             sys.executable, "-m", "heatline", "attach", str(target.pid)],
+            env=_env(tmp_path), capture_output=True, text=True, timeout=120, check=False)
+        line = _error(done)
+        assert "not allowed" in line and "65534" in line and "CAP_SYS_PTRACE" in line, line
+        assert "heatline dump" not in line
+    finally:
+        target.kill()
+        target.wait()
+
+
+def _which(name):
+    return any(os.access(os.path.join(d, name), os.X_OK)
+               for d in os.environ.get("PATH", "").split(os.pathsep))
+
+
+def test_a_target_that_exits_while_attached_still_gives_its_profile(tmp_path):
+    process, work = _start(tmp_path, "attach_steady.py")
+    out = tmp_path / "p.json"
+    attacher = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "attach", str(process.pid), "--duration", "300",
+         "-q", "-o", str(out)], env=_env(tmp_path), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    while "attached to process" not in (attacher.stderr.readline() or "attached to process"):
+        pass
+    time.sleep(0.3)
+    status, stdout, _ = _finish(process, work)
+    assert status == 0 and "\ndone\n" in stdout
+    _, stderr = attacher.communicate(timeout=120)
+    assert attacher.returncode == 0, stderr
+    assert f"process {process.pid} exited while attached" in stderr
+    profile = json.loads(out.read_text())
+    assert profile["attached"]["ended_by"] == "exit"
+    assert _functions(profile, "attach_steady.py")
+
+
+def test_a_target_killed_while_attached_is_said_so(tmp_path):
+    process, work = _start(tmp_path, "attach_steady.py")
+    attacher = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "attach", str(process.pid), "--duration", "300"],
+        env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = attacher.stderr.readline()
+    assert "attached to process" in first, first
+    process.kill()
+    process.communicate()
+    stdout, stderr = attacher.communicate(timeout=120)
+    assert attacher.returncode == 1 and stdout == ""
+    assert stderr.splitlines() == [
+        f"heatline: error: process {process.pid} exited while attached, without writing its "
+        "profile (it was killed, or left through os._exit): nothing to report"]
+
+
+def test_attaching_twice_at_once_is_refused(tmp_path):
+    process, work = _start(tmp_path, "attach_steady.py")
+    first = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "attach", str(process.pid), "--duration", "300",
+         "-q"], env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "attached to process" in first.stderr.readline()
+    line = _error(_attach(tmp_path, process.pid))
+    assert f"process {process.pid} is being attached to already" in line, line
+    first.send_signal(signal.SIGINT)  # Ctrl-C: detach
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0, stderr
+    assert "detached from process" in stderr
+    status, stdout, _ = _finish(process, work)
+    assert status == 0 and "\ndone\n" in stdout
+
+
+def test_a_program_profiled_already_is_refused(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "-q", os.path.join(PROGRAMS, "attach_steady.py"),
+         str(work)], env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    while not (work / "ready").exists():
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.01)
+    line = _error(_attach(tmp_path, process.pid))
+    assert "already" in line or "under the heatline command" in line, line
+    status, _, stderr = _finish(process, work)
+    assert status == 0, stderr
+
+
+def test_bad_pid_text(tmp_path):
+    line = _error(_attach(tmp_path, "abc"))
+    assert "PID must be a process id" in line
+
+
+def test_an_option_attach_cannot_honour_is_refused(tmp_path):
+    line = _error(_attach(tmp_path, 4194305 + 10, "--profile-interval", "1"))
+    assert "--profile-interval is not available with heatline attach" in line
