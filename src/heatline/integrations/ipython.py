@@ -161,18 +161,24 @@ def cell_name(shell: Any, path: str) -> str | None:
 
 
 def cell_names(shell: Any, data: dict[str, Any]) -> dict[str, str]:
-    """Every cell file the profile names -> its cell's name. A cell whose name another file of
-    the profile already has (the cell holding the ``%%heatline`` line and the cell it runs are
-    both the same In[n]) keeps its path."""
+    """Every cell file the profile names -> its cell's name. Where two files are the same cell
+    (the cell holding the ``%%heatline`` line and the body it runs are both In[n]), the busier
+    keeps the name and the other gets it with " (2)" after it (never the temporary file's
+    path, which names nothing a user wrote: 3.9 lists the magic's own file for its memory)."""
     paths = list(data.get("files", {}))
     paths += [frame.get("file", "") for frame in data.get("stacks", {}).get("frames", [])]
     names: dict[str, str] = {}
     taken = {path for path in paths}
     for path in dict.fromkeys(paths):  # in the profile's order: the busiest file first
         name = cell_name(shell, path)
-        if name is not None and name not in taken:
-            names[path] = name
-            taken.add(name)
+        if name is None:
+            continue
+        unique, count = name, 1
+        while unique in taken:
+            count += 1
+            unique = f"{name} ({count})"
+        names[path] = unique
+        taken.add(unique)
     return names
 
 
