@@ -94,8 +94,11 @@ def test_html_functions_show_callers_and_callees_when_clicked(run_heatline, prog
     from _tools import chromium_dom
 
     out = tmp_path / "report.html"
+    # 2,000,000 iterations, about 0.7 s: a tenth of that (as it was) left the callers with no
+    # sample at all when the sampler thread was kept off the CPUs for the whole run (seen under
+    # load: no "called by" to show).
     result = run_heatline("-q", "--html", "-o", str(out), program("nested_calls.py"),
-                          str(tmp_path / "truth.json"), "300000", text=True, timeout=300)
+                          str(tmp_path / "truth.json"), "2000000", text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     # The page as a user clicks outer's row: a copy with a click added after the page's script
     # (inline scripts are what the page's Content-Security-Policy allows).
