@@ -141,6 +141,14 @@ for _ in range(3):
 """
 
 
+HASH_PROGRAM = """\
+import hashlib
+data = bytes(96 << 20)
+for _ in range(3):
+    hashlib.sha256(data).hexdigest()  # hash
+"""
+
+
 def _line_with(profile, path, marker):
     source = open(path).read().splitlines()
     number = next(n for n, text in enumerate(source, 1) if marker in text)
@@ -186,6 +194,27 @@ def test_compress_time_goes_to_zlib(tmp_path, run_heatline):
         named = [f["symbol"] for f in line["native_functions"] if f["symbol"] != "[unknown]"
                  and os.path.basename(f["library"] or "").startswith("libz")]
         assert top["symbol"] == "[unknown]" or top["symbol"] in named
+
+
+def test_hashing_time_goes_to_openssl(tmp_path, run_heatline):
+    """hashlib's SHA-256 runs in OpenSSL's libcrypto (CPython's own _sha256 where hashlib was
+    built without it); its assembly kernels are static symbols, named only with a .symtab."""
+    import hashlib
+
+    script = tmp_path / "hash.py"
+    script.write_text(HASH_PROGRAM)
+    profile = _run(run_heatline, tmp_path, str(script))
+    line = _line_with(profile, str(script), "# hash")
+    top = line["native_functions"][0]
+    library = os.path.basename(top["library"] or "")
+    if not hashlib.sha256.__name__.startswith("openssl"):  # CPython's own module (_sha2, ...)
+        assert "sha" in library.lower() or "sha" in top["symbol"].lower(), top
+        return
+    assert library.startswith("libcrypto"), line["native_functions"]
+    if _has_symtab(top["library"]):
+        assert "sha256" in top["symbol"].lower() or "sha" in top["symbol"].lower(), top
+    else:  # a stripped libcrypto names its exported functions only, not the SHA kernels
+        assert top["symbol"] == "[unknown]" or "sha" in top["symbol"].lower(), top
 
 
 def _export(burned, tmp_path, fmt, name):
