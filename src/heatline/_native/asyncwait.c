@@ -282,15 +282,7 @@ static int run(void *unused) {
 }
 
 void hl_asyncwait_request(void) {
-    if (__atomic_load_n(&requested, __ATOMIC_ACQUIRE)) {
-        hl_compat_notice_pending_calls(); /* still pending: another thread may have reset it */
-        return;
-    }
-    __atomic_store_n(&requested, 1, __ATOMIC_RELAXED);
-    /* Py_AddPendingCall needs no GIL and no thread state; it fails only when its queue is
-     * full, and then the wait is asked for again at the next tick that holds one back. */
-    if (Py_AddPendingCall(run, NULL) != 0) __atomic_store_n(&requested, 0, __ATOMIC_RELAXED);
-    else hl_compat_notice_pending_calls();
+    hl_engine_request_pending_call(&requested, run);
 }
 
 void hl_asyncwait_results_get_locked(hl_asyncwait_results *out) {

@@ -185,6 +185,18 @@ uint32_t hl_engine_current_line_locked(void) {
     return id < 0 ? HL_NO_LINE : (uint32_t)id;
 }
 
+void hl_engine_request_pending_call(int *requested, int (*call)(void *)) {
+    if (__atomic_load_n(requested, __ATOMIC_ACQUIRE)) {
+        hl_compat_notice_pending_calls(); /* still pending: another thread may have reset it */
+        return;
+    }
+    __atomic_store_n(requested, 1, __ATOMIC_RELAXED);
+    /* Py_AddPendingCall needs no GIL and no thread state; it fails only when its queue is
+     * full, and then the request is made again at the next wake-up that asks. */
+    if (Py_AddPendingCall(call, NULL) != 0) __atomic_store_n(requested, 0, __ATOMIC_RELAXED);
+    else hl_compat_notice_pending_calls();
+}
+
 void hl_engine_enter(void) {
     enter_engine();
 }

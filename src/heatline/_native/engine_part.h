@@ -122,6 +122,12 @@ hl_stats *hl_engine_stats_locked(void);
  * the main thread is on. Lock held. */
 uint32_t hl_engine_current_line_locked(void);
 
+/* From the sampler thread: asks the main thread to run call(NULL) at its next check of the
+ * eval breaker (Py_AddPendingCall), one request at a time: *requested is set until call
+ * resets it. A request still pending nudges the main thread again
+ * (hl_compat_notice_pending_calls). Lock-free; needs no GIL. */
+void hl_engine_request_pending_call(int *requested, int (*call)(void *));
+
 /* Marks the calling thread as working inside the engine without taking the lock (nests, as
  * hl_engine_lock's mark does): its allocations are not sampled meanwhile. */
 void hl_engine_enter(void);

@@ -4,7 +4,6 @@
 #include "periodic.h"
 
 #include "clock.h"
-#include "compat.h"
 #include "engine_part.h"
 
 static PyObject *callback;    /* owned; touched only with the GIL */
@@ -54,15 +53,7 @@ static int run(void *unused) {
 static void tick(uint64_t now) {
     uint64_t period = __atomic_load_n(&profile_interval_ns, __ATOMIC_RELAXED);
     if (period == 0 || now < __atomic_load_n(&next_ns, __ATOMIC_RELAXED)) return;
-    if (__atomic_load_n(&requested, __ATOMIC_ACQUIRE)) {
-        hl_compat_notice_pending_calls(); /* still pending: another thread may have reset it */
-        return;
-    }
-    __atomic_store_n(&requested, 1, __ATOMIC_RELAXED);
-    /* Py_AddPendingCall needs no GIL and no thread state; it fails only when its queue is
-     * full, and then the request is made again at the next wake-up. */
-    if (Py_AddPendingCall(run, NULL) != 0) __atomic_store_n(&requested, 0, __ATOMIC_RELAXED);
-    else hl_compat_notice_pending_calls();
+    hl_engine_request_pending_call(&requested, run);
 }
 
 static void stop(void) {

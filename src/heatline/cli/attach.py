@@ -19,7 +19,8 @@ import sys
 import time
 from typing import Any
 
-from heatline.cli.common import Parser, add_format_shortcuts, add_option, check_outfile, fail
+from heatline.cli.common import (Parser, add_format_shortcuts, add_option, check_outfile, fail,
+                                  parse_pid)
 from heatline.options import ATTACH_OPTIONS, RUN_OPTIONS, Options, only_implies_all
 
 START_TIMEOUT_S = 30.0  # for the target's agent thread to get the GIL and start the profile
@@ -53,10 +54,7 @@ def run(args: list[str]) -> int:
 
     values = vars(_parser().parse_args(args))
     pid_text, duration = values.pop("pid"), values.pop("duration")
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        fail(f"PID must be a process id (a whole number), not {pid_text!r}")
+    pid = parse_pid(pid_text)
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"
     if values["profile_interval_s"] is not None:

@@ -26,6 +26,14 @@ def fail(message: str, status: int = 2) -> NoReturn:
     raise SystemExit(status)
 
 
+def parse_pid(text: str) -> int:
+    """The PID argument of dump, top and attach; a one-line error unless a whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        fail(f"PID must be a process id (a whole number), not {text!r}")
+
+
 def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     if option.takes_value:
         kwargs: dict = {"metavar": option.metavar, "default": option.default}

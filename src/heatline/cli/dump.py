@@ -8,7 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from heatline.cli.common import Parser, add_option, fail
+from heatline.cli.common import Parser, add_option, fail, parse_pid
 from heatline.options import DUMP_OPTIONS
 
 if TYPE_CHECKING:
@@ -38,10 +38,7 @@ def run(args: list[str]) -> int:
     from heatline.engine import dump as reader
 
     options = _parser().parse_args(args)
-    try:
-        pid = int(options.pid)
-    except ValueError:
-        fail(f"PID must be a process id (a whole number), not {options.pid!r}")
+    pid = parse_pid(options.pid)
     try:
         result = reader.read(pid, pause=not options.no_pause)
     except reader.DumpError as exc:

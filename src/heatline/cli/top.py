@@ -15,7 +15,7 @@ import select
 import sys
 from typing import TYPE_CHECKING
 
-from heatline.cli.common import Parser, add_option, fail
+from heatline.cli.common import Parser, add_option, fail, parse_pid
 from heatline.options import TOP_OPTIONS
 
 if TYPE_CHECKING:
@@ -46,10 +46,7 @@ def run(args: list[str]) -> int:
     from heatline.engine import top
 
     options = _parser().parse_args(args)
-    try:
-        pid = int(options.pid)
-    except ValueError:
-        fail(f"PID must be a process id (a whole number), not {options.pid!r}")
+    pid = parse_pid(options.pid)
     try:
         reader = top.Reader(pid)
     except dump_reader.DumpError as exc:
