@@ -291,21 +291,25 @@ def _line_table(
             rows.append(Text(_GAP.join(numbers), style))
             pieces = _wrap(source, max(width - _STACKED_INDENT, _MIN_SOURCE_WIDTH))
             rows.extend(Text.assemble(" " * _STACKED_INDENT, piece) for piece in pieces)
-            rows.extend(_native_row(line, total, threshold_pct, line_width))
+            rows.extend(_native_row(line, total, threshold_pct, line_width, width))
             continue
         pieces = _wrap(source, room)
         rows.append(Text.assemble((_GAP.join(numbers), style), _GAP, pieces[0]))
         rows.extend(Text.assemble(" " * prefix, piece) for piece in pieces[1:])
-        rows.extend(_native_row(line, total, threshold_pct, line_width))
+        rows.extend(_native_row(line, total, threshold_pct, line_width, width))
     return Text("\n").join(rows)
 
 
-def _native_row(line: dict[str, Any], total: float, threshold_pct: float,
-                line_width: int) -> list[Text]:
-    """Under a hot line with native time: the native functions it went to (none otherwise)."""
+def _native_row(line: dict[str, Any], total: float, threshold_pct: float, line_width: int,
+                width: int) -> list[Text]:
+    """Under a hot line with native time: the native functions it went to (none otherwise),
+    wrapped to the table's width as the source is, never cut."""
     if not (line.get("native_functions") and _is_hot(total, threshold_pct)):
         return []
-    return [Text(" " * (line_width + len(_GAP)) + _native_functions(line), _IDLE_STYLE)]
+    indent = line_width + len(_GAP)
+    pieces = _wrap(Text(_native_functions(line), _IDLE_STYLE),
+                   max(width - indent, _MIN_SOURCE_WIDTH))
+    return [Text.assemble(" " * indent, piece) for piece in pieces]
 
 
 def _line_columns(
