@@ -412,9 +412,13 @@ def test_a_target_killed_while_attached_is_said_so(tmp_path):
 
 def test_attaching_twice_at_once_is_refused(tmp_path):
     process, work = _start(tmp_path, "attach_steady.py")
+    # A job started in the background (a CI run under nohup or &) inherits SIGINT ignored, and
+    # python then leaves it so: the Ctrl-C below would never reach this attach (CI saw it wait
+    # out its --duration). A foreground command has the default disposition.
     first = subprocess.Popen(
         [sys.executable, "-m", "heatline", "attach", str(process.pid), "--duration", "300",
-         "-q"], env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "-q"], env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert "attached to process" in first.stderr.readline()
     line = _error(_attach(tmp_path, process.pid))
     assert f"process {process.pid} is being attached to already" in line, line

@@ -25,6 +25,7 @@ from heatline.options import ATTACH_OPTIONS, RUN_OPTIONS, Options, only_implies_
 
 START_TIMEOUT_S = 30.0  # for the target's agent thread to get the GIL and start the profile
 STOP_TIMEOUT_S = 60.0  # for the target to stop the profile and write it
+THREAD_END_TIMEOUT_S = 10.0  # for the agent's thread to end once it wrote the profile
 POLL_S = 0.02
 # Options the target does not get: what the attacher does with the profile.
 _ATTACHER_ONLY = ("outfile", "format", "quiet", "reduced_profile", "threshold_pct")
@@ -178,6 +179,25 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
+def _agent_tid(directory: str) -> int | None:
+    try:
+        with open(os.path.join(directory, "started"), encoding="utf-8") as file:
+            tid = json.load(file).get("agent_tid")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return tid if isinstance(tid, int) else None
+
+
+def _wait_thread_gone(pid: int, tid: int | None, timeout_s: float) -> None:
+    """After the detach: until the agent's thread has ended (it writes the profile, then
+    returns), so that the command returns when the process has only its own threads again."""
+    if tid is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    while os.path.exists(f"/proc/{pid}/task/{tid}") and time.monotonic() < deadline:
+        time.sleep(POLL_S / 4)
+
+
 def _wait_for(directory: str, names: tuple[str, ...], pid: int, timeout_s: float) -> str | None:
     """The first of names to appear in directory; None if the process ends or time runs out
     first (a file written just before it ended still counts)."""
@@ -232,6 +252,8 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
             got = _wait_for(directory, ("profile.json", "error"), pid, STOP_TIMEOUT_S)
         finally:
             signal.signal(signal.SIGINT, previous)
+        if got == "profile.json" and not ended:
+            _wait_thread_gone(pid, _agent_tid(directory), THREAD_END_TIMEOUT_S)
         detach_s = time.monotonic() - detach_begun
         if got == "error":
             raise attach.AttachError(f"process {pid}: {_error_text(directory)}")

@@ -7,7 +7,8 @@ files in the attach's private directory (mode 0700, made by the attacher):
 
 - ``request`` (attacher): JSON, ``{"options": {dest: value}}``, the run options given to
   ``heatline attach`` (as ``Options``' fields, without -o, which the attacher writes).
-- ``started`` (here): JSON, ``{"started_at": epoch seconds}``, once the profile runs.
+- ``started`` (here): JSON, ``{"started_at": epoch seconds, "agent_tid": the kernel id of the
+  agent's thread}``, once the profile runs.
 - ``profile.json`` (here): the profile, written at the stop, or at the program's exit when it
   ends while attached (``attached.ended_by``: ``"exit"``).
 - ``error`` (here): one line, when something failed (the attacher shows it and exits 1).
@@ -79,7 +80,10 @@ def _start(directory: str) -> None:
         _started_epoch = time.time()
         _attached_pid = os.getpid()
     atexit.register(_at_exit)
-    _write(directory, "started", json.dumps({"started_at": _started_epoch}))
+    # The agent's thread (this one) says who it is: the attacher waits at the detach until it
+    # has ended, so that the process has only its own threads again when the command returns.
+    _write(directory, "started", json.dumps({"started_at": _started_epoch,
+                                             "agent_tid": threading.get_native_id()}))
 
 
 def _at_exit() -> None:
