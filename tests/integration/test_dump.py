@@ -253,7 +253,10 @@ def test_reads_of_a_moving_process_never_crash_either_side(start):
         whole += sum(t.complete for t in result.threads if t.python)
         for thread in result.threads:
             assert len(thread.frames) <= 70  # never a chain followed into garbage
-            assert all(f.file == CHURN or f.file.endswith("threading.py") for f in thread.frames)
+            # threading's own helpers run too as threads start and end (Thread.start adds the
+            # thread to a WeakSet: _weakrefset.py); any other file would be a misread frame.
+            assert all(f.file == CHURN or f.file.endswith(("threading.py", "_weakrefset.py"))
+                       for f in thread.frames), [f.file for f in thread.frames]
     assert whole > 0
     for _ in range(20):
         result = reader.read(pid, pause=True)
