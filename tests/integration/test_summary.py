@@ -88,13 +88,14 @@ def test_dataloader_starvation_names_the_loop_and_the_workers_work(profiled):
 def test_dataloader_that_keeps_ahead_of_the_loop_is_not_starvation(profiled, tmp_path):
     """The workers keep ahead, so the loop waits little: the rule (30% of the main thread's
     time) stays silent, unless the machine kept the workers off its CPUs so long that the loop
-    truly waited near that share (the target measures its waits; CI saw the rule fire once
-    under load): below 20% of the training time in truth it must be silent."""
+    truly waited near that share (the target measures its waits, the workers' shutdown at the
+    loop's end included, which takes longer while they write their profiles; CI saw the rule
+    fire): below 20% of the loop's time in truth it must be silent."""
     require_module("torch", "torch")
     truth_path = tmp_path / "waits.json"
     profile, _ = profiled("summary_dataloader.py", "fed", str(truth_path))
     truth = json.loads(truth_path.read_text())
-    if truth["waited_s"] < 0.20 * truth["train_s"]:
+    if truth["waited_s"] < 0.20 * truth["loop_s"]:
         assert "dataloader_starvation" not in _rules(profile), (profile["summary"], truth)
 
 
