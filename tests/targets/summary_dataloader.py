@@ -54,7 +54,7 @@ class Images(Dataset):
         self.ready = [torch.tensor(image).unsqueeze(0) for image in self.images]
 
     def __len__(self):
-        return ITEMS if self.starved else 6 * ITEMS
+        return ITEMS if self.starved else 24 * ITEMS
 
     def __getitem__(self, index):
         if self.starved:
