@@ -19,8 +19,8 @@ import sys
 import time
 from typing import Any
 
-from heatline.cli.common import (Parser, add_format_shortcuts, add_option, check_outfile, fail,
-                                  parse_pid)
+from heatline.cli.common import (Parser, add_format_shortcuts, add_option, add_pid,
+                                  check_outfile, fail, parse_pid)
 from heatline.options import ATTACH_OPTIONS, RUN_OPTIONS, Options, only_implies_all
 
 START_TIMEOUT_S = 30.0  # for the target's agent thread to get the GIL and start the profile
@@ -46,7 +46,7 @@ def _parser() -> Parser:
     for option in RUN_OPTIONS + ATTACH_OPTIONS:
         add_option(parser, option)
     add_format_shortcuts(parser)
-    parser.add_argument("pid", metavar="PID", help="the process id of a running Python program")
+    add_pid(parser)
     return parser
 
 

@@ -26,6 +26,11 @@ def fail(message: str, status: int = 2) -> NoReturn:
     raise SystemExit(status)
 
 
+def add_pid(parser: argparse.ArgumentParser) -> None:
+    """The PID argument of dump, top and attach (read with parse_pid)."""
+    parser.add_argument("pid", metavar="PID", help="the process id of a running Python program")
+
+
 def parse_pid(text: str) -> int:
     """The PID argument of dump, top and attach; a one-line error unless a whole number."""
     try:

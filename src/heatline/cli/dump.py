@@ -8,7 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from heatline.cli.common import Parser, add_option, fail, parse_pid
+from heatline.cli.common import Parser, add_option, add_pid, fail, parse_pid
 from heatline.options import DUMP_OPTIONS
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def _parser() -> Parser:
     )
     for option in DUMP_OPTIONS:
         add_option(parser, option)
-    parser.add_argument("pid", metavar="PID", help="the process id of a running Python program")
+    add_pid(parser)
     return parser
 
 

@@ -15,7 +15,7 @@ import select
 import sys
 from typing import TYPE_CHECKING
 
-from heatline.cli.common import Parser, add_option, fail, parse_pid
+from heatline.cli.common import Parser, add_option, add_pid, fail, parse_pid
 from heatline.options import TOP_OPTIONS
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def _parser() -> Parser:
     )
     for option in TOP_OPTIONS:
         add_option(parser, option)
-    parser.add_argument("pid", metavar="PID", help="the process id of a running Python program")
+    add_pid(parser)
     return parser
 
 
