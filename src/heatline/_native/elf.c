@@ -60,13 +60,74 @@ static void scan_table(const Elf64_Sym *table, size_t n, const char *names, size
     }
 }
 
-static int read_file(int fd, uint64_t file_size, hl_elf_symbol *symbols, size_t count,
-                     uint64_t *first_vaddr) {
-    Elf64_Ehdr header;
-    if (pread(fd, &header, sizeof(header), 0) != (ssize_t)sizeof(header)) return -ENOEXEC;
-    if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
-        header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != HL_ELF_MACHINE)
+/* Reads and checks the ELF header: a 64-bit little-endian file for this machine. 0 or
+ * -ENOEXEC. */
+static int read_header(int fd, Elf64_Ehdr *header) {
+    if (pread(fd, header, sizeof(*header), 0) != (ssize_t)sizeof(*header)) return -ENOEXEC;
+    if (memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 || header->e_ident[EI_CLASS] != ELFCLASS64 ||
+        header->e_ident[EI_DATA] != ELFDATA2LSB || header->e_machine != HL_ELF_MACHINE)
         return -ENOEXEC;
+    return 0;
+}
+
+/* Calls visit for each symbol table (.dynsym, .symtab) of the file with its entries and its
+ * string table, both read whole, until visit returns non-zero (returned). A file without
+ * section headers (stripped of them) has none: 0. */
+typedef int (*table_visit)(void *context, const Elf64_Sym *entries, size_t count, const char *names,
+                           size_t names_size);
+static int for_each_symbol_table(int fd, const Elf64_Ehdr *header, uint64_t file_size,
+                                 table_visit visit, void *context) {
+    Elf64_Shdr *sections = NULL;
+    if (header->e_shentsize == sizeof(Elf64_Shdr))
+        sections = read_part(fd, header->e_shoff, (uint64_t)header->e_shnum * sizeof(Elf64_Shdr),
+                             file_size);
+    int result = 0;
+    for (unsigned i = 0; sections != NULL && i < header->e_shnum && result == 0; i++) {
+        const Elf64_Shdr *table = &sections[i];
+        if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
+        if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header->e_shnum) continue;
+        const Elf64_Shdr *strings = &sections[table->sh_link];
+        Elf64_Sym *entries = read_part(fd, table->sh_offset, table->sh_size, file_size);
+        char *names = read_part(fd, strings->sh_offset, strings->sh_size, file_size);
+        if (entries != NULL && names != NULL)
+            result = visit(context, entries, (size_t)(table->sh_size / sizeof(Elf64_Sym)), names,
+                           (size_t)strings->sh_size);
+        free(entries);
+        free(names);
+    }
+    free(sections);
+    return result;
+}
+
+/* Opens path and calls read(fd, its size, context) on it: a regular, non-empty file. */
+static int with_file(const char *path, int (*read)(int, uint64_t, void *), void *context) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct stat st;
+    int error = -ENOEXEC;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        error = read(fd, (uint64_t)st.st_size, context);
+    close(fd);
+    return error;
+}
+
+typedef struct wanted_symbols {
+    hl_elf_symbol *symbols;
+    size_t count;
+    uint64_t *first_vaddr;
+} wanted_symbols;
+
+static int scan_visit(void *context, const Elf64_Sym *entries, size_t count, const char *names,
+                      size_t names_size) {
+    const wanted_symbols *wanted = context;
+    scan_table(entries, count, names, names_size, wanted->symbols, wanted->count);
+    return 0;
+}
+
+static int read_file(int fd, uint64_t file_size, void *context) {
+    wanted_symbols *wanted = context;
+    Elf64_Ehdr header;
+    if (read_header(fd, &header) != 0) return -ENOEXEC;
 
     /* The program headers: where the file's start is loaded. */
     uint64_t lowest = UINT64_MAX;
@@ -81,28 +142,10 @@ static int read_file(int fd, uint64_t file_size, hl_elf_symbol *symbols, size_t 
     }
     free(segments);
     if (lowest == UINT64_MAX) return -ENOEXEC;
-    *first_vaddr = lowest & ~(uint64_t)0xFFF;
+    *wanted->first_vaddr = lowest & ~(uint64_t)0xFFF;
 
-    /* The section headers: the symbol tables and their string tables. */
-    Elf64_Shdr *sections = NULL;
-    if (header.e_shentsize == sizeof(Elf64_Shdr))
-        sections =
-            read_part(fd, header.e_shoff, (uint64_t)header.e_shnum * sizeof(Elf64_Shdr), file_size);
-    for (unsigned i = 0; sections != NULL && i < header.e_shnum; i++) {
-        const Elf64_Shdr *table = &sections[i];
-        if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
-        if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header.e_shnum) continue;
-        const Elf64_Shdr *strings = &sections[table->sh_link];
-        Elf64_Sym *entries = read_part(fd, table->sh_offset, table->sh_size, file_size);
-        char *names = read_part(fd, strings->sh_offset, strings->sh_size, file_size);
-        if (entries != NULL && names != NULL)
-            scan_table(entries, (size_t)(table->sh_size / sizeof(Elf64_Sym)), names,
-                       (size_t)strings->sh_size, symbols, count);
-        free(entries);
-        free(names);
-    }
-    free(sections); /* none (stripped of its sections): no symbols found */
-    return 0;
+    /* The symbol tables (none where the file was stripped of its sections: no symbols found). */
+    return for_each_symbol_table(fd, &header, file_size, scan_visit, wanted);
 }
 
 int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint64_t *first_vaddr) {
@@ -110,14 +153,8 @@ int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint6
         symbols[k].found = 0;
         symbols[k].value = 0;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    struct stat st;
-    int error = -ENOEXEC;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        error = read_file(fd, (uint64_t)st.st_size, symbols, count, first_vaddr);
-    close(fd);
-    return error;
+    wanted_symbols wanted = {symbols, count, first_vaddr};
+    return with_file(path, read_file, &wanted);
 }
 
 /* ---- functions by address ----------------------------------------------------------------- */
@@ -153,12 +190,25 @@ static int add_functions(hl_elf_functions *out, const Elf64_Sym *table, size_t n
     return 0;
 }
 
-static int read_functions(int fd, uint64_t file_size, hl_elf_functions *out) {
+/* Appends one symbol table's functions, its names copied after the names so far. */
+static int functions_visit(void *context, const Elf64_Sym *entries, size_t count, const char *names,
+                           size_t size) {
+    hl_elf_functions *out = context;
+    if (size == 0) return 0;
+    char *all = realloc(out->names, out->names_size + size + 1);
+    if (all == NULL) return -ENOMEM;
+    out->names = all;
+    memcpy(all + out->names_size, names, size);
+    all[out->names_size + size] = '\0'; /* a last name running off its table ends */
+    int error = add_functions(out, entries, count, out->names_size, size);
+    out->names_size += size + 1;
+    return error;
+}
+
+static int read_functions(int fd, uint64_t file_size, void *context) {
+    hl_elf_functions *out = context;
     Elf64_Ehdr header;
-    if (pread(fd, &header, sizeof(header), 0) != (ssize_t)sizeof(header)) return -ENOEXEC;
-    if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
-        header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != HL_ELF_MACHINE)
-        return -ENOEXEC;
+    if (read_header(fd, &header) != 0) return -ENOEXEC;
 
     Elf64_Phdr *segments = NULL;
     if (header.e_phentsize == sizeof(Elf64_Phdr))
@@ -176,35 +226,7 @@ static int read_functions(int fd, uint64_t file_size, hl_elf_functions *out) {
                 (hl_elf_segment){segments[i].p_offset, segments[i].p_vaddr, segments[i].p_filesz};
     free(segments);
 
-    Elf64_Shdr *sections = NULL;
-    if (header.e_shentsize == sizeof(Elf64_Shdr))
-        sections =
-            read_part(fd, header.e_shoff, (uint64_t)header.e_shnum * sizeof(Elf64_Shdr), file_size);
-    int error = 0;
-    for (unsigned i = 0; sections != NULL && i < header.e_shnum && error == 0; i++) {
-        const Elf64_Shdr *table = &sections[i];
-        if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
-        if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header.e_shnum) continue;
-        const Elf64_Shdr *strings = &sections[table->sh_link];
-        Elf64_Sym *entries = read_part(fd, table->sh_offset, table->sh_size, file_size);
-        char *names = read_part(fd, strings->sh_offset, strings->sh_size, file_size);
-        size_t size = (size_t)strings->sh_size;
-        char *all = NULL;
-        if (entries != NULL && names != NULL && size > 0 &&
-            (all = realloc(out->names, out->names_size + size + 1)) != NULL) {
-            out->names = all;
-            memcpy(all + out->names_size, names, size);
-            all[out->names_size + size] = '\0'; /* a last name running off its table ends */
-            error = add_functions(out, entries, (size_t)(table->sh_size / sizeof(Elf64_Sym)),
-                                  out->names_size, size);
-            out->names_size += size + 1;
-        } else if (entries != NULL && names != NULL && size > 0) {
-            error = -ENOMEM;
-        }
-        free(entries);
-        free(names);
-    }
-    free(sections);
+    int error = for_each_symbol_table(fd, &header, file_size, functions_visit, out);
     if (error == 0 && out->count > 0)
         qsort(out->functions, out->count, sizeof(*out->functions), by_value);
     return error;
@@ -212,13 +234,7 @@ static int read_functions(int fd, uint64_t file_size, hl_elf_functions *out) {
 
 int hl_elf_functions_read(const char *path, hl_elf_functions *out) {
     memset(out, 0, sizeof(*out));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    struct stat st;
-    int error = -ENOEXEC;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        error = read_functions(fd, (uint64_t)st.st_size, out);
-    close(fd);
+    int error = with_file(path, read_functions, out);
     if (error != 0) hl_elf_functions_free(out);
     return error;
 }
