@@ -136,7 +136,10 @@ def test_a_loop_on_another_thread_is_charged_where_it_runs_and_said_so(run):
 
 def test_a_loop_written_in_c_uvloop_has_its_waits_charged_to_the_awaits(tmp_path):
     require_module("uvloop", "test")
-    profile, truth, lines, script = _profiled(tmp_path, "asyncio_uvloop.py")
+    profile, truth, _, script = _profiled(tmp_path, "asyncio_uvloop.py")
+    # Its coroutines are asyncio_awaits.py's: their await lines are in that file.
+    script = os.path.join(os.path.dirname(script), TARGET)
+    lines = {row["line"]: row for row in profile["files"][script]["lines"]}
     for name, marker in (("sleeper", "the sleeper's await"),
                          ("executor", "the executor's await")):
         _check(profile, name, _system(lines, _line_of(script, marker)), truth[name])

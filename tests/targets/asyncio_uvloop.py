@@ -1,27 +1,13 @@
-"""asyncio on uvloop's event loop (written in C): its waits go to the awaits too. Each await is
-timed with time.perf_counter; the truth is written as JSON to argv[1]: {name: seconds}."""
+"""asyncio on uvloop's event loop (written in C): its waits go to the awaits too. The sleeper
+and the executor of asyncio_awaits.py, each timing its own await, run on uvloop; the truth is
+written as JSON to argv[1]: {name: seconds}."""
 
 import asyncio
 import json
 import sys
-import time
 
 import uvloop
-
-TRUTH = {}
-
-
-async def sleeper():
-    start = time.perf_counter()
-    await asyncio.sleep(0.3)  # the sleeper's await
-    TRUTH["sleeper"] = time.perf_counter() - start
-
-
-async def executor():
-    loop = asyncio.get_running_loop()
-    start = time.perf_counter()
-    await loop.run_in_executor(None, time.sleep, 0.3)  # the executor's await
-    TRUTH["executor"] = time.perf_counter() - start
+from asyncio_awaits import TRUTH, executor, sleeper
 
 
 async def main():
