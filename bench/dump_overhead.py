@@ -31,21 +31,8 @@ import subprocess
 import sys
 import time
 
-TARGET = r"""
-import sys, threading, time
-threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
-threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
-def work(seconds):
-    n = 0
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        for _ in range(10000):
-            n += 1
-    return n
-sys.stdout.write("ready\n"); sys.stdout.flush()
-sys.stdin.readline()
-sys.stdout.write(f"{work(float(sys.argv[1]))}\n")
-"""
+from busy_target import BUSY_TARGET, python_version
+
 
 
 def one_round(python, seconds, mode, nice):
@@ -53,7 +40,7 @@ def one_round(python, seconds, mode, nice):
     from heatline.engine import dump as reader
 
     prefix = ["nice", "-n", str(nice)] if nice else []
-    target = subprocess.Popen([*prefix, python, "-c", TARGET, str(seconds)],
+    target = subprocess.Popen([*prefix, python, "-c", BUSY_TARGET, str(seconds)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert target.stdout.readline() == "ready\n"
     dumps = []
@@ -81,7 +68,7 @@ def one_round(python, seconds, mode, nice):
             break  # the target finished meanwhile
         dumps.append({"wall_s": time.perf_counter() - began, "pause_s": result.pause_s,
                       "read_s": result.read_s})
-    count = int(target.communicate()[0])
+    count = int(target.communicate()[0].split()[0])
     return count / seconds, dumps
 
 
@@ -141,8 +128,7 @@ def main():
         return f"{sorted(values)[rank] * 1e3:.2f}" if values else "-"
 
     base = statistics.median(rates["none"])
-    version = subprocess.run([options.python, "-c", "import sys; print(sys.version.split()[0])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    version = python_version(options.python)
     nice = f" (nice {options.target_nice})" if options.target_nice else ""
     print(f"CPython {version} target{nice}, {platform.machine()}, {os.cpu_count()} CPUs, load "
           f"average {os.getloadavg()[0]:.1f}; {options.rounds} rounds of {options.seconds:g} s "

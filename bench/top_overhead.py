@@ -23,23 +23,8 @@ import statistics
 import subprocess
 import sys
 
-TARGET = r"""
-import sys, threading, time
-threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
-threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
-def work(seconds):
-    n = 0
-    end = time.perf_counter() + seconds
-    cpu = time.thread_time()
-    while time.perf_counter() < end:
-        for _ in range(10000):
-            n += 1
-    return n, time.thread_time() - cpu
-sys.stdout.write("ready\n"); sys.stdout.flush()
-sys.stdin.readline()
-n, cpu = work(float(sys.argv[1]))
-sys.stdout.write(f"{n} {cpu}\n")
-"""
+from busy_target import BUSY_TARGET, python_version
+
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -54,7 +39,7 @@ def _cpu_s(pid):
 def one_round(python, seconds, rate, nice=0):
     """(loops per wall second, loops per CPU second, top's CPU seconds) for one round; rate 0:
     nothing reads the target."""
-    target = subprocess.Popen([python, "-c", TARGET, str(seconds)], stdin=subprocess.PIPE,
+    target = subprocess.Popen([python, "-c", BUSY_TARGET, str(seconds)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert target.stdout.readline() == "ready\n"
     top = None
@@ -92,8 +77,7 @@ def main():
         for mode in modes:
             figures[mode].append(one_round(options.python, options.seconds, mode,
                                            options.top_nice))
-    version = subprocess.run([options.python, "-c", "import sys; print(sys.version.split()[0])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    version = python_version(options.python)
     print(f"CPython {version} target, {platform.machine()}, {os.cpu_count()} CPUs, load average "
           f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after; {options.rounds} rounds of "
           f"{options.seconds:g} s per mode, medians\n")
