@@ -80,3 +80,13 @@ def test_parser_defaults_are_the_options_defaults():
     assert arguments["sampling_interval_s"] == DEFAULT_SAMPLING_INTERVAL_S
     assert arguments["memory_sampling_window_bytes"] == DEFAULT_WINDOW
     assert Options(cpu_only=True).session_arguments()["memory_sampling_window_bytes"] == 0
+
+
+def test_the_usage_names_every_subcommand():
+    # `heatline --help` is where a user learns the commands: each one the dispatcher knows is
+    # spelled in its usage lines (top and attach were missing once).
+    from heatline.cli import SUBCOMMANDS
+    from heatline.cli.run import USAGE
+
+    named = {line.split()[1] for line in USAGE.splitlines()[1:] if line.split()[0] == "heatline"}
+    assert set(SUBCOMMANDS) <= named, sorted(set(SUBCOMMANDS) - named)

@@ -21,7 +21,9 @@ heatline [options] script.py [args...]
        heatline check [limits] profile.json
        heatline check [limits] [options] script.py [args...]   (or -m module [args...])
        heatline ctl on|off|status PID
-       heatline dump [--json] [--no-pause] PID"""
+       heatline dump [--json] [--no-pause] PID
+       heatline top [--rate HZ] [--once] PID
+       heatline attach [--duration S] [-o FILE] [options] PID"""
 
 
 DESCRIPTION = """\
