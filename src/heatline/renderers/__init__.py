@@ -10,9 +10,13 @@ of a run (``-o``), by ``heatline view`` or by ``Profile.save``.
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from collections import namedtuple
 
 from heatline.options import DEFAULT_THRESHOLD_PCT, FORMATS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
+    from typing import Any
 
 # Format -> the module of this package that renders it.
 MODULES = {"terminal": "terminal", "json": "profile_json", "html": "html",
@@ -36,14 +40,14 @@ SUFFIXES = (
 )
 
 
-class View(NamedTuple):
+class View(namedtuple("View", "reduced threshold_pct malloc_threshold",
+                      defaults=(False, DEFAULT_THRESHOLD_PCT, 1))):
     """What the reader asked to see (the report options: --reduced-profile,
     --cpu-percent-threshold, --malloc-threshold). The data formats ignore what they do not
-    show; every format gets the same View."""
+    show; every format gets the same View. (A collections.namedtuple: typing's NamedTuple
+    would import typing on every run's path.)"""
 
-    reduced: bool = False
-    threshold_pct: float = DEFAULT_THRESHOLD_PCT
-    malloc_threshold: int = 1
+    __slots__ = ()
 
     @classmethod
     def of(cls, options: Any) -> View:
