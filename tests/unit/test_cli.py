@@ -90,3 +90,20 @@ def test_the_usage_names_every_subcommand():
 
     named = {line.split()[1] for line in USAGE.splitlines()[1:] if line.split()[0] == "heatline"}
     assert set(SUBCOMMANDS) <= named, sorted(set(SUBCOMMANDS) - named)
+
+
+@pytest.mark.parametrize("mode", [(), ("--cpu-only",)])
+def test_a_run_imports_neither_typing_nor_shutil(tmp_path, mode):
+    # Every run pays for what its own path imports (docs/overhead.md, "A run's fixed cost"):
+    # typing only served annotations, and shutil (with bz2, lzma...) only the help's width,
+    # which argparse asked for at every option added. What the run imported is read from
+    # python's own record of its imports (-X importtime), so the check cannot miss one.
+    (tmp_path / "empty.py").write_text("pass\n")
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "heatline", "-q", *mode, "-o",
+         str(tmp_path / "p.json"), str(tmp_path / "empty.py")],
+        capture_output=True, text=True, check=True)
+    imported = {line.rpartition("|")[2].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "heatline.engine.session" in imported, result.stderr[-2000:]
+    assert not imported & {"typing", "shutil"}, sorted(imported & {"typing", "shutil"})
