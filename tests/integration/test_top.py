@@ -200,39 +200,12 @@ def _read_until(fd, wanted, timeout=60):
     return seen
 
 
-def test_live_view_in_a_terminal_shows_the_hot_function_and_quits_on_q(kinds):
+def _live_view_quits_on(kinds, key, what):
+    """heatline top on a pty, watching kinds: it shows the hot function, then the key typed
+    quits it with status 0 (no traceback) and the target runs on, untouched."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: heatline top on the pty
         os.environ["COLUMNS"], os.environ["LINES"] = "160", "40"
-        os.execv(sys.executable, [sys.executable, "-m", "heatline", "top", "--refresh", "0.5",
-                                  str(kinds.pid)])
-    try:
-        seen = _read_until(fd, b"spin_in_python")
-        assert b"spin_in_python" in seen, seen[-3000:]
-        assert b"Traceback" not in seen
-        os.write(fd, b"q")
-        deadline = time.monotonic() + 60
-        while True:
-            _read_until(fd, b"\x00", timeout=0.2)  # keep the pty drained
-            finished, status = os.waitpid(pid, os.WNOHANG)
-            if finished:
-                break
-            assert time.monotonic() < deadline, "q did not quit heatline top"
-    finally:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(fd)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    assert kinds.poll() is None
-    _assert_untouched(kinds.pid)
-
-
-def test_ctrl_c_quits_the_live_view(kinds):
-    pid, fd = pty.fork()
-    if pid == 0:
         # A run started in the background inherits SIGINT ignored, and python would leave it
         # so: a user's terminal has the default (the make sanitize run here failed on it).
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -241,14 +214,14 @@ def test_ctrl_c_quits_the_live_view(kinds):
     try:
         seen = _read_until(fd, b"spin_in_python")
         assert b"spin_in_python" in seen, seen[-3000:]
-        os.write(fd, b"\x03")  # the terminal's interrupt character: SIGINT to heatline top
+        os.write(fd, key)
         deadline = time.monotonic() + 60
         while True:
-            seen += _read_until(fd, b"\x00", timeout=0.2)
+            seen += _read_until(fd, b"\x00", timeout=0.2)  # keep the pty drained
             finished, status = os.waitpid(pid, os.WNOHANG)
             if finished:
                 break
-            assert time.monotonic() < deadline, "Ctrl-C did not quit heatline top"
+            assert time.monotonic() < deadline, f"{what} did not quit heatline top"
     finally:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -260,6 +233,15 @@ def test_ctrl_c_quits_the_live_view(kinds):
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert kinds.poll() is None
     _assert_untouched(kinds.pid)
+
+
+def test_live_view_in_a_terminal_shows_the_hot_function_and_quits_on_q(kinds):
+    _live_view_quits_on(kinds, b"q", "q")
+
+
+def test_ctrl_c_quits_the_live_view(kinds):
+    # The terminal's interrupt character: SIGINT to heatline top.
+    _live_view_quits_on(kinds, b"\x03", "Ctrl-C")
 
 
 def test_a_moving_process_read_fast_never_crashes_either_side(tmp_path):
