@@ -65,3 +65,18 @@ def chromium_dom(uri, *args):
                             env=tool_env())
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
+
+
+def assert_no_thread_held(pid):
+    """No thread of process pid is left traced (TracerPid) or stopped (state t or T) by a
+    reader from outside it (heatline dump, top)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status", encoding="utf-8") as file:
+                status = dict(line.split(":", 1) for line in file if ":" in line)
+        except (FileNotFoundError, ProcessLookupError):
+            # A thread that ended since the listing: gone before the open (ENOENT), or between
+            # the open and the read (ESRCH, seen once under ASan with a churning target).
+            continue
+        assert status["TracerPid"].strip() == "0", tid
+        assert status["State"].split()[0] not in ("t", "T"), (tid, status["State"])

@@ -21,6 +21,7 @@ import sys
 import time
 
 import pytest
+from _tools import assert_no_thread_held
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 STACKS = os.path.join(TARGETS, "dump_stacks.py")
@@ -114,20 +115,6 @@ def _settled(pid, wanted, options=(), timeout=60):
         time.sleep(0.05)
 
 
-def _assert_let_go(pid):
-    """No thread of pid is left attached or stopped by the dump."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status", encoding="utf-8") as file:
-                status = dict(line.split(":", 1) for line in file if ":" in line)
-        except (FileNotFoundError, ProcessLookupError):
-            # A thread that ended since the listing: gone before the open (ENOENT), or between
-            # the open and the read (ESRCH, seen once under ASan with the churn target).
-            continue
-        assert status["TracerPid"].strip() == "0", tid
-        assert status["State"].split()[0] not in ("t", "T"), (tid, status["State"])
-
-
 @pytest.mark.parametrize("version, python", _pythons())
 def test_every_thread_shows_its_exact_stack(start, version, python):
     process, (pid, main_ident, waiter_ident) = start(STACKS, python)
@@ -161,7 +148,7 @@ def test_every_thread_shows_its_exact_stack(start, version, python):
     assert all(t["stopped"] and t["stack_complete"] for t in dump["threads"]), dump
     reported = dump["python"]["version"]  # 3.9 and 3.10: major.minor only
     assert reported == version or reported.startswith(version + "."), reported
-    _assert_let_go(int(pid))
+    assert_no_thread_held(int(pid))
     assert process.poll() is None
 
 
@@ -213,7 +200,7 @@ def test_a_deadlocked_process_shows_every_thread(start, version, python):
                                    ("<module>", line("main()\n"))]
     assert not main["holds_gil"] and main["stack_complete"]
     assert len([t for t in dump["threads"] if t["python"]]) == 2
-    _assert_let_go(int(pid))
+    assert_no_thread_held(int(pid))
     assert process.poll() is None  # still deadlocked, not killed
 
 
@@ -267,7 +254,7 @@ def test_reads_of_a_moving_process_never_crash_either_side(start):
             if thread.python and thread.stopped:
                 assert thread.complete
                 assert sum(f.name == "descend" for f in thread.frames) <= 60
-        _assert_let_go(pid)
+        assert_no_thread_held(pid)
     assert process.poll() is None
 
 

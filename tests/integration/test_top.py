@@ -21,6 +21,7 @@ import sys
 import time
 
 import pytest
+from _tools import assert_no_thread_held
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 KINDS = os.path.join(TARGETS, "top_kinds.py")
@@ -75,18 +76,6 @@ def _rows(text):
     return rows
 
 
-def _assert_untouched(pid):
-    """No thread of pid is traced or stopped."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status", encoding="utf-8") as file:
-                status = dict(line.split(":", 1) for line in file if ":" in line)
-        except FileNotFoundError:
-            continue
-        assert status["TracerPid"].strip() == "0", tid
-        assert status["State"].split()[0] not in ("t", "T"), (tid, status["State"])
-
-
 def test_each_threads_kind_and_line(kinds):
     """Each thread's function, at its known line, with its known kind taking most of its time.
     A reading is a point sample of each thread's state; what is not the thread's kind comes from
@@ -110,7 +99,7 @@ def test_each_threads_kind_and_line(kinds):
         assert (file, at) == (KINDS, line), done.stdout
         assert own > 95, done.stdout  # the thread's whole time is in that one function
         assert split[kind - 1] >= 0.75 * own, (function, done.stdout)
-    _assert_untouched(kinds.pid)
+    assert_no_thread_held(kinds.pid)
     assert kinds.poll() is None
 
 
@@ -232,7 +221,7 @@ def _live_view_quits_on(kinds, key, what):
     assert b"Traceback" not in seen
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert kinds.poll() is None
-    _assert_untouched(kinds.pid)
+    assert_no_thread_held(kinds.pid)
 
 
 def test_live_view_in_a_terminal_shows_the_hot_function_and_quits_on_q(kinds):
