@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 import site
 import sys
-import sysconfig
+
+# sysconfig is imported where it is used: a spawned child given its parent's tables
+# (session.adopt_tables) never needs it.
 
 
 def _candidate_dirs() -> list[str]:
+    import sysconfig
+
     dirs: list[str] = []
     paths = sysconfig.get_paths()
     dirs += [paths.get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")]
@@ -89,6 +93,8 @@ def is_launcher(path: str) -> bool:
 def _scripts_dirs() -> list[str]:
     """Where pip writes this interpreter's launchers: its scheme's scripts directory (the
     virtual environment's bin), and the user scheme's (``pip install --user``)."""
+    import sysconfig
+
     dirs = [sysconfig.get_path("scripts")]
     if hasattr(site, "getuserbase") and os.name == "posix":
         dirs.append(os.path.join(site.getuserbase(), "bin"))

@@ -121,7 +121,9 @@ class Carrier:
         """heatline's two variables for a followed child of ``role`` whose environment has
         ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
         first (the hook takes it out again)."""
-        config = dict(self.config, role=role, parent=os.getpid())
+        from heatline.engine.session import tables_for_children
+
+        config = dict(self.config, role=role, parent=os.getpid(), tables=tables_for_children())
         if role == "main":  # the run goes on in the exec'd program, with these options
             config["main"] = {"options": {option.dest: getattr(self.main.options, option.dest)
                                           for option in RUN_OPTIONS}}
