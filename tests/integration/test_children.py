@@ -408,3 +408,20 @@ def test_a_spawned_child_of_the_same_interpreter_takes_the_parents_engine_tables
     args = [str(parent), str(child)] + ([] if same_home else [str(tmp_path)])
     _, run = _profile(run_heatline, tmp_path, *args)
     assert json.loads(run.stdout) == {"computed": not same_home, "same": True}
+
+
+def test_a_childs_start_imports_only_the_modules_its_bytecode_is_made_for(run_heatline,
+                                                                         tmp_path):
+    """carrier.CHILD_MODULES, which the parent compiles for its children when heatline has no
+    bytecode of its own, is every module of heatline's a child imports as it starts (the hook
+    leaves heatline's modules in sys.modules)."""
+    from heatline.run.carrier import CHILD_MODULES
+
+    child, parent = tmp_path / "child.py", tmp_path / "parent.py"
+    child.write_text("import json, sys\n"
+                     "names = [m for m in sys.modules if m.startswith('heatline')]\n"
+                     "print(json.dumps(sorted(names)))\n")
+    parent.write_text(TABLES_PARENT)
+    _, run = _profile(run_heatline, tmp_path, str(parent), str(child))
+    imported = set(json.loads(run.stdout)) - {"heatline._native"}
+    assert imported == set(CHILD_MODULES)
