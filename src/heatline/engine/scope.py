@@ -28,7 +28,10 @@ def _candidate_dirs() -> list[str]:
     if hasattr(site, "getusersitepackages"):
         dirs.append(site.getusersitepackages())
     version_dir = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+    # In this order, each once (a set would order them by string hash, which differs from one
+    # process to the next: a child given its parent's list must get the very list it makes).
+    prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    for prefix in dict.fromkeys(prefixes):
         # Only the versioned directory: a bare <prefix>/lib may hold unrelated user files.
         dirs += [os.path.join(prefix, lib, version_dir) for lib in ("lib", "lib64")]
         if sys.platform == "win32":
