@@ -7,10 +7,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
 from heatline.options import RUN_OPTIONS, Option
+
+# typing and collections.abc only for the annotations (strings here): see cli/__init__.py.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NoReturn
 
 
 class Parser(argparse.ArgumentParser):
@@ -18,6 +22,27 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(message)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's own (every add_argument makes one) imports shutil for the terminal's
+        # width, and with it bz2, lzma, zlib and fnmatch: about 1.7 MB of the main process's
+        # memory, which every fork child maps again. The same width, with os alone.
+        return self.formatter_class(prog=self.prog, width=terminal_columns() - 2)
+
+
+def terminal_columns() -> int:
+    """What shutil.get_terminal_size().columns gives: $COLUMNS, else the width of the terminal
+    on the standard output, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 def fail(message: str, status: int = 2) -> NoReturn:

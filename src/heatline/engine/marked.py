@@ -14,7 +14,10 @@ profile`` (heatline/api.py).
 
 from __future__ import annotations
 
-from typing import Any
+# typing only for the annotations (strings here): see cli/__init__.py.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # (co_filename, co_firstlineno, co_name) of each marked function's code.
 _marked: set[tuple[str, int, str]] = set()
