@@ -5,10 +5,11 @@ them sampled). Usage:
 
     python bench/end_of_run.py [--rounds N] [--other DIR] [--files 60] [--lines 4000]
 
-The program's last line writes CLOCK_MONOTONIC into a file; the harness reads the clock when
-the process has exited (wait4). The difference is the end of the run: interpreter shutdown for
-python, and heatline's stop, profile build, JSON write (-o, -q: no report) and shutdown under
-heatline. Runners take turns round after round (the order rotating); the figures are medians.
+The program's last line writes CLOCK_MONOTONIC and the process's CPU time into a file; the
+harness reads the clock when the process has exited (wait4, whose rusage gives the process's
+CPU time in all). The differences are the end of the run, in wall time and in CPU time:
+interpreter shutdown for python, and heatline's stop, profile build, JSON write (-o, -q: no
+report) and shutdown under heatline. Runners take turns round after round (the order rotating); the figures are medians.
 --other DIR adds `heatline@other`: heatline imported from DIR (a tree's src/ with its _native
 built in place) in the same rounds, a before/after comparison. heatline's modules (this
 tree's and DIR's) are compiled to .pyc first, as an installed heatline's are.
@@ -33,7 +34,7 @@ mods = [__import__(f'mod{{m:02d}}') for m in range({files})]
 for m in mods:
     m.work({calls})
 with open({mark!r}, "w") as f:
-    f.write(str(time.monotonic_ns()))
+    f.write(f"{{time.monotonic_ns()}} {{time.process_time()}}")
 """
 
 
@@ -61,9 +62,10 @@ def one_run(command, env, mark):
     if process.returncode != 0:
         raise SystemExit(f"{command}: exit status {process.returncode}")
     with open(mark) as f:
-        last_line = int(f.read())
-    return {"end_s": (ended - last_line) / 1e9, "wall_s": (ended - start) / 1e9,
-            "cpu_s": usage.ru_utime + usage.ru_stime}
+        last_line, cpu_then = f.read().split()
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"end_s": (ended - int(last_line)) / 1e9, "end_cpu_s": cpu - float(cpu_then),
+            "wall_s": (ended - start) / 1e9, "cpu_s": cpu}
 
 
 def main():
@@ -101,10 +103,12 @@ def main():
     size = os.path.getsize(out) if os.path.exists(out) else 0
     print(f"{args.files} files x {args.lines} lines, {args.rounds} interleaved rounds, medians; "
           f"load average {os.getloadavg()[0]:.2f}; last profile {size / 1e6:.2f} MB")
-    print(f"{'runner':16s} {'end of run (s)':>15s} {'wall (s)':>9s} {'CPU (s)':>8s}")
+    print(f"{'runner':16s} {'end of run (s)':>15s} {'its CPU (s)':>12s} {'wall (s)':>9s} "
+          f"{'CPU (s)':>8s}")
     for name in names:
         rows = results[name]
         print(f"{name:16s} {statistics.median(r['end_s'] for r in rows):15.3f} "
+              f"{statistics.median(r['end_cpu_s'] for r in rows):12.3f} "
               f"{statistics.median(r['wall_s'] for r in rows):9.3f} "
               f"{statistics.median(r['cpu_s'] for r in rows):8.3f}")
 
