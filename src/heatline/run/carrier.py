@@ -209,7 +209,7 @@ def bytecode_for_children(directory: str | None) -> str | None:
         package = os.path.join(IMPORT_ROOT, *parts, "__init__.py")
         sources.append(package if os.path.exists(package)
                        else os.path.join(IMPORT_ROOT, *parts) + ".py")
-    if all(_fresh_bytecode(bootstrap.cache_from_source(source), source, bootstrap)
+    if all(_fresh_bytecode(bootstrap.cache_from_source(source, optimization=""), source, bootstrap)
            for source in sources):
         return None
     prefix = os.path.join(directory, "pycache")
@@ -220,7 +220,8 @@ def bytecode_for_children(directory: str | None) -> str | None:
             with open(source, "rb") as f:
                 data = f.read()
             stat = os.stat(source)
-            code = compile(data, source, "exec", dont_inherit=True)
+            # optimize=0: the file name says no -O (a child run with -O compiles its own).
+            code = compile(data, source, "exec", dont_inherit=True, optimize=0)
             name = f"{tail.rpartition('.')[0]}.{tag}.pyc"
             target = os.path.join(prefix, head.lstrip(os.sep), name)
             os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
