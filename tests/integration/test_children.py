@@ -376,3 +376,52 @@ def test_a_child_exit_status_and_signal_are_in_the_processes_list(run_heatline, 
             if "children_exits.py child" in line]
     assert sorted(re.search(r"(exit \d+|SIG[A-Z]+)", row).group(1) for row in rows) == sorted(
         expected.values())
+
+
+TABLES_CHILD = """\
+import json, sys
+computed = "heatline.engine.opcodes" in sys.modules  # imported only to work the tables out
+from heatline.engine import scope, session
+from heatline.engine.opcodes import opcode_flags_table
+print(json.dumps({"computed": computed,
+                  "same": session._tables() == (scope.default_exclude_prefixes(),
+                                                opcode_flags_table())}))
+"""
+TABLES_PARENT = """\
+import os, subprocess, sys
+home = sys.argv[2] if len(sys.argv) > 2 else None
+env = None if home is None else dict(os.environ, HOME=home)
+subprocess.run([sys.executable, sys.argv[1]], check=True, env=env)
+"""
+
+
+@pytest.mark.parametrize("same_home", [True, False])
+def test_a_spawned_child_of_the_same_interpreter_takes_the_parents_engine_tables(
+        run_heatline, tmp_path, same_home):
+    """Working out the scope's prefixes and launchers (every launcher of the scripts
+    directories read) and the opcode table was most of a spawned child's start: a child of the
+    same interpreter, prefixes and user base is given the parent's, the very tables it would
+    have worked out; one whose user base differs (another HOME) works its own out."""
+    child, parent = tmp_path / "child.py", tmp_path / "parent.py"
+    child.write_text(TABLES_CHILD)
+    parent.write_text(TABLES_PARENT)
+    args = [str(parent), str(child)] + ([] if same_home else [str(tmp_path)])
+    _, run = _profile(run_heatline, tmp_path, *args)
+    assert json.loads(run.stdout) == {"computed": not same_home, "same": True}
+
+
+def test_a_childs_start_imports_only_the_modules_its_bytecode_is_made_for(run_heatline,
+                                                                         tmp_path):
+    """carrier.CHILD_MODULES, which the parent compiles for its children when heatline has no
+    bytecode of its own, is every module of heatline's a child imports as it starts (the hook
+    leaves heatline's modules in sys.modules)."""
+    from heatline.run.carrier import CHILD_MODULES
+
+    child, parent = tmp_path / "child.py", tmp_path / "parent.py"
+    child.write_text("import json, sys\n"
+                     "names = [m for m in sys.modules if m.startswith('heatline')]\n"
+                     "print(json.dumps(sorted(names)))\n")
+    parent.write_text(TABLES_PARENT)
+    _, run = _profile(run_heatline, tmp_path, str(parent), str(child))
+    imported = set(json.loads(run.stdout)) - {"heatline._native"}
+    assert imported == set(CHILD_MODULES)

@@ -281,3 +281,22 @@ def test_program_handling_sigterm_sees_it_as_under_python(program, profile_path)
     status, out, err = _terminated([sys.executable, "-m", "heatline", "-o", profile_path, script])
     assert (status, out) == expected[:2], err
     assert profile.load(profile_path)["program"] == script
+
+
+def test_heatline_holds_none_of_the_modules_only_its_command_line_used_to_need(
+    run_heatline, tmp_path
+):
+    """What heatline's main process holds while the program runs, every fork child (a Pool's
+    workers) maps again: typing (annotations only) and shutil with bz2 and lzma (argparse's
+    terminal width) were about 3 MB of it, never used."""
+    script = tmp_path / "modules.py"
+    script.write_text(
+        "import gc, json, types\n"
+        "print(json.dumps(sorted({o.__name__ for o in gc.get_objects()\n"
+        "                         if isinstance(o, types.ModuleType)})))\n"
+    )
+    result = run_heatline("-q", str(script))
+    assert result.returncode == 0, result.stderr
+    held = set(json.loads(result.stdout))
+    assert "heatline.run.launch" in held  # the modules are seen
+    assert not held & {"typing", "shutil", "bz2", "lzma"}

@@ -266,7 +266,8 @@ def test_view_of_nan_is_a_one_line_error(saved_profile, tmp_path):
     with open(saved_profile, encoding="utf-8") as f:
         text = f.read()
     bad = tmp_path / "nan.json"
-    bad.write_text(text.replace('"elapsed_s": ', '"elapsed_s": NaN, "x": ', 1))
+    assert '"elapsed_s":' in text
+    bad.write_text(text.replace('"elapsed_s":', '"elapsed_s": NaN, "x":', 1))
     _one_line_error(view(str(bad)))
 
 

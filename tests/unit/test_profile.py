@@ -183,6 +183,55 @@ def test_unreadable_source_gives_empty_source_text():
     assert [line["source"] for line in prof["files"]["/src/app.py"]["lines"]] == ["", "", ""]
 
 
+def test_source_lines_are_read_without_line_endings_as_the_compiler_numbers_them(tmp_path):
+    path = tmp_path / "mixed.py"
+    path.write_bytes(b"a = 1\r\nb = 2\n# \xc3\xa9t\xc3\xa9\r\n\nc = 3")
+    lines = profile_build.read_source_lines(str(path))
+    assert len(lines) == 5
+    expected = ["a = 1", "b = 2", "# \u00e9t\u00e9", "", "c = 3"]
+    assert [lines[i] for i in range(len(lines))] == expected
+    assert len(profile_build.read_source_lines(str(tmp_path / "missing.py"))) == 0
+
+
+def test_only_the_listed_lines_of_a_large_source_are_stripped(tmp_path, monkeypatch):
+    """A large program's end of run: the profile lists the lines with cost and their
+    context, so only those are made into line texts (bench/end_of_run.py)."""
+    import linecache
+
+    class Counted(str):
+        stripped = 0
+
+        def rstrip(self, chars=None):
+            Counted.stripped += 1
+            return str.rstrip(self, chars)
+
+    path = tmp_path / "big.py"
+    path.write_text("".join(f"x = {i}\n" for i in range(20_000)))
+    real = linecache.getlines
+    monkeypatch.setattr(linecache, "getlines",
+                        lambda p, *rest: [Counted(t) for t in real(p, *rest)])
+    files = [{"path": str(path), "user": True}, {"path": "/src/work.py", "user": True}]
+    snap = snapshot(files=files, lines=[(0, 10_000, 2, 5 * MS, 0, 0)])
+    prof = profile_build.build_profile(snap, program="p", argv=[], started_at="", elapsed_s=1.0,
+                                       cpu_s=1.0, sampling_interval_s=0.01)
+    listed = prof["files"][str(path)]["lines"]
+    assert {line["line"]: line["source"] for line in listed}[10_000] == "x = 9999"
+    assert Counted.stripped == len(listed)
+
+
+def test_profiles_are_encoded_by_jsons_c_encoder(monkeypatch):
+    """json's pure-Python encoder (which json.dumps runs with an indent) took most of a large
+    program's end of run: the profile is written without indentation, by the C encoder."""
+    import json.encoder
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("json's pure-Python encoder was used")
+
+    monkeypatch.setattr(json.encoder, "_make_iterencode", refuse)
+    prof = build()
+    assert json.loads(profile.encode(prof)) == json.loads(json.dumps(prof))
+
+
 def test_seconds_are_rounded_to_6_decimals_and_percentages_to_3():
     snap = snapshot(lines=[(0, 1, 2, 1, 0, 0), (0, 4, 0, 2, 0, 0)])  # 1 ns and 2 ns
     prof = build(snap)

@@ -7,20 +7,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
 
 from heatline.options import RUN_OPTIONS, Option
 
+# typing and collections.abc only for the annotations (strings here): see cli/__init__.py.
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
+if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line, not the usage text plus a message; and its
     help is as wide as the terminal without argparse importing shutil (and with it bz2, lzma,
-    fnmatch...) to ask: it makes a help formatter for every option added, so every run paid
-    about 2 ms for an import only --help needs."""
+    zlib, fnmatch) to ask: it makes a help formatter for every option added, so every run paid
+    about 2 ms and 1.7 MB of the main process's memory (mapped again by every fork child) for
+    an import only --help needs."""
 
     def __init__(self, *args: Any, formatter_class: Any = argparse.HelpFormatter,
                  **kwargs: Any) -> None:

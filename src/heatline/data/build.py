@@ -45,8 +45,27 @@ STEAL_WARNING_MIN_S = 0.25
 PROGRAM_TIMELINE_POINTS = 200
 
 
-def read_source_lines(path: str) -> list[str]:
-    """The lines of a source file without line endings, [] if it cannot be read.
+class SourceLines:
+    """A source file's lines (linecache's, with their line endings) read as lines without them,
+    each stripped when it is read: the profile keeps only the lines with cost and their context
+    (a few thousand of a large program's hundreds of thousands), and stripping every line cost
+    a large program's end of run about 40 ms (bench/end_of_run.py)."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, index: int) -> str:
+        return self._lines[index].rstrip("\r\n")
+
+
+def read_source_lines(path: str) -> SourceLines:
+    """The lines of a source file without line endings (empty if it cannot be read), as a
+    sequence indexed from 0.
 
     linecache decodes with the file's PEP 263 encoding (via tokenize.open) and splits lines the
     way the compiler numbers them.
@@ -54,9 +73,9 @@ def read_source_lines(path: str) -> list[str]:
     import linecache
 
     try:
-        return [line.rstrip("\r\n") for line in linecache.getlines(path)]
+        return SourceLines(linecache.getlines(path))
     except Exception:  # noqa: BLE001 -- an unreadable file must not cost the whole profile
-        return []
+        return SourceLines([])
 
 
 def build_profile(
@@ -70,7 +89,7 @@ def build_profile(
     sampling_interval_s: float,
     steal_s: float | None = None,
     cpu_count: int = 1,
-    read_lines: Callable[[str], list[str]] = read_source_lines,
+    read_lines: Callable[[str], Sequence[str]] = read_source_lines,
 ) -> dict[str, Any]:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
 
@@ -128,7 +147,12 @@ def build_profile(
     def pct(ns: float) -> float:
         return round(ns * 100.0 / attributed_ns, 3) if attributed_ns else 0.0
 
+    untimed = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0, "python_pct": 0.0,
+               "native_pct": 0.0, "system_pct": 0.0}
+
     def timed(ns: Sequence[int]) -> dict[str, float]:
+        if not (ns[0] or ns[1] or ns[2]):  # a context line: most of a large program's lines
+            return untimed
         return {
             "python_s": _seconds(ns[0]),
             "native_s": _seconds(ns[1]),

@@ -4,7 +4,7 @@ Runs once per profile, after the CPU and memory fields are built."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from heatline.data.snapshot import in_seconds, place
 from heatline.data.snapshot import seconds as _seconds
@@ -32,9 +32,12 @@ LINE_KEYS = (
 _NO_TIME = {f"{c}_{u}": 0.0 for c in ("python", "native", "system") for u in ("s", "pct")}
 
 
+_EMPTY = {key: 0.0 if key == "gpu_s" else 0 for key in LINE_KEYS}
+
+
 def empty_fields() -> dict[str, Any]:
     """The GPU fields of a line or function that launched nothing."""
-    return {key: 0.0 if key == "gpu_s" else 0 for key in LINE_KEYS}
+    return dict(_EMPTY)
 
 
 def _line_fields(record: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +59,7 @@ def _add_fields(into: dict[str, Any], fields: dict[str, Any]) -> None:
 def with_gpu(
     profile: dict[str, Any],
     snapshot: dict[str, Any],
-    read_lines: Callable[[str], list[str]],
+    read_lines: Callable[[str], Sequence[str]],
 ) -> dict[str, Any]:
     """Add the GPU fields to a profile built from ``snapshot``: per line and function, the
     top-level ``gpu`` object and the GPU warnings. Returns ``profile`` (changed in place)."""
@@ -67,9 +70,9 @@ def with_gpu(
     functions = snapshot["functions"]
     for entry in profile["files"].values():
         for line in entry["lines"]:
-            line.update(empty_fields())
+            line.update(_EMPTY)  # numbers only: shared, never changed in place
         for function in entry["functions"]:
-            function.update(empty_fields())
+            function.update(_EMPTY)
     profile["warnings"].extend(gpu.get("warnings", []))
     if not gpu.get("enabled"):
         profile["gpu"] = {"enabled": False}

@@ -135,9 +135,12 @@ def leak_of(
     return {"likelihood": round(likelihood, 3), "growth_bytes_per_s": round(rate, 1)}
 
 
+_ZEROS = dict.fromkeys(LINE_KEYS, 0)
+
+
 def empty_fields() -> dict[str, Any]:
     """The memory fields of a line or function that has none."""
-    return {**dict.fromkeys(LINE_KEYS, 0), "timeline": [], "leak": None}
+    return {**_ZEROS, "timeline": [], "leak": None}
 
 
 def below_malloc_threshold(profile: dict[str, Any], threshold: int) -> dict[str, Any]:

@@ -14,9 +14,9 @@ profile`` (heatline/api.py).
 
 from __future__ import annotations
 
-
+# typing only for the annotations (strings here): see cli/__init__.py.
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
+if TYPE_CHECKING:
     from typing import Any
 
 # (co_filename, co_firstlineno, co_name) of each marked function's code.

@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 import site
 import sys
-import sysconfig
+
+# sysconfig is imported where it is used: a spawned child given its parent's tables
+# (session.adopt_tables) never needs it.
 
 
 def _candidate_dirs() -> list[str]:
+    import sysconfig
+
     dirs: list[str] = []
     paths = sysconfig.get_paths()
     dirs += [paths.get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")]
@@ -24,7 +28,10 @@ def _candidate_dirs() -> list[str]:
     if hasattr(site, "getusersitepackages"):
         dirs.append(site.getusersitepackages())
     version_dir = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+    # In this order, each once (a set would order them by string hash, which differs from one
+    # process to the next: a child given its parent's list must get the very list it makes).
+    prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    for prefix in dict.fromkeys(prefixes):
         # Only the versioned directory: a bare <prefix>/lib may hold unrelated user files.
         dirs += [os.path.join(prefix, lib, version_dir) for lib in ("lib", "lib64")]
         if sys.platform == "win32":
@@ -89,6 +96,8 @@ def is_launcher(path: str) -> bool:
 def _scripts_dirs() -> list[str]:
     """Where pip writes this interpreter's launchers: its scheme's scripts directory (the
     virtual environment's bin), and the user scheme's (``pip install --user``)."""
+    import sysconfig
+
     dirs = [sysconfig.get_path("scripts")]
     if hasattr(site, "getuserbase") and os.name == "posix":
         dirs.append(os.path.join(site.getuserbase(), "bin"))

@@ -5,11 +5,11 @@ described in docs/profile-format.md."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from heatline.engine import scope
 from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
-from heatline.engine.opcodes import opcode_flags_table
 
 # typing and collections.abc only for the annotations (strings here): importing them costs a
 # child process about 10 ms (re, functools, collections...); this module is on its start path.
@@ -37,8 +37,45 @@ _engine_tables: tuple[list[str], bytes] | None = None
 def _tables() -> tuple[list[str], bytes]:
     global _engine_tables
     if _engine_tables is None:
+        from heatline.engine.opcodes import opcode_flags_table
+
         _engine_tables = (scope.default_exclude_prefixes(), opcode_flags_table())
     return _engine_tables
+
+
+def _tables_key() -> tuple[str, ...]:
+    """What the tables depend on beyond the files they list: the interpreter's version and
+    prefixes (sysconfig's and site's directories follow from them), the user base (site's user
+    directories: PYTHONUSERBASE, else under HOME) and heatline's own directory. Read without
+    importing anything."""
+    return (sys.version, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+            os.environ.get("PYTHONUSERBASE", ""), os.environ.get("HOME", ""), scope.__file__)
+
+
+def tables_for_children() -> dict[str, Any]:
+    """This process's engine tables (the scope's library prefixes and launchers, the opcode
+    table) for an exec'd Python child (run/carrier.py), which uses them when its interpreter
+    is the same (adopt_tables): working them out again is most of a spawned child's start
+    (reading every launcher of the scripts directories: 2-20 ms on a loaded 2-core machine,
+    more with more launchers)."""
+    prefixes, opcode_flags = _tables()
+    return {"key": _tables_key(), "prefixes": prefixes, "opcode_flags": opcode_flags}
+
+
+def adopt_tables(tables: Any) -> bool:
+    """In an exec'd child: take the parent's tables (tables_for_children) when they were made
+    by an interpreter like this one (same key); False when they are not used."""
+    global _engine_tables
+    try:
+        if tables["key"] != _tables_key():
+            return False
+        prefixes, opcode_flags = list(tables["prefixes"]), bytes(tables["opcode_flags"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    if not all(isinstance(prefix, str) for prefix in prefixes):
+        return False
+    _engine_tables = (prefixes, opcode_flags)
+    return True
 
 
 def _register_fork_hooks(native: Any) -> None:

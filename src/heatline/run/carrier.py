@@ -121,7 +121,11 @@ class Carrier:
         """heatline's two variables for a followed child of ``role`` whose environment has
         ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
         first (the hook takes it out again)."""
-        config = dict(self.config, role=role, parent=os.getpid())
+        from heatline.engine.session import tables_for_children
+
+        if "pycache" not in self.config:  # once per process; a child passes its parent's on
+            self.config["pycache"] = bytecode_for_children(self.config["dir"])
+        config = dict(self.config, role=role, parent=os.getpid(), tables=tables_for_children())
         if role == "main":  # the run goes on in the exec'd program, with these options
             config["main"] = {"options": {option.dest: getattr(self.main.options, option.dest)
                                           for option in RUN_OPTIONS}}
@@ -173,6 +177,82 @@ class Carrier:
             self.finisher.exit = "exec"
             self.finisher()
         return _try_env(self, [path, *argv[1:]], env, env), _nothing
+
+
+# The modules of heatline a followed child imports as it starts (tests/integration/
+# test_children.py checks the list against a child's sys.modules).
+CHILD_MODULES = (
+    "heatline", "heatline._version", "heatline.options", "heatline.run", "heatline.run.carrier",
+    "heatline.run.follow", "heatline.run.output", "heatline.run.sigterm", "heatline.engine",
+    "heatline.engine.scope", "heatline.engine.session",
+)
+
+
+def bytecode_for_children(directory: str | None) -> str | None:
+    """A bytecode cache for the modules a child imports as it starts (CHILD_MODULES), in the
+    run directory, when any of them has no fresh cached bytecode of its own (__pycache__): a
+    heatline installed without it (an editable install under PYTHONDONTWRITEBYTECODE, a
+    read-only tree) had every child compile them from source, about 20 ms of each child's
+    start. The child reads them through sys.pycache_prefix while it imports heatline
+    (_child/sitecustomize.py), which then looks there only: so all of them are written.
+    importlib checks each file against its source (magic number, mtime, size) as it does any
+    cached bytecode, and compiles the source when it does not match (another Python version).
+    Returns the cache's directory, or None when none is needed or it could not be written.
+    Imports nothing."""
+    if directory is None:
+        return None
+    import _frozen_importlib_external as bootstrap  # the interpreter's importlib, loaded at start
+
+    sources = []
+    for name in CHILD_MODULES:
+        parts = name.split(".")
+        package = os.path.join(IMPORT_ROOT, *parts, "__init__.py")
+        sources.append(package if os.path.exists(package)
+                       else os.path.join(IMPORT_ROOT, *parts) + ".py")
+    if all(_fresh_bytecode(bootstrap.cache_from_source(source, optimization=""), source, bootstrap)
+           for source in sources):
+        return None
+    prefix = os.path.join(directory, "pycache")
+    tag = sys.implementation.cache_tag
+    try:
+        for source in sources:
+            head, tail = os.path.split(source)
+            with open(source, "rb") as f:
+                data = f.read()
+            stat = os.stat(source)
+            # optimize=0: the file name says no -O (a child run with -O compiles its own).
+            code = compile(data, source, "exec", dont_inherit=True, optimize=0)
+            name = f"{tail.rpartition('.')[0]}.{tag}.pyc"
+            target = os.path.join(prefix, head.lstrip(os.sep), name)
+            os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+            header = (bootstrap.MAGIC_NUMBER + (0).to_bytes(4, "little")
+                      + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                      + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+            temporary = target + ".tmp"
+            with open(temporary, "wb") as f:
+                f.write(header + marshal.dumps(code))
+            os.replace(temporary, target)
+    except (OSError, SyntaxError, ValueError):
+        return None  # the children compile heatline's modules themselves, as before
+    return prefix
+
+
+def _fresh_bytecode(cached: str, source: str, bootstrap: Any) -> bool:
+    """Whether ``cached`` holds bytecode importlib would take for ``source``: this Python's
+    magic number and the source's mtime and size (a timestamp-based file), or a hash-based
+    one (taken as it is)."""
+    try:
+        with open(cached, "rb") as f:
+            header = f.read(16)
+        stat = os.stat(source)
+    except OSError:
+        return False
+    if len(header) < 16 or header[:4] != bootstrap.MAGIC_NUMBER:
+        return False
+    if int.from_bytes(header[4:8], "little") & 1:
+        return True
+    return (int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF)
 
 
 def encode_config(config: dict[str, Any]) -> bytes:

@@ -122,20 +122,25 @@ def discard() -> None:
 
 
 def _remove_dir(directory: str) -> None:
-    """Remove the run directory (flat: files only). With os alone: this may run outside
-    heatline's own imports, where `shutil` could be the program's."""
+    """Remove the run directory: the children's files, and the bytecode cache's directories
+    (carrier.bytecode_for_children). With os alone: this may run outside heatline's own
+    imports, where `shutil` could be the program's."""
     for _ in range(5):  # a child still running may add a file meanwhile
-        try:
-            names = os.listdir(directory)
-        except OSError:
-            return
-        for name in names:
-            try:
-                os.unlink(os.path.join(directory, name))
-            except OSError:
-                pass
+        for parent, subdirectories, names in os.walk(directory, topdown=False):
+            for name in names:
+                try:
+                    os.unlink(os.path.join(parent, name))
+                except OSError:
+                    pass
+            for name in subdirectories:
+                try:
+                    os.rmdir(os.path.join(parent, name))
+                except OSError:
+                    pass
         try:
             os.rmdir(directory)
+            return
+        except FileNotFoundError:
             return
         except OSError:
             pass

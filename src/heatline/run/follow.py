@@ -56,6 +56,10 @@ def _after_fork_in_child(carrier: Carrier) -> None:
 def start_spawned(config: dict[str, Any]) -> None:
     """Called by heatline/_child/sitecustomize.py in an exec'd Python child."""
     carrier = Carrier(config)
+    if config.get("tables") is not None:
+        from heatline.engine import session
+
+        session.adopt_tables(config["tables"])
     install(carrier)
     if config.get("role") == "forkserver":
         return  # it only forks the workers, which profile themselves; it lives past the run

@@ -20,6 +20,11 @@ def _profile(config, before):
     added = root not in sys.path
     if added:
         sys.path.insert(0, root)
+    # heatline's modules compiled by the parent where they have no bytecode of their own
+    # (carrier.bytecode_for_children): found there while heatline is imported, not after.
+    prefix = getattr(sys, "pycache_prefix", None)
+    if prefix is None and config.get("pycache"):
+        sys.pycache_prefix = config["pycache"]
     try:
         if config.get("role") == "main":  # the run's main process exec'd this program
             from heatline.run import handover
@@ -32,6 +37,8 @@ def _profile(config, before):
     except Exception:  # noqa: BLE001 -- the child runs unprofiled rather than not at all
         pass
     finally:
+        if prefix is None:
+            sys.pycache_prefix = None
         if added and root in sys.path:
             sys.path.remove(root)
         keep = set(sys.builtin_module_names) | {"sitecustomize"}
