@@ -171,10 +171,10 @@ static __attribute__((noinline)) void slow_copy(size_t size) {
     tls.inside--;
 }
 
-static inline __attribute__((always_inline)) void on_copy(size_t size) {
+/* A copy's fast path: 1 if the countdown settled it (not sampled); else slow_copy decides. */
+static inline __attribute__((always_inline)) int copy_not_sampled(size_t size) {
     hl_thread_memory *m = &tls;
-    if (size < mem.window && (m->copy_countdown -= (int64_t)size) > 0) return;
-    slow_copy(size);
+    return size < mem.window && (m->copy_countdown -= (int64_t)size) > 0;
 }
 
 /* ---- native hooks (installed in other libraries' GOTs) ------------------------------------- */
@@ -210,12 +210,18 @@ static inline __attribute__((always_inline)) void on_copy(size_t size) {
 HL_HOOKED_FUNCTIONS(REAL_POINTER)
 HL_HOOKED_FUNCTIONS(HOOK_PROTOTYPE)
 
-/* The allocators whose result is a block of `size` bytes, or NULL. */
+/* The allocators whose result is a block of `size` bytes, or NULL. The countdown is charged
+ * first, so that an allocation that is not sampled is a tail call to the real function. */
 #define ALLOCATOR_HOOK(name, params, args)                                                         \
-    static void *hook_##name params {                                                              \
+    static __attribute__((noinline)) void *slow_##name params {                                    \
         void *p = real_##name args;                                                                \
-        on_allocation(p, size, HL_ALLOC_NATIVE);                                                   \
+        slow_allocation(p, size, HL_ALLOC_NATIVE);                                                 \
         return p;                                                                                  \
+    }                                                                                              \
+    static void *hook_##name params {                                                              \
+        hl_thread_memory *m = &tls;                                                                \
+        if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return real_##name args;     \
+        return slow_##name args;                                                                   \
     }
 ALLOCATOR_HOOK(malloc, (size_t size), (size))
 ALLOCATOR_HOOK(aligned_alloc, (size_t alignment, size_t size), (alignment, size))
@@ -223,11 +229,17 @@ ALLOCATOR_HOOK(memalign, (size_t alignment, size_t size), (alignment, size))
 ALLOCATOR_HOOK(valloc, (size_t size), (size))
 ALLOCATOR_HOOK(pvalloc, (size_t size), (size))
 
-/* The copies of `n` bytes. */
+/* The copies of `n` bytes. A copy that is not sampled is a tail call to the real function
+ * (libpython's copies come here too: docutils makes millions); the slow path, out of line,
+ * records the copy and then makes it. */
 #define COPY_HOOK(name, params, args)                                                              \
-    static void *hook_##name params {                                                              \
-        on_copy(n);                                                                                \
+    static __attribute__((noinline)) void *slow_##name params {                                    \
+        slow_copy(n);                                                                              \
         return real_##name args;                                                                   \
+    }                                                                                              \
+    static void *hook_##name params {                                                              \
+        if (copy_not_sampled(n)) return real_##name args;                                          \
+        return slow_##name args;                                                                   \
     }
 COPY_HOOK(memcpy, (void *dst, const void *src, size_t n), (dst, src, n))
 COPY_HOOK(memmove, (void *dst, const void *src, size_t n), (dst, src, n))
