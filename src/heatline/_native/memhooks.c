@@ -26,8 +26,9 @@
  * objects are never redirected for the malloc family or mmap (got.c patches only copies and
  * dlopen there), so the RAW domain's malloc is not seen a second time.
  *
- * Frees: every free asks the live table (livetable.h) without a lock; only a listed block goes
- * on to be charged.
+ * Frees: every free the hooks see asks the live table (livetable.h) without a lock; only a
+ * listed block goes on to be charged. The frees of pymalloc's small blocks are not seen at all
+ * where that is safe: see "Python allocator hooks" below.
  *
  * Reentrancy: a thread-local flag marks a thread that is inside the engine (the sampler
  * thread, a hook's slow path, a reader holding the engine lock); its allocations pass through
@@ -68,11 +69,17 @@ static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
 /* ---- the hooks' state ----------------------------------------------------------------------- */
 
 static struct {
-    int active; /* read by every hook: relaxed atomic */
+    int active; /* read by the slow paths and frees: relaxed atomic */
     uint64_t window;
+    /* Python allocations of 1 to python_fast_largest bytes take the countdown's fast path:
+     * min(W - 1, PYMALLOC_LARGEST). Set before the hooks go in. */
+    size_t python_fast_largest;
     const hl_memhooks_sink *sink;
     int python_hooked;
-    PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW */
+    PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW: the allocators found in place */
+    /* MEM, OBJ: whether a block of more than PYMALLOC_LARGEST bytes from that allocator is a
+     * RAW block whose free reaches the RAW domain (checked at install, below). */
+    int python_frees_reach_raw[2];
 } mem;
 /* A distance drawn uniformly from [W/2, 3W/2). */
 static int64_t next_distance(hl_thread_memory *m) {
@@ -89,47 +96,52 @@ static void thread_init(hl_thread_memory *m) {
     m->ready = 1;
 }
 
-/* The weight of an event of `size` bytes that exhausted *countdown (already decremented), or of
- * a large one. Rewinds the countdown. */
-static uint64_t weight_of(hl_thread_memory *m, int64_t *countdown, size_t size) {
-    if (size >= mem.window) return size;
-    uint64_t points = 0;
-    while (*countdown <= 0) {
-        points++;
-        *countdown += next_distance(m);
-    }
-    return points * mem.window;
-}
-
 /* ---- the hooks' fast paths ---------------------------------------------------------------- */
 
 static inline int sampling(void) {
     return __atomic_load_n(&mem.active, __ATOMIC_RELAXED);
 }
 
-/* The slow path shared by allocations and copies, once `countdown` has run out (or the
- * thread is new, or the event is large): the weight to record, 0 for none. */
-static uint64_t slow_weight(hl_thread_memory *m, int64_t *countdown, size_t size) {
+/* The weight to record for an event of `size` bytes, 0 for none, once its fast path (`size`
+ * below the window taken off *countdown, still above 0 after) did not settle it: the countdown
+ * ran out (`charged`: the fast path already took `size` off), or the event is large, or the
+ * thread is new. Rewinds the countdown past every point that fell in the event.
+ *
+ * The fast paths do not look at whether sampling is on: while it is off (a fork child that
+ * profiles nothing, a hook still being left after stop) they only count down, and this says 0.
+ * A thread inside the engine records nothing and leaves its countdown run out: the points
+ * owed go to its next allocation outside the engine. */
+static uint64_t weigh(hl_thread_memory *m, int64_t *countdown, size_t size, int charged) {
     if (m->inside) return 0;
     if (!m->ready) {
-        thread_init(m);
-        if (size < mem.window && (*countdown -= (int64_t)size) > 0) return 0;
+        thread_init(m); /* a fresh countdown: what the fast path took off is gone with it */
+        charged = 0;
     }
-    return weight_of(m, countdown, size);
+    if (size >= mem.window) return sampling() ? size : 0;
+    if (!charged && (*countdown -= (int64_t)size) > 0) return 0;
+    uint64_t points = 0;
+    while (*countdown <= 0) {
+        points++;
+        *countdown += next_distance(m);
+    }
+    return sampling() ? points * mem.window : 0;
 }
 
-/* The slow paths are out of line, and the fast paths below forced inline into each hook: left
- * to itself, gcc split on_allocation and called its countdown part on every allocation. */
-static __attribute__((noinline)) void slow_allocation(void *p, size_t size, int kind) {
-    uint64_t weight = slow_weight(&tls, &tls.countdown, size);
-    if (weight == 0) return;
+static void record_allocation(void *p, uint64_t weight, int kind) {
     tls.inside++;
     mem.sink->allocation((uintptr_t)p, weight, kind);
     tls.inside--;
 }
 
+/* The slow paths are out of line, and the fast paths below forced inline into each hook: left
+ * to itself, gcc split on_allocation and called its countdown part on every allocation. */
+static __attribute__((noinline)) void slow_allocation(void *p, size_t size, int kind) {
+    uint64_t weight = weigh(&tls, &tls.countdown, size, size < mem.window);
+    if (weight != 0 && p != NULL) record_allocation(p, weight, kind);
+}
+
+/* For hooks that call the allocator first (the native ones): p is the block, or NULL. */
 static inline __attribute__((always_inline)) void on_allocation(void *p, size_t size, int kind) {
-    if (p == NULL || !sampling()) return;
     hl_thread_memory *m = &tls;
     if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return;
     slow_allocation(p, size, kind);
@@ -152,18 +164,17 @@ static inline __attribute__((always_inline)) void on_free(void *p) {
 }
 
 static __attribute__((noinline)) void slow_copy(size_t size) {
-    uint64_t weight = slow_weight(&tls, &tls.copy_countdown, size);
+    uint64_t weight = weigh(&tls, &tls.copy_countdown, size, size < mem.window);
     if (weight == 0) return;
     tls.inside++;
     mem.sink->copy(weight);
     tls.inside--;
 }
 
-static inline __attribute__((always_inline)) void on_copy(size_t size) {
-    if (!sampling()) return;
+/* A copy's fast path: 1 if the countdown settled it (not sampled); else slow_copy decides. */
+static inline __attribute__((always_inline)) int copy_not_sampled(size_t size) {
     hl_thread_memory *m = &tls;
-    if (size < mem.window && (m->copy_countdown -= (int64_t)size) > 0) return;
-    slow_copy(size);
+    return size < mem.window && (m->copy_countdown -= (int64_t)size) > 0;
 }
 
 /* ---- native hooks (installed in other libraries' GOTs) ------------------------------------- */
@@ -199,12 +210,18 @@ static inline __attribute__((always_inline)) void on_copy(size_t size) {
 HL_HOOKED_FUNCTIONS(REAL_POINTER)
 HL_HOOKED_FUNCTIONS(HOOK_PROTOTYPE)
 
-/* The allocators whose result is a block of `size` bytes, or NULL. */
+/* The allocators whose result is a block of `size` bytes, or NULL. The countdown is charged
+ * first, so that an allocation that is not sampled is a tail call to the real function. */
 #define ALLOCATOR_HOOK(name, params, args)                                                         \
-    static void *hook_##name params {                                                              \
+    static __attribute__((noinline)) void *slow_##name params {                                    \
         void *p = real_##name args;                                                                \
-        on_allocation(p, size, HL_ALLOC_NATIVE);                                                   \
+        slow_allocation(p, size, HL_ALLOC_NATIVE);                                                 \
         return p;                                                                                  \
+    }                                                                                              \
+    static void *hook_##name params {                                                              \
+        hl_thread_memory *m = &tls;                                                                \
+        if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return real_##name args;     \
+        return slow_##name args;                                                                   \
     }
 ALLOCATOR_HOOK(malloc, (size_t size), (size))
 ALLOCATOR_HOOK(aligned_alloc, (size_t alignment, size_t size), (alignment, size))
@@ -212,11 +229,17 @@ ALLOCATOR_HOOK(memalign, (size_t alignment, size_t size), (alignment, size))
 ALLOCATOR_HOOK(valloc, (size_t size), (size))
 ALLOCATOR_HOOK(pvalloc, (size_t size), (size))
 
-/* The copies of `n` bytes. */
+/* The copies of `n` bytes. A copy that is not sampled is a tail call to the real function
+ * (libpython's copies come here too: docutils makes millions); the slow path, out of line,
+ * records the copy and then makes it. */
 #define COPY_HOOK(name, params, args)                                                              \
-    static void *hook_##name params {                                                              \
-        on_copy(n);                                                                                \
+    static __attribute__((noinline)) void *slow_##name params {                                    \
+        slow_copy(n);                                                                              \
         return real_##name args;                                                                   \
+    }                                                                                              \
+    static void *hook_##name params {                                                              \
+        if (copy_not_sampled(n)) return real_##name args;                                          \
+        return slow_##name args;                                                                   \
     }
 COPY_HOOK(memcpy, (void *dst, const void *src, size_t n), (dst, src, n))
 COPY_HOOK(memmove, (void *dst, const void *src, size_t n), (dst, src, n))
@@ -313,86 +336,275 @@ static const hl_got_symbol *symbols(size_t *count) {
 
 /* ---- Python allocator hooks ---------------------------------------------------------------- */
 
-/* MEM and OBJ: Python objects and their buffers. pymalloc serves requests above 512 bytes (its
- * SMALL_REQUEST_THRESHOLD since 3.8; and requests it cannot serve, which only happens when out
- * of memory) through the RAW domain, so the RAW hooks below must know when pymalloc is the
- * caller: a thread-local depth, raised only around the calls that can reach RAW, which keeps
- * the common small allocation free of it. A free needs no mark: the block has already left the
- * live table when the RAW hook sees its address. */
+/* MEM and OBJ: Python objects and their buffers, nearly all served by pymalloc: the hottest
+ * hooks there are (a loop of int arithmetic allocates and frees a few objects per iteration).
+ *
+ * Allocations: the countdown is charged before the allocator is called, so an allocation that
+ * is not sampled is a tail call to the allocator found in place (no stack frame, and the hook
+ * takes that allocator's ctx, so it passes it on as it came).
+ *
+ * Frees: most would be a filter load in a hook for nothing. Where it is safe, the MEM/OBJ free
+ * is not hooked at all (the allocator found in place is installed as the free) and every
+ * sampled block is made one whose free the RAW hook sees. pymalloc serves requests of 1 to 512
+ * bytes (SMALL_REQUEST_THRESHOLD, 3.8 onwards) from its pools and hands every other request to
+ * PyMem_RawMalloc; its free gives any block that is not in its pools to PyMem_RawFree, at the
+ * same address. So a sampled request of 512 bytes or less is passed on as one of 513 bytes: the
+ * block comes from the RAW domain, its free reaches raw_free, and the live table is asked there
+ * as for any native free. The sampling is untouched (the countdown is charged with the size
+ * asked for, the block recorded with that weight); the cost is up to 513 bytes (plus malloc's
+ * header) in place of a pool block, for one block in every W bytes sampled, under 1% of what a
+ * line holds at the default window. Blocks stay out of pymalloc's pools when they are resized,
+ * and a later unsampled realloc of one moves it within the RAW domain, never back into a pool.
+ *
+ * Safe means: the allocator found in place behaves as pymalloc does, which install() checks
+ * rather than assumes (frees_reach_raw: a 513-byte block got through malloc, calloc and
+ * realloc from a pool block must reach the RAW domain at the address returned, and its free
+ * too). It fails under the debug hooks (a header moves the address), PYTHONMALLOC=malloc and
+ * other allocators; there the MEM/OBJ free is hooked and asks the live table, as every free
+ * did before. tracemalloc started first passes, and keeps working: it wraps pymalloc in both
+ * domains, without headers.
+ *
+ * RAW calls that pymalloc makes from inside a MEM/OBJ hook (a sampled block, a request above
+ * 512 bytes) must not be counted a second time as native: a thread-local depth, raised only
+ * around the calls that can reach RAW, marks them; the fast path calls nothing that can. A free
+ * needs no mark: it reaches the RAW hook either way, and only there is a sampled block's free
+ * seen when frees are not hooked. */
 #define PYMALLOC_LARGEST 512
 
-static void *python_malloc(void *ctx, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    void *p;
-    if (size <= PYMALLOC_LARGEST && size != 0) {
-        p = previous->malloc(previous->ctx, size);
-    } else {
-        tls.in_python_allocator++;
-        p = previous->malloc(previous->ctx, size);
-        tls.in_python_allocator--;
-    }
-    on_allocation(p, size, HL_ALLOC_PYTHON);
+enum { DOMAIN_MEM, DOMAIN_OBJ, DOMAIN_RAW };
+
+/* The size to ask the allocator found in place for, for a request of `size` bytes that is
+ * sampled (weight != 0) or not. */
+static inline size_t python_request(int domain, size_t size, uint64_t weight) {
+    if (weight != 0 && size - 1 < PYMALLOC_LARGEST && mem.python_frees_reach_raw[domain])
+        return PYMALLOC_LARGEST + 1;
+    return size;
+}
+
+/* The countdown's fast path for a request of `size` bytes: 1 if it settled it (not sampled). */
+static inline __attribute__((always_inline)) int python_not_sampled(hl_thread_memory *m,
+                                                                    size_t size) {
+    return size - 1 < mem.python_fast_largest && (m->countdown -= (int64_t)size) > 0;
+}
+
+static inline uint64_t python_weight(hl_thread_memory *m, size_t size) {
+    return weigh(m, &m->countdown, size, size - 1 < mem.python_fast_largest);
+}
+
+static __attribute__((noinline)) void *python_malloc_slow(int domain, void *ctx, size_t size) {
+    hl_thread_memory *m = &tls;
+    uint64_t weight = python_weight(m, size);
+    m->in_python_allocator++;
+    void *p = mem.python_previous[domain].malloc(ctx, python_request(domain, size, weight));
+    m->in_python_allocator--;
+    if (weight != 0 && p != NULL) record_allocation(p, weight, HL_ALLOC_PYTHON);
     return p;
 }
 
-static void *python_calloc(void *ctx, size_t n, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    tls.in_python_allocator++;
-    void *p = previous->calloc(previous->ctx, n, size);
-    tls.in_python_allocator--;
-    if (p != NULL) on_allocation(p, n * size, HL_ALLOC_PYTHON);
+static inline __attribute__((always_inline)) void *python_malloc(int domain, void *ctx,
+                                                                 size_t size) {
+    if (python_not_sampled(&tls, size)) return mem.python_previous[domain].malloc(ctx, size);
+    return python_malloc_slow(domain, ctx, size);
+}
+
+static void *python_calloc(int domain, void *ctx, size_t n, size_t elsize) {
+    hl_thread_memory *m = &tls;
+    size_t size;
+    /* An overflowing product fails in the allocator; there is nothing to count. */
+    if (__builtin_mul_overflow(n, elsize, &size)) size = 0;
+    uint64_t weight = size == 0 || python_not_sampled(m, size) ? 0 : python_weight(m, size);
+    size_t request = python_request(domain, size, weight);
+    m->in_python_allocator++;
+    void *p = request != size ? mem.python_previous[domain].calloc(ctx, 1, request)
+                              : mem.python_previous[domain].calloc(ctx, n, elsize);
+    m->in_python_allocator--;
+    if (weight != 0 && p != NULL) record_allocation(p, weight, HL_ALLOC_PYTHON);
     return p;
 }
 
-static void *python_realloc(void *ctx, void *old, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    on_free(old);
-    tls.in_python_allocator++;
-    void *p = previous->realloc(previous->ctx, old, size);
-    tls.in_python_allocator--;
-    on_allocation(p, size, HL_ALLOC_PYTHON);
+static void *python_realloc(int domain, void *ctx, void *old, size_t size) {
+    hl_thread_memory *m = &tls;
+    on_free(old); /* before: once realloc returns, the address may be reused by anyone */
+    uint64_t weight = python_not_sampled(m, size) ? 0 : python_weight(m, size);
+    m->in_python_allocator++;
+    void *p = mem.python_previous[domain].realloc(ctx, old, python_request(domain, size, weight));
+    m->in_python_allocator--;
+    if (weight != 0 && p != NULL) record_allocation(p, weight, HL_ALLOC_PYTHON);
     return p;
 }
 
-static void python_free(void *ctx, void *p) {
-    PyMemAllocatorEx *previous = ctx;
+/* Where frees do not reach RAW (see above), the allocator found in place may call RAW for a
+ * request of 512 bytes or less (the debug hooks add their header to it first): the depth is
+ * raised around every call. */
+static void *python_malloc_marked(int domain, void *ctx, size_t size) {
+    hl_thread_memory *m = &tls;
+    if (!python_not_sampled(m, size)) return python_malloc_slow(domain, ctx, size);
+    m->in_python_allocator++;
+    void *p = mem.python_previous[domain].malloc(ctx, size);
+    m->in_python_allocator--;
+    return p;
+}
+
+/* Installed only where frees do not reach RAW (see above). */
+static void python_free(int domain, void *ctx, void *p) {
     on_free(p);
-    previous->free(previous->ctx, p);
+    mem.python_previous[domain].free(ctx, p);
 }
+
+/* One set of hooks per domain, so that each knows its allocator without a ctx of its own. */
+#define PYTHON_DOMAIN_HOOKS(domain, suffix)                                                        \
+    static void *python_malloc_##suffix(void *ctx, size_t size) {                                  \
+        return python_malloc(domain, ctx, size);                                                   \
+    }                                                                                              \
+    static void *python_calloc_##suffix(void *ctx, size_t n, size_t elsize) {                      \
+        return python_calloc(domain, ctx, n, elsize);                                              \
+    }                                                                                              \
+    static void *python_realloc_##suffix(void *ctx, void *old, size_t size) {                      \
+        return python_realloc(domain, ctx, old, size);                                             \
+    }                                                                                              \
+    static void *python_malloc_marked_##suffix(void *ctx, size_t size) {                           \
+        return python_malloc_marked(domain, ctx, size);                                            \
+    }                                                                                              \
+    static void python_free_##suffix(void *ctx, void *p) {                                         \
+        python_free(domain, ctx, p);                                                               \
+    }
+PYTHON_DOMAIN_HOOKS(DOMAIN_MEM, mem)
+PYTHON_DOMAIN_HOOKS(DOMAIN_OBJ, obj)
 
 /* RAW: C code's own buffers (lzma, bz2 and zlib state, extension modules that use
  * PyMem_RawMalloc): native memory, unless pymalloc is the caller. */
 static void *raw_malloc(void *ctx, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    void *p = previous->malloc(previous->ctx, size);
+    void *p = mem.python_previous[DOMAIN_RAW].malloc(ctx, size);
     if (!tls.in_python_allocator) on_allocation(p, size, HL_ALLOC_NATIVE);
     return p;
 }
 
 static void *raw_calloc(void *ctx, size_t n, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
-    void *p = previous->calloc(previous->ctx, n, size);
+    void *p = mem.python_previous[DOMAIN_RAW].calloc(ctx, n, size);
     if (p != NULL && !tls.in_python_allocator) on_allocation(p, n * size, HL_ALLOC_NATIVE);
     return p;
 }
 
 static void *raw_realloc(void *ctx, void *old, size_t size) {
-    PyMemAllocatorEx *previous = ctx;
     int outer = !tls.in_python_allocator;
     if (outer) on_free(old);
-    void *p = previous->realloc(previous->ctx, old, size);
+    void *p = mem.python_previous[DOMAIN_RAW].realloc(ctx, old, size);
     if (outer) on_allocation(p, size, HL_ALLOC_NATIVE);
     return p;
 }
 
 static void raw_free(void *ctx, void *p) {
-    PyMemAllocatorEx *previous = ctx;
     on_free(p);
-    previous->free(previous->ctx, p);
+    mem.python_previous[DOMAIN_RAW].free(ctx, p);
+}
+
+/* ---- the check that a domain's blocks above PYMALLOC_LARGEST are RAW blocks ---------------- */
+
+/* While the check runs, the RAW domain is these pass-through functions, which note (per thread:
+ * other threads may use RAW meanwhile, without the GIL) the last block they handed out and the
+ * last they were given back. */
+static __thread struct {
+    void *handed_out;
+    void *given_back;
+} raw_seen __attribute__((tls_model("initial-exec")));
+
+static void *seen_raw_malloc(void *ctx, size_t size) {
+    return raw_seen.handed_out = mem.python_previous[DOMAIN_RAW].malloc(ctx, size);
+}
+
+static void *seen_raw_calloc(void *ctx, size_t n, size_t size) {
+    return raw_seen.handed_out = mem.python_previous[DOMAIN_RAW].calloc(ctx, n, size);
+}
+
+static void *seen_raw_realloc(void *ctx, void *old, size_t size) {
+    return raw_seen.handed_out = mem.python_previous[DOMAIN_RAW].realloc(ctx, old, size);
+}
+
+static void seen_raw_free(void *ctx, void *p) {
+    raw_seen.given_back = p;
+    mem.python_previous[DOMAIN_RAW].free(ctx, p);
+}
+
+/* Frees `p` through `a` and says whether the free reached RAW with that address. */
+static int freed_through_raw(const PyMemAllocatorEx *a, void *p) {
+    raw_seen.given_back = NULL;
+    a->free(a->ctx, p);
+    return raw_seen.given_back == p;
+}
+
+/* Whether blocks of PYMALLOC_LARGEST + 1 bytes from `a` (a domain's allocator found in place;
+ * RAW is the seen_raw_* functions) are RAW blocks at the address `a` returns, freed through
+ * RAW, as they come from malloc, calloc and realloc (of a pool-sized block). The GIL is held. */
+static int frees_reach_raw(const PyMemAllocatorEx *a) {
+    const size_t large = PYMALLOC_LARGEST + 1;
+    int ok = 1;
+
+    raw_seen.handed_out = NULL;
+    void *p = a->malloc(a->ctx, large);
+    if (p == NULL) return 0;
+    ok = raw_seen.handed_out == p;
+    ok = freed_through_raw(a, p) && ok;
+
+    raw_seen.handed_out = NULL;
+    p = a->calloc(a->ctx, 1, large);
+    if (p == NULL) return 0;
+    ok = raw_seen.handed_out == p && ok;
+    ok = freed_through_raw(a, p) && ok;
+
+    void *small = a->malloc(a->ctx, 16);
+    if (small == NULL) return 0;
+    raw_seen.handed_out = NULL;
+    p = a->realloc(a->ctx, small, large);
+    if (p == NULL) {
+        a->free(a->ctx, small);
+        return 0;
+    }
+    ok = raw_seen.handed_out == p && ok;
+    ok = freed_through_raw(a, p) && ok;
+    return ok;
 }
 
 static const PyMemAllocatorDomain python_domains[3] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ,
                                                        PYMEM_DOMAIN_RAW};
+
+/* Our allocator for domain i. It takes the found allocator's ctx (see above). */
+static PyMemAllocatorEx python_hooks(int i) {
+    const PyMemAllocatorEx *found = &mem.python_previous[i];
+    if (i == DOMAIN_RAW)
+        return (PyMemAllocatorEx){found->ctx, raw_malloc, raw_calloc, raw_realloc, raw_free};
+    int direct = mem.python_frees_reach_raw[i];
+    if (i == DOMAIN_MEM)
+        return (PyMemAllocatorEx){found->ctx, direct ? python_malloc_mem : python_malloc_marked_mem,
+                                  python_calloc_mem, python_realloc_mem,
+                                  direct ? found->free : python_free_mem};
+    return (PyMemAllocatorEx){found->ctx, direct ? python_malloc_obj : python_malloc_marked_obj,
+                              python_calloc_obj, python_realloc_obj,
+                              direct ? found->free : python_free_obj};
+}
+
+/* Puts our allocators in, RAW first (pymalloc's calls into it are then seen from the first
+ * block the MEM/OBJ hooks ask for), after the check. The GIL is held. */
+static void install_python_hooks(void) {
+    for (int i = 0; i < 3; i++) PyMem_GetAllocator(python_domains[i], &mem.python_previous[i]);
+    PyMemAllocatorEx seen = {mem.python_previous[DOMAIN_RAW].ctx, seen_raw_malloc, seen_raw_calloc,
+                             seen_raw_realloc, seen_raw_free};
+    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &seen);
+    for (int i = DOMAIN_MEM; i <= DOMAIN_OBJ; i++)
+        mem.python_frees_reach_raw[i] = frees_reach_raw(&mem.python_previous[i]);
+    for (int i = 2; i >= 0; i--) {
+        PyMemAllocatorEx hooks = python_hooks(i);
+        PyMem_SetAllocator(python_domains[i], &hooks);
+    }
+}
+
+/* Whether domain i's installed allocator is still ours. */
+static int python_hooks_installed(int i) {
+    PyMemAllocatorEx current, ours = python_hooks(i);
+    PyMem_GetAllocator(python_domains[i], &current);
+    return current.ctx == ours.ctx && current.malloc == ours.malloc &&
+           current.calloc == ours.calloc && current.realloc == ours.realloc &&
+           current.free == ours.free;
+}
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
@@ -404,18 +616,11 @@ int hl_memhooks_resolve(void) {
 
 int hl_memhooks_install(uint64_t window, const hl_memhooks_sink *sink) {
     mem.window = window;
+    mem.python_fast_largest = window - 1 < PYMALLOC_LARGEST ? window - 1 : PYMALLOC_LARGEST;
     mem.sink = sink;
     /* The hooks wrap whatever allocator is installed (pymalloc, the debug hooks, tracemalloc). */
     if (!mem.python_hooked) {
-        for (int i = 0; i < 3; i++) {
-            PyMem_GetAllocator(python_domains[i], &mem.python_previous[i]);
-            PyMemAllocatorEx python = {&mem.python_previous[i], python_malloc, python_calloc,
-                                       python_realloc, python_free};
-            PyMemAllocatorEx raw = {&mem.python_previous[i], raw_malloc, raw_calloc, raw_realloc,
-                                    raw_free};
-            PyMem_SetAllocator(python_domains[i],
-                               python_domains[i] == PYMEM_DOMAIN_RAW ? &raw : &python);
-        }
+        install_python_hooks();
         mem.python_hooked = 1;
     }
     __atomic_store_n(&mem.active, 1, __ATOMIC_RELEASE);
@@ -439,12 +644,7 @@ void hl_memhooks_put_back(void) {
      * calls through. */
     if (mem.python_hooked) {
         int ours = 1;
-        for (int i = 0; i < 3; i++) {
-            PyMemAllocatorEx current;
-            PyMem_GetAllocator(python_domains[i], &current);
-            ours = ours && (current.malloc == python_malloc || current.malloc == raw_malloc) &&
-                   current.ctx == &mem.python_previous[i];
-        }
+        for (int i = 0; i < 3; i++) ours = ours && python_hooks_installed(i);
         if (ours) {
             for (int i = 0; i < 3; i++)
                 PyMem_SetAllocator(python_domains[i], &mem.python_previous[i]);
