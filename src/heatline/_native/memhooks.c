@@ -589,8 +589,14 @@ static void install_python_hooks(void) {
     PyMemAllocatorEx seen = {mem.python_previous[DOMAIN_RAW].ctx, seen_raw_malloc, seen_raw_calloc,
                              seen_raw_realloc, seen_raw_free};
     PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &seen);
+    /* Disabled: with the MEM/OBJ frees left unhooked, about one run in six of
+     * tests/targets/memory_frees.py missed one sampled block's free (a window of growth left on
+     * a line; never with the frees hooked, padding or not), and no listed block was seen
+     * reaching raw_free unnoticed, so some frees of sampled blocks do not reach the RAW domain
+     * at all. Until that is understood every free is hooked, as before; the check still runs
+     * (its answer ignored) for the diagnosis to come. */
     for (int i = DOMAIN_MEM; i <= DOMAIN_OBJ; i++)
-        mem.python_frees_reach_raw[i] = frees_reach_raw(&mem.python_previous[i]);
+        mem.python_frees_reach_raw[i] = frees_reach_raw(&mem.python_previous[i]) && 0;
     for (int i = 2; i >= 0; i--) {
         PyMemAllocatorEx hooks = python_hooks(i);
         PyMem_SetAllocator(python_domains[i], &hooks);
