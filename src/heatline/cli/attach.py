@@ -25,7 +25,7 @@ from heatline.options import ATTACH_OPTIONS, RUN_OPTIONS, Options, only_implies_
 
 START_TIMEOUT_S = 30.0  # for the target's agent thread to get the GIL and start the profile
 STOP_TIMEOUT_S = 60.0  # for the target to stop the profile and write it
-THREAD_END_TIMEOUT_S = 10.0  # for the agent's thread to end once it wrote the profile
+THREAD_END_TIMEOUT_S = 10.0  # for heatline's threads to end once the profile is written
 POLL_S = 0.02
 # Options the target does not get: what the attacher does with the profile.
 _ATTACHER_ONLY = ("outfile", "format", "quiet", "reduced_profile", "threshold_pct")
@@ -74,8 +74,9 @@ def run(args: list[str]) -> int:
     except attach.AttachError as exc:
         fail(str(exc), 1)
     except KeyboardInterrupt:
-        # Before the profile started: the attach's directory is gone, so the agent's thread,
-        # if it started one, stops it again (agent.c).
+        # Before the profile started: the attach's directory is gone, so a profile the
+        # agent's thread still starts is stopped again at once (the engine watches for that:
+        # detach.h).
         fail(f"interrupted before profiling began; process {pid} goes on as before", 130)
 
 
@@ -179,22 +180,28 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
-def _agent_tid(directory: str) -> int | None:
-    try:
-        with open(os.path.join(directory, "started"), encoding="utf-8") as file:
-            tid = json.load(file).get("agent_tid")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return tid if isinstance(tid, int) else None
+def _heatline_tids(directory: str) -> list[int]:
+    """The target's threads that were heatline's: the agent's (DIR/started) and the one that
+    stopped the profile (DIR/stopping)."""
+    tids = []
+    for name, key in (("started", "agent_tid"), ("stopping", "tid")):
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8") as file:
+                tid = json.load(file).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(tid, int):
+            tids.append(tid)
+    return tids
 
 
-def _wait_thread_gone(pid: int, tid: int | None, timeout_s: float) -> None:
-    """After the detach: until the agent's thread has ended (it writes the profile, then
-    returns), so that the command returns when the process has only its own threads again."""
-    if tid is None:
-        return
+def _wait_threads_gone(pid: int, tids: list[int], timeout_s: float) -> None:
+    """After the detach: until heatline's threads in the target have ended (the stopping one
+    writes the profile, then returns), so that the command returns when the process has only
+    its own threads again."""
     deadline = time.monotonic() + timeout_s
-    while os.path.exists(f"/proc/{pid}/task/{tid}") and time.monotonic() < deadline:
+    while (any(os.path.exists(f"/proc/{pid}/task/{tid}") for tid in tids)
+           and time.monotonic() < deadline):
         time.sleep(POLL_S / 4)
 
 
@@ -253,7 +260,7 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
         finally:
             signal.signal(signal.SIGINT, previous)
         if got == "profile.json" and not ended:
-            _wait_thread_gone(pid, _agent_tid(directory), THREAD_END_TIMEOUT_S)
+            _wait_threads_gone(pid, _heatline_tids(directory), THREAD_END_TIMEOUT_S)
         detach_s = time.monotonic() - detach_begun
         if got == "error":
             raise attach.AttachError(f"process {pid}: {_error_text(directory)}")
