@@ -505,3 +505,27 @@ def test_bad_pid_text(tmp_path):
 def test_an_option_attach_cannot_honour_is_refused(tmp_path):
     line = _error(_attach(tmp_path, 4194305 + 10, "--profile-interval", "1"))
     assert "--profile-interval is not available with heatline attach" in line
+
+
+def test_an_attach_without_answer_says_how_far_heatlines_thread_came(tmp_path):
+    """The one-line error of an attach that got no answer names the agent's thread, its last
+    step (DIR/progress, written by agent.c) and what the kernel says it is doing now."""
+    from heatline.cli.attach import _progress
+
+    assert _progress(os.getpid(), str(tmp_path)) == "heatline's thread never ran"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "progress").write_text(f"{sleeper.pid} waiting-gil\n")
+        deadline = time.monotonic() + 60  # a hang guard only
+        while True:  # until it sleeps in its system call
+            said = _progress(sleeper.pid, str(tmp_path))
+            if said.endswith(", state S, system call 230") or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        assert said == (f"heatline's thread {sleeper.pid}: waiting for the GIL, state S, "
+                        "system call 230"), said
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert _progress(sleeper.pid, str(tmp_path)) == (
+        f"heatline's thread {sleeper.pid}: waiting for the GIL, ended")

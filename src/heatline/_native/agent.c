@@ -24,11 +24,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,6 +149,20 @@ static int resolve(api *py) {
                : -1;
 }
 
+/* DIRECTORY/progress: "TID STEP", rewritten at each step of the thread (thread, no-python,
+ * waiting-gil, gil, done), so that an attacher that got no answer can say how far the thread
+ * came and, from /proc, what it is doing (cli/attach.py). Best effort: a failed write is let be. */
+static void progress(const char *directory, const char *step) {
+    char path[4200], text[64];
+    snprintf(path, sizeof(path), "%s/progress", directory);
+    int length = snprintf(text, sizeof(text), "%ld %s\n", (long)syscall(SYS_gettid), step);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return;
+    if (write(fd, text, (size_t)length) < 0) { /* nothing to do */
+    }
+    close(fd);
+}
+
 static void sleep_ns(long ns) {
     struct timespec wait = {0, ns};
     nanosleep(&wait, NULL);
@@ -155,7 +171,9 @@ static void sleep_ns(long ns) {
 /* Runs attach_code with the GIL for action ("start"). */
 static void act(const api *py, const char *directory, const char *action) {
     if (!py->is_initialized() || py->is_finalizing()) return;
+    progress(directory, "waiting-gil");
     int state = py->ensure();
+    progress(directory, "gil");
     object globals = py->dict_new();
     object dir = py->decode(directory);
     object what = py->decode(action);
@@ -171,12 +189,15 @@ static void act(const api *py, const char *directory, const char *action) {
     if (dir != NULL) py->decref(dir);
     if (globals != NULL) py->decref(globals);
     py->release(state);
+    progress(directory, "done");
 }
 
 static void *agent_main(void *argument) {
     char *directory = argument;
     api py;
-    if (resolve(&py) == 0) {
+    progress(directory, "thread");
+    if (resolve(&py) != 0) progress(directory, "no-python");
+    else {
         for (int i = 0; i < INIT_WAIT_ROUNDS && !py.is_initialized(); i++) sleep_ns(WAIT_NS);
         act(&py, directory, "start");
     }

@@ -221,6 +221,31 @@ def _wait_for(directory: str, names: tuple[str, ...], pid: int, timeout_s: float
         time.sleep(POLL_S)
 
 
+_STEPS = {"thread": "started", "no-python": "found no Python C API and ended",
+          "waiting-gil": "waiting for the GIL", "gil": "holding the GIL, starting the profile",
+          "done": "done, without an answer"}
+
+
+def _progress(pid: int, directory: str) -> str:
+    """How far the agent's thread came (DIR/progress, agent.c) and what the kernel says it is
+    doing now: for the one-line error of an attach that got no answer."""
+    try:
+        with open(os.path.join(directory, "progress"), encoding="utf-8") as file:
+            tid_text, _, step = file.read().strip().partition(" ")
+        tid = int(tid_text)
+    except (OSError, ValueError):
+        return "heatline's thread never ran"
+    said = f"heatline's thread {tid}: {_STEPS.get(step, step)}"
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as file:
+            state = file.read().rpartition(")")[2].split()[0]
+        with open(f"/proc/{pid}/task/{tid}/syscall", encoding="utf-8") as file:
+            call = file.read().split()[0]
+    except (OSError, IndexError):
+        return said + ", ended"
+    return said + f", state {state}, system call {call}"
+
+
 def _error_text(directory: str) -> str:
     try:
         with open(os.path.join(directory, "error"), encoding="utf-8") as file:
@@ -243,9 +268,9 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
             if not _alive(pid):
                 raise attach.AttachError(f"process {pid} exited while heatline attached to it")
             raise attach.AttachError(
-                f"process {pid} did not start profiling within {START_TIMEOUT_S:.0f} s (its "
-                "interpreter never let heatline's thread take the GIL: a thread holding it in a "
-                "long C call?); heatline dump PID shows what its threads do")
+                f"process {pid} did not start profiling within {START_TIMEOUT_S:.0f} s "
+                f"({_progress(pid, directory)}; a thread holding the GIL in a long C call "
+                "keeps heatline's from taking it); heatline dump PID shows what its threads do")
         attach_s = time.monotonic() - begun
         until = f"for {duration:g} s" if duration is not None else "until Ctrl-C"
         _say(f"attached to process {pid} (Python {version}) in {attach_s * 1e3:.0f} ms; "
