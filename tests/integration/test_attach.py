@@ -57,8 +57,10 @@ def _start(tmp_path, target, *args, python=sys.executable):
 # An open defect (issue 22): about one attach in a hundred here, the agent's thread never
 # writes "started" and the attacher gives up after 30 s with this one-line error (seen on 3.11
 # and 3.13, each time on a target whose main thread sleeps in time.sleep while another thread
-# spins). The target runs on unharmed. Until it is found, a test that meets exactly that
-# failure says so as an expected failure; every other outcome is checked as written.
+# spins). The target runs on unharmed. Not reproduced in about 1,800 attaches looking for it
+# (README), so its cause is still not found: until it is, a test that meets exactly that failure
+# says so as an expected failure, with the error's account of how far heatline's thread came
+# (cli/attach.py's _progress); every other outcome is checked as written.
 KNOWN_START_DEFECT = "did not start profiling within"
 
 
@@ -297,26 +299,63 @@ def test_twenty_attach_detach_cycles_leave_the_program_as_it_was(tmp_path):
 
 
 def test_a_program_that_forks_while_attached(tmp_path):
-    """The children forked while attached are not profiled (the engine stops in a fork child),
-    exit as they would, and do not end the parent's attach (the at-exit writer is the
-    attached process's only)."""
+    """A program forking a child every 20 ms while attached, through the detach and after: its
+    output is a plain run's, byte for byte (on 3.12+, os.fork() warns when the process has more
+    than one thread: while attached heatline's only thread is the sampler, which the engine
+    takes out of a fork, and a fork waits for the thread that stops the profile to be done and
+    gone: detach.h); every child exits 0. The children are not profiled (the engine stops in a
+    fork child) and do not end the parent's attach (the at-exit writer is the attached
+    process's only). The program starts forking once attached: a fork during the attach itself
+    may still be counted with the agent's thread (README, known limits)."""
+    plain_work = tmp_path / "plain"
+    plain_work.mkdir()
+    (plain_work / "go").touch()
+    plain = subprocess.Popen([sys.executable, os.path.join(PROGRAMS, "attach_forks.py"),
+                              str(plain_work)], env=_env(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    while not (plain_work / "ready").exists():
+        assert plain.poll() is None, plain.communicate()
+        time.sleep(0.01)
+    time.sleep(1.5)
+    _, *plain_out = _finish(plain, plain_work)
+    assert plain.returncode == 0 and plain_out == ["children all exited 0: True\n", ""], plain_out
+
     process, work = _start(tmp_path, "attach_forks.py")
     out = tmp_path / "p.json"
-    done = _attach(tmp_path, process.pid, "--duration", "1", "-q", "-o", str(out))
-    assert done.returncode == 0, done.stderr
+    attacher = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "attach", str(process.pid), "--duration", "1", "-q",
+         "-o", str(out)], env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    first = attacher.stderr.readline()
+    assert "attached to process" in first, first + attacher.communicate()[1]
+    (work / "go").touch()
+    _, rest = attacher.communicate(timeout=300)
+    assert attacher.returncode == 0, first + rest
+    time.sleep(0.3)  # forks after the detach too
     status, stdout, stderr = _finish(process, work)
-    if sys.version_info >= (3, 12):
-        # A known limit (README, docs/design.md): the agent's thread lives while attached, and
-        # os.fork() of 3.12+ warns about forking a multi-threaded process (the engine's own
-        # sampler thread is stopped around a fork; the agent's is not yet).
-        stderr = re.sub(r"\S+attach_forks\.py:\d+: DeprecationWarning: This process \(pid=\d+\) "
-                        r"is multi-threaded, use of fork\(\) may lead to deadlocks in the "
-                        r"child\.\n  child = os\.fork\(\)\n", "", stderr)
-    assert (status, stdout, stderr) == (0, "children all exited 0: True\n", "")
+    assert (status, stdout, stderr) == (0, *plain_out)
     profile = json.loads(out.read_text())
     assert profile["attached"]["ended_by"] == "detach"
     assert profile["attached"]["pid"] == process.pid
     assert _window_s(profile) >= 0.9  # profiled until the detach, not until a child's exit
+
+
+def test_a_program_forking_during_the_attach_never_hangs_a_child(tmp_path):
+    """Forking every 20 ms all along the attach: heatline's thread imports heatline while the
+    program forks, and a child that inherited a module half imported (its lock held by a
+    thread the child does not have) hung at its exit; a fork now waits until heatline's
+    thread is done (agent.c's fork guard). Every child exits 0 and the program ends as
+    usual. (On 3.12+ a fork in the moment the agent's thread exists may be warned about: the
+    one line allowed besides.)"""
+    process, work = _start(tmp_path, "attach_forks.py")
+    (work / "go").touch()
+    done = _attach(tmp_path, process.pid, "--duration", "1", "-q")
+    assert done.returncode == 0, done.stderr
+    status, stdout, stderr = _finish(process, work)
+    stderr = re.sub(r"\S+attach_forks\.py:\d+: DeprecationWarning: This process \(pid=\d+\) "
+                    r"is multi-threaded, use of fork\(\) may lead to deadlocks in the "
+                    r"child\.\n  child = os\.fork\(\)\n", "", stderr)
+    assert (status, stdout, stderr) == (0, "children all exited 0: True\n", "")
 
 
 # ---- bad input ----------------------------------------------------------------------------------
@@ -468,3 +507,27 @@ def test_bad_pid_text(tmp_path):
 def test_an_option_attach_cannot_honour_is_refused(tmp_path):
     line = _error(_attach(tmp_path, 4194305 + 10, "--profile-interval", "1"))
     assert "--profile-interval is not available with heatline attach" in line
+
+
+def test_an_attach_without_answer_says_how_far_heatlines_thread_came(tmp_path):
+    """The one-line error of an attach that got no answer names the agent's thread, its last
+    step (DIR/progress, written by agent.c) and what the kernel says it is doing now."""
+    from heatline.cli.attach import _progress
+
+    assert _progress(os.getpid(), str(tmp_path)) == "heatline's thread never ran"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "progress").write_text(f"{sleeper.pid} waiting-gil\n")
+        deadline = time.monotonic() + 60  # a hang guard only
+        while True:  # until it sleeps in its system call
+            said = _progress(sleeper.pid, str(tmp_path))
+            if said.endswith(", state S, system call 230") or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        assert said == (f"heatline's thread {sleeper.pid}: waiting for the GIL, state S, "
+                        "system call 230"), said
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert _progress(sleeper.pid, str(tmp_path)) == (
+        f"heatline's thread {sleeper.pid}: waiting for the GIL, ended")

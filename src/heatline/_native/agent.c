@@ -10,11 +10,12 @@
  *   2. takes the GIL as a new thread does (PyGILState_Ensure: safe whatever the other threads
  *      do; a thread blocked in a system call has released it), runs the attach's start
  *      (heatline.run.attached: imports heatline from the directory named in DIR/root, starts
- *      the profile) and releases the GIL,
- *   3. waits, without the GIL, for the attacher's DIR/stop (or an error, or the directory gone),
- *   4. takes the GIL again to stop the profile and write it into DIR, and ends.
- * No thread of heatline's is left in the process after that. The library stays loaded (it is
- * small and holds nothing); a later attach calls heatline_agent_attach again.
+ *      the profile, and has the engine watch for the stop: detach.h) and releases the GIL,
+ *   3. ends.
+ * While attached, no thread of heatline's but the engine's sampler lives in the process: the
+ * sampler sees the attacher's DIR/stop (or the directory gone) and starts the short-lived
+ * thread that stops the profile (detach.h). The library stays loaded (it is small and holds
+ * nothing); a later attach calls heatline_agent_attach again.
  *
  * It does not link against libpython: the few C API functions it calls are looked up in the
  * process (dlsym) when the thread starts, so one agent serves every CPython the engine does,
@@ -23,17 +24,19 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define PY_FILE_INPUT 257 /* Py_file_input */
-#define WAIT_NS 20000000  /* between two looks for the stop file */
+#define WAIT_NS 20000000  /* between two looks for an initialised interpreter */
 #define INIT_WAIT_ROUNDS 500
 
 typedef void *object;
@@ -53,8 +56,47 @@ typedef struct api {
 
 /* What the thread runs with the GIL held, in a namespace of its own (the program's __main__ is
  * left alone): import heatline's attach module (from the attacher's install directory, on
- * sys.path only for that import) and hand it the action. Its errors go to DIR/error. */
+ * sys.path only for that import) and start. Its errors go to DIR/error.
+ *
+ * All of it under the fork guard, a module of its own in sys.modules ('_heatline_attach_guard',
+ * made at the first attach; run/attached.py takes it for the stop too): a lock that a
+ * before-fork hook (registered once per process) takes, and the ids of heatline's short-lived
+ * threads, which the hook waits to be gone. A fork() of the program's meanwhile waits until
+ * heatline's thread has finished importing and starting (or stopping) and ended, so that its
+ * child never inherits a module half imported by that thread (its module lock held by a thread
+ * the child does not have: the child hung at its exit, waiting for 'threading'), nor counts
+ * that thread (CPython 3.12+ warns at a fork of a multi-threaded process). The wait is bounded
+ * (10 s), in case the forking thread holds what the import needs. */
 static const char attach_code[] =
+    "def _guard():\n"
+    "    import sys\n"
+    "    guard = sys.modules.get('_heatline_attach_guard')\n"
+    "    if guard is None:\n"
+    "        import _thread, os, time\n"
+    "        guard = type(sys)('_heatline_attach_guard')\n"
+    "        guard.lock = _thread.allocate_lock()\n"
+    "        guard.tids = set()\n"
+    "        held = []\n"
+    "        def before():\n"
+    "            if guard.lock.acquire(True, 10):\n"
+    "                held.append(True)\n"
+    "            for tid in list(guard.tids):\n"
+    "                for _ in range(1000):\n"
+    "                    if not os.path.exists('/proc/self/task/%d' % tid):\n"
+    "                        break\n"
+    "                    time.sleep(0.0001)\n"
+    "                guard.tids.discard(tid)\n"
+    "        def after():\n"
+    "            if held:\n"
+    "                held.pop()\n"
+    "                guard.lock.release()\n"
+    "        def after_in_child():\n"
+    "            guard.tids.clear()\n"
+    "            after()\n"
+    "        os.register_at_fork(before=before, after_in_parent=after,\n"
+    "                            after_in_child=after_in_child)\n"
+    "        sys.modules['_heatline_attach_guard'] = guard\n"
+    "    return guard\n"
     "def _attach(directory, action):\n"
     "    import sys\n"
     "    module = sys.modules.get('heatline.run.attached')\n"
@@ -79,7 +121,13 @@ static const char attach_code[] =
     "                pass\n"
     "            return\n"
     "    module.act(directory, action)\n"
-    "_attach(directory, action)\n";
+    "def _guarded(directory, action):\n"
+    "    import _thread\n"
+    "    guard = _guard()\n"
+    "    with guard.lock:\n"
+    "        guard.tids.add(_thread.get_native_id())\n"
+    "        _attach(directory, action)\n"
+    "_guarded(directory, action)\n";
 
 static int resolve(api *py) {
     void *any = RTLD_DEFAULT;
@@ -101,21 +149,31 @@ static int resolve(api *py) {
                : -1;
 }
 
+/* DIRECTORY/progress: "TID STEP", rewritten at each step of the thread (thread, no-python,
+ * waiting-gil, gil, done), so that an attacher that got no answer can say how far the thread
+ * came and, from /proc, what it is doing (cli/attach.py). Best effort: a failed write is let be. */
+static void progress(const char *directory, const char *step) {
+    char path[4200], text[64];
+    snprintf(path, sizeof(path), "%s/progress", directory);
+    int length = snprintf(text, sizeof(text), "%ld %s\n", (long)syscall(SYS_gettid), step);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return;
+    if (write(fd, text, (size_t)length) < 0) { /* nothing to do */
+    }
+    close(fd);
+}
+
 static void sleep_ns(long ns) {
     struct timespec wait = {0, ns};
     nanosleep(&wait, NULL);
 }
 
-static int exists(const char *directory, const char *name) {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/%s", directory, name);
-    return access(path, F_OK) == 0;
-}
-
-/* Runs attach_code with the GIL for action ("start", "stop"). */
+/* Runs attach_code with the GIL for action ("start"). */
 static void act(const api *py, const char *directory, const char *action) {
     if (!py->is_initialized() || py->is_finalizing()) return;
+    progress(directory, "waiting-gil");
     int state = py->ensure();
+    progress(directory, "gil");
     object globals = py->dict_new();
     object dir = py->decode(directory);
     object what = py->decode(action);
@@ -131,20 +189,17 @@ static void act(const api *py, const char *directory, const char *action) {
     if (dir != NULL) py->decref(dir);
     if (globals != NULL) py->decref(globals);
     py->release(state);
+    progress(directory, "done");
 }
 
 static void *agent_main(void *argument) {
     char *directory = argument;
     api py;
-    if (resolve(&py) == 0) {
+    progress(directory, "thread");
+    if (resolve(&py) != 0) progress(directory, "no-python");
+    else {
         for (int i = 0; i < INIT_WAIT_ROUNDS && !py.is_initialized(); i++) sleep_ns(WAIT_NS);
         act(&py, directory, "start");
-        while (exists(directory, "request") && !exists(directory, "stop") &&
-               !exists(directory, "error") && !exists(directory, "profile.json"))
-            sleep_ns(WAIT_NS);
-        /* Stopped, or the attacher gone (its directory removed): the profile must not run on
-         * (a stop of a profile that never started, or ended at exit, does nothing). */
-        if (!exists(directory, "profile.json")) act(&py, directory, "stop");
     }
     free(directory);
     return NULL;

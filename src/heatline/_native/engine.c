@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "control.h"
+#include "detach.h"
 #include "exitstatus.h"
 #include "memread.h"
 #include "periodic.h"
@@ -47,8 +48,9 @@ static hl_engine hl_the_engine = {
     .lock = HL_LOCK_INITIALIZER,
 };
 
-static const hl_engine_part *const parts[] = {&hl_memory_part, &hl_gpu_part, &hl_control_part,
-                                              &hl_periodic_part, &hl_asyncwait_part};
+static const hl_engine_part *const parts[] = {&hl_memory_part,    &hl_gpu_part,
+                                              &hl_control_part,   &hl_periodic_part,
+                                              &hl_asyncwait_part, &hl_detach_part};
 #define NPARTS (sizeof(parts) / sizeof(*parts))
 
 /* ---- marking threads inside the engine ------------------------------------------------------ */
@@ -452,6 +454,10 @@ void hl_engine_pause(int paused) {
 
 void hl_engine_set_periodic(uint64_t profile_interval_ns, PyObject *callback) {
     hl_periodic_set(profile_interval_ns, callback);
+}
+
+int hl_engine_watch_detach(const char *stop_path, const char *request_path, PyObject *callback) {
+    return hl_detach_watch(stop_path, request_path, callback);
 }
 
 int hl_engine_chain_sigterm(void) {

@@ -68,6 +68,11 @@ void hl_engine_pause(int paused);
 struct _object; /* PyObject, as in periodic.h */
 void hl_engine_set_periodic(uint64_t profile_interval_ns, struct _object *callback);
 
+/* heatline attach: with the GIL, while running: callback() is called on a short-lived thread
+ * of the engine's once stop_path exists or request_path does not (detach.h). 0 or -errno. */
+int hl_engine_watch_detach(const char *stop_path, const char *request_path,
+                           struct _object *callback);
+
 /* After Python's SIGTERM handler is installed (by the main thread): chains a C handler in front
  * of it so that it runs even when the signal races a blocking call (sigterm.h). Returns 0, or
  * -1 when SIGTERM has no handler to chain. */

@@ -259,6 +259,33 @@ static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(
+    watch_detach_doc,
+    "_watch_detach($module, stop_path, request_path, callback, /)\n--\n\n"
+    "heatline attach: while the engine runs, call callback() once, on a short-lived thread of\n"
+    "the engine's, when stop_path exists or request_path does not (callback None: stop\n"
+    "watching). Cleared by stop().");
+static PyObject *native_watch_detach(PyObject *module, PyObject *args) {
+    PyObject *stop_path, *request_path, *callback;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O&O&O:_watch_detach", PyUnicode_FSConverter, &stop_path,
+                          PyUnicode_FSConverter, &request_path, &callback))
+        return NULL;
+    PyObject *result = NULL;
+    if (callback != Py_None && !PyCallable_Check(callback)) {
+        PyErr_SetString(PyExc_ValueError, "callback must be callable or None");
+    } else if (hl_engine_watch_detach(PyBytes_AS_STRING(stop_path), PyBytes_AS_STRING(request_path),
+                                      callback) != 0) {
+        PyErr_SetString(PyExc_ValueError, "path too long");
+    } else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+    Py_DECREF(stop_path);
+    Py_DECREF(request_path);
+    return result;
+}
+
 PyDoc_STRVAR(suspend_doc,
              "_suspend_for_fork($module, /)\n--\n\n"
              "os.register_at_fork(before=...): join the sampler thread so the fork sees only the\n"
@@ -525,6 +552,7 @@ static PyMethodDef native_methods[] = {
     {"resume", native_resume, METH_NOARGS, resume_doc},
     {"is_running", native_is_running, METH_NOARGS, is_running_doc},
     {"_set_periodic", native_set_periodic, METH_VARARGS, set_periodic_doc},
+    {"_watch_detach", native_watch_detach, METH_VARARGS, watch_detach_doc},
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
     {"_sigterm_delivered", native_sigterm_delivered, METH_NOARGS, sigterm_delivered_doc},

@@ -25,7 +25,7 @@ from heatline.options import ATTACH_OPTIONS, RUN_OPTIONS, Options, only_implies_
 
 START_TIMEOUT_S = 30.0  # for the target's agent thread to get the GIL and start the profile
 STOP_TIMEOUT_S = 60.0  # for the target to stop the profile and write it
-THREAD_END_TIMEOUT_S = 10.0  # for the agent's thread to end once it wrote the profile
+THREAD_END_TIMEOUT_S = 10.0  # for heatline's threads to end once the profile is written
 POLL_S = 0.02
 # Options the target does not get: what the attacher does with the profile.
 _ATTACHER_ONLY = ("outfile", "format", "quiet", "reduced_profile", "threshold_pct")
@@ -74,8 +74,9 @@ def run(args: list[str]) -> int:
     except attach.AttachError as exc:
         fail(str(exc), 1)
     except KeyboardInterrupt:
-        # Before the profile started: the attach's directory is gone, so the agent's thread,
-        # if it started one, stops it again (agent.c).
+        # Before the profile started: the attach's directory is gone, so a profile the
+        # agent's thread still starts is stopped again at once (the engine watches for that:
+        # detach.h).
         fail(f"interrupted before profiling began; process {pid} goes on as before", 130)
 
 
@@ -179,22 +180,28 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
-def _agent_tid(directory: str) -> int | None:
-    try:
-        with open(os.path.join(directory, "started"), encoding="utf-8") as file:
-            tid = json.load(file).get("agent_tid")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return tid if isinstance(tid, int) else None
+def _heatline_tids(directory: str) -> list[int]:
+    """The target's threads that were heatline's: the agent's (DIR/started) and the one that
+    stopped the profile (DIR/stopping)."""
+    tids = []
+    for name, key in (("started", "agent_tid"), ("stopping", "tid")):
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8") as file:
+                tid = json.load(file).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(tid, int):
+            tids.append(tid)
+    return tids
 
 
-def _wait_thread_gone(pid: int, tid: int | None, timeout_s: float) -> None:
-    """After the detach: until the agent's thread has ended (it writes the profile, then
-    returns), so that the command returns when the process has only its own threads again."""
-    if tid is None:
-        return
+def _wait_threads_gone(pid: int, tids: list[int], timeout_s: float) -> None:
+    """After the detach: until heatline's threads in the target have ended (the stopping one
+    writes the profile, then returns), so that the command returns when the process has only
+    its own threads again."""
     deadline = time.monotonic() + timeout_s
-    while os.path.exists(f"/proc/{pid}/task/{tid}") and time.monotonic() < deadline:
+    while (any(os.path.exists(f"/proc/{pid}/task/{tid}") for tid in tids)
+           and time.monotonic() < deadline):
         time.sleep(POLL_S / 4)
 
 
@@ -212,6 +219,31 @@ def _wait_for(directory: str, names: tuple[str, ...], pid: int, timeout_s: float
                     return name
             return None
         time.sleep(POLL_S)
+
+
+_STEPS = {"thread": "started", "no-python": "found no Python C API and ended",
+          "waiting-gil": "waiting for the GIL", "gil": "holding the GIL, starting the profile",
+          "done": "done, without an answer"}
+
+
+def _progress(pid: int, directory: str) -> str:
+    """How far the agent's thread came (DIR/progress, agent.c) and what the kernel says it is
+    doing now: for the one-line error of an attach that got no answer."""
+    try:
+        with open(os.path.join(directory, "progress"), encoding="utf-8") as file:
+            tid_text, _, step = file.read().strip().partition(" ")
+        tid = int(tid_text)
+    except (OSError, ValueError):
+        return "heatline's thread never ran"
+    said = f"heatline's thread {tid}: {_STEPS.get(step, step)}"
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as file:
+            state = file.read().rpartition(")")[2].split()[0]
+        with open(f"/proc/{pid}/task/{tid}/syscall", encoding="utf-8") as file:
+            call = file.read().split()[0]
+    except (OSError, IndexError):
+        return said + ", ended"
+    return said + f", state {state}, system call {call}"
 
 
 def _error_text(directory: str) -> str:
@@ -236,9 +268,9 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
             if not _alive(pid):
                 raise attach.AttachError(f"process {pid} exited while heatline attached to it")
             raise attach.AttachError(
-                f"process {pid} did not start profiling within {START_TIMEOUT_S:.0f} s (its "
-                "interpreter never let heatline's thread take the GIL: a thread holding it in a "
-                "long C call?); heatline dump PID shows what its threads do")
+                f"process {pid} did not start profiling within {START_TIMEOUT_S:.0f} s "
+                f"({_progress(pid, directory)}; a thread holding the GIL in a long C call "
+                "keeps heatline's from taking it); heatline dump PID shows what its threads do")
         attach_s = time.monotonic() - begun
         until = f"for {duration:g} s" if duration is not None else "until Ctrl-C"
         _say(f"attached to process {pid} (Python {version}) in {attach_s * 1e3:.0f} ms; "
@@ -253,7 +285,7 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
         finally:
             signal.signal(signal.SIGINT, previous)
         if got == "profile.json" and not ended:
-            _wait_thread_gone(pid, _agent_tid(directory), THREAD_END_TIMEOUT_S)
+            _wait_threads_gone(pid, _heatline_tids(directory), THREAD_END_TIMEOUT_S)
         detach_s = time.monotonic() - detach_begun
         if got == "error":
             raise attach.AttachError(f"process {pid}: {_error_text(directory)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from typing import Any
 
 from heatline.engine import dump
 
@@ -52,6 +53,16 @@ def check_target(pid: int) -> str:
             f"attach with the heatline installed for Python {'.'.join(parts[:2])} (its engine "
             "is built for one Python version and must be loaded by the same)")
     return version
+
+
+def watch_for_detach(directory: str, callback: Any) -> None:
+    """In the attached process, with its profile running: the engine's sampler calls
+    ``callback()`` once, on a short-lived thread, when DIRECTORY/stop appears or
+    DIRECTORY/request is gone (detach.h). Cleared by the profile's stop."""
+    from heatline import _native
+
+    _native._watch_detach(os.path.join(directory, "stop"), os.path.join(directory, "request"),
+                          callback)
 
 
 def inject(pid: int, directory: str) -> dict[str, object]:

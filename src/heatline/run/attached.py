@@ -1,14 +1,19 @@
 """``heatline attach``'s side inside the attached process.
 
 The agent library (_native/agent.c), loaded into the process by ``heatline attach``, imports
-this module on a thread of its own, with the GIL, and calls :func:`act` twice: ``"start"`` at
-once, ``"stop"`` when the attacher asks (its ``DIRECTORY/stop`` file). Everything goes through
-files in the attach's private directory (mode 0700, made by the attacher):
+this module on a thread of its own, with the GIL, and calls :func:`act` with ``"start"``; that
+thread then ends. The stop is the engine's to notice (_native/detach.h): its sampler thread
+looks for the attacher's ``DIRECTORY/stop`` (or the directory gone) and starts a short-lived
+thread that calls ``act(DIRECTORY, "stop")``. So while attached the program has no thread of
+heatline's but the sampler, which the engine takes out of the program's forks. Everything goes
+through files in the attach's private directory (mode 0700, made by the attacher):
 
 - ``request`` (attacher): JSON, ``{"options": {dest: value}}``, the run options given to
   ``heatline attach`` (as ``Options``' fields, without -o, which the attacher writes).
 - ``started`` (here): JSON, ``{"started_at": epoch seconds, "agent_tid": the kernel id of the
   agent's thread}``, once the profile runs.
+- ``stopping`` (here): JSON, ``{"tid": the kernel id of the thread that stops the profile}``,
+  written before ``profile.json`` at a detach: the attacher waits until both threads ended.
 - ``profile.json`` (here): the profile, written at the stop, or at the program's exit when it
   ends while attached (``attached.ended_by``: ``"exit"``).
 - ``error`` (here): one line, when something failed (the attacher shows it and exits 1).
@@ -24,6 +29,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -32,15 +38,24 @@ _lock = threading.Lock()
 _directory: str | None = None  # the attach in progress
 _started_epoch = 0.0
 _attached_pid = 0
+_heatline_tids: set[int] = set()  # the agent's thread and the stopping one: heatline's
 
 
 def act(directory: str, action: str) -> None:
-    """Start or stop the attached profile; never raises (an error goes to DIRECTORY/error)."""
+    """Start or stop the attached profile; never raises (an error goes to DIRECTORY/error).
+    The start runs under the agent's fork guard (agent.c, which takes it); the stop takes it
+    here: a fork of the program's waits until the stopping thread is done and gone."""
     try:
         if action == "start":
             _start(directory)
         elif action == "stop":
-            _finish(directory, "detach")
+            guard = sys.modules.get("_heatline_attach_guard")
+            if guard is None:
+                _finish(directory, "detach")
+            else:
+                with guard.lock:
+                    guard.tids.add(threading.get_native_id())
+                    _finish(directory, "detach")
     except BaseException as exc:  # noqa: BLE001 -- nothing may reach the program
         _write(directory, "error", _one_line(exc))
 
@@ -64,6 +79,7 @@ def _write(directory: str, name: str, text: str) -> None:
 def _start(directory: str) -> None:
     global _directory, _started_epoch, _attached_pid
     from heatline import api
+    from heatline.engine import attach
     from heatline.options import Options
 
     with open(os.path.join(directory, "request"), encoding="utf-8") as file:
@@ -79,7 +95,11 @@ def _start(directory: str) -> None:
         _directory = directory
         _started_epoch = time.time()
         _attached_pid = os.getpid()
+        _heatline_tids.clear()
+        _heatline_tids.add(threading.get_native_id())
     atexit.register(_at_exit)
+    # From now on the engine's sampler watches for the stop (or the attacher gone).
+    attach.watch_for_detach(directory, lambda: act(directory, "stop"))
     # The agent's thread (this one) says who it is: the attacher waits at the detach until it
     # has ended, so that the process has only its own threads again when the command returns.
     _write(directory, "started", json.dumps({"started_at": _started_epoch,
@@ -102,7 +122,11 @@ def act_at_exit(directory: str) -> None:
 
 
 def _finish(directory: str, ended_by: str) -> None:
-    """Stop the profile and write it to DIRECTORY/profile.json."""
+    """Stop the profile and write it to DIRECTORY/profile.json.
+
+    The whole of it runs under the lock: a program that exits while the stop is under way
+    (its at-exit handler waiting here) lets the stopping thread write the profile before the
+    interpreter finalises, which would end that thread wherever it stood."""
     global _directory
     from heatline import api
     from heatline.data import io, reshape
@@ -111,11 +135,15 @@ def _finish(directory: str, ended_by: str) -> None:
         if _directory != directory:
             return  # stopped already (at exit, then the stop file; or the other way round)
         _directory = None
-    atexit.unregister(_at_exit)
-    data: dict[str, Any] = api.stop().data
-    # This thread (the agent's, which started the profile and stops it) ran heatline's code
-    # only: it is heatline's, not the program's, and leaves the threads table and the totals.
-    reshape.without_threads(data, {threading.get_native_id()})
-    data["attached"] = {"pid": os.getpid(), "started_at_epoch": _started_epoch,
-                        "ended_by": ended_by}
-    io.dump(data, os.path.join(directory, "profile.json"))
+        atexit.unregister(_at_exit)
+        if ended_by == "detach":
+            _heatline_tids.add(threading.get_native_id())
+            _write(directory, "stopping", json.dumps({"tid": threading.get_native_id()}))
+        data: dict[str, Any] = api.stop().data
+        # The agent's thread (which started the profile) and the one stopping it ran
+        # heatline's code only: they are heatline's, not the program's, and leave the threads
+        # table and the totals.
+        reshape.without_threads(data, set(_heatline_tids))
+        data["attached"] = {"pid": os.getpid(), "started_at_epoch": _started_epoch,
+                            "ended_by": ended_by}
+        io.dump(data, os.path.join(directory, "profile.json"))
