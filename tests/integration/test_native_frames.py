@@ -47,7 +47,7 @@ def libraries(tmp_path_factory):
     built = []
     for name, flags in (("libburn.so", []), ("libburnx.so", ["-DBURN_PREFIX=x"])):
         path = str(folder / name)
-        subprocess.run([compiler, "-O2", "-shared", "-fPIC", *flags, "-o", path,
+        subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-pthread", *flags, "-o", path,
                         os.path.join(TARGETS, "_burn.c")], check=True)
         built.append(path)
     return built
@@ -117,6 +117,81 @@ def test_an_unloaded_librarys_functions_keep_their_names(burned):
     assert shares["x_burn_a"] > 0.9
 
 
+@pytest.fixture(scope="module")
+def thread_burned(libraries, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("thread_burned")
+    truth_path = tmp / "truth.json"
+    out = tmp / "profile.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", "-o", str(out),
+         os.path.join(TARGETS, "native_thread_burn.py"), libraries[0], str(truth_path)],
+        capture_output=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return json.loads(truth_path.read_text()), json.loads(out.read_text())
+
+
+def test_a_c_threads_functions_are_its_measured_shares(thread_burned):
+    """A pthread a C library started has no Python thread state: its CPU time is its own
+    thread entry's (python: false, charged to no line), split among its native functions as
+    they measured it."""
+    truth, profile = thread_burned
+    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    assert entry["python"] is False and not entry["main"]
+    assert entry["name"] == f"native thread {truth['tid']} (libburn)"
+    assert entry["python_s"] == entry["native_s"] == entry["system_s"] == 0.0
+    true_s = (truth["a_ns"] + truth["b_ns"]) / 1e9
+    # Its clock is first read at the first tick after it started, last at the last tick before
+    # it ended: a gap at either end goes uncounted; nothing else does.
+    gap = profile["max_sample_gap_s"]
+    assert true_s - 2 * gap - 0.01 <= entry["cpu_s"] <= true_s + gap, (entry, true_s)
+    assert entry["unattributed_s"] == entry["cpu_s"]
+    shares = {f["symbol"]: f["seconds"] for f in entry["native_functions"]}
+    named = sum(shares.values())
+    true_a = truth["a_ns"] / (truth["a_ns"] + truth["b_ns"])
+    period_s = profile["sampling_interval_s"] / SAMPLES_PER_INTERVAL
+    samples = true_s / period_s
+    sigma = math.sqrt(true_a * (1 - true_a) / samples)
+    assert 4 * sigma <= TOLERANCE, f"too few samples ({samples:.0f}) for a fair test"
+    assert (shares.get("burn_a", 0) + shares.get("burn_b", 0)) / named > 0.9, shares
+    assert abs(shares.get("burn_a", 0) / named - true_a) <= TOLERANCE, (true_a, shares)
+    assert abs(shares.get("burn_b", 0) / named - (1 - true_a)) <= TOLERANCE, (true_a, shares)
+    # its time is in no line: the program's lines hold only the main thread's
+    assert profile["totals"]["unattributed_s"] >= entry["cpu_s"]
+    # the program saw no descriptor of heatline's
+    assert truth["fds_before"] == truth["fds_after"]
+
+
+def test_a_c_threads_stacks_are_its_native_functions(thread_burned, tmp_path):
+    """Its time is in the stacks as one-frame stacks of its functions, so every export shows
+    it under its thread's name (collapsed stacks parsed here)."""
+    from heatline.renderers import render_bytes
+
+    truth, profile = thread_burned
+    index = next(i for i, t in enumerate(profile["threads"]) if t["native_id"] == truth["tid"])
+    entry = profile["threads"][index]
+    frames = profile["stacks"]["frames"]
+    in_stacks = {}
+    for row in profile["stacks"]["entries"]:
+        if row["thread"] == index:
+            assert len(row["stack"]) == 1 and frames[row["stack"][0]]["native"]
+            name = frames[row["stack"][0]]["name"]
+            in_stacks[name] = in_stacks.get(name, 0) + row["native_s"]
+    listed = {f["symbol"]: f["seconds"] for f in entry["native_functions"]}
+    assert in_stacks == pytest.approx(listed, abs=1e-5)
+    text = render_bytes(profile, "collapsed").decode()
+    burned = sum(int(row.rsplit(" ", 1)[1]) / 1e6 for row in text.splitlines()
+                 if row.rsplit(" ", 1)[0].endswith("burn_a [libburn]")
+                 and entry["name"] in row)
+    assert burned == pytest.approx(listed["burn_a"], abs=1e-3), text[:2000]
+
+
+def test_no_native_shows_no_thread_without_a_thread_state(libraries, tmp_path, run_heatline):
+    profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_thread_burn.py"),
+                   libraries[0], str(tmp_path / "truth.json"), options=("--no-native",))
+    assert all(t.get("python", True) for t in profile["threads"])
+
+
 def test_no_native_leaves_the_lists_out(libraries, tmp_path, run_heatline):
     profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_burn.py"), *libraries,
                    str(tmp_path / "truth.json"), options=("--no-native",))
@@ -163,6 +238,36 @@ def test_matrix_product_time_goes_to_a_blas_gemm_kernel(tmp_path, run_heatline):
     line = _line_with(profile, str(script), "# matmul")
     top = line["native_functions"][0]
     assert "gemm" in top["symbol"], line["native_functions"][:5]
+
+
+BLAS_THREADS_PROGRAM = """\
+import numpy as np
+a = np.random.rand(1000, 1000)
+for _ in range(12):
+    c = a @ a  # matmul
+"""
+
+
+def test_blas_pool_threads_show_the_gemm_kernel(tmp_path, run_heatline):
+    """OpenBLAS's own pool threads have no Python thread state: their time is theirs, and what
+    they ran is the gemm kernel."""
+    np = pytest.importorskip("numpy")
+    config = str(getattr(np, "show_config")(mode="dicts")) if hasattr(np, "show_config") else ""
+    if "openblas" not in config.lower():
+        pytest.skip("numpy's BLAS is not OpenBLAS")
+    script = tmp_path / "matmul.py"
+    script.write_text(BLAS_THREADS_PROGRAM)
+    profile = _run(run_heatline, tmp_path, str(script), env={"OPENBLAS_NUM_THREADS": "2"})
+    pool = [t for t in profile["threads"] if t.get("python") is False]
+    if not pool:
+        pytest.skip("numpy's OpenBLAS started no thread (built single-threaded)")
+    summed = {}
+    for thread in pool:
+        assert "openblas" in thread["name"], thread["name"]
+        for f in thread["native_functions"]:
+            summed[f["symbol"]] = summed.get(f["symbol"], 0) + f["seconds"]
+    top = max(summed, key=summed.get)
+    assert "gemm" in top, sorted(summed.items(), key=lambda i: -i[1])[:5]
 
 
 def _has_symtab(path):

@@ -294,9 +294,18 @@ static PyObject *native_line_item(size_t i, const void *lines) {
     return Py_BuildValue("(IiIK)", l->file, l->line, c->address, (unsigned long long)c->ns);
 }
 
+static PyObject *native_other_item(size_t i, const void *others) {
+    const hl_native_other *o = &((const hl_native_other *)others)[i];
+    return Py_BuildValue("(lNKK)", o->tid,
+                         PyUnicode_DecodeUTF8(o->comm, (Py_ssize_t)strlen(o->comm), "replace"),
+                         (unsigned long long)o->cpu_ns, (unsigned long long)o->unnamed_ns);
+}
+
 /* {"enabled", "error" (errno), "reason", "threads_without", "unsampled_ns",
  *  "addresses": [(symbol, library or None)], "lines": [(file id, line, address index, ns)],
- *  "stacks": [(stack id, address index, ns)]} */
+ *  "stacks": [(stack id, address index, ns)],
+ *  "other_threads": [(tid, name, cpu ns, unnamed ns)] (threads without a thread state),
+ *  "other_charges": [(index in other_threads, address index, ns)]} */
 static PyObject *native_dict(const hl_stats *s, const hl_native_results *n) {
     static const char *const reasons[] = {NULL, "refused", "shared_descriptors"};
     const char *reason = n->reason >= 0 && n->reason < 3 ? reasons[n->reason] : NULL;
@@ -305,10 +314,13 @@ static PyObject *native_dict(const hl_stats *s, const hl_native_results *n) {
     PyObject *by_line = list_of(n->ncharges, native_line_item, &lines);
     hl_native_results_done();
     return Py_BuildValue(
-        "{s:O,s:i,s:z,s:K,s:K,s:N,s:N,s:N}", "enabled", n->enabled ? Py_True : Py_False, "error",
-        n->error, "reason", reason, "threads_without", (unsigned long long)n->threads_without,
-        "unsampled_ns", (unsigned long long)n->unsampled_ns, "addresses", addresses, "lines",
-        by_line, "stacks", list_of(n->nstack_charges, native_charge_item, n->stack_charges));
+        "{s:O,s:i,s:z,s:K,s:K,s:N,s:N,s:N,s:N,s:N}", "enabled", n->enabled ? Py_True : Py_False,
+        "error", n->error, "reason", reason, "threads_without",
+        (unsigned long long)n->threads_without, "unsampled_ns", (unsigned long long)n->unsampled_ns,
+        "addresses", addresses, "lines", by_line, "stacks",
+        list_of(n->nstack_charges, native_charge_item, n->stack_charges), "other_threads",
+        list_of(n->nothers, native_other_item, n->others), "other_charges",
+        list_of(n->nother_charges, native_charge_item, n->other_charges));
 }
 
 /* ---- the snapshot -------------------------------------------------------------------------- */

@@ -470,10 +470,16 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
                           native ? stack_id : HL_NO_STACK, dt);
 }
 
+static int is_python_thread(void *sampler, long native_id) {
+    return hl_sampler_find_thread(sampler, native_id) != NULL;
+}
+
 static void tick(hl_sampler *e, uint64_t dt) {
     refresh_threads(e);
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
+    /* the threads without a thread state (BLAS pools, C threads): their native time */
+    hl_native_others_tick(is_python_thread, e);
     e->samples++;
     e->sampled_ns += dt;
     e->after_tick(hl_now_ns());
@@ -620,6 +626,7 @@ static void *sampler_main(void *arg) {
     /* The events' descriptors are in this thread's table: closed here, reopened by the next
      * sampler thread (after a fork, or a new session). */
     for (size_t i = 0; i < e->nthreads; i++) hl_native_thread_close(&e->threads[i].native);
+    hl_native_others_close();
     hl_lock_release(e->lock);
     return NULL;
 }

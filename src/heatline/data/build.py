@@ -204,13 +204,20 @@ def build_profile(
     file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
 
     threads = [{**in_seconds(t), "main": bool(t["main"])} for t in snapshot["threads"]]
-    unattributed_ns = sum(t["unattributed_ns"] for t in snapshot["threads"])
+    # Threads without a Python thread state (native frames): after the Python ones, their CPU
+    # time unattributed (no line of the program ran it), with the native functions it went to.
+    other_threads = native_report.other_threads(snapshot.get("native"))
+    for other in other_threads:
+        record = {k: v for k, v in other.items() if k not in ("functions", "unnamed_ns")}
+        threads.append({**in_seconds(record), "native_functions":
+                        native_report.function_list(other["functions"])})
+    unattributed_ns = sum(t["unattributed_ns"] for t in (*snapshot["threads"], *other_threads))
     totals_ns = [
         sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
     ]
 
     interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
-    stack_table = _stacks(snapshot, files, functions)
+    stack_table = _stacks(snapshot, files, functions, other_threads)
     profile = {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,
@@ -335,7 +342,8 @@ def _total(entry: dict[str, Any]) -> float:
     return entry["python_s"] + entry["native_s"] + entry["system_s"]
 
 
-def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str, Any]:
+def _stacks(snapshot: dict[str, Any], files: list, functions: list,
+            other_threads: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Re-index the engine's (function id, line) frames into a shared frame table.
 
     A deep stack's elided middle is one marker frame for every stack of a thread with the same
@@ -408,10 +416,27 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
                 "system_s": _seconds(system_ns),
             }
         )
+    # A thread without a Python thread state: one-frame stacks of its native functions; its
+    # time no sample named has no frame to record (dropped, like a Python thread's frameless
+    # time).
+    dropped_ns = snapshot.get("stacks_dropped_ns", 0)
+    for offset, other in enumerate(other_threads):
+        thread_index = len(snapshot["threads"]) + offset
+        named_ns = 0
+        for (symbol, library), ns in sorted(other["functions"].items(), key=lambda i: -i[1]):
+            key = ("native", symbol, library)
+            index = frame_index.get(key)
+            if index is None:
+                index = frame_index[key] = len(frames)
+                frames.append(native_report.frame(symbol, library))
+            named_ns += ns
+            entries.append({"stack": [index], "thread": thread_index, "python_s": 0.0,
+                            "native_s": _seconds(ns), "system_s": 0.0})
+        dropped_ns += max(other["cpu_ns"] - named_ns, 0)
     return {
         "frames": frames,
         "entries": entries,
-        "dropped_s": _seconds(snapshot.get("stacks_dropped_ns", 0)),
+        "dropped_s": _seconds(dropped_ns),
     }
 
 
