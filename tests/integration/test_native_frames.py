@@ -186,6 +186,19 @@ def test_a_c_threads_stacks_are_its_native_functions(thread_burned, tmp_path):
     assert burned == pytest.approx(listed["burn_a"], abs=1e-3), text[:2000]
 
 
+def test_a_c_thread_is_in_the_terminal_and_html_reports(thread_burned):
+    from heatline.renderers import html, terminal
+
+    truth, profile = thread_burned
+    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    text = terminal.render(profile).decode()
+    after = text[text.index(entry["name"] + ":"):]
+    row = " ".join(after.split("\n\n", 1)[0].split())  # its row, wrapped to the width
+    assert "in no line" in row and "burn_b (libburn)" in row and "burn_a (libburn)" in row, row
+    rows = {r[0]: r for r in html.page_data(profile)["native"]}
+    assert [entry["name"], None] in [where[:2] for where in rows["burn_b"][3]]
+
+
 def test_no_native_shows_no_thread_without_a_thread_state(libraries, tmp_path, run_heatline):
     profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_thread_burn.py"),
                    libraries[0], str(tmp_path / "truth.json"), options=("--no-native",))
