@@ -404,6 +404,70 @@ def test_go_tool_pprof_lists_the_c_functions(burned, tmp_path):
     assert flat["burn_a"] == pytest.approx(want, rel=0.01, abs=2e-3), text
 
 
+def _segments(data):
+    """An ELF file's program headers: (type, file offset, link-time address, size in file)."""
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        kind, _, offset, vaddr, _, size = struct.unpack_from("<IIQQQQ", data,
+                                                             phoff + i * phentsize)
+        yield kind, offset, vaddr, size
+
+
+def _build_id(path):
+    """The GNU build id of an ELF file, in hex, from its PT_NOTE segments (None: none)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    for kind, offset, _, size in _segments(data):
+        at = offset
+        while kind == 4 and at + 12 <= offset + size:  # PT_NOTE
+            namesz, descsz, note = struct.unpack_from("<III", data, at)
+            name_end = at + 12 + (namesz + 3) // 4 * 4
+            if note == 3 and data[at + 12:at + 12 + namesz] == b"GNU\0":
+                return data[name_end:name_end + descsz].hex()
+            at = name_end + (descsz + 3) // 4 * 4
+    return None
+
+
+def test_pprof_places_the_c_functions_in_their_librarys_mapping(burned, libraries, tmp_path):
+    """Each native Location has the address of an instruction of its function and the Mapping
+    of its library (range, file offset, file, build id), as `go tool pprof -raw` reads them."""
+    from _tools import require, tool_env
+
+    go = require("go")
+    path = _export(burned, tmp_path, "pprof", "p.pb.gz")
+    text = subprocess.run([go, "tool", "pprof", "-raw", str(path)], capture_output=True,
+                          text=True, timeout=300, check=True, env=tool_env()).stdout
+    mappings = {}
+    for row in text.split("\nMappings\n", 1)[1].splitlines():
+        found = re.match(r"(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S+) +(\S*)", row)
+        if found:
+            number, start, limit, offset, file, build_id = found.groups()
+            mappings[number] = (int(start, 16), int(limit, 16), int(offset, 16), file, build_id)
+    located = {}
+    for row in text.splitlines():
+        found = re.match(r"\s*\d+: (0x[0-9a-f]+) M=(\d+) (\S+) ", row)
+        if found:
+            located[found.group(3)] = (int(found.group(1), 16), found.group(2))
+    # burn_a's address, as an offset into libburn.so, is inside burn_a's symbol
+    address, number = located["burn_a"]
+    start, limit, offset, file, build_id = mappings[number]
+    assert file == libraries[0] and start <= address < limit, (located, mappings)
+    assert build_id == _build_id(libraries[0])
+    nm = shutil.which("nm")
+    if nm:
+        symbols = subprocess.run([nm, "-S", "--defined-only", libraries[0]], capture_output=True,
+                                 text=True, check=True).stdout
+        value, size = next((int(v, 16), int(n, 16)) for v, n, _, name in
+                           (row.split() for row in symbols.splitlines() if len(row.split()) == 4)
+                           if name == "burn_a")
+        in_file = address - start + offset
+        with open(libraries[0], "rb") as f:
+            vaddr = next(v + in_file - o for kind, o, v, n in _segments(f.read())
+                         if kind == 1 and o <= in_file < o + n)  # PT_LOAD
+        assert value <= vaddr < value + size, (hex(address), mappings[number])
+
+
 REFUSED = r"""
 import ctypes, json, sys
 sys.path.insert(0, sys.argv[1])

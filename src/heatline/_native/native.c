@@ -65,6 +65,7 @@ typedef struct library {
     unsigned long inode;
     hl_elf_functions table;
     int read; /* table read (or tried) during this naming pass */
+    char build_id[2 * HL_ELF_BUILD_ID_MAX + 1]; /* in hex, once a table was read ("": none) */
 } library;
 
 typedef struct mapping {
@@ -73,6 +74,7 @@ typedef struct mapping {
 } mapping;
 
 typedef struct address {
+    uint64_t ip;      /* the instruction address sampled */
     uint32_t mapping; /* UINT32_MAX: in no mapping */
     uint64_t offset;  /* into the mapping's file (or the address itself) */
     char *symbol;     /* owned; NULL: no name known */
@@ -353,6 +355,7 @@ static int address_of(uint64_t ip, uint32_t *id) {
     }
     if (HL_ARRAY_RESERVE(N.addresses, N.addresses_capacity, N.naddresses + 1, 256) != 0) return -1;
     address *a = &N.addresses[N.naddresses];
+    a->ip = ip;
     a->mapping = m != NULL ? mapping_index : UINT32_MAX;
     a->offset = m != NULL ? ip - m->start + m->offset : ip;
     a->symbol = NULL;
@@ -661,11 +664,32 @@ void hl_native_address(size_t i, const char **symbol, const char **library_path)
             l->read = 1;
             hl_elf_functions_free(&l->table);
             if (l->path[0] == '/') (void)hl_elf_functions_read(l->path, &l->table);
+            for (size_t k = 0; k < l->table.build_id_size; k++)
+                snprintf(l->build_id + 2 * k, 3, "%02x", l->table.build_id[k]);
         }
         const char *name = hl_elf_function_at(&l->table, a->offset);
         if (name != NULL) a->symbol = readable(name);
     }
     *symbol = a->symbol != NULL ? a->symbol : UNKNOWN;
+}
+
+void hl_native_address_place(size_t i, uint64_t *ip, uint32_t *mapping) {
+    *ip = N.addresses[i].ip;
+    *mapping = N.addresses[i].mapping;
+}
+
+size_t hl_native_nmappings(void) {
+    return N.nmappings;
+}
+
+void hl_native_mapping(size_t m, hl_native_mapping_info *out) {
+    const mapping *map = &N.mappings[m];
+    const library *l = map->library != UINT32_MAX ? &N.libraries[map->library] : NULL;
+    out->start = map->start;
+    out->end = map->end;
+    out->offset = map->offset;
+    out->library = l != NULL ? l->path : NULL;
+    out->build_id = l != NULL ? l->build_id : "";
 }
 
 void hl_native_results_done(void) {

@@ -118,6 +118,21 @@ void hl_native_results_get(hl_native_results *out);
  * (code in no file: JIT; a stripped file), *library NULL where the address is in no file. */
 void hl_native_address(size_t i, const char **symbol, const char **library);
 
+/* Where address index i was sampled: its instruction address, and the index of the mapping it
+ * was in (for hl_native_mapping; UINT32_MAX: in none, such as JIT code). */
+void hl_native_address_place(size_t i, uint64_t *ip, uint32_t *mapping);
+
+/* The mappings addresses were placed in (every executable mapping read from /proc/self/maps
+ * during the session, the ones gone since included): how many, and mapping m. */
+typedef struct hl_native_mapping_info {
+    uint64_t start, end, offset; /* its address range and the file offset mapped at start */
+    const char *library;         /* its file, or NULL (anonymous memory) */
+    const char *build_id;        /* the file's GNU build id in hex, "" when unknown: read with
+                                  * the file's symbols, so known once an address in it is named */
+} hl_native_mapping_info;
+size_t hl_native_nmappings(void);
+void hl_native_mapping(size_t m, hl_native_mapping_info *out);
+
 /* After the snapshot has named its addresses: frees the symbol tables read for it. */
 void hl_native_results_done(void);
 

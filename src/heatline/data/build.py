@@ -367,6 +367,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
 
     # The native functions under each stack (native frames): {(symbol, library): ns}.
     native_under = native_report.by_stack(snapshot.get("native"), keys)
+    places = native_report.placements(snapshot.get("native"))
 
     frame_index: dict[Any, int] = {}
     frames: list[dict[str, Any]] = []
@@ -403,7 +404,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
             index = frame_index.get(key)
             if index is None:
                 index = frame_index[key] = len(frames)
-                frames.append(native_report.frame(symbol, library))
+                frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
             native_ns -= ns
             entries.append({"stack": [*indices, index], "thread": thread_index, "python_s": 0.0,
                             "native_s": _seconds(ns), "system_s": 0.0})
@@ -428,7 +429,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
             index = frame_index.get(key)
             if index is None:
                 index = frame_index[key] = len(frames)
-                frames.append(native_report.frame(symbol, library))
+                frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
             named_ns += ns
             entries.append({"stack": [index], "thread": thread_index, "python_s": 0.0,
                             "native_s": _seconds(ns), "system_s": 0.0})

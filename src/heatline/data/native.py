@@ -77,10 +77,43 @@ def other_threads(native: dict[str, Any] | None) -> list[dict[str, Any]]:
     return threads
 
 
-def frame(symbol: str, library: str | None) -> dict[str, Any]:
+def placements(native: dict[str, Any] | None) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """(symbol, library) -> where the function was in the run: ``address``, the instruction
+    address its samples charged the most time to, and the mapping of its library that held it
+    (``mapping_start``, ``mapping_limit``, ``mapping_offset``, ``build_id`` when known), from
+    the snapshot's "places" and "mappings" (engines before them: {})."""
+    if not native or not native.get("enabled") or "places" not in native:
+        return {}
+    addresses, places, mappings = native["addresses"], native["places"], native["mappings"]
+    by_address: dict[int, int] = {}
+    for record in ("lines", "stacks", "other_charges"):
+        for *_, address, ns in native.get(record, ()):
+            by_address[address] = by_address.get(address, 0) + ns
+    best: dict[tuple[str, str | None], tuple[int, int]] = {}
+    for address, ns in by_address.items():
+        key = tuple(addresses[address])
+        if key not in best or (ns, -address) > (best[key][1], -best[key][0]):
+            best[key] = (address, ns)
+    result = {}
+    for key, (address, _) in best.items():
+        mapping, ip = places[address]
+        place: dict[str, Any] = {"address": ip}
+        if mapping is not None:
+            start, end, offset, _library, build_id = mappings[mapping]
+            place.update(mapping_start=start, mapping_limit=end, mapping_offset=offset)
+            if build_id:
+                place["build_id"] = build_id
+        result[key] = place
+    return result
+
+
+def frame(symbol: str, library: str | None, place: dict[str, Any] | None = None
+          ) -> dict[str, Any]:
     """A native function as a frame of the profile's stack table: ``native`` marks it, ``file``
-    is its library's path ("" for anonymous memory)."""
-    return {"file": library or "", "name": symbol, "qualname": symbol, "line": 0, "native": True}
+    is its library's path ("" for anonymous memory); ``place`` (placements()) adds where it
+    was in memory."""
+    return {"file": library or "", "name": symbol, "qualname": symbol, "line": 0, "native": True,
+            **(place or {})}
 
 
 def function_list(cells: dict[tuple[str, str | None], float], in_seconds: bool = False
