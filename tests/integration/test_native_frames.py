@@ -186,6 +186,19 @@ def test_a_c_threads_stacks_are_its_native_functions(thread_burned, tmp_path):
     assert burned == pytest.approx(listed["burn_a"], abs=1e-3), text[:2000]
 
 
+def test_a_c_threads_time_while_paused_is_not_charged(libraries, tmp_path, run_heatline):
+    """Its CPU clock is read again at each wake-up while profiling is paused, so the tick after
+    resume() charges only the time since."""
+    profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_thread_paused.py"),
+                   libraries[0], str(tmp_path / "truth.json"))
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    profiled_s = (truth["total_ns"] - truth["paused_ns"]) / 1e9
+    # a gap at its start and end, and at the pause's two ends (at most one wake-up each)
+    slack = 4 * profile["max_sample_gap_s"] + 0.05
+    assert abs(entry["cpu_s"] - profiled_s) <= slack, (entry["cpu_s"], truth, slack)
+
+
 def test_a_c_thread_is_in_the_terminal_and_html_reports(thread_burned):
     from heatline.renderers import html, terminal
 

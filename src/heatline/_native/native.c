@@ -584,6 +584,16 @@ void hl_native_others_tick(int (*is_python)(void *context, long tid), void *cont
     }
 }
 
+void hl_native_others_rebase(void) {
+    uint32_t ids[MAX_SAMPLES_PER_TICK];
+    for (size_t i = 0; i < N.nothers; i++) {
+        other_thread *state = &N.other_state[i];
+        if (!state->alive || cpu_clock_ns(N.others[i].tid, &state->last_cpu_ns) != 0) continue;
+        if (state->event.ring != NULL) (void)drain(&state->event, ids, MAX_SAMPLES_PER_TICK);
+        state->event.has_last = 0;
+    }
+}
+
 void hl_native_others_close(void) {
     for (size_t i = 0; i < N.nothers; i++) hl_native_thread_close(&N.other_state[i].event);
 }

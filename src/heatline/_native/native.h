@@ -66,6 +66,10 @@ void hl_native_thread_forget(hl_native_thread *t);
  * sampler's own descriptor table. */
 void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context);
 
+/* The sampler thread, at a wake-up while profiling is paused: the other threads' clocks are
+ * read and their samples dropped, so that the next tick charges only the time since. */
+void hl_native_others_rebase(void);
+
 /* The sampler thread, as it ends: closes the other threads' events (reopened by the next). */
 void hl_native_others_close(void);
 

@@ -613,6 +613,8 @@ static void *sampler_main(void *arg) {
             tick(e, now - last);
             uint64_t took = hl_now_ns() - now;
             if (took > e->max_tick_ns) e->max_tick_ns = took;
+        } else {
+            hl_native_others_rebase(); /* their time while paused is charged to no one */
         }
         hl_sigterm_tick();
         last = now;
