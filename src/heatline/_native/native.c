@@ -472,8 +472,8 @@ void hl_native_own_thread(long tid, int own) {
     }
 }
 
-static int is_own(long tid) {
-    if (tid == (long)gettid()) return 1; /* the sampler itself */
+static int is_own(long tid, long sampler) {
+    if (tid == sampler) return 1;
     for (size_t i = 0; i < HL_NATIVE_OWN_THREADS; i++)
         if (__atomic_load_n(&own_threads[i], __ATOMIC_ACQUIRE) == tid) return 1;
     return 0;
@@ -564,11 +564,12 @@ void hl_native_others_tick(int (*is_python)(void *context, long tid), void *cont
     DIR *dir = opendir("/proc/self/task");
     if (dir == NULL) return;
     N.scans++;
+    long sampler = (long)gettid(); /* the caller */
     for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
         char *end;
         long tid = strtol(entry->d_name, &end, 10);
         if (end == entry->d_name || *end != '\0' || tid <= 0) continue;
-        if (is_python(context, tid) || is_own(tid)) continue;
+        if (is_python(context, tid) || is_own(tid, sampler)) continue;
         size_t index = other_of(tid);
         if (index != SIZE_MAX) other_tick(index); /* a new one: its event opened */
     }
