@@ -203,15 +203,31 @@ def build_profile(
         file_entries.append((sum(file_total), allocated, path, entry))
     file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
 
-    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in snapshot["threads"]]
     # Threads without a Python thread state (native frames): after the Python ones, their CPU
     # time unattributed (no line of the program ran it), with the native functions it went to.
+    # One whose id is a Python thread's is that thread before it had its thread state or after
+    # it gave it up (starting, ending, or a C thread calling into Python for a while): its time
+    # is that thread's, unattributed.
+    records = [dict(t) for t in snapshot["threads"]]
+    python_index = {t["native_id"]: i for i, t in enumerate(records)}
     other_threads = native_report.other_threads(snapshot.get("native"))
+    listed = []
     for other in other_threads:
-        record = {k: v for k, v in other.items() if k not in ("functions", "unnamed_ns")}
+        at = python_index.get(other["native_id"])
+        if at is None:
+            other["thread_index"] = len(records) + len(listed)
+            listed.append(other)
+        else:
+            other["thread_index"] = at
+            records[at]["unattributed_ns"] += other["cpu_ns"]
+            records[at]["cpu_ns"] += other["cpu_ns"]
+    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in records]
+    for other in listed:
+        record = {k: v for k, v in other.items()
+                  if k not in ("functions", "unnamed_ns", "thread_index")}
         threads.append({**in_seconds(record), "native_functions":
                         native_report.function_list(other["functions"])})
-    unattributed_ns = sum(t["unattributed_ns"] for t in (*snapshot["threads"], *other_threads))
+    unattributed_ns = sum(t["unattributed_ns"] for t in (*records, *listed))
     totals_ns = [
         sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
     ]
@@ -421,8 +437,8 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
     # time no sample named has no frame to record (dropped, like a Python thread's frameless
     # time).
     dropped_ns = snapshot.get("stacks_dropped_ns", 0)
-    for offset, other in enumerate(other_threads):
-        thread_index = len(snapshot["threads"]) + offset
+    for other in other_threads:
+        thread_index = other["thread_index"]
         named_ns = 0
         for (symbol, library), ns in sorted(other["functions"].items(), key=lambda i: -i[1]):
             key = ("native", symbol, library)
