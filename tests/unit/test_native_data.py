@@ -175,3 +175,31 @@ def test_a_python_threads_time_without_its_thread_state_stays_that_threads():
             if frames[e["stack"][-1]].get("native")] == [
         ("dgemm_kernel", len(plain["threads"])), ("blas_thread_server", len(plain["threads"])),
         ("memcpy", 0)]
+
+
+def test_a_wrong_native_thread_or_frame_field_is_a_one_line_error():
+    """validate() checks the optional fields of native threads and native frames, so that the
+    renderers never meet them with a wrong type (the fuzz test of test_view found the pprof
+    writer failing on a frame without mapping_limit)."""
+    import copy
+
+    import pytest
+
+    from heatline.data import io as profile_io
+
+    good = build(_other_threads_snapshot(777))
+    profile_io.validate(good)
+    frame = next(i for i, f in enumerate(good["stacks"]["frames"]) if "mapping_start" in f)
+    thread = next(i for i, t in enumerate(good["threads"]) if t.get("python") is False)
+    for where, key, value in (("frame", "mapping_limit", None), ("frame", "address", "0x10"),
+                              ("frame", "build_id", 7), ("thread", "python", "no"),
+                              ("thread", "name", 3), ("thread", "native_functions", [{}])):
+        bad = copy.deepcopy(good)
+        item = bad["stacks"]["frames"][frame] if where == "frame" else bad["threads"][thread]
+        if value is None:
+            del item[key]
+        else:
+            item[key] = value
+        with pytest.raises(profile_io.ProfileError) as error:
+            profile_io.validate(bad)
+        assert "\n" not in str(error.value) and key in str(error.value)
