@@ -47,7 +47,7 @@ def libraries(tmp_path_factory):
     built = []
     for name, flags in (("libburn.so", []), ("libburnx.so", ["-DBURN_PREFIX=x"])):
         path = str(folder / name)
-        subprocess.run([compiler, "-O2", "-shared", "-fPIC", *flags, "-o", path,
+        subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-pthread", *flags, "-o", path,
                         os.path.join(TARGETS, "_burn.c")], check=True)
         built.append(path)
     return built
@@ -117,6 +117,107 @@ def test_an_unloaded_librarys_functions_keep_their_names(burned):
     assert shares["x_burn_a"] > 0.9
 
 
+@pytest.fixture(scope="module")
+def thread_burned(libraries, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("thread_burned")
+    truth_path = tmp / "truth.json"
+    out = tmp / "profile.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", "-o", str(out),
+         os.path.join(TARGETS, "native_thread_burn.py"), libraries[0], str(truth_path)],
+        capture_output=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return json.loads(truth_path.read_text()), json.loads(out.read_text())
+
+
+def test_a_c_threads_functions_are_its_measured_shares(thread_burned):
+    """A pthread a C library started has no Python thread state: its CPU time is its own
+    thread entry's (python: false, charged to no line), split among its native functions as
+    they measured it."""
+    truth, profile = thread_burned
+    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    assert entry["python"] is False and not entry["main"]
+    assert entry["name"] == f"native thread {truth['tid']} (libburn)"
+    assert entry["python_s"] == entry["native_s"] == entry["system_s"] == 0.0
+    true_s = (truth["a_ns"] + truth["b_ns"]) / 1e9
+    # Its clock is first read at the first tick after it started, last at the last tick before
+    # it ended: a gap at either end goes uncounted; nothing else does.
+    gap = profile["max_sample_gap_s"]
+    assert true_s - 2 * gap - 0.01 <= entry["cpu_s"] <= true_s + gap, (entry, true_s)
+    assert entry["unattributed_s"] == entry["cpu_s"]
+    shares = {f["symbol"]: f["seconds"] for f in entry["native_functions"]}
+    named = sum(shares.values())
+    true_a = truth["a_ns"] / (truth["a_ns"] + truth["b_ns"])
+    period_s = profile["sampling_interval_s"] / SAMPLES_PER_INTERVAL
+    samples = true_s / period_s
+    sigma = math.sqrt(true_a * (1 - true_a) / samples)
+    assert 4 * sigma <= TOLERANCE, f"too few samples ({samples:.0f}) for a fair test"
+    assert (shares.get("burn_a", 0) + shares.get("burn_b", 0)) / named > 0.9, shares
+    assert abs(shares.get("burn_a", 0) / named - true_a) <= TOLERANCE, (true_a, shares)
+    assert abs(shares.get("burn_b", 0) / named - (1 - true_a)) <= TOLERANCE, (true_a, shares)
+    # its time is in no line: the program's lines hold only the main thread's
+    assert profile["totals"]["unattributed_s"] >= entry["cpu_s"]
+    # the program saw no descriptor of heatline's
+    assert truth["fds_before"] == truth["fds_after"]
+
+
+def test_a_c_threads_stacks_are_its_native_functions(thread_burned, tmp_path):
+    """Its time is in the stacks as one-frame stacks of its functions, so every export shows
+    it under its thread's name (collapsed stacks parsed here)."""
+    from heatline.renderers import render_bytes
+
+    truth, profile = thread_burned
+    index = next(i for i, t in enumerate(profile["threads"]) if t["native_id"] == truth["tid"])
+    entry = profile["threads"][index]
+    frames = profile["stacks"]["frames"]
+    in_stacks = {}
+    for row in profile["stacks"]["entries"]:
+        if row["thread"] == index:
+            assert len(row["stack"]) == 1 and frames[row["stack"][0]]["native"]
+            name = frames[row["stack"][0]]["name"]
+            in_stacks[name] = in_stacks.get(name, 0) + row["native_s"]
+    listed = {f["symbol"]: f["seconds"] for f in entry["native_functions"]}
+    assert in_stacks == pytest.approx(listed, abs=1e-5)
+    text = render_bytes(profile, "collapsed").decode()
+    burned = sum(int(row.rsplit(" ", 1)[1]) / 1e6 for row in text.splitlines()
+                 if row.rsplit(" ", 1)[0].endswith("burn_a [libburn]")
+                 and entry["name"] in row)
+    assert burned == pytest.approx(listed["burn_a"], abs=1e-3), text[:2000]
+
+
+def test_a_c_threads_time_while_paused_is_not_charged(libraries, tmp_path, run_heatline):
+    """Its CPU clock is read again at each wake-up while profiling is paused, so the tick after
+    resume() charges only the time since."""
+    profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_thread_paused.py"),
+                   libraries[0], str(tmp_path / "truth.json"))
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    profiled_s = (truth["total_ns"] - truth["paused_ns"]) / 1e9
+    # a gap at its start and end, and at the pause's two ends (at most one wake-up each)
+    slack = 4 * profile["max_sample_gap_s"] + 0.05
+    assert abs(entry["cpu_s"] - profiled_s) <= slack, (entry["cpu_s"], truth, slack)
+
+
+def test_a_c_thread_is_in_the_terminal_and_html_reports(thread_burned):
+    from heatline.renderers import html, terminal
+
+    truth, profile = thread_burned
+    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    text = terminal.render(profile).decode()
+    after = text[text.index(entry["name"] + ":"):]
+    row = " ".join(after.split("\n\n", 1)[0].split())  # its row, wrapped to the width
+    assert "in no line" in row and "burn_b (libburn)" in row and "burn_a (libburn)" in row, row
+    rows = {r[0]: r for r in html.page_data(profile)["native"]}
+    assert [entry["name"], None] in [where[:2] for where in rows["burn_b"][3]]
+
+
+def test_no_native_shows_no_thread_without_a_thread_state(libraries, tmp_path, run_heatline):
+    profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_thread_burn.py"),
+                   libraries[0], str(tmp_path / "truth.json"), options=("--no-native",))
+    assert all(t.get("python", True) for t in profile["threads"])
+
+
 def test_no_native_leaves_the_lists_out(libraries, tmp_path, run_heatline):
     profile = _run(run_heatline, tmp_path, os.path.join(TARGETS, "native_burn.py"), *libraries,
                    str(tmp_path / "truth.json"), options=("--no-native",))
@@ -163,6 +264,36 @@ def test_matrix_product_time_goes_to_a_blas_gemm_kernel(tmp_path, run_heatline):
     line = _line_with(profile, str(script), "# matmul")
     top = line["native_functions"][0]
     assert "gemm" in top["symbol"], line["native_functions"][:5]
+
+
+BLAS_THREADS_PROGRAM = """\
+import numpy as np
+a = np.random.rand(1000, 1000)
+for _ in range(12):
+    c = a @ a  # matmul
+"""
+
+
+def test_blas_pool_threads_show_the_gemm_kernel(tmp_path, run_heatline):
+    """OpenBLAS's own pool threads have no Python thread state: their time is theirs, and what
+    they ran is the gemm kernel."""
+    np = pytest.importorskip("numpy")
+    config = str(getattr(np, "show_config")(mode="dicts")) if hasattr(np, "show_config") else ""
+    if "openblas" not in config.lower():
+        pytest.skip("numpy's BLAS is not OpenBLAS")
+    script = tmp_path / "matmul.py"
+    script.write_text(BLAS_THREADS_PROGRAM)
+    profile = _run(run_heatline, tmp_path, str(script), env={"OPENBLAS_NUM_THREADS": "2"})
+    pool = [t for t in profile["threads"] if t.get("python") is False]
+    if not pool:
+        pytest.skip("numpy's OpenBLAS started no thread (built single-threaded)")
+    summed = {}
+    for thread in pool:
+        assert "openblas" in thread["name"], thread["name"]
+        for f in thread["native_functions"]:
+            summed[f["symbol"]] = summed.get(f["symbol"], 0) + f["seconds"]
+    top = max(summed, key=summed.get)
+    assert "gemm" in top, sorted(summed.items(), key=lambda i: -i[1])[:5]
 
 
 def _has_symtab(path):
@@ -284,6 +415,70 @@ def test_go_tool_pprof_lists_the_c_functions(burned, tmp_path):
     want = sum(f["seconds"] for tag in ("held", "released")
                for f in lines[truth[tag]["line"]]["native_functions"] if f["symbol"] == "burn_a")
     assert flat["burn_a"] == pytest.approx(want, rel=0.01, abs=2e-3), text
+
+
+def _segments(data):
+    """An ELF file's program headers: (type, file offset, link-time address, size in file)."""
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        kind, _, offset, vaddr, _, size = struct.unpack_from("<IIQQQQ", data,
+                                                             phoff + i * phentsize)
+        yield kind, offset, vaddr, size
+
+
+def _build_id(path):
+    """The GNU build id of an ELF file, in hex, from its PT_NOTE segments (None: none)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    for kind, offset, _, size in _segments(data):
+        at = offset
+        while kind == 4 and at + 12 <= offset + size:  # PT_NOTE
+            namesz, descsz, note = struct.unpack_from("<III", data, at)
+            name_end = at + 12 + (namesz + 3) // 4 * 4
+            if note == 3 and data[at + 12:at + 12 + namesz] == b"GNU\0":
+                return data[name_end:name_end + descsz].hex()
+            at = name_end + (descsz + 3) // 4 * 4
+    return None
+
+
+def test_pprof_places_the_c_functions_in_their_librarys_mapping(burned, libraries, tmp_path):
+    """Each native Location has the address of an instruction of its function and the Mapping
+    of its library (range, file offset, file, build id), as `go tool pprof -raw` reads them."""
+    from _tools import require, tool_env
+
+    go = require("go")
+    path = _export(burned, tmp_path, "pprof", "p.pb.gz")
+    text = subprocess.run([go, "tool", "pprof", "-raw", str(path)], capture_output=True,
+                          text=True, timeout=300, check=True, env=tool_env()).stdout
+    mappings = {}
+    for row in text.split("\nMappings\n", 1)[1].splitlines():
+        found = re.match(r"(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S+) +(\S*)", row)
+        if found:
+            number, start, limit, offset, file, build_id = found.groups()
+            mappings[number] = (int(start, 16), int(limit, 16), int(offset, 16), file, build_id)
+    located = {}
+    for row in text.splitlines():
+        found = re.match(r"\s*\d+: (0x[0-9a-f]+) M=(\d+) (\S+) ", row)
+        if found:
+            located[found.group(3)] = (int(found.group(1), 16), found.group(2))
+    # burn_a's address, as an offset into libburn.so, is inside burn_a's symbol
+    address, number = located["burn_a"]
+    start, limit, offset, file, build_id = mappings[number]
+    assert file == libraries[0] and start <= address < limit, (located, mappings)
+    assert build_id == _build_id(libraries[0])
+    nm = shutil.which("nm")
+    if nm:
+        symbols = subprocess.run([nm, "-S", "--defined-only", libraries[0]], capture_output=True,
+                                 text=True, check=True).stdout
+        value, size = next((int(v, 16), int(n, 16)) for v, n, _, name in
+                           (row.split() for row in symbols.splitlines() if len(row.split()) == 4)
+                           if name == "burn_a")
+        in_file = address - start + offset
+        with open(libraries[0], "rb") as f:
+            vaddr = next(v + in_file - o for kind, o, v, n in _segments(f.read())
+                         if kind == 1 and o <= in_file < o + n)  # PT_LOAD
+        assert value <= vaddr < value + size, (hex(address), mappings[number])
 
 
 REFUSED = r"""

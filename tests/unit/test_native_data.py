@@ -114,3 +114,92 @@ def test_a_native_frame_of_heatlines_own_library_keeps_the_stack_above_it():
     inclusive = inclusive_times(profile)
     assert inclusive[("/src/app.py", "main")] == 3.0
     assert inclusive[(LIB, "dgemm_kernel")] == 2.0
+
+
+def _other_threads_snapshot(python_tid):
+    """Two threads without a thread state: 501 (a BLAS worker: 6 ms in dgemm_kernel, 2 ms in
+    blas_thread_server, 1 ms no sample named) and python_tid (2 ms in memcpy, 1 ms unnamed)."""
+    addresses = [("dgemm_kernel", LIB), ("blas_thread_server", LIB), ("memcpy", "/lib/libc.so.6")]
+    native = _native([], addresses,
+                     other_threads=[(501, "python", 9 * MS, 1 * MS),
+                                    (python_tid, "python", 3 * MS, 1 * MS)],
+                     other_charges=[(0, 0, 6 * MS), (0, 1, 2 * MS), (1, 2, 2 * MS)],
+                     places=[(0, 0x7f0000001100), (0, 0x7f0000001200), (None, 0x1234)],
+                     mappings=[(0x7f0000001000, 0x7f0000009000, 0x1000, LIB, "abcd")])
+    return snapshot(native=native)
+
+
+def test_a_thread_without_a_thread_state_is_a_thread_of_its_own_in_no_line():
+    snap = _other_threads_snapshot(777)
+    plain = build(snapshot())
+    profile = build(snap)
+    pythons = len(plain["threads"])
+    blas, other = profile["threads"][pythons:]
+    assert blas["name"] == "native thread 501 (libopenblas)" and blas["python"] is False
+    assert blas["cpu_s"] == blas["unattributed_s"] == 0.009
+    assert blas["native_functions"] == [
+        {"symbol": "dgemm_kernel", "library": LIB, "seconds": 0.006},
+        {"symbol": "blas_thread_server", "library": LIB, "seconds": 0.002}]
+    assert other["name"] == "native thread 777 (libc)"
+    # in no line: the lines' totals are the Python threads' alone; the thread time is unattributed
+    assert profile["totals"]["attributed_s"] == plain["totals"]["attributed_s"]
+    assert profile["totals"]["unattributed_s"] == round(plain["totals"]["unattributed_s"]
+                                                        + 0.012, 6)
+    # its stacks: one native frame each, the unnamed time dropped
+    frames = profile["stacks"]["frames"]
+    mine = [(frames[e["stack"][0]]["name"], e["native_s"]) for e in profile["stacks"]["entries"]
+            if e["thread"] == pythons]
+    assert sorted(mine) == [("blas_thread_server", 0.002), ("dgemm_kernel", 0.006)]
+    assert profile["stacks"]["dropped_s"] == round(plain["stacks"]["dropped_s"] + 0.002, 6)
+    # where the function was: the address its samples charged most, in its library's mapping
+    kernel = next(f for f in frames if f["name"] == "dgemm_kernel")
+    assert kernel["address"] == 0x7f0000001100 and kernel["mapping_start"] == 0x7f0000001000
+    assert kernel["mapping_offset"] == 0x1000 and kernel["build_id"] == "abcd"
+    memcpy = next(f for f in frames if f["name"] == "memcpy")
+    assert memcpy["address"] == 0x1234 and "mapping_start" not in memcpy
+
+
+def test_a_python_threads_time_without_its_thread_state_stays_that_threads():
+    """A thread seen while it had no thread state (starting or ending) whose id is a Python
+    thread's is that thread: no entry of its own, its time that thread's, unattributed."""
+    plain = build(snapshot())
+    tid = plain["threads"][0]["native_id"]
+    profile = build(_other_threads_snapshot(tid))
+    assert len(profile["threads"]) == len(plain["threads"]) + 1  # the BLAS worker only
+    thread = profile["threads"][0]
+    assert thread["unattributed_s"] == round(plain["threads"][0]["unattributed_s"] + 0.003, 6)
+    assert thread["cpu_s"] == round(plain["threads"][0]["cpu_s"] + 0.003, 6)
+    assert "python" not in thread and "name" not in thread
+    frames = profile["stacks"]["frames"]
+    assert [(frames[e["stack"][0]]["name"], e["thread"]) for e in profile["stacks"]["entries"]
+            if frames[e["stack"][-1]].get("native")] == [
+        ("dgemm_kernel", len(plain["threads"])), ("blas_thread_server", len(plain["threads"])),
+        ("memcpy", 0)]
+
+
+def test_a_wrong_native_thread_or_frame_field_is_a_one_line_error():
+    """validate() checks the optional fields of native threads and native frames, so that the
+    renderers never meet them with a wrong type (the fuzz test of test_view found the pprof
+    writer failing on a frame without mapping_limit)."""
+    import copy
+
+    import pytest
+
+    from heatline.data import io as profile_io
+
+    good = build(_other_threads_snapshot(777))
+    profile_io.validate(good)
+    frame = next(i for i, f in enumerate(good["stacks"]["frames"]) if "mapping_start" in f)
+    thread = next(i for i, t in enumerate(good["threads"]) if t.get("python") is False)
+    for where, key, value in (("frame", "mapping_limit", None), ("frame", "address", "0x10"),
+                              ("frame", "build_id", 7), ("thread", "python", "no"),
+                              ("thread", "name", 3), ("thread", "native_functions", [{}])):
+        bad = copy.deepcopy(good)
+        item = bad["stacks"]["frames"][frame] if where == "frame" else bad["threads"][thread]
+        if value is None:
+            del item[key]
+        else:
+            item[key] = value
+        with pytest.raises(profile_io.ProfileError) as error:
+            profile_io.validate(bad)
+        assert "\n" not in str(error.value) and key in str(error.value)

@@ -294,21 +294,60 @@ static PyObject *native_line_item(size_t i, const void *lines) {
     return Py_BuildValue("(IiIK)", l->file, l->line, c->address, (unsigned long long)c->ns);
 }
 
+static PyObject *native_place_item(size_t i, const void *unused) {
+    (void)unused;
+    uint64_t ip;
+    uint32_t mapping;
+    hl_native_address_place(i, &ip, &mapping);
+    if (mapping == UINT32_MAX) return Py_BuildValue("(OK)", Py_None, (unsigned long long)ip);
+    return Py_BuildValue("(IK)", mapping, (unsigned long long)ip);
+}
+
+static PyObject *native_mapping_item(size_t i, const void *unused) {
+    (void)unused;
+    hl_native_mapping_info m;
+    hl_native_mapping(i, &m);
+    if (m.library == NULL)
+        return Py_BuildValue("(KKKOs)", (unsigned long long)m.start, (unsigned long long)m.end,
+                             (unsigned long long)m.offset, Py_None, m.build_id);
+    return Py_BuildValue("(KKKNs)", (unsigned long long)m.start, (unsigned long long)m.end,
+                         (unsigned long long)m.offset,
+                         PyUnicode_DecodeUTF8(m.library, (Py_ssize_t)strlen(m.library), "replace"),
+                         m.build_id);
+}
+
+static PyObject *native_other_item(size_t i, const void *others) {
+    const hl_native_other *o = &((const hl_native_other *)others)[i];
+    return Py_BuildValue("(lNKK)", o->tid,
+                         PyUnicode_DecodeUTF8(o->comm, (Py_ssize_t)strlen(o->comm), "replace"),
+                         (unsigned long long)o->cpu_ns, (unsigned long long)o->unnamed_ns);
+}
+
 /* {"enabled", "error" (errno), "reason", "threads_without", "unsampled_ns",
  *  "addresses": [(symbol, library or None)], "lines": [(file id, line, address index, ns)],
- *  "stacks": [(stack id, address index, ns)]} */
+ *  "stacks": [(stack id, address index, ns)],
+ *  "other_threads": [(tid, name, cpu ns, unnamed ns)] (threads without a thread state),
+ *  "other_charges": [(index in other_threads, address index, ns)],
+ *  "places": [(mapping index or None, instruction address)] (one per address),
+ *  "mappings": [(start, end, file offset, library or None, build id in hex or "")]} */
 static PyObject *native_dict(const hl_stats *s, const hl_native_results *n) {
     static const char *const reasons[] = {NULL, "refused", "shared_descriptors"};
     const char *reason = n->reason >= 0 && n->reason < 3 ? reasons[n->reason] : NULL;
     PyObject *addresses = list_of(n->naddresses, native_address_item, NULL);
     native_lines lines = {s, n->charges};
     PyObject *by_line = list_of(n->ncharges, native_line_item, &lines);
+    PyObject *places = list_of(n->naddresses, native_place_item, NULL);
+    PyObject *mappings = list_of(hl_native_nmappings(), native_mapping_item, NULL); /* named */
     hl_native_results_done();
     return Py_BuildValue(
-        "{s:O,s:i,s:z,s:K,s:K,s:N,s:N,s:N}", "enabled", n->enabled ? Py_True : Py_False, "error",
-        n->error, "reason", reason, "threads_without", (unsigned long long)n->threads_without,
-        "unsampled_ns", (unsigned long long)n->unsampled_ns, "addresses", addresses, "lines",
-        by_line, "stacks", list_of(n->nstack_charges, native_charge_item, n->stack_charges));
+        "{s:O,s:i,s:z,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "enabled",
+        n->enabled ? Py_True : Py_False, "error", n->error, "reason", reason, "threads_without",
+        (unsigned long long)n->threads_without, "unsampled_ns", (unsigned long long)n->unsampled_ns,
+        "addresses", addresses, "lines", by_line, "stacks",
+        list_of(n->nstack_charges, native_charge_item, n->stack_charges), "other_threads",
+        list_of(n->nothers, native_other_item, n->others), "other_charges",
+        list_of(n->nother_charges, native_charge_item, n->other_charges), "places", places,
+        "mappings", mappings);
 }
 
 /* ---- the snapshot -------------------------------------------------------------------------- */

@@ -205,6 +205,31 @@ static int functions_visit(void *context, const Elf64_Sym *entries, size_t count
     return error;
 }
 
+/* The GNU build id among a PT_NOTE segment's notes (each a header, its name and its
+ * description, both padded to 4 bytes), into out. */
+static void find_build_id(int fd, const Elf64_Phdr *note, uint64_t file_size,
+                          hl_elf_functions *out) {
+    uint8_t *notes = read_part(fd, note->p_offset, note->p_filesz, file_size);
+    if (notes == NULL) return;
+    uint64_t at = 0, size = note->p_filesz;
+    while (out->build_id_size == 0 && size - at >= sizeof(Elf64_Nhdr)) {
+        Elf64_Nhdr header;
+        memcpy(&header, notes + at, sizeof(header));
+        uint64_t name_at = at + sizeof(header);
+        uint64_t description_at = name_at + (((uint64_t)header.n_namesz + 3) & ~(uint64_t)3);
+        uint64_t next = description_at + (((uint64_t)header.n_descsz + 3) & ~(uint64_t)3);
+        if (next > size || next <= at) break;
+        if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 &&
+            memcmp(notes + name_at, "GNU", 4) == 0 && header.n_descsz > 0 &&
+            header.n_descsz <= HL_ELF_BUILD_ID_MAX) {
+            memcpy(out->build_id, notes + description_at, header.n_descsz);
+            out->build_id_size = header.n_descsz;
+        }
+        at = next;
+    }
+    free(notes);
+}
+
 static int read_functions(int fd, uint64_t file_size, void *context) {
     hl_elf_functions *out = context;
     Elf64_Ehdr header;
@@ -220,10 +245,13 @@ static int read_functions(int fd, uint64_t file_size, void *context) {
         free(segments);
         return -ENOMEM;
     }
-    for (unsigned i = 0; i < header.e_phnum; i++)
+    for (unsigned i = 0; i < header.e_phnum; i++) {
         if (segments[i].p_type == PT_LOAD)
             out->segments[out->nsegments++] =
                 (hl_elf_segment){segments[i].p_offset, segments[i].p_vaddr, segments[i].p_filesz};
+        else if (segments[i].p_type == PT_NOTE && out->build_id_size == 0)
+            find_build_id(fd, &segments[i], file_size, out);
+    }
     free(segments);
 
     int error = for_each_symbol_table(fd, &header, file_size, functions_visit, out);

@@ -27,11 +27,13 @@ int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint6
 
 /* A file's functions, for naming the code at an offset in the file (native.c, at the end of a
  * run): every defined function symbol of its .symtab and .dynsym, sorted by address, and its
- * loadable segments (to turn a file offset into a link-time address). */
+ * loadable segments (to turn a file offset into a link-time address), and its build id. */
 typedef struct hl_elf_function {
     uint64_t value, size;
     size_t name; /* offset in names */
 } hl_elf_function;
+
+#define HL_ELF_BUILD_ID_MAX 64
 
 typedef struct hl_elf_segment {
     uint64_t offset, vaddr, size; /* p_offset, p_vaddr, p_filesz */
@@ -44,6 +46,8 @@ typedef struct hl_elf_functions {
     size_t names_size;
     hl_elf_segment *segments;
     size_t nsegments;
+    uint8_t build_id[HL_ELF_BUILD_ID_MAX]; /* its GNU build id (.note.gnu.build-id), if any */
+    size_t build_id_size;                  /* 0: none */
 } hl_elf_functions;
 
 /* Reads path's functions into *out (zeroed first). Returns 0 (possibly with no functions: a

@@ -19,10 +19,22 @@
  * loaded since) and once a second anyway, so that a range reused by another library after a
  * dlclose() is not named after the first one for longer than that; an address seen before a
  * re-read that changed the mappings is placed again when next seen.
+ *
+ * Other threads. A thread with no Python thread state runs no line, so the sampler does not
+ * see it; its native time would be missing from the profile. At each tick the sampler thread
+ * lists /proc/self/task (in its own descriptor table, like everything it opens), reads each
+ * such thread's CPU clock (derived from its kernel id, as the sampler does for Python threads:
+ * the kernel allows it for any thread of the process) and charges the CPU time since the
+ * previous tick to that thread, split among its event's samples as a Python thread's native
+ * time is. Only CPU time counts: a pool waiting for work is blocked, not busy, and its wait is
+ * no one's time. A thread's time before its first tick (it was created since) is not known:
+ * its clock is first read then. Nothing reaches those threads either: the listing, the clock
+ * and the event are all read from outside them.
  */
 #define _GNU_SOURCE
 #include "native.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +44,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -52,6 +65,7 @@ typedef struct library {
     unsigned long inode;
     hl_elf_functions table;
     int read; /* table read (or tried) during this naming pass */
+    char build_id[2 * HL_ELF_BUILD_ID_MAX + 1]; /* in hex, once a table was read ("": none) */
 } library;
 
 typedef struct mapping {
@@ -60,11 +74,20 @@ typedef struct mapping {
 } mapping;
 
 typedef struct address {
+    uint64_t ip;      /* the instruction address sampled */
     uint32_t mapping; /* UINT32_MAX: in no mapping */
     uint64_t offset;  /* into the mapping's file (or the address itself) */
     char *symbol;     /* owned; NULL: no name known */
     int named;        /* a name was looked for */
 } address;
+
+/* A thread without a Python thread state: its event and clock (its results: hl_native_other). */
+typedef struct other_thread {
+    hl_native_thread event;
+    uint64_t last_cpu_ns;
+    uint64_t scan; /* the latest scan that listed it */
+    int alive;
+} other_thread;
 
 /* Time by (line or stack id, address id). */
 typedef struct charges {
@@ -95,7 +118,17 @@ static struct {
 
     charges lines;  /* (line, address) */
     charges stacks; /* (stack, address) */
+
+    hl_native_other *others; /* threads without a thread state, in the order first seen */
+    other_thread *other_state; /* the same, the sampler's side */
+    size_t nothers, others_capacity, other_state_capacity;
+    hl_map other_index; /* tid -> index in others (the latest thread of that id) */
+    uint64_t scans;
+    charges other_charges; /* (index in others, address) */
 } N;
+
+/* heatline's own threads (any thread writes, the sampler reads): atomics, no lock. */
+static long own_threads[HL_NATIVE_OWN_THREADS];
 
 void hl_native_configure(int enabled, uint64_t sampling_interval_ns) {
     N.enabled = enabled;
@@ -322,6 +355,7 @@ static int address_of(uint64_t ip, uint32_t *id) {
     }
     if (HL_ARRAY_RESERVE(N.addresses, N.addresses_capacity, N.naddresses + 1, 256) != 0) return -1;
     address *a = &N.addresses[N.naddresses];
+    a->ip = ip;
     a->mapping = m != NULL ? mapping_index : UINT32_MAX;
     a->offset = m != NULL ? ip - m->start + m->offset : ip;
     a->symbol = NULL;
@@ -382,16 +416,24 @@ static void charges_free(charges *table) {
     memset(table, 0, sizeof(*table));
 }
 
-void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint32_t stack_id,
-                           uint64_t ns) {
-    if (!N.enabled) return;
+/* The samples the thread's event took since the previous call, as address ids into ids (at
+ * least MAX_SAMPLES_PER_TICK), the event opened on first use. Returns how many (0 without an
+ * event). */
+static size_t take_samples(hl_native_thread *t, long tid, uint32_t *ids) {
     if (!t->opened) open_event(t, tid);
-    if (t->ring == NULL) return;
+    if (t->ring == NULL) return 0;
     /* Read the mappings again once a second (every 10 ms while none could be read). */
     if (hl_now_ns() - N.maps_read_ns > (N.nactive ? MAPS_REREAD_NS : MAPS_MISS_REREAD_NS))
         read_maps();
+    return drain(t, ids, MAX_SAMPLES_PER_TICK);
+}
+
+void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint32_t stack_id,
+                           uint64_t ns) {
+    if (!N.enabled) return;
     uint32_t ids[MAX_SAMPLES_PER_TICK];
-    size_t n = drain(t, ids, MAX_SAMPLES_PER_TICK);
+    size_t n = take_samples(t, tid, ids);
+    if (t->ring == NULL) return;
     int had_last = t->has_last && t->last_line == line_id;
     t->last_line = line_id;
     if (n > 0) {
@@ -419,6 +461,144 @@ void hl_native_thread_tick(hl_native_thread *t, long tid, uint32_t line_id, uint
     }
 }
 
+/* ---- threads without a Python thread state --------------------------------------------------- */
+
+void hl_native_own_thread(long tid, int own) {
+    for (size_t i = 0; i < HL_NATIVE_OWN_THREADS; i++) {
+        long expected = own ? 0 : tid;
+        if (__atomic_compare_exchange_n(&own_threads[i], &expected, own ? tid : 0, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return;
+    }
+}
+
+static int is_own(long tid, long sampler) {
+    if (tid == sampler) return 1;
+    for (size_t i = 0; i < HL_NATIVE_OWN_THREADS; i++)
+        if (__atomic_load_n(&own_threads[i], __ATOMIC_ACQUIRE) == tid) return 1;
+    return 0;
+}
+
+static int cpu_clock_ns(long tid, uint64_t *ns) {
+    /* Linux's per-thread CPU clock id, from the kernel id (as sampler.c and glibc derive it) */
+    clockid_t clock = (clockid_t)((~(unsigned)tid << 3) | 6u);
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0) return -1;
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0;
+}
+
+static void read_comm(long tid, char *comm, size_t size) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", tid);
+    comm[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t got = read(fd, comm, size - 1);
+    close(fd);
+    if (got <= 0) got = 0;
+    comm[got] = '\0';
+    char *newline = strchr(comm, '\n');
+    if (newline != NULL) *newline = '\0';
+}
+
+/* The index of thread tid's entry, made on first sight (its clock read as the start).
+ * SIZE_MAX: no memory, or the thread is gone already. */
+static size_t other_of(long tid) {
+    uint32_t index;
+    if (hl_map_get(&N.other_index, (uint64_t)tid, &index) && N.other_state[index].alive)
+        return index;
+    uint64_t cpu;
+    if (cpu_clock_ns(tid, &cpu) != 0) return SIZE_MAX;
+    if (HL_ARRAY_RESERVE(N.others, N.others_capacity, N.nothers + 1, 16) != 0 ||
+        HL_ARRAY_RESERVE(N.other_state, N.other_state_capacity, N.nothers + 1, 16) != 0 ||
+        hl_map_put(&N.other_index, (uint64_t)tid, (uint32_t)N.nothers) != 0)
+        return SIZE_MAX;
+    hl_native_other *o = &N.others[N.nothers];
+    memset(o, 0, sizeof(*o));
+    o->tid = tid;
+    read_comm(tid, o->comm, sizeof(o->comm));
+    other_thread *state = &N.other_state[N.nothers];
+    hl_native_thread_init(&state->event);
+    state->last_cpu_ns = cpu;
+    state->alive = 1;
+    return N.nothers++;
+}
+
+static void other_tick(size_t index) {
+    hl_native_other *o = &N.others[index];
+    other_thread *state = &N.other_state[index];
+    state->scan = N.scans;
+    uint64_t cpu;
+    if (cpu_clock_ns(o->tid, &cpu) != 0) return; /* gone: closed after the scan */
+    uint64_t ns = cpu > state->last_cpu_ns ? cpu - state->last_cpu_ns : 0;
+    state->last_cpu_ns = cpu;
+    hl_native_thread *t = &state->event;
+    uint32_t ids[MAX_SAMPLES_PER_TICK];
+    size_t n = take_samples(t, o->tid, ids);
+    int had_last = t->has_last;
+    if (n > 0) {
+        t->last_address = ids[n - 1];
+        t->has_last = 1;
+    } else if (ns > 0) {
+        t->has_last = 0;
+    }
+    if (ns == 0) return;
+    o->cpu_ns += ns;
+    if (n == 0) { /* under a period of CPU since the previous tick: see hl_native_thread_tick */
+        if (!had_last) {
+            o->unnamed_ns += ns;
+            return;
+        }
+        ids[0] = t->last_address;
+        n = 1;
+    }
+    uint64_t share = ns / n, extra = ns % n;
+    for (size_t i = 0; i < n; i++)
+        charge(&N.other_charges, (uint32_t)index, ids[i], share + (i < extra ? 1 : 0));
+}
+
+void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context) {
+    /* without a table of its own, the listing would be a descriptor in the program's */
+    if (!N.enabled || !N.private_table) return;
+    DIR *dir = opendir("/proc/self/task");
+    if (dir == NULL) return;
+    N.scans++;
+    long sampler = (long)gettid(); /* the caller */
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+        char *end;
+        long tid = strtol(entry->d_name, &end, 10);
+        if (end == entry->d_name || *end != '\0' || tid <= 0) continue;
+        if (is_python(context, tid) || is_own(tid, sampler)) continue;
+        size_t index = other_of(tid);
+        if (index != SIZE_MAX) other_tick(index); /* a new one: its event opened */
+    }
+    closedir(dir);
+    /* Threads no longer listed (ended, or now running Python: a C thread that took a thread
+     * state is the sampler's from then on) */
+    for (size_t i = 0; i < N.nothers; i++) {
+        other_thread *state = &N.other_state[i];
+        if (state->alive && state->scan != N.scans) {
+            hl_native_thread_close(&state->event);
+            state->alive = 0;
+        }
+    }
+}
+
+void hl_native_others_rebase(void) {
+    uint32_t ids[MAX_SAMPLES_PER_TICK];
+    for (size_t i = 0; i < N.nothers; i++) {
+        other_thread *state = &N.other_state[i];
+        if (!state->alive || cpu_clock_ns(N.others[i].tid, &state->last_cpu_ns) != 0) continue;
+        if (state->event.ring != NULL) (void)drain(&state->event, ids, MAX_SAMPLES_PER_TICK);
+        state->event.has_last = 0;
+    }
+}
+
+void hl_native_others_close(void) {
+    for (size_t i = 0; i < N.nothers; i++) hl_native_thread_close(&N.other_state[i].event);
+}
+
 /* ---- results --------------------------------------------------------------------------------- */
 
 void hl_native_reset(void) {
@@ -433,7 +613,12 @@ void hl_native_reset(void) {
     free(N.addresses);
     charges_free(&N.lines);
     charges_free(&N.stacks);
+    charges_free(&N.other_charges);
     hl_map_free(&N.address_index);
+    /* The events were closed as the sampler ended (or, in a fork child, are not ours). */
+    free(N.others);
+    free(N.other_state);
+    hl_map_free(&N.other_index);
     int enabled = N.enabled, private_table = N.private_table;
     uint64_t period = N.period_ns;
     memset(&N, 0, sizeof(N));
@@ -452,6 +637,10 @@ void hl_native_results_get(hl_native_results *out) {
     out->ncharges = N.lines.count;
     out->stack_charges = N.stacks.items;
     out->nstack_charges = N.stacks.count;
+    out->others = N.others;
+    out->nothers = N.nothers;
+    out->other_charges = N.other_charges.items;
+    out->nother_charges = N.other_charges.count;
     out->naddresses = N.naddresses;
 }
 
@@ -486,11 +675,32 @@ void hl_native_address(size_t i, const char **symbol, const char **library_path)
             l->read = 1;
             hl_elf_functions_free(&l->table);
             if (l->path[0] == '/') (void)hl_elf_functions_read(l->path, &l->table);
+            for (size_t k = 0; k < l->table.build_id_size; k++)
+                snprintf(l->build_id + 2 * k, 3, "%02x", l->table.build_id[k]);
         }
         const char *name = hl_elf_function_at(&l->table, a->offset);
         if (name != NULL) a->symbol = readable(name);
     }
     *symbol = a->symbol != NULL ? a->symbol : UNKNOWN;
+}
+
+void hl_native_address_place(size_t i, uint64_t *ip, uint32_t *mapping) {
+    *ip = N.addresses[i].ip;
+    *mapping = N.addresses[i].mapping;
+}
+
+size_t hl_native_nmappings(void) {
+    return N.nmappings;
+}
+
+void hl_native_mapping(size_t m, hl_native_mapping_info *out) {
+    const mapping *map = &N.mappings[m];
+    const library *l = map->library != UINT32_MAX ? &N.libraries[map->library] : NULL;
+    out->start = map->start;
+    out->end = map->end;
+    out->offset = map->offset;
+    out->library = l != NULL ? l->path : NULL;
+    out->build_id = l != NULL ? l->build_id : "";
 }
 
 void hl_native_results_done(void) {

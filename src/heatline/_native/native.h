@@ -11,6 +11,11 @@
  * be read from its file. Names are found at the end (hl_native_symbolise, from the files'
  * symbol tables, elf.c). See docs/design.md, "Native frames".
  *
+ * Threads without a Python thread state (a BLAS or OpenMP pool, a C library's own pthread) are
+ * found at each tick in /proc/self/task (hl_native_others_tick): each one's CPU time since the
+ * previous tick, read from its CPU clock, is split among its own event's samples in the same
+ * way, and kept per thread, not per line: no Python line ran it.
+ *
  * Everything here is called with the engine lock held.
  */
 #ifndef HEATLINE_NATIVE_H
@@ -54,6 +59,25 @@ void hl_native_thread_close(hl_native_thread *t);
  * descriptor table nor the ring (not copied by fork) exists. */
 void hl_native_thread_forget(hl_native_thread *t);
 
+/* The sampler thread, each tick, after the Python threads: the process's other threads (those
+ * for which is_python(context, tid) is 0, less the caller and heatline's own threads), their
+ * CPU time since the previous tick split among their samples. Opens an event for each on first
+ * sight; closes those of threads gone. Does nothing without native frames or without the
+ * sampler's own descriptor table. */
+void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context);
+
+/* The sampler thread, at a wake-up while profiling is paused: the other threads' clocks are
+ * read and their samples dropped, so that the next tick charges only the time since. */
+void hl_native_others_rebase(void);
+
+/* The sampler thread, as it ends: closes the other threads' events (reopened by the next). */
+void hl_native_others_close(void);
+
+/* A thread of heatline's own (own = 1 when it starts, 0 as it ends), never taken for one of the
+ * program's threads. Any thread, any lock; at most HL_NATIVE_OWN_THREADS at once. */
+#define HL_NATIVE_OWN_THREADS 8
+void hl_native_own_thread(long tid, int own);
+
 /* Forgets the results (the tables are about to be cleared). */
 void hl_native_reset(void);
 
@@ -65,6 +89,14 @@ typedef struct hl_native_charge {
     uint64_t ns;
 } hl_native_charge;
 
+/* A thread without a Python thread state that used CPU while profiled. */
+typedef struct hl_native_other {
+    long tid;
+    char comm[16];       /* its name (/proc/self/task/TID/comm) when first seen */
+    uint64_t cpu_ns;     /* CPU time it used between its first tick and its last */
+    uint64_t unnamed_ns; /* the part no sample named (less than a period since the previous) */
+} hl_native_other;
+
 typedef struct hl_native_results {
     int enabled;
     int error;  /* errno of the first refused event (0: none refused) */
@@ -75,6 +107,10 @@ typedef struct hl_native_results {
     size_t ncharges;
     const hl_native_charge *stack_charges; /* .line is a stats stack id */
     size_t nstack_charges;
+    const hl_native_other *others;
+    size_t nothers;
+    const hl_native_charge *other_charges; /* .line indexes others */
+    size_t nother_charges;
     size_t naddresses;
 } hl_native_results;
 
@@ -85,6 +121,21 @@ void hl_native_results_get(hl_native_results *out);
 /* The function and library of address index i: *symbol is "[unknown]" where no name is known
  * (code in no file: JIT; a stripped file), *library NULL where the address is in no file. */
 void hl_native_address(size_t i, const char **symbol, const char **library);
+
+/* Where address index i was sampled: its instruction address, and the index of the mapping it
+ * was in (for hl_native_mapping; UINT32_MAX: in none, such as JIT code). */
+void hl_native_address_place(size_t i, uint64_t *ip, uint32_t *mapping);
+
+/* The mappings addresses were placed in (every executable mapping read from /proc/self/maps
+ * during the session, the ones gone since included): how many, and mapping m. */
+typedef struct hl_native_mapping_info {
+    uint64_t start, end, offset; /* its address range and the file offset mapped at start */
+    const char *library;         /* its file, or NULL (anonymous memory) */
+    const char *build_id;        /* the file's GNU build id in hex, "" when unknown: read with
+                                  * the file's symbols, so known once an address in it is named */
+} hl_native_mapping_info;
+size_t hl_native_nmappings(void);
+void hl_native_mapping(size_t m, hl_native_mapping_info *out);
 
 /* After the snapshot has named its addresses: frees the symbol tables read for it. */
 void hl_native_results_done(void);

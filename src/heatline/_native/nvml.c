@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "engine_part.h" /* the lock its results are read and written under */
 #include "gpu_abi.h"
+#include "native.h"
 
 #define SAMPLE_PERIOD_NS 100000000u /* every 100 ms */
 #define PAUSED_POLL_NS 10000000u    /* how soon sampling goes on once profiling is resumed */
@@ -153,6 +154,7 @@ static uint64_t poll_once(void) {
 static void *poll_main(void *unused) {
     (void)unused;
     __atomic_store_n(&poller.tid, (int)gettid(), __ATOMIC_RELEASE);
+    hl_native_own_thread((long)gettid(), 1); /* not a thread of the program's */
     uint64_t next = poll_once();
     pthread_mutex_lock(&poller.lock);
     while (!poller.stop) {
@@ -165,6 +167,7 @@ static void *poll_main(void *unused) {
         pthread_mutex_lock(&poller.lock);
     }
     pthread_mutex_unlock(&poller.lock);
+    hl_native_own_thread((long)gettid(), 0);
     return NULL;
 }
 

@@ -470,10 +470,16 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
                           native ? stack_id : HL_NO_STACK, dt);
 }
 
+static int is_python_thread(void *sampler, long native_id) {
+    return hl_sampler_find_thread(sampler, native_id) != NULL;
+}
+
 static void tick(hl_sampler *e, uint64_t dt) {
     refresh_threads(e);
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
+    /* the threads without a thread state (BLAS pools, C threads): their native time */
+    hl_native_others_tick(is_python_thread, e);
     e->samples++;
     e->sampled_ns += dt;
     e->after_tick(hl_now_ns());
@@ -607,6 +613,8 @@ static void *sampler_main(void *arg) {
             tick(e, now - last);
             uint64_t took = hl_now_ns() - now;
             if (took > e->max_tick_ns) e->max_tick_ns = took;
+        } else {
+            hl_native_others_rebase(); /* their time while paused is charged to no one */
         }
         hl_sigterm_tick();
         last = now;
@@ -620,6 +628,7 @@ static void *sampler_main(void *arg) {
     /* The events' descriptors are in this thread's table: closed here, reopened by the next
      * sampler thread (after a fork, or a new session). */
     for (size_t i = 0; i < e->nthreads; i++) hl_native_thread_close(&e->threads[i].native);
+    hl_native_others_close();
     hl_lock_release(e->lock);
     return NULL;
 }

@@ -230,14 +230,37 @@ def build_profile(
         file_entries.append((sum(file_total), allocated, path, entry))
     file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
 
-    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in snapshot["threads"]]
-    unattributed_ns = sum(t["unattributed_ns"] for t in snapshot["threads"])
+    # Threads without a Python thread state (native frames): after the Python ones, their CPU
+    # time unattributed (no line of the program ran it), with the native functions it went to.
+    # One whose id is a Python thread's is that thread before it had its thread state or after
+    # it gave it up (starting, ending, or a C thread calling into Python for a while): its time
+    # is that thread's, unattributed.
+    records = [dict(t) for t in snapshot["threads"]]
+    python_index = {t["native_id"]: i for i, t in enumerate(records)}
+    other_threads = native_report.other_threads(snapshot.get("native"))
+    listed = []
+    for other in other_threads:
+        at = python_index.get(other["native_id"])
+        if at is None:
+            other["thread_index"] = len(records) + len(listed)
+            listed.append(other)
+        else:
+            other["thread_index"] = at
+            records[at]["unattributed_ns"] += other["cpu_ns"]
+            records[at]["cpu_ns"] += other["cpu_ns"]
+    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in records]
+    for other in listed:
+        record = {k: v for k, v in other.items()
+                  if k not in ("functions", "unnamed_ns", "thread_index")}
+        threads.append({**in_seconds(record), "native_functions":
+                        native_report.function_list(other["functions"])})
+    unattributed_ns = sum(t["unattributed_ns"] for t in (*records, *listed))
     totals_ns = [
         sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
     ]
 
     interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
-    stack_table = _stacks(snapshot, files, functions)
+    stack_table = _stacks(snapshot, files, functions, other_threads)
     profile = {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,
@@ -362,7 +385,8 @@ def _total(entry: dict[str, Any]) -> float:
     return entry["python_s"] + entry["native_s"] + entry["system_s"]
 
 
-def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str, Any]:
+def _stacks(snapshot: dict[str, Any], files: list, functions: list,
+            other_threads: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Re-index the engine's (function id, line) frames into a shared frame table.
 
     A deep stack's elided middle is one marker frame for every stack of a thread with the same
@@ -386,6 +410,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
 
     # The native functions under each stack (native frames): {(symbol, library): ns}.
     native_under = native_report.by_stack(snapshot.get("native"), keys)
+    places = native_report.placements(snapshot.get("native"))
 
     frame_index: dict[Any, int] = {}
     frames: list[dict[str, Any]] = []
@@ -422,7 +447,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
             index = frame_index.get(key)
             if index is None:
                 index = frame_index[key] = len(frames)
-                frames.append(native_report.frame(symbol, library))
+                frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
             native_ns -= ns
             entries.append({"stack": [*indices, index], "thread": thread_index, "python_s": 0.0,
                             "native_s": _seconds(ns), "system_s": 0.0})
@@ -435,10 +460,27 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list) -> dict[str,
                 "system_s": _seconds(system_ns),
             }
         )
+    # A thread without a Python thread state: one-frame stacks of its native functions; its
+    # time no sample named has no frame to record (dropped, like a Python thread's frameless
+    # time).
+    dropped_ns = snapshot.get("stacks_dropped_ns", 0)
+    for other in other_threads:
+        thread_index = other["thread_index"]
+        named_ns = 0
+        for (symbol, library), ns in sorted(other["functions"].items(), key=lambda i: -i[1]):
+            key = ("native", symbol, library)
+            index = frame_index.get(key)
+            if index is None:
+                index = frame_index[key] = len(frames)
+                frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
+            named_ns += ns
+            entries.append({"stack": [index], "thread": thread_index, "python_s": 0.0,
+                            "native_s": _seconds(ns), "system_s": 0.0})
+        dropped_ns += max(other["cpu_ns"] - named_ns, 0)
     return {
         "frames": frames,
         "entries": entries,
-        "dropped_s": _seconds(snapshot.get("stacks_dropped_ns", 0)),
+        "dropped_s": _seconds(dropped_ns),
     }
 
 

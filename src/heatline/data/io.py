@@ -98,6 +98,9 @@ _FILE = {
     "functions": [_FUNCTION],
 }
 _SECONDS = {key: _NUMBER for key in ("python_s", "native_s", "system_s")}
+# A thread without a Python thread state's own fields (optional: --native; no schema bump).
+_NATIVE_THREAD = {"python": bool, "name": str, "comm": str,
+                  "native_functions": _NATIVE_FUNCTIONS}
 _MEMORY_TOTALS = {key: _NUMBER for key in MEMORY_TOTAL_KEYS}
 _GPU_TOTALS = {  # when gpu.enabled
     "kernel_tracing": bool,
@@ -279,6 +282,10 @@ def validate(data: Any, path: str = "profile") -> None:
         if data["gpu"]["enabled"]:
             _check(data["gpu"], _GPU_TOTALS, "gpu")
         _check_stack_references(data["stacks"], len(data["threads"]))
+        for number, thread in enumerate(data["threads"]):  # optional: threads without a
+            for key, spec in _NATIVE_THREAD.items():        # Python thread state (no bump)
+                if key in thread:
+                    _check(thread[key], spec, f"threads[{number}].{key}")
         if "summary" in data:  # optional: added in schema 5 without a bump
             _check(data["summary"], [_SUMMARY_ITEM], "summary")
         if "attached" in data:  # optional: added in schema 5 without a bump
@@ -314,6 +321,13 @@ def _check_stack_references(stacks: dict[str, Any], threads: int) -> None:
             _check(frame.get("outer_unknown", False), bool, f"{where}.outer_unknown")
         if "native" in frame:  # optional: a native function's frame (--native, no bump)
             _check(frame["native"], bool, f"stacks.frames[{number}].native")
+        # optional: where a native function was (no bump); the mapping's fields come together
+        mapping = ("mapping_start", "mapping_limit", "mapping_offset")
+        for key in ("address", *mapping) if "mapping_start" in frame else ("address",):
+            if key in frame or key in mapping:
+                _check(frame.get(key), int, f"stacks.frames[{number}].{key}")
+        if "build_id" in frame:
+            _check(frame["build_id"], str, f"stacks.frames[{number}].build_id")
     for number, entry in enumerate(stacks["entries"]):
         where = f"stacks.entries[{number}]"
         if any(not 0 <= index < frames for index in entry["stack"]):

@@ -45,10 +45,78 @@ def by_stack(native: dict[str, Any] | None, keys: list) -> dict[Any, dict]:
     return result
 
 
-def frame(symbol: str, library: str | None) -> dict[str, Any]:
+def other_threads(native: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The threads without a Python thread state that used CPU (a BLAS pool, a C library's own
+    thread), from the snapshot's "other_threads": each as the engine's thread records are
+    ({native_id, main, *_ns}), its CPU time unattributed (it ran no line), plus ``python``:
+    false, ``name`` ("native thread TID (libopenblas)", after its busiest function's library),
+    ``comm`` (the kernel's name for it), ``functions`` ({(symbol, library): ns}) and
+    ``unnamed_ns``."""
+    if not native or not native.get("enabled"):
+        return []
+    addresses = native["addresses"]
+    cells: dict[int, dict[tuple[str, str | None], int]] = {}
+    for index, address, ns in native.get("other_charges", ()):
+        cell = cells.setdefault(index, {})
+        key = tuple(addresses[address])
+        cell[key] = cell.get(key, 0) + ns
+    threads = []
+    for index, (tid, comm, cpu_ns, unnamed_ns) in enumerate(native.get("other_threads", ())):
+        if cpu_ns <= 0:
+            continue
+        functions = cells.get(index, {})
+        by_library: dict[str | None, int] = {}
+        for (_, library), ns in functions.items():
+            by_library[library] = by_library.get(library, 0) + ns
+        busiest = max(by_library.items(), key=lambda item: item[1], default=None)
+        where = f" ({library_name(busiest[0])})" if busiest else ""
+        threads.append({
+            "native_id": tid, "main": False, "python": False,
+            "name": f"native thread {tid}{where}", "comm": comm,
+            "python_ns": 0, "native_ns": 0, "system_ns": 0, "unattributed_ns": cpu_ns,
+            "cpu_ns": cpu_ns, "engine_wait_ns": 0, "unnamed_ns": unnamed_ns,
+            "functions": functions,
+        })
+    return threads
+
+
+def placements(native: dict[str, Any] | None) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """(symbol, library) -> where the function was in the run: ``address``, the instruction
+    address its samples charged the most time to, and the mapping of its library that held it
+    (``mapping_start``, ``mapping_limit``, ``mapping_offset``, ``build_id`` when known), from
+    the snapshot's "places" and "mappings" (engines before them: {})."""
+    if not native or not native.get("enabled") or "places" not in native:
+        return {}
+    addresses, places, mappings = native["addresses"], native["places"], native["mappings"]
+    by_address: dict[int, int] = {}
+    for record in ("lines", "stacks", "other_charges"):
+        for *_, address, ns in native.get(record, ()):
+            by_address[address] = by_address.get(address, 0) + ns
+    best: dict[tuple[str, str | None], tuple[int, int]] = {}
+    for address, ns in by_address.items():
+        key = tuple(addresses[address])
+        if key not in best or (ns, -address) > (best[key][1], -best[key][0]):
+            best[key] = (address, ns)
+    result = {}
+    for key, (address, _) in best.items():
+        mapping, ip = places[address]
+        place: dict[str, Any] = {"address": ip}
+        if mapping is not None:
+            start, end, offset, _library, build_id = mappings[mapping]
+            place.update(mapping_start=start, mapping_limit=end, mapping_offset=offset)
+            if build_id:
+                place["build_id"] = build_id
+        result[key] = place
+    return result
+
+
+def frame(symbol: str, library: str | None, place: dict[str, Any] | None = None
+          ) -> dict[str, Any]:
     """A native function as a frame of the profile's stack table: ``native`` marks it, ``file``
-    is its library's path ("" for anonymous memory)."""
-    return {"file": library or "", "name": symbol, "qualname": symbol, "line": 0, "native": True}
+    is its library's path ("" for anonymous memory); ``place`` (placements()) adds where it
+    was in memory."""
+    return {"file": library or "", "name": symbol, "qualname": symbol, "line": 0, "native": True,
+            **(place or {})}
 
 
 def function_list(cells: dict[tuple[str, str | None], float], in_seconds: bool = False

@@ -178,6 +178,8 @@ def thread_name(profile: dict[str, Any], index: int) -> str:
     threads = profile.get("threads", [])
     if 0 <= index < len(threads):
         thread = threads[index]
+        if thread.get("name"):  # a thread without a Python thread state (native frames)
+            return thread["name"]
         return f"{'main thread' if thread.get('main') else 'thread'} {thread.get('native_id')}"
     return f"thread {index}"
 

@@ -30,6 +30,10 @@ from heatline.options import RUN_OPTIONS, Options, only_implies_all
 
 # Options that make no sense around a statement: --off would profile nothing.
 _LEFT_OUT = {"off"}
+# A thread without a Python thread state (native frames) already running before the cell is the
+# kernel's (ZeroMQ's I/O threads) when it used less CPU than this share of the cell's time: a
+# BLAS pool an earlier cell started and this one kept busy uses more and stays.
+_IDLE_NATIVE_SHARE = 0.05
 _IFRAME_HEIGHT_PX = 640
 
 
@@ -109,6 +113,7 @@ def run_magic(shell: Any, line: str, cell: str | None, local_ns: Any) -> Any:
     # Those that ran no line of the notebook's are left out of the profile: they are not the
     # cell's, and their idle time filled the threads table and the flame graph.
     before = {thread.native_id for thread in threading.enumerate()} - {threading.get_native_id()}
+    tasks_before = _task_ids() - {threading.get_native_id()}
     # The options as the user gave them, but -o: written below, once the profile is the cell's.
     # quiet only decides whether the report is shown.
     recorded = Options(**{**{option.dest: getattr(options, option.dest)
@@ -119,7 +124,10 @@ def run_magic(shell: Any, line: str, cell: str | None, local_ns: Any) -> Any:
     finally:
         data = api.stop().data
     if not getattr(options, "kernel_threads", False):
-        without_threads(data, before)
+        idle = {thread["native_id"] for thread in data.get("threads", [])
+                if thread.get("python") is False and thread["native_id"] in tasks_before
+                and thread.get("cpu_s", 0) < _IDLE_NATIVE_SHARE * data.get("elapsed_s", 0)}
+        without_threads(data, before | idle)
     renamed_files(data, cell_names(shell, data))
     result = api.Profile(data, reduced=options.reduced_profile,
                          threshold_pct=options.threshold_pct)
@@ -129,6 +137,14 @@ def run_magic(shell: Any, line: str, cell: str | None, local_ns: Any) -> Any:
     if not options.quiet:
         show(shell, result)
     return None
+
+
+def _task_ids() -> set[int]:
+    """The kernel ids of the process's threads, Python's or not (none where /proc is not)."""
+    try:
+        return {int(task) for task in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
 
 
 def _running_cell(shell: Any) -> int:

@@ -214,13 +214,13 @@ function chart(points, w, h, fy, fx, ytitle, xtitle) {
   if (!n || !n.length) return;
   box.appendChild(el("h2", "Native functions"));
   var t = el("table", null, "native"), h = el("tr");
-  ["function", "library", "seconds", "under lines"].forEach(function (c) { h.appendChild(el("th", c)); });
+  ["function", "library", "seconds", "under lines (or threads)"].forEach(function (c) { h.appendChild(el("th", c)); });
   t.appendChild(h);
   n.forEach(function (f) {
     var tr = el("tr", null, "nativefn");
     tr.appendChild(el("td", f[0], "name")); tr.appendChild(el("td", f[1] === null ? "(anonymous)" : f[1].split("/").pop(), "name"));
     tr.appendChild(el("td", f[2].toFixed(3)));
-    tr.appendChild(el("td", f[3].map(function (l) { return l[0].split("/").pop() + ":" + l[1]; }).join(", "), "name"));
+    tr.appendChild(el("td", f[3].map(function (l) { return l[1] === null ? l[0] : l[0].split("/").pop() + ":" + l[1]; }).join(", "), "name"));
     t.appendChild(tr);
   });
   box.appendChild(t);

@@ -136,7 +136,8 @@ def _gpu(profile: dict[str, Any]) -> dict[str, Any] | None:
 
 def _native(profile: dict[str, Any], shown: int = 30) -> list[list[Any]]:
     """The top native functions over the whole program: [symbol, library, seconds, [[file,
-    line, seconds], ...] (the lines whose native time went to it, most first)]."""
+    line, seconds], ...] (the lines whose native time went to it, most first; a thread without
+    a Python thread state as [its name, None, seconds])]."""
     functions: dict[tuple[str, Any], list[Any]] = {}
     for path, entry in (profile.get("files") or {}).items():
         for line in entry.get("lines", []):
@@ -145,6 +146,13 @@ def _native(profile: dict[str, Any], shown: int = 30) -> list[list[Any]]:
                                            [item["symbol"], item["library"], 0.0, []])
                 row[2] += item["seconds"]
                 row[3].append([path, line["line"], item["seconds"]])
+    # threads without a Python thread state: under the thread, with no line
+    for index, thread in enumerate(profile.get("threads", [])):
+        for item in thread.get("native_functions", ()) if thread.get("python") is False else ():
+            row = functions.setdefault((item["symbol"], item["library"]),
+                                       [item["symbol"], item["library"], 0.0, []])
+            row[2] += item["seconds"]
+            row[3].append([thread_name(profile, index), None, item["seconds"]])
     rows = sorted(functions.values(), key=lambda row: -row[2])[:shown]
     for row in rows:
         row[2] = round(row[2], 6)

@@ -8,7 +8,10 @@ stack (the profile keeps memory per line, not per stack); with GPU kernel tracin
 ``gpu/nanoseconds`` (device time), ``gpu_copy/bytes`` and ``gpu_alloc/bytes`` the same way, per
 launching line. Every sample has a ``thread`` label (``memory``, ``gpu`` for the per-line ones).
 Locations are one per (function, line), so ``-lines`` views work. Names spell ``<module>`` as
-``(module)`` (pprof would hide anything in angle brackets).
+``(module)`` (pprof would hide anything in angle brackets). A native function (native frames)
+is a Location with its address (an instruction of it the samples saw) in a ``Mapping`` of its
+shared library (its address range, file offset, path and GNU build id) where the profile knows
+them; its ``Function`` is named already (``has_functions``), so pprof looks nothing up.
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ class _Builder:
     def __init__(self) -> None:
         self.strings: dict[str, int] = {"": 0}
         self.functions: dict[tuple[str, str, int], int] = {}
-        self.locations: dict[tuple[int, int], int] = {}
+        self.locations: dict[tuple[int, int, int], int] = {}
+        self.mappings: dict[tuple[str, int, int, int], int] = {}
         self.out = bytearray()
 
     def s(self, text: str) -> int:
@@ -77,12 +81,29 @@ class _Builder:
             self.out += _bytes(5, _int(1, function_id) + _int(2, self.s(name))
                                + _int(3, self.s(name)) + _int(4, self.s(key[1])))
         line = int(frame.get("line", 0))
-        location_id = self.locations.get((function_id, line))
+        address = int(frame.get("address", 0))
+        location_id = self.locations.get((function_id, line, address))
         if location_id is None:
-            location_id = self.locations[(function_id, line)] = len(self.locations) + 1
-            self.out += _bytes(4, _int(1, location_id) + _bytes(4, _int(1, function_id)
-                                                                 + _int(2, line)))
+            location_id = self.locations[(function_id, line, address)] = len(self.locations) + 1
+            self.out += _bytes(4, _int(1, location_id) + _int(2, self.mapping(frame))
+                               + _int(3, address)
+                               + _bytes(4, _int(1, function_id) + _int(2, line)))
         return location_id
+
+    def mapping(self, frame: dict[str, Any]) -> int:
+        """The id of the Mapping a native frame's address was in (0: none known)."""
+        if "mapping_start" not in frame:
+            return 0
+        key = (frame.get("file", ""), int(frame["mapping_start"]), int(frame["mapping_limit"]),
+               int(frame["mapping_offset"]))
+        mapping_id = self.mappings.get(key)
+        if mapping_id is None:
+            mapping_id = self.mappings[key] = len(self.mappings) + 1
+            self.out += _bytes(3, _int(1, mapping_id) + _int(2, key[1]) + _int(3, key[2])
+                               + _int(4, key[3]) + _int(5, self.s(key[0]))
+                               + _int(6, self.s(frame.get("build_id", "")))
+                               + _int(7, 1))  # has_functions: named already
+        return mapping_id
 
     def sample(self, locations: list[int], values: list[int], thread: str) -> None:
         label = _bytes(3, _int(1, self.s("thread")) + _int(2, self.s(thread)))

@@ -119,6 +119,11 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
                 functions, threshold_pct, memory=memory, console=console, inclusive=inclusive
             )
         )
+    native_threads = _native_threads(profile)
+    if native_threads:
+        console.print()
+        for text in native_threads:
+            console.print(text, style="dim")
     if memory:
         leaks = _leaks(profile)
         console.print()
@@ -376,6 +381,21 @@ def _native_functions(line: dict[str, Any], shown: int = 3) -> str:
         if total > 0 and entry["seconds"] * 100.0 / total >= 0.5
     ]
     return "native: " + ", ".join(parts)
+
+
+def _native_threads(profile: dict[str, Any]) -> list[str]:
+    """The threads without a Python thread state (a BLAS pool, a C library's thread) that used
+    at least a sampling interval of CPU: their time is in no line, so they get a line each."""
+    least = profile.get("sampling_interval_s", 0.01)
+    rows = []
+    for thread in profile.get("threads", []):
+        if thread.get("python") is not False or thread.get("cpu_s", 0) < least:
+            continue
+        row = f"{visible(thread.get('name', ''))}: {_duration(thread['cpu_s'])} CPU in no line"
+        if thread.get("native_functions"):
+            row += ", " + _native_functions(thread)
+        rows.append(row)
+    return rows
 
 
 def _memory_on(profile: dict[str, Any]) -> bool:
