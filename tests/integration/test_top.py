@@ -148,28 +148,43 @@ def test_a_c_call_holding_the_gil_is_native(tmp_path, python):
 
 def test_text_views_follow_one_another_until_the_target_exits(tmp_path):
     """Not on a terminal: one view per interval, as text, and when the target exits, a line
-    saying so and status 0."""
-    ready = tmp_path / "ready"
-    code = ("import ctypes, sys, time\n"
+    saying so and status 0. The target runs until two views were read (a fixed run time was
+    not enough: on a loaded machine heatline top's start took most of it)."""
+    ready, stop = tmp_path / "ready", tmp_path / "stop"
+    code = ("import ctypes, os, sys\n"
             "ctypes.CDLL(None).prctl(0x59616D61, ctypes.c_ulong(-1).value, 0, 0, 0)\n"
             f"open({str(ready)!r}, 'w').close()\n"
-            "def busy(until):\n"
-            "    while time.monotonic() < until: pass\n"
-            "busy(time.monotonic() + 2.0)\n")
+            "def busy(stop):\n"
+            "    while not os.path.exists(stop):\n"
+            "        for _ in range(20000): pass\n"
+            f"busy({str(stop)!r})\n")
     process = subprocess.Popen([sys.executable, "-c", code])
+    top = None
     try:
         while not ready.exists():
             assert process.poll() is None
             time.sleep(0.01)
-        done = _top("--refresh", "0.5", str(process.pid))
+        top = subprocess.Popen([sys.executable, "-m", "heatline", "top", "--refresh", "0.5",
+                                str(process.pid)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        seen = ""
+        while seen.count(f"Process {process.pid}: ") < 2:
+            line = top.stdout.readline()
+            assert line, (seen, top.stderr.read())
+            seen += line
+        stop.touch()
+        process.wait(timeout=120)
+        rest, stderr = top.communicate(timeout=120)
     finally:
         process.kill()
         process.wait()
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == f"heatline top: process {process.pid} exited\n"
-    views = done.stdout.count(f"Process {process.pid}: ")
-    assert views >= 2, done.stdout
-    assert "busy" in _rows(done.stdout)
+        if top is not None and top.poll() is None:
+            top.kill()
+            top.wait()
+    assert "Traceback" not in stderr, stderr
+    assert top.returncode == 0, stderr
+    assert stderr == f"heatline top: process {process.pid} exited\n"
+    assert "busy" in _rows(seen + rest)
 
 
 def _read_until(fd, wanted, timeout=60):
