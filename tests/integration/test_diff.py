@@ -2,6 +2,7 @@
 loop goes from 0.4 s to 0.1 s, a sleep from 0.2 s to 0.8 s, and an edit moves every line two
 lines down."""
 
+import json
 import re
 
 PROGRAM = '''import time
@@ -33,6 +34,11 @@ def _profile(run_heatline, tmp_path, name, header, spin, rest):
     return str(out)
 
 
+def _max_gap_s(path):
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)["max_sample_gap_s"]
+
+
 def test_diff_reports_known_phase_changes_and_fails_on_regression(run_heatline, tmp_path):
     before = _profile(run_heatline, tmp_path, "before", "", 0.4, 0.2)
     after = _profile(run_heatline, tmp_path, "after", "# moved\n# down\n# three", 0.1, 0.8)
@@ -41,20 +47,26 @@ def test_diff_reports_known_phase_changes_and_fails_on_regression(run_heatline, 
     text = result.stdout
     functions = text.split("Functions")[1].split("Lines")[0].splitlines()[2:]
     rows = [line.split() for line in functions if line.strip()]
+    # How far a phase's time can be from its length in one run: the longest gap between samples
+    # at each of its two ends (a loaded machine stretches it: the runs' own figures), in both
+    # runs compared.
+    slack = 2 * sum(_max_gap_s(path) for path in (before, after))
     # Largest change first: the sleep grew by about 0.6 s of system time, the loop shrank by
     # about 0.3 s of running time.
     assert rows[0][-2:] == ["rest", "(phases.py)"]
-    assert 0.4 < float(rows[0][0].rstrip("s")) < 0.8
-    assert 0.4 < float(rows[0][3].rstrip("s"))
+    assert 0.4 - slack < float(rows[0][0].rstrip("s")) < 0.8 + slack, (slack, text)
+    assert 0.4 - slack < float(rows[0][3].rstrip("s")), (slack, text)
     assert rows[1][-2:] == ["spin", "(phases.py)"]
-    assert -0.45 < float(rows[1][0].rstrip("s")) < -0.15
+    assert -0.45 - slack < float(rows[1][0].rstrip("s")) < -0.15 + slack, (slack, text)
     # Lines are matched by function and source text across the edit (two lines down).
     match = re.search(r"phases\.py:(\d+) rest: time\.sleep\(seconds\)  \(was line (\d+)\)", text)
     assert match and int(match.group(1)) == int(match.group(2)) + 2, text
     # Nothing that carries real time is unmatched: only a line with a few samples (the loop's
-    # `pass`, which one short run may catch and the other not) may show as new or gone.
+    # `pass`, which one short run may catch and the other not) may show as new or gone, each
+    # charged at most a few gaps between samples.
     unmatched = [line for line in text.splitlines() if line.endswith(("(new)", "(gone)"))]
-    assert all(abs(float(line.split()[0].rstrip("s"))) < 0.05 for line in unmatched), text
+    assert all(abs(float(line.split()[0].rstrip("s"))) < 0.05 + slack for line in unmatched), (
+        slack, text)
     # Exit status for CI: the total grew by about 50 %.
     assert run_heatline("diff", "--fail-on-regression", "20", before, after).returncode == 1
     # ... and the sleep by about 0.6 s, 100 % of the before total: a 150 % allowance passes.
