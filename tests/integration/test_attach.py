@@ -40,9 +40,13 @@ def _control_dir(tmp_path):
     return tmp_path / f"heatline-{os.geteuid()}"
 
 
-def _start(tmp_path, target, *args, python=sys.executable):
-    work = tmp_path / "work"
+def _start(tmp_path, target, *args, python=sys.executable, name="work", touch=()):
+    """target started on its own (nothing attached yet), in tmp_path/name with the files
+    named in touch made there first, once it says it is ready: (process, its directory)."""
+    work = tmp_path / name
     work.mkdir(exist_ok=True)
+    for file in touch:
+        (work / file).touch()
     process = subprocess.Popen([python, os.path.join(PROGRAMS, target), str(work), *args],
                                env=_env(tmp_path), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -272,16 +276,7 @@ def test_twenty_attach_detach_cycles_leave_the_program_as_it_was(tmp_path):
     prints: the same threads, signal handlers, trace functions, atexit handlers and open
     descriptors at the end; no heatline thread is left after any detach; no file is left in
     heatline's directory."""
-    plain_work = tmp_path / "plain"
-    plain_work.mkdir()
-    plain = subprocess.Popen([sys.executable, os.path.join(PROGRAMS, "attach_steady.py"),
-                              str(plain_work)], env=_env(tmp_path), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    while not (plain_work / "ready").exists():
-        assert plain.poll() is None, plain.communicate()
-        time.sleep(0.01)
-    (plain_work / "finish").touch()
-    plain_out = plain.communicate(timeout=120)
+    _, *plain_out = _finish(*_start(tmp_path, "attach_steady.py", name="plain"))
 
     process, work = _start(tmp_path, "attach_steady.py")
     before = _thread_tasks(process.pid)
@@ -307,15 +302,7 @@ def test_a_program_that_forks_while_attached(tmp_path):
     fork child) and do not end the parent's attach (the at-exit writer is the attached
     process's only). The program starts forking once attached: a fork during the attach itself
     may still be counted with the agent's thread (README, known limits)."""
-    plain_work = tmp_path / "plain"
-    plain_work.mkdir()
-    (plain_work / "go").touch()
-    plain = subprocess.Popen([sys.executable, os.path.join(PROGRAMS, "attach_forks.py"),
-                              str(plain_work)], env=_env(tmp_path), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    while not (plain_work / "ready").exists():
-        assert plain.poll() is None, plain.communicate()
-        time.sleep(0.01)
+    plain, plain_work = _start(tmp_path, "attach_forks.py", name="plain", touch=("go",))
     time.sleep(1.5)
     _, *plain_out = _finish(plain, plain_work)
     assert plain.returncode == 0 and plain_out == ["children all exited 0: True\n", ""], plain_out

@@ -65,18 +65,22 @@ def _run(run_heatline, tmp_path, script, *args, options=(), env=None):
     return json.loads(out.read_text())
 
 
-@pytest.fixture(scope="module")
-def burned(libraries, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("burned")
+def _burn_with_truth(tmp, target, *args):
+    """(truth, profile) of target run under heatline with args and a truth file's path."""
     truth_path = tmp / "truth.json"
     out = tmp / "profile.json"
     result = subprocess.run(
-        [sys.executable, "-m", "heatline", "-q", "-o", str(out),
-         os.path.join(TARGETS, "native_burn.py"), *libraries, str(truth_path)],
+        [sys.executable, "-m", "heatline", "-q", "-o", str(out), os.path.join(TARGETS, target),
+         *args, str(truth_path)],
         capture_output=True, timeout=300, check=False,
     )
     assert result.returncode == 0, result.stderr.decode()
     return json.loads(truth_path.read_text()), json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def burned(libraries, tmp_path_factory):
+    return _burn_with_truth(tmp_path_factory.mktemp("burned"), "native_burn.py", *libraries)
 
 
 def _shares(line):
@@ -119,16 +123,8 @@ def test_an_unloaded_librarys_functions_keep_their_names(burned):
 
 @pytest.fixture(scope="module")
 def thread_burned(libraries, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("thread_burned")
-    truth_path = tmp / "truth.json"
-    out = tmp / "profile.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "heatline", "-q", "-o", str(out),
-         os.path.join(TARGETS, "native_thread_burn.py"), libraries[0], str(truth_path)],
-        capture_output=True, timeout=300, check=False,
-    )
-    assert result.returncode == 0, result.stderr.decode()
-    return json.loads(truth_path.read_text()), json.loads(out.read_text())
+    return _burn_with_truth(tmp_path_factory.mktemp("thread_burned"), "native_thread_burn.py",
+                            libraries[0])
 
 
 def test_a_c_threads_functions_are_its_measured_shares(thread_burned):
