@@ -1,6 +1,6 @@
 /* detach.c: see detach.h. */
-#define _GNU_SOURCE
-#include <Python.h>
+#include <Python.h> /* first, as CPython requires; it defines _GNU_SOURCE (3.9 and 3.10 without
+                     * a guard, so defining it here too fails the -Werror build there) */
 
 #include "detach.h"
 
