@@ -61,10 +61,11 @@ def _start(tmp_path, target, *args, python=sys.executable, name="work", touch=()
 # An open defect (issue 22): about one attach in a hundred here, the agent's thread never
 # writes "started" and the attacher gives up after 30 s with this one-line error (seen on 3.11
 # and 3.13, each time on a target whose main thread sleeps in time.sleep while another thread
-# spins). The target runs on unharmed. Not reproduced in about 1,800 attaches looking for it
-# (README), so its cause is still not found: until it is, a test that meets exactly that failure
-# says so as an expected failure, with the error's account of how far heatline's thread came
-# (cli/attach.py's _progress); every other outcome is checked as written.
+# spins). The target runs on unharmed. Not reproduced in about 1,800 attaches looking for it,
+# then seen twice in one full ASan run of the suite (README); its cause is still not found.
+# Until it is, a test that meets exactly that failure says so as an expected failure, with the
+# error's account of how far heatline's thread came (cli/attach.py's _progress; make runs
+# pytest with -rx, which prints it); every other outcome is checked as written.
 KNOWN_START_DEFECT = "did not start profiling within"
 
 
