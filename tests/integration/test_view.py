@@ -114,7 +114,16 @@ def test_reduced_profile_hides_idle_lines(saved_profile):
     out = result.stdout.decode()
     assert HOT_LINE in out
     assert IDLE_LINE not in out
-    assert "def never_called" not in out
+    # The def statement runs once as the module loads: a sample or a sampled allocation may
+    # fall on it (busy.py says so), and then it is a line with a cost, shown. Only a def line
+    # the profile charged nothing is checked to be hidden.
+    with open(BUSY, encoding="utf-8") as file:
+        [number] = [n for n, text in enumerate(file, 1) if text.startswith("def never_called")]
+    lines = {line["line"]: line for line in profile.load(saved_profile)["files"][BUSY]["lines"]}
+    charged = lines.get(number, {})
+    if not any(charged.get(key) for key in ("python_s", "native_s", "system_s",
+                                             "alloc_python_bytes", "alloc_native_bytes")):
+        assert "def never_called" not in out
 
 
 def test_no_color_means_no_escape_sequences_even_when_forced(saved_profile):
