@@ -32,7 +32,12 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+
+# typing only for the annotations (strings here), as on a run's own path: in the program
+# attached to, every import of the start competes for the GIL with the program's threads.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _lock = threading.Lock()
 _directory: str | None = None  # the attach in progress
