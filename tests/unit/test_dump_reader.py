@@ -3,6 +3,8 @@ CPython's own headers (the suite run on each version checks each table), the mes
 refusal, and the text and JSON made of a dump."""
 
 import errno
+import os
+import subprocess
 import sys
 
 import pytest
@@ -27,6 +29,28 @@ def test_this_process_reads_itself():
         f.name == "test_this_process_reads_itself" for f in t.frames)]
     assert me.frames[0].name == "read" and me.frames[0].file.endswith("dump.py")
     assert me.complete and not me.holds_gil  # the read runs with the GIL released
+
+
+def test_the_switch_interval_is_read_and_set_from_outside():
+    """hl_remote_switch_interval on this process (its main interpreter's GIL, found as heatline
+    attach finds a target's): it reads what sys.setswitchinterval set, writes what the attach
+    asks, and leaves alone a value other than the one it expects (the program's own, set
+    meanwhile)."""
+    pid, before = os.getpid(), sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.0042)
+        assert _native.switch_interval(pid, 0, 0) == 4200  # read only
+        assert _native.switch_interval(pid, 100, 0) == 4200
+        assert sys.getswitchinterval() == pytest.approx(100e-6)
+        assert _native.switch_interval(pid, 4200, 777) == 100  # not 777: left as it is
+        assert sys.getswitchinterval() == pytest.approx(100e-6)
+        assert _native.switch_interval(pid, 4200, 100) == 100
+        assert sys.getswitchinterval() == pytest.approx(0.0042)
+    finally:
+        sys.setswitchinterval(before)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    assert _native.switch_interval(int(gone.stdout), 100, 0) is None  # exited (and reaped)
 
 
 def _message(os_error=errno.EPERM, **facts):

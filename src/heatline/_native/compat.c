@@ -211,6 +211,7 @@ static void remote_39_310(hl_remote_layout *r, int minor) {
     r->runtime_main_thread = 72;
     r->gil_state = 352; /* _PyRuntime.ceval.gil */
     r->gil_holder = 8;
+    r->gil_interval = 0;
     r->gil_locked = 16;
     r->interp_next = 0;
     r->interp_id = 24;
@@ -298,6 +299,7 @@ static void remote_311_313(hl_remote_layout *r, int minor) {
         }
     }
     r->gil_holder = 8;
+    r->gil_interval = 0;
     r->gil_locked = 16;
     l->frame_read_size = l->frame_owner + 1;
     l->code_read_size = l->code_adaptive; /* the code units follow the header */
@@ -477,6 +479,7 @@ static const struct {
     FIELD(gil_state),
     FIELD(gil_locked),
     FIELD(gil_holder),
+    FIELD(gil_interval),
 };
 #undef FIELD
 
@@ -497,6 +500,7 @@ int hl_compat_remote_check(const char **field) {
 #endif
     here.gil_locked = offsetof(struct _gil_runtime_state, locked);
     here.gil_holder = offsetof(struct _gil_runtime_state, last_holder);
+    here.gil_interval = offsetof(struct _gil_runtime_state, interval);
 
     *field = "version";
     if (hl_compat_remote_layout((PY_VERSION_HEX >> 16) & 0xFF, &table) != 0) return 0;

@@ -101,10 +101,11 @@ typedef struct hl_remote_layout {
     size_t tstate_interp;             /* PyThreadState: the interpreter it belongs to */
     /* The GIL's state (struct _gil_runtime_state): in _PyRuntimeState at gil_state (3.9-3.11),
      * or pointed to by the PyInterpreterState field at gil_state (3.12+: one GIL per
-     * interpreter possible). gil_locked (an int) and gil_holder (the PyThreadState that took it
-     * last) are offsets in that struct. */
+     * interpreter possible). gil_locked (an int), gil_holder (the PyThreadState that took it
+     * last) and gil_interval (the switch interval in microseconds, an unsigned long: what
+     * sys.setswitchinterval sets) are offsets in that struct. */
     int gil_per_interpreter;
-    size_t gil_state, gil_locked, gil_holder;
+    size_t gil_state, gil_locked, gil_holder, gil_interval;
 } hl_remote_layout;
 
 /* The oldest and newest minor versions of 3.x the tables describe. */

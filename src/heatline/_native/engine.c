@@ -586,6 +586,11 @@ void hl_engine_remote_close(hl_remote *reader) {
     hl_remote_close(reader);
 }
 
+int hl_engine_remote_switch_interval(int pid, unsigned long set_us, unsigned long expect_us,
+                                     unsigned long *previous) {
+    return hl_remote_switch_interval(pid, set_us, expect_us, previous);
+}
+
 int hl_engine_inject(int pid, const char *library, const char *function, const char *argument,
                      uint64_t timeout_ns, hl_inject_result *out) {
     return hl_inject(pid, library, function, argument, timeout_ns, out);

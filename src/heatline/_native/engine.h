@@ -163,6 +163,9 @@ hl_remote *hl_engine_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *
 int hl_engine_remote_sample(hl_remote *reader, hl_dump *out);
 const hl_stats *hl_engine_remote_names(const hl_remote *reader);
 void hl_engine_remote_close(hl_remote *reader);
+/* heatline attach's shorter switch interval while it starts and stops (remote.h). */
+int hl_engine_remote_switch_interval(int pid, unsigned long set_us, unsigned long expect_us,
+                                     unsigned long *previous);
 
 /* heatline attach: loads library into process pid and calls its function(argument) there
  * (inject.h). Not the engine's state either: call it without the GIL. Returns 0, or -1 with

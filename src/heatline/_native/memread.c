@@ -135,3 +135,12 @@ int hl_memread_remote(int pid, void *dst, uintptr_t src, size_t n) {
     if (got == (ssize_t)n) return 0;
     return got < 0 ? -errno : -EFAULT;
 }
+
+int hl_memwrite_remote(int pid, uintptr_t dst, const void *src, size_t n) {
+    if (dst == 0 || n == 0) return -EFAULT;
+    struct iovec local = {(void *)src, n};
+    struct iovec remote = {(void *)dst, n};
+    ssize_t got = process_vm_writev((pid_t)pid, &local, 1, &remote, 1, 0);
+    if (got == (ssize_t)n) return 0;
+    return got < 0 ? -errno : -EFAULT;
+}

@@ -38,6 +38,9 @@ void hl_memread_direct(int on);
  * -errno: EPERM refused, ESRCH no such process, EFAULT an unreadable byte (a short read is one);
  * ENOSYS where the system call does not exist (gVisor). */
 int hl_memread_remote(int pid, void *dst, uintptr_t src, size_t n);
+/* Its converse: n bytes of src written at address dst of process pid (process_vm_writev, the
+ * same permission checks). Returns 0 or -errno, as hl_memread_remote. */
+int hl_memwrite_remote(int pid, uintptr_t dst, const void *src, size_t n);
 
 /* Reads one pointer-sized word. Returns 0 or -1. */
 static inline int hl_memread_ptr(uintptr_t *dst, uintptr_t src) {

@@ -462,6 +462,25 @@ static PyObject *native_inject(PyObject *module, PyObject *args) {
     return hl_convert_inject(&result);
 }
 
+PyDoc_STRVAR(switch_interval_doc,
+             "switch_interval($module, pid, set_us, expect_us, /)\n--\n\n"
+             "Process pid's GIL switch interval in microseconds, read from outside it; then\n"
+             "set to set_us (when > 0) if it still is expect_us (when > 0). None when it\n"
+             "cannot be read or written (remote.h, hl_remote_switch_interval).");
+
+static PyObject *native_switch_interval(PyObject *module, PyObject *args) {
+    (void)module;
+    int pid;
+    unsigned long set_us, expect_us, previous = 0;
+    if (!PyArg_ParseTuple(args, "ikk:switch_interval", &pid, &set_us, &expect_us)) return NULL;
+    int result;
+    Py_BEGIN_ALLOW_THREADS
+    result = hl_engine_remote_switch_interval(pid, set_us, expect_us, &previous);
+    Py_END_ALLOW_THREADS
+    if (result != 0) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLong(previous);
+}
+
 /* ---- test hooks -------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(remote_layout_check_doc,
@@ -567,6 +586,7 @@ static PyMethodDef native_methods[] = {
     {"remote_sample", native_remote_sample, METH_O, remote_sample_doc},
     {"remote_functions", native_remote_functions, METH_VARARGS, remote_functions_doc},
     {"inject", native_inject, METH_VARARGS, inject_doc},
+    {"switch_interval", native_switch_interval, METH_VARARGS, switch_interval_doc},
     {"_remote_layout_check", native_remote_layout_check, METH_NOARGS, remote_layout_check_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},

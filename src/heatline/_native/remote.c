@@ -497,6 +497,39 @@ int hl_remote_dump(int pid, int pause, hl_dump *d) {
     return result;
 }
 
+/* ---- the switch interval ------------------------------------------------------------- */
+
+int hl_remote_switch_interval(int pid, unsigned long set_us, unsigned long expect_us,
+                              unsigned long *previous) {
+    hl_dump d;
+    memset(&d, 0, sizeof(d));
+    d.names = &d.stats;
+    interpreter in;
+    hl_remote_layout r;
+    memset(&in, 0, sizeof(in));
+    int found =
+        pid > 0 && find_interpreter(pid, &d, &in) == 0 && read_layout(pid, &d, &in, &r) == 0;
+    hl_remote_dump_free(&d);
+    if (!found) return -1;
+    uintptr_t runtime = address_of(&in, SYM_RUNTIME), state = runtime + r.gil_state;
+    if (r.gil_per_interpreter) {
+        /* The main interpreter's (id 0): the one a new thread's PyGILState_Ensure takes. */
+        uintptr_t interp = 0;
+        int64_t id = -1;
+        if (read_word(pid, runtime + r.runtime_interpreters_head, &interp) != 0) return -1;
+        for (int count = 0; interp != 0 && count < MAX_INTERPRETERS; count++) {
+            if (hl_memread_remote(pid, &id, interp + r.interp_id, sizeof(id)) != 0) return -1;
+            if (id == 0) break;
+            if (read_word(pid, interp + r.interp_next, &interp) != 0) return -1;
+        }
+        if (id != 0 || read_word(pid, interp + r.gil_state, &state) != 0 || state == 0) return -1;
+    }
+    uintptr_t at = state + r.gil_interval;
+    if (hl_memread_remote(pid, previous, at, sizeof(*previous)) != 0) return -1;
+    if (set_us == 0 || (expect_us != 0 && *previous != expect_us)) return 0;
+    return hl_memwrite_remote(pid, at, &set_us, sizeof(set_us)) == 0 ? 0 : -1;
+}
+
 /* ---- a reader ------------------------------------------------------------------------- */
 
 struct hl_remote {

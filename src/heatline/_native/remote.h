@@ -83,6 +83,18 @@ typedef struct hl_dump {
 int hl_remote_dump(int pid, int pause, hl_dump *out);
 void hl_remote_dump_free(hl_dump *dump);
 
+/* The switch interval of process pid's main GIL (what sys.setswitchinterval sets, in
+ * microseconds): *previous gets its value, then set_us (when > 0) replaces it, unless it
+ * differs from expect_us (when > 0: a value the program set meanwhile is left alone). heatline
+ * attach shortens it while its thread starts or stops the profile: a thread waiting for the GIL
+ * asks for it only after an interval in which the holder never let go, so a program thread
+ * that lets go often (short system calls) and takes it straight back keeps a thread that needs
+ * it many times (imports: a system call each) waiting for seconds. One word, written with the
+ * program running: the GIL's code reads it afresh at each wait. Returns 0 or -1 (not a Python
+ * heatline can read, gone, or refused). Does not need the GIL. */
+int hl_remote_switch_interval(int pid, unsigned long set_us, unsigned long expect_us,
+                              unsigned long *previous);
+
 /* A reader: heatline top's repeated readings of one process, without stopping it. The
  * interpreter, its layout and the walker's code cache are found once (hl_remote_open), so a
  * reading costs the reads of the thread states and stacks and one /proc stat read per thread,

@@ -144,7 +144,7 @@ def _alive(pid: int) -> bool:
     return state not in (["Z"], ["X"])
 
 
-def _make_directory(base: str, pid: int, options: Options) -> str:
+def _make_directory(base: str, pid: int, options: Options, switch_interval_us: int | None) -> str:
     from heatline.engine import attach
 
     directory = os.path.join(base, f"attach-{pid}-{os.urandom(6).hex()}")
@@ -163,7 +163,8 @@ def _make_directory(base: str, pid: int, options: Options) -> str:
         os.chown(directory, target_uid, -1)
     sent = {k: v for k, v in vars(options).items() if k not in _ATTACHER_ONLY}
     _write(directory, "root", attach.install_root())
-    _write(directory, "request", json.dumps({"options": sent}))
+    _write(directory, "request", json.dumps({"options": sent,
+                                             "switch_interval_us": switch_interval_us}))
     if target_uid != os.geteuid():
         for name in ("root", "request"):
             os.chown(os.path.join(directory, name), target_uid, -1)
@@ -257,11 +258,22 @@ def _error_text(directory: str) -> str:
 def _attach(pid: int, version: str, base: str, options: Options, duration: float | None) -> int:
     from heatline.engine import attach
 
-    directory = _make_directory(base, pid, options)
+    # Shorter GIL switches while heatline's thread starts, and again while it stops (engine/
+    # attach.py's QUICK_SWITCH_US); that side puts the program's back once done, and so does
+    # this one, in every case (an error, Ctrl-C).
+    switching = attach.quicken_switching(pid)
+    try:
+        directory = _make_directory(base, pid, options, switching)
+    except BaseException:
+        attach.restore_switching(pid, switching)
+        raise
     try:
         begun = time.monotonic()
-        attach.inject(pid, directory)
-        got = _wait_for(directory, ("started", "error"), pid, START_TIMEOUT_S)
+        try:
+            attach.inject(pid, directory)
+            got = _wait_for(directory, ("started", "error"), pid, START_TIMEOUT_S)
+        finally:
+            attach.restore_switching(pid, switching)
         if got == "error":
             raise attach.AttachError(f"process {pid}: {_error_text(directory)}")
         if got is None:
@@ -277,13 +289,16 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
              f"profiling {until}")
         ended = _profile(pid, directory, duration)
         detach_begun = time.monotonic()
-        if not ended:
-            _write(directory, "stop", "")
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the detach must finish
         try:
+            if not ended:
+                switching = attach.quicken_switching(pid)
+                _write(directory, "stop", "")
             got = _wait_for(directory, ("profile.json", "error"), pid, STOP_TIMEOUT_S)
         finally:
             signal.signal(signal.SIGINT, previous)
+            if not ended:
+                attach.restore_switching(pid, switching)
         if got == "profile.json" and not ended:
             _wait_threads_gone(pid, _heatline_tids(directory), THREAD_END_TIMEOUT_S)
         detach_s = time.monotonic() - detach_begun

@@ -65,6 +65,34 @@ def watch_for_detach(directory: str, callback: Any) -> None:
                           callback)
 
 
+# The target's GIL switch interval while heatline's thread starts or stops the profile there.
+# A thread waiting for the GIL asks the holder to let go only after a whole interval (5 ms by
+# default) in which it never did; a program thread that lets go often (a short system call:
+# a stat, a poll) and takes it straight back is never asked, and wins each race for it. The
+# start takes the GIL once per system call (each import opens and reads files), so it waited
+# up to a minute behind one such thread. With 100 us it waits at most about that per system
+# call; the program's threads switch more often for the start's tens of milliseconds.
+QUICK_SWITCH_US = 100
+
+
+def quicken_switching(pid: int) -> int | None:
+    """Shorten process pid's switch interval (remote.c, hl_remote_switch_interval) and return
+    the one it had, or None when it could not be read or written (the attach goes on)."""
+    from heatline import _native
+
+    previous = _native.switch_interval(pid, QUICK_SWITCH_US, 0)
+    return None if previous == QUICK_SWITCH_US else previous
+
+
+def restore_switching(pid: int, previous: int | None) -> None:
+    """Put back the interval quicken_switching returned, unless the target's own code (or
+    the attach's side in it) has set one since."""
+    from heatline import _native
+
+    if previous is not None:
+        _native.switch_interval(pid, previous, QUICK_SWITCH_US)
+
+
 def inject(pid: int, directory: str) -> dict[str, object]:
     """Load the agent into process pid and start its thread for the attach in directory.
     Returns _native.inject's result (tid, loaded, held_ns); raises AttachError."""

@@ -44,6 +44,17 @@ _directory: str | None = None  # the attach in progress
 _started_epoch = 0.0
 _attached_pid = 0
 _heatline_tids: set[int] = set()  # the agent's thread and the stopping one: heatline's
+# The program's GIL switch interval, which the attacher shortens while heatline's thread starts
+# and stops the profile (engine/attach.py, QUICK_SWITCH_US), in seconds; None: not shortened.
+_switch_interval_s: float | None = None
+QUICK_SWITCH_S = 100e-6  # engine/attach.py's QUICK_SWITCH_US
+
+
+def _restore_switching() -> None:
+    """Put the program's switch interval back as soon as heatline's thread is done (the
+    attacher does too, later): unless the program set one of its own meanwhile."""
+    if _switch_interval_s is not None and abs(sys.getswitchinterval() - QUICK_SWITCH_S) < 1e-9:
+        sys.setswitchinterval(_switch_interval_s)
 
 
 def act(directory: str, action: str) -> None:
@@ -52,7 +63,10 @@ def act(directory: str, action: str) -> None:
     here: a fork of the program's waits until the stopping thread is done and gone."""
     try:
         if action == "start":
-            _start(directory)
+            try:
+                _start(directory)
+            finally:
+                _restore_switching()
         elif action == "stop":
             guard = sys.modules.get("_heatline_attach_guard")
             if guard is None:
@@ -61,6 +75,7 @@ def act(directory: str, action: str) -> None:
                 with guard.lock:
                     guard.tids.add(threading.get_native_id())
                     _finish(directory, "detach")
+            _restore_switching()
     except BaseException as exc:  # noqa: BLE001 -- nothing may reach the program
         _write(directory, "error", _one_line(exc))
 
@@ -82,13 +97,15 @@ def _write(directory: str, name: str, text: str) -> None:
 
 
 def _start(directory: str) -> None:
-    global _directory, _started_epoch, _attached_pid
+    global _directory, _started_epoch, _attached_pid, _switch_interval_s
+    with open(os.path.join(directory, "request"), encoding="utf-8") as file:
+        request = json.load(file)
+    previous = request.get("switch_interval_us")
+    _switch_interval_s = None if previous is None else previous / 1e6
     from heatline import api
     from heatline.engine import attach
     from heatline.options import Options
 
-    with open(os.path.join(directory, "request"), encoding="utf-8") as file:
-        request = json.load(file)
     options = Options(**request["options"])
     with _lock:
         if _directory is not None:
