@@ -119,6 +119,7 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     const hl_layout *l = &w->layout;
     char *path = NULL, *name = NULL, *qualname = NULL;
     memset(c, 0, sizeof(*c));
+    c->last_offset = -1;
     c->address = address;
     c->filename = hl_load_word(header, l->code_filename);
     c->name = hl_load_word(header, l->code_name);
@@ -252,11 +253,14 @@ fail_fresh:
     return NULL;
 }
 
-static int line_of(const hl_walker *w, const hl_code *c, int offset_bytes) {
+static int line_of(const hl_walker *w, hl_code *c, int offset_bytes) {
     if (offset_bytes < 0 || (size_t)offset_bytes >= c->code_bytes) return c->first_line;
+    if (offset_bytes == c->last_offset) return c->last_line;
     int line = hl_line_for_offset(w->layout.linetable_format, c->table, c->table_length,
                                   c->first_line, offset_bytes);
-    return line > 0 ? line : c->first_line;
+    c->last_offset = offset_bytes;
+    c->last_line = line > 0 ? line : c->first_line;
+    return c->last_line;
 }
 
 int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {
@@ -318,7 +322,7 @@ static hl_code *code_of(hl_walker *w, uintptr_t code_address, int *shim) {
 
 /* The frame (function and line) of a frame read into buffer that runs c. With leaf_flags
  * non-NULL (the innermost frame), also the HL_OP_* flags of the instruction it executes. */
-static hl_frame decode_frame(const hl_walker *w, const hl_code *c, const uint8_t *buffer,
+static hl_frame decode_frame(const hl_walker *w, hl_code *c, const uint8_t *buffer,
                              int *leaf_flags) {
     const hl_layout *l = &w->layout;
     int offset_bytes;

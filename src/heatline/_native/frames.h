@@ -38,6 +38,9 @@ typedef struct hl_code {
     size_t table_length;
     uintptr_t code_start; /* address of the first bytecode byte */
     size_t code_bytes;
+    /* The last offset decoded to a line, and that line: a caller's frame stays at its call
+     * from sample to sample, and decoding walks the table from its start. */
+    int last_offset, last_line;
 } hl_code;
 
 typedef struct hl_frame {

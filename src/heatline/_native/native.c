@@ -273,6 +273,33 @@ static char *read_whole(const char *path, size_t *length) {
 static void place_unplaced(void);
 
 /* Reads /proc/self/maps: its executable mappings become the active ones. */
+/* One line of /proc/self/maps, "START-END PERMS OFFSET DEV INODE   PATH", when its mapping is
+ * executable: 1 with the fields set (*path: "" when it has none), else 0. Parsed by hand:
+ * sscanf took 4,000 instructions a line, a third of a tick's cost on the ticks that read the
+ * mappings again. */
+static int executable_mapping(char *line, unsigned long long *start, unsigned long long *end,
+                              unsigned long long *offset, unsigned long *inode, const char **path) {
+    char *at;
+    *start = strtoull(line, &at, 16);
+    if (at == line || *at != '-') return 0;
+    line = at + 1;
+    *end = strtoull(line, &at, 16);
+    if (at == line || *at != ' ') return 0;
+    const char *perms = at + 1; /* "r-xp" */
+    if (strlen(perms) < 5 || perms[4] != ' ' || memchr(perms, 'x', 4) == NULL) return 0;
+    line = (char *)perms + 5;
+    *offset = strtoull(line, &at, 16);
+    if (at == line || *at != ' ') return 0;
+    char *device_end = strchr(at + 1, ' '); /* "fd:01" */
+    if (device_end == NULL) return 0;
+    line = device_end + 1;
+    *inode = strtoul(line, &at, 10);
+    if (at == line) return 0;
+    while (*at == ' ') at++;
+    *path = at;
+    return 1;
+}
+
 static void read_maps(void) {
     N.maps_read_ns = hl_now_ns();
     size_t length;
@@ -286,13 +313,9 @@ static void read_maps(void) {
         if (next != NULL) *next++ = '\0';
         unsigned long long start, end, offset;
         unsigned long inode;
-        char perms[8];
-        int path_at = 0, reused = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %lu %n", &start, &end, perms, &offset, &inode,
-                   &path_at) < 5 ||
-            strchr(perms, 'x') == NULL)
-            continue;
-        const char *path = path_at > 0 ? line + path_at : "";
+        const char *path;
+        int reused = 0;
+        if (!executable_mapping(line, &start, &end, &offset, &inode, &path)) continue;
         int64_t lib = *path != '\0' ? library_id(path, inode) : (int64_t)UINT32_MAX;
         int64_t id = lib < 0 ? -1 : mapping_id(start, end, offset, (uint32_t)lib, &reused);
         failed = id < 0 || HL_ARRAY_RESERVE(active, capacity, nactive + 1, 64) != 0;

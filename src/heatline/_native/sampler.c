@@ -185,6 +185,22 @@ static long native_id_of(hl_sampler *e, uintptr_t tstate) {
     return native_id;
 }
 
+/* Marks thread `index` seen in this tick's list (e->seen grows with the threads, kept from tick
+ * to tick: a tick allocates nothing). Returns 0, or -1 when out of memory. */
+static int mark_seen(hl_sampler *e, size_t index) {
+    if (index >= e->seen_capacity) {
+        size_t capacity = e->seen_capacity ? e->seen_capacity : 64;
+        while (capacity <= index) capacity *= 2;
+        uint8_t *grown = realloc(e->seen, capacity);
+        if (grown == NULL) return -1;
+        memset(grown + e->seen_capacity, 0, capacity - e->seen_capacity);
+        e->seen = grown;
+        e->seen_capacity = capacity;
+    }
+    e->seen[index] = 1;
+    return 0;
+}
+
 /* Re-reads the interpreter's thread list, every tick: a thread state's id changes when the
  * thread it was made for starts, which leaves no other trace in the list. */
 static void refresh_threads(hl_sampler *e) {
@@ -192,27 +208,25 @@ static void refresh_threads(hl_sampler *e) {
     uintptr_t head;
     if (hl_memread_ptr(&head, l->interp + l->interp_threads_head) != 0) return;
 
-    size_t seen_capacity = e->nthreads + MAX_THREADS_SCANNED;
-    char *seen = calloc(seen_capacity, 1);
-    if (seen == NULL) return;
+    if (e->seen != NULL)
+        memset(e->seen, 0, e->nthreads < e->seen_capacity ? e->nthreads : e->seen_capacity);
     size_t scanned = 0;
     for (uintptr_t tstate = head; tstate != 0 && scanned < MAX_THREADS_SCANNED; scanned++) {
         long native_id = native_id_of(e, tstate);
         uintptr_t next = 0;
         if (native_id < 0 || hl_memread_ptr(&next, tstate + l->tstate_next) != 0)
-            goto abandon; /* the list changed under us; try again next tick */
+            return; /* the list changed under us; try again next tick */
         if (native_id != 0) { /* 0: created but not started yet */
             hl_thread *t = hl_sampler_find_thread(e, native_id);
             if (t != NULL) t->tstate = tstate; /* the list runs newest to oldest */
             else if (add_thread(e, tstate, native_id) == 0) t = &e->threads[e->nthreads - 1];
-            if (t != NULL) seen[t - e->threads] = 1;
+            if (t != NULL && mark_seen(e, (size_t)(t - e->threads)) != 0) return;
         }
         tstate = next;
     }
-    for (size_t i = 0; i < e->nthreads && i < seen_capacity; i++)
-        if (e->threads[i].alive && !seen[i]) forget_thread(e, &e->threads[i]);
-abandon:
-    free(seen);
+    for (size_t i = 0; i < e->nthreads; i++)
+        if (e->threads[i].alive && (i >= e->seen_capacity || !e->seen[i]))
+            forget_thread(e, &e->threads[i]);
 }
 
 /* ---- event loop waits (asyncwait.h) ---------------------------------------------------- */
@@ -704,6 +718,9 @@ void hl_sampler_reset(hl_sampler *e) {
     free(e->threads);
     e->threads = NULL;
     e->nthreads = e->threads_capacity = 0;
+    free(e->seen);
+    e->seen = NULL;
+    e->seen_capacity = 0;
     e->samples = e->sampled_ns = e->lost_ns = 0;
     e->max_gap_ns = e->max_tick_ns = 0;
     e->shared_descriptors = 0;

@@ -68,6 +68,8 @@ typedef struct hl_sampler {
     hl_walker walker;
     hl_thread *threads;
     size_t nthreads, threads_capacity;
+    uint8_t *seen; /* per thread, scratch of refresh_threads: its state in this tick's list */
+    size_t seen_capacity;
     long pthread_tid_offset; /* 3.9/3.10: where glibc keeps the kernel id, or -1 */
 
     uint64_t samples; /* ticks that charged time */
