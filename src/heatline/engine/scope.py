@@ -93,7 +93,7 @@ def is_launcher(path: str) -> bool:
     return all("sys.argv[0]" in line or line.strip() == "else:" for line in body[:-1])
 
 
-def _scripts_dirs() -> list[str]:
+def scripts_dirs() -> list[str]:
     """Where pip writes this interpreter's launchers: its scheme's scripts directory (the
     virtual environment's bin), and the user scheme's (``pip install --user``)."""
     import sysconfig
@@ -107,7 +107,7 @@ def _scripts_dirs() -> list[str]:
 def launcher_files() -> list[str]:
     """The launchers in this interpreter's scripts directories (launcher_files_among)."""
     paths = []
-    for directory in _scripts_dirs():
+    for directory in scripts_dirs():
         try:
             with os.scandir(directory) as entries:
                 listed = []

@@ -28,18 +28,27 @@ _fork_hooks_registered = False
 # Whether every fork child starts a session of its own (it then keeps the memory hooks it
 # inherited, which that session uses): keep_hooks_in_fork_children().
 _fork_child_profiles = False
-# The scope's library prefixes and the opcode table (about 1 ms to work out, mostly realpath
-# calls): the same for every session of this process, and of its fork children, which inherit
-# them (a Pool worker's start).
+# The scope's library prefixes and the opcode table (about 4 ms to work out: sysconfig, and
+# every launcher read; kept on disk for the next run, tablecache.py): the same for every
+# session of this process, and of its fork children, which inherit them (a Pool worker's start).
 _engine_tables: tuple[list[str], bytes] | None = None
 
 
 def _tables() -> tuple[list[str], bytes]:
+    """The engine's tables: this process's, else those kept from an earlier run
+    (tablecache.py), else worked out (and kept for the next run)."""
     global _engine_tables
     if _engine_tables is None:
-        from heatline.engine.opcodes import opcode_flags_table
+        from heatline.engine import tablecache
 
-        _engine_tables = (scope.default_exclude_prefixes(), opcode_flags_table())
+        key = _tables_key()
+        _engine_tables = tablecache.load(key)
+        if _engine_tables is None:
+            from heatline.engine import opcodes
+
+            watched = tablecache.watch([*scope.scripts_dirs(), scope.__file__, opcodes.__file__])
+            _engine_tables = (scope.default_exclude_prefixes(), opcodes.opcode_flags_table())
+            tablecache.save(key, watched, *_engine_tables)
     return _engine_tables
 
 
