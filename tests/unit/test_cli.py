@@ -115,3 +115,68 @@ def test_a_run_imports_neither_typing_nor_shutil(tmp_path, mode):
     needed = _imported("-c", "import argparse, json, runpy, sysconfig")
     extra = imported & ({"typing", "shutil"} - needed)
     assert not extra, sorted(extra)
+
+
+# A value each option accepts, by its metavar (a new metavar needs one here).
+PLAIN_SAMPLES = {"FILE": "out.json", "PATTERNS": "a.py,b", "SECONDS": "0.02", "BYTES": "1024",
+                 "PERCENT": "5", "N": "3", "FORMAT": "html", "HOST:PORT": "127.0.0.1:0"}
+
+
+def _plain_command_lines():
+    from heatline.options import RUN_OPTIONS
+
+    lines, everything = [[]], []
+    for option in RUN_OPTIONS:
+        for flag in option.all_flags:
+            if option.takes_value:
+                sample = PLAIN_SAMPLES[option.metavar]
+                lines.append([flag, sample])
+                if flag.startswith("--"):
+                    lines.append([f"{flag}={sample}"])
+                everything += [flag, sample]
+            else:
+                lines.append([flag])
+                everything.append(flag)
+    lines += [["--html"], ["--json"], ["--json", "--format", "terminal"], ["--html", "--json"],
+              ["--profile-only", "a", "--profile-only=b"], ["--native", "--no-native"],
+              ["--no-gpu", "--gpu"], ["-q", "-q", "-o", "a.json", "-o", "b.html"],
+              ["--cpu-sampling-rate", "0.5", "--cpu-sampling-interval", "0.25"], everything]
+    return lines
+
+
+@pytest.mark.parametrize("option_args", _plain_command_lines(), ids=" ".join)
+def test_a_plain_command_line_is_read_without_argparse_as_argparse_reads_it(option_args):
+    """cli/run.py reads the run's options itself when each is spelled plainly (a run's start
+    then neither imports argparse nor builds its parser of some 60 options: 19 M
+    instructions): the very values argparse gives, for every spelling of every option."""
+    from heatline.cli import run
+
+    plain = run.parse_plainly(option_args)
+    assert plain is not None
+    assert plain == vars(run.parser().parse_args(option_args))
+
+
+@pytest.mark.parametrize("option_args", [
+    ["-qo", "x.json"], ["-ox.json"], ["--cpu"], ["--quiet=yes"], ["--format", "-q"], ["-o"],
+    ["--format=nonsense"], ["--memory-sampling-window", "0"], ["-h"], ["--help"],
+    ["--version"], ["--bogus"], ["--no-cpu-only"], ["-o=x.json"], ["--cpu-percent-threshold"],
+], ids=" ".join)
+def test_any_other_command_line_is_left_to_argparse(option_args):
+    """Combined or abbreviated options, a value that starts with '-' or that its option
+    refuses, help, version and misspellings: argparse reads those (and reports errors)."""
+    from heatline.cli import run
+
+    assert run.parse_plainly(option_args) is None
+
+
+def test_a_plain_run_does_not_import_argparse(tmp_path):
+    (tmp_path / "empty.py").write_text("pass\n")
+    imported = _imported("-m", "heatline", "-q", "--cpu-only", "-o", str(tmp_path / "p.json"),
+                         str(tmp_path / "empty.py"))
+    assert "heatline.engine.session" in imported and "argparse" not in imported
+    # A misspelt option: argparse reads the command line, and says what is wrong in one line.
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "heatline", "--cpu",
+                           str(tmp_path / "empty.py")], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "heatline: error: unrecognized arguments: --cpu" in done.stderr
+    assert "| argparse\n" in done.stderr

@@ -4,7 +4,6 @@ options and the program's command line, and the check of an output file."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -13,26 +12,43 @@ from heatline.options import RUN_OPTIONS, Option
 # typing and collections.abc only for the annotations (strings here): see cli/__init__.py.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
+    class Parser(argparse.ArgumentParser): ...
 
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line, not the usage text plus a message; and its
-    help is as wide as the terminal without argparse importing shutil (and with it bz2, lzma,
-    zlib, fnmatch) to ask: it makes a help formatter for every option added, so every run paid
-    about 2 ms and 1.7 MB of the main process's memory (mapped again by every fork child) for
-    an import only --help needs."""
 
-    def __init__(self, *args: Any, formatter_class: Any = argparse.HelpFormatter,
-                 **kwargs: Any) -> None:
-        def formatter(prog: str, **more: Any) -> argparse.HelpFormatter:
-            return formatter_class(prog, width=terminal_columns() - 2, **more)
+def _parser_class() -> type:
+    """Parser: argparse, but a usage error is one line, not the usage text plus a message; and
+    its help is as wide as the terminal without argparse importing shutil (and with it bz2,
+    lzma, zlib, fnmatch) to ask: it makes a help formatter for every option added, so every run
+    paid about 2 ms and 1.7 MB of the main process's memory (mapped again by every fork child)
+    for an import only --help needs. Made on first use (this module's __getattr__): a run whose
+    command line cli/run.py reads without argparse does not import it (10 M instructions)."""
+    import argparse
 
-        super().__init__(*args, formatter_class=formatter, **kwargs)
+    class Parser(argparse.ArgumentParser):
+        __doc__ = _parser_class.__doc__
 
-    def error(self, message: str) -> NoReturn:
-        fail(message)
+        def __init__(self, *args: Any, formatter_class: Any = argparse.HelpFormatter,
+                     **kwargs: Any) -> None:
+            def formatter(prog: str, **more: Any) -> argparse.HelpFormatter:
+                return formatter_class(prog, width=terminal_columns() - 2, **more)
+
+            super().__init__(*args, formatter_class=formatter, **kwargs)
+
+        def error(self, message: str) -> NoReturn:
+            fail(message)
+
+    return Parser
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Parser":
+        made = globals()["Parser"] = _parser_class()
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def terminal_columns() -> int:
@@ -70,6 +86,8 @@ def parse_pid(text: str) -> int:
 
 
 def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
+    import argparse
+
     if option.takes_value:
         kwargs: dict = {"metavar": option.metavar, "default": option.default}
         if option.repeat:

@@ -3,13 +3,17 @@ profile a program (run/launch.py runs it)."""
 
 from __future__ import annotations
 
-import argparse
-
 from heatline._version import __version__
-from heatline.cli.common import Parser, add_format_shortcuts, add_option, check_outfile, fail
+from heatline.cli.common import add_format_shortcuts, add_option, check_outfile, fail
 from heatline.cli.common import split_argv
 from heatline.options import RUN_OPTIONS, Options, only_implies_all
 from heatline.run import launch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from heatline.cli.common import Parser
 
 USAGE = """\
 heatline [options] script.py [args...]
@@ -43,7 +47,11 @@ heatline.pause()) in it, or from another shell with 'heatline ctl on PID' (and o
 
 
 def parser() -> Parser:
-    parser = Parser(
+    import argparse
+
+    from heatline.cli import common
+
+    parser = common.Parser(
         prog="heatline",
         usage=USAGE,
         description=DESCRIPTION,
@@ -62,10 +70,76 @@ def parser() -> Parser:
 
 
 
+def _flags() -> dict[str, tuple[Any, str]]:
+    """Each spelling parse_plainly reads: flag -> (option, what it does)."""
+    table: dict[str, tuple[Any, str]] = {}
+    for option in RUN_OPTIONS:
+        kind = "value" if option.takes_value else "true"
+        for flag in option.flags:
+            table[flag] = (option, kind)
+        if option.negatable and not option.takes_value:
+            for flag in option.flags:
+                if flag.startswith("--"):
+                    table["--no-" + flag[2:]] = (option, "false")
+    for name in ("html", "json"):  # add_format_shortcuts
+        table[f"--{name}"] = (None, "format")
+    return table
+
+
+def parse_plainly(option_args: list[str]) -> dict[str, Any] | None:
+    """What ``parser().parse_args(option_args)`` gives (as vars()), for command lines that
+    spell each option plainly: ``--flag``, ``--no-flag``, ``--name VALUE``, ``--name=VALUE``,
+    ``-x``, ``-x VALUE``; None for any other (combined short options, a value that starts with
+    '-', --help, --version, a misspelling, a value its option refuses), which argparse then
+    parses, and reports. Building argparse's parser of some 60 options, and importing
+    argparse, cost a run about 19 M instructions (4 ms) of its start; tests/unit/test_cli.py
+    holds the two to the same answers."""
+    values: dict[str, Any] = {"module": None}
+    for option in RUN_OPTIONS:
+        default = None if option.repeat else option.default if (
+            option.takes_value or option.negatable) else False
+        if isinstance(default, str) and option.parse is not None:
+            return None  # argparse would convert a string default: leave that to it
+        values.setdefault(option.dest, default)
+    flags = _flags()
+    at = 0
+    while at < len(option_args):
+        argument = option_args[at]
+        at += 1
+        name, equals, attached = argument.partition("=") if argument.startswith("--") else (
+            argument, "", "")
+        option, kind = flags.get(name, (None, None))
+        if kind is None or (equals and kind != "value"):
+            return None
+        if kind == "format":
+            values["format"] = name[2:]
+        elif kind in ("true", "false"):
+            values[option.dest] = kind == "true"
+        else:
+            if equals:
+                text = attached
+            elif at < len(option_args) and not option_args[at].startswith("-"):
+                text = option_args[at]
+                at += 1
+            else:
+                return None
+            try:
+                value = option.parse(text) if option.parse is not None else text
+            except (Exception, SystemExit):  # noqa: BLE001 -- argparse says what is wrong
+                return None
+            if option.repeat:
+                values[option.dest] = [*(values[option.dest] or []), value]
+            else:
+                values[option.dest] = value
+    return values
+
+
 def prepare(args: list[str]) -> launch.Launch:
     """The program ready to run, the profiler started; a usage error exits."""
     option_args, program = split_argv(args)
-    options = parser().parse_args(option_args)
+    values = parse_plainly(option_args)
+    if values is None:
+        values = vars(parser().parse_args(option_args))
     if program[:1] == ["-"]:
         fail("reading the program from stdin is not supported; give a script file")
     if not program:  # (-m MODULE never reaches argparse: split_argv put it in program)
@@ -73,7 +147,6 @@ def prepare(args: list[str]) -> launch.Launch:
             "no program to profile: give a script (heatline script.py) or a module "
             "(heatline -m module); see heatline --help"
         )
-    values = vars(options)
     del values["module"]  # (-m MODULE never reaches argparse: split_argv put it in program)
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
