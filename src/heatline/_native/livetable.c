@@ -14,6 +14,10 @@
 
 uint64_t hl_live_filter[FILTER_BITS / 64];
 static uint16_t filter_counts[FILTER_BITS]; /* writers only: listed keys per bit (saturating) */
+/* Whether a key was ever added since the last clear: a process whose first session starts
+ * finds the counts and the filter zero already (static storage) and leaves their pages
+ * untouched, which a clear would fault in (the counts are 256 KiB: a child's start). */
+static int filter_used;
 
 typedef struct live_table {
     size_t mask;
@@ -36,6 +40,7 @@ static size_t filter_index(uintptr_t key) {
 /* Under the lock, before the key is published. */
 static void filter_add(uintptr_t key) {
     size_t bit = filter_index(key);
+    filter_used = 1;
     if (filter_counts[bit] == UINT16_MAX) return; /* saturated: the bit stays set */
     if (filter_counts[bit]++ == 0)
         __atomic_or_fetch(&hl_live_filter[bit / 64], (uint64_t)1 << (bit % 64), __ATOMIC_RELEASE);
@@ -53,6 +58,8 @@ static void filter_remove(uintptr_t key) {
 
 /* Only while no key is listed and no table is published. */
 static void filter_clear(void) {
+    if (!filter_used) return;
+    filter_used = 0;
     memset(filter_counts, 0, sizeof(filter_counts));
     for (size_t i = 0; i < FILTER_BITS / 64; i++)
         __atomic_store_n(&hl_live_filter[i], 0, __ATOMIC_RELEASE);
