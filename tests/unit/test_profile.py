@@ -359,6 +359,22 @@ def test_profiled_periods_in_seconds_and_a_warning_when_some_were_not_kept():
     assert "profiled_periods" not in build()  # a snapshot without the record
 
 
+def test_a_run_never_paused_is_reported_whole_however_long_its_stop_took():
+    """The one period ends when sampling stopped; elapsed_s a little later, after the stop's own
+    work, which took 71 ms of a 0.247 s run on a loaded machine (and more under more load): the
+    engine's record of whether profiling was ever off decides, not the size of that gap."""
+    from heatline.data.queries import profiled_s
+
+    whole = build(snapshot(profiled_periods=[[0, 176 * MS]], profiled_was_paused=False),
+                  elapsed_s=0.247)
+    assert whole["paused"] is False and profiled_s(whole) is None
+    paused = build(snapshot(profiled_periods=[[0, 240 * MS]], profiled_was_paused=True),
+                   elapsed_s=0.247)
+    assert paused["paused"] is True and profiled_s(paused) == 0.24  # paused 7 ms before the end
+    older = {"profiled_periods": [[0.0, 0.176]], "elapsed_s": 0.247}  # a file without "paused"
+    assert profiled_s(older) == 0.176 and profiled_s({**older, "elapsed_s": 0.2}) is None
+
+
 def test_time_with_no_frame_to_record_is_dropped_from_stacks_without_a_warning():
     # A thread sampled with no Python frame (starting or ending): not a full stack table.
     prof = build(snapshot(stacks_dropped_ns=3 * MS, stacks_frameless_ns=3 * MS))

@@ -164,6 +164,13 @@ size_t hl_control_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dro
     return count;
 }
 
+int hl_control_was_paused(void) {
+    pthread_mutex_lock(&ctl.lock);
+    int paused = !ctl.first_on || ctl.nchanges > 0 || ctl.dropped > 0;
+    pthread_mutex_unlock(&ctl.lock);
+    return paused;
+}
+
 const hl_engine_part hl_control_part = {
     .start = control_start,
     .stop = control_stop,

@@ -29,5 +29,9 @@ void hl_control_set_paused(int paused);
  * (the last one ends at stop, or now while running). Fills at most `capacity` pairs;
  * returns how many there are. *dropped: changes not recorded (the record was full). */
 size_t hl_control_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dropped);
+/* Whether profiling was off at any moment between the session's start and its stop (started
+ * paused, or paused since): 0 means the one period is the whole session, whatever the time
+ * the stop's own work took after it. */
+int hl_control_was_paused(void);
 
 #endif

@@ -358,12 +358,14 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
     uint64_t periods_count, periods_dropped;
     PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
-        "{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,s:{s:K,s:K,s:"
-        "K},s:N}",
-        "profiled_periods", periods, "profiled_periods_count", (unsigned long long)periods_count,
-        "profiled_periods_dropped_changes", (unsigned long long)periods_dropped, "samples",
-        (unsigned long long)view->samples, "sampled_ns", (unsigned long long)view->sampled_ns,
-        "sampling_interval_ns", (unsigned long long)view->sampling_interval_ns, "lost_ns",
+        "{s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,s:{s:K,s:"
+        "K,s:K},s:N}",
+        "profiled_periods", periods, "profiled_was_paused",
+        hl_engine_was_paused() ? Py_True : Py_False, "profiled_periods_count",
+        (unsigned long long)periods_count, "profiled_periods_dropped_changes",
+        (unsigned long long)periods_dropped, "samples", (unsigned long long)view->samples,
+        "sampled_ns", (unsigned long long)view->sampled_ns, "sampling_interval_ns",
+        (unsigned long long)view->sampling_interval_ns, "lost_ns",
         (unsigned long long)view->lost_ns, "max_sample_gap_ns",
         (unsigned long long)view->max_gap_ns, "max_tick_ns", (unsigned long long)view->max_tick_ns,
         "sampler_shared_descriptors", PyBool_FromLong(view->shared_descriptors), "files",

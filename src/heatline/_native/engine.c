@@ -527,6 +527,10 @@ size_t hl_engine_profiled_periods(uint64_t (*periods)[2], size_t capacity, uint6
     return hl_control_periods(periods, capacity, dropped);
 }
 
+int hl_engine_was_paused(void) {
+    return hl_control_was_paused();
+}
+
 void hl_engine_snapshot_end(void) {
     hl_engine_unlock();
 }

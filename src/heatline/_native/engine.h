@@ -139,6 +139,8 @@ void hl_engine_snapshot_begin(hl_snapshot *view);
 void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out);
 /* The periods when profiling was on, between begin and end (control.h, hl_control_periods). */
 size_t hl_engine_profiled_periods(uint64_t (*periods)[2], size_t capacity, uint64_t *dropped);
+/* Whether profiling was off at any moment (control.h, hl_control_was_paused). */
+int hl_engine_was_paused(void);
 void hl_engine_snapshot_end(void);
 
 /* Test hooks, with the GIL held: what the engine's own walker reads. Both return -EBUSY while

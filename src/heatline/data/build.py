@@ -305,7 +305,12 @@ def _profiled_periods(snapshot: dict[str, Any]) -> dict[str, Any]:
     """When profiling was on (heatline.pause()/resume(), --off, heatline ctl), as
     [start_s, end_s] pairs since the start; absent from snapshots without the record."""
     periods = snapshot.get("profiled_periods")
-    return {} if periods is None else {"profiled_periods": _periods(periods)}
+    if periods is None:
+        return {}
+    fields = {"profiled_periods": _periods(periods)}
+    if "profiled_was_paused" in snapshot:
+        fields["paused"] = bool(snapshot["profiled_was_paused"])
+    return fields
 
 
 def _steal_warnings(steal_s: float | None, elapsed_s: float, cpu_count: int) -> list[str]:

@@ -292,6 +292,8 @@ def validate(data: Any, path: str = "profile") -> None:
             _check(data["attached"], _ATTACHED, "attached")
         if "profiled_periods" in data:  # optional: added in schema 4 without a bump
             _check(data["profiled_periods"], [_POINT], "profiled_periods")
+        if "paused" in data:  # optional: added in schema 5 without a bump
+            _check(data["paused"], bool, "paused")
         for key, spec in _MERGED_PEAK.items():  # optional: profiles with child processes
             if key in data:
                 _check(data[key], spec, key)

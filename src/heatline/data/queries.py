@@ -211,10 +211,14 @@ def profiled_s(profile: dict[str, Any]) -> float | None:
     (``--off``, ``heatline.pause()``/``resume()``, ``heatline ctl``); None when it ran the whole
     time or the profile does not say (no ``profiled_periods``: older files)."""
     periods = profile.get("profiled_periods")
-    if periods is None:
+    if periods is None or profile.get("paused") is False:
         return None
     elapsed = profile.get("elapsed_s", 0.0)
     on = sum(max(end - start, 0.0) for start, end in periods)
+    if profile.get("paused"):
+        return min(on, elapsed)
+    # Files without "paused": the last period ends at the engine's stop, and elapsed_s a little
+    # later (the stop's own work, up to tens of milliseconds on a loaded machine).
     slack = max(_STOP_SLACK_S, _STOP_SLACK_SHARE * elapsed)
     if len(periods) == 1 and periods[0][0] <= slack and on >= elapsed - slack:
         return None
