@@ -81,21 +81,36 @@ def _bytes(text):
     return float(number.group(1)) * scale
 
 
+def _seconds(out, name):
+    """pprof -top's flat time of function name, in seconds (0 when it is not listed)."""
+    found = re.search(r"^\s*([\d.]+)(ms|s)\s+[\d.]+%.*\s" + re.escape(name) + "$", out, re.M)
+    return 0.0 if found is None else float(found.group(1)) / (1000 if found.group(2) == "ms" else 1)
+
+
 def test_go_tool_pprof_reads_the_cpu_profile_of_a_window(service, tmp_path):
-    """The window's CPU time: hot_function, spinning the whole window, is first and holds most
-    of it; the helper's sleep is not CPU time. The window lasts 2 s: pprof's Duration says so."""
+    """The window's CPU time: hot_function, spinning the whole window, is first, and is one
+    thread's time at most; the helper's sleep is not CPU time: it is charged at most the time
+    it was awake, as its own record of its wake-ups says. (On a loaded machine a thread waiting
+    for a CPU counts as running, sampler.c: a helper waiting to take the GIL from the spinning
+    thread after each sleep was 37% of the window at load 10, so the bound is what it measured,
+    not a share.) The window lasts 2 s: pprof's Duration says so."""
     go = require("go")
     process, url = service
+    begun = time.monotonic()
     out = _top(go, url + "profile?seconds=2", tmp_path)
+    ended = time.monotonic()
     rows = _rows(out)
     assert rows and rows[0][1] == "hot_function", out
     duration = float(re.search(r"Duration: ([\d.]+)s", out).group(1))
     assert 2.0 <= duration < 60, out
-    total = re.search(r"Total samples = ([\d.]+)(ms|s)", out)
-    total_s = float(total.group(1)) / (1000 if total.group(2) == "ms" else 1)
-    hot = re.search(r"^\s*([\d.]+)(ms|s)\s+([\d.]+)%.*hot_function$", out, re.M)
-    assert float(hot.group(3)) >= 75, out  # of the CPU time: the helper wakes 20 times a second
-    assert total_s <= duration * 1.5, out  # CPU time only: one busy thread, not two
+    wakes = [float(t) for t in (tmp_path / "ready.wakes").read_text().split()]
+    # Awake between two wake-ups inside [begun, ended] (a wider span than the window: the bound
+    # is looser, never tighter, than the window's own).
+    awake_s = sum(max(0.0, later - earlier - 0.05) for earlier, later in zip(wakes, wakes[1:])
+                  if begun <= earlier and later <= ended + 0.05)
+    slack_s = 0.05  # a few 10 ms sampling intervals at the window's two ends
+    assert _seconds(out, "helper") <= awake_s + slack_s, (awake_s, out)
+    assert _seconds(out, "hot_function") <= duration + slack_s, out  # one thread at most
     assert process.poll() is None
 
 

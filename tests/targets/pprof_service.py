@@ -1,7 +1,7 @@
 """The pull endpoint's target (tests/integration/test_pprof_server.py): a service whose truth is
 known. It holds 64 MiB allocated by hold_memory() (1 MiB bytearrays: the memory held per line
 now), then spins in hot_function() on its main thread while a helper thread sleeps (time that is
-not on a CPU), until killed.
+not on a CPU), until killed; the helper notes when it wakes (argv[1].wakes).
 
 argv[1]: a file written once it spins. With argv[2] == "api", the profile and its server are
 started by heatline.start(pprof_server="127.0.0.1:0") instead of the command.
@@ -31,8 +31,13 @@ def hot_function():
 
 
 def helper():
-    while True:
-        time.sleep(0.05)
+    # Each wake-up's time (CLOCK_MONOTONIC) in argv[1].wakes: between two, the helper slept
+    # 0.05 s and was awake for the rest (waiting for a CPU and for the GIL, writing this), the
+    # only time the CPU profile may charge to it.
+    with open(sys.argv[1] + ".wakes", "w", buffering=1) as wakes:
+        while True:
+            time.sleep(0.05)
+            wakes.write(f"{time.monotonic()}\n")
 
 
 held = hold_memory()
