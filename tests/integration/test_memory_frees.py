@@ -1,9 +1,15 @@
 """The free of every sampled block is seen, whichever allocator CPython runs with
 (tests/targets/memory_frees.py says why each of its lines' growth is exactly 0 when no free is
-missed). Leaving pymalloc's MEM and OBJ frees unhooked (a sampled small block made one whose
-free reaches the RAW domain) missed a free in about one run in six of this very check, so it is
-disabled (memhooks.c, install_python_hooks) and every allocator's frees are hooked: the test
-checks that too, so that turning it back on is a change the test sees."""
+missed), and pymalloc's own bookkeeping is never the program's native memory
+(tests/targets/memory_arena_growth.py). Under pymalloc (tracemalloc or not) the MEM and OBJ frees
+are left unhooked (a sampled small block is made one whose free reaches the RAW domain); the
+test checks which way each allocator's frees went.
+
+The first check once failed about one run in six with the frees unhooked: not a missed free but
+pymalloc growing its table of arenas (PyMem_RawRealloc) from an unsampled allocation whose hook
+did not mark the call as pymalloc's, so a sample of it was native growth on the line. The
+second check makes that certain: its line grows the table past 32 entries, a 3 KiB realloc,
+larger than its 2 KiB window, so recorded every time it is counted."""
 
 import json
 
@@ -16,9 +22,9 @@ TAG = "# small-blocks"
 
 # name: (environment, whether the MEM and OBJ frees are left unhooked)
 ALLOCATORS = {
-    "pymalloc": ({"PYTHONMALLOC": "pymalloc"}, False),
+    "pymalloc": ({"PYTHONMALLOC": "pymalloc"}, True),
     # tracemalloc started first: its hooks wrap pymalloc, without headers.
-    "pymalloc+tracemalloc": ({"PYTHONMALLOC": "pymalloc", "PYTHONTRACEMALLOC": "1"}, False),
+    "pymalloc+tracemalloc": ({"PYTHONMALLOC": "pymalloc", "PYTHONTRACEMALLOC": "1"}, True),
     # A header moves the address pymalloc hands to RAW: the frees are hooked.
     "pymalloc_debug": ({"PYTHONMALLOC": "pymalloc_debug"}, False),
     "malloc": ({"PYTHONMALLOC": "malloc"}, False),
@@ -59,3 +65,37 @@ def test_every_sampled_small_block_free_is_seen(run_heatline, program, profile_p
     # about 1 MB), about 4,000 windows: a check that ran on a handful of samples would prove
     # little.
     assert samples > 2_000, samples
+
+
+ARENA_WINDOW = 2048
+# pymalloc's table of arenas has 16 x 2^k entries of 48 bytes; past 32 it is regrown to 64
+# entries, 3,072 bytes: more than ARENA_WINDOW, so recorded whenever it is counted.
+ARENA_TABLE = 32
+
+
+def test_arena_table_growth_is_not_native(run_python, run_heatline, program, profile_path):
+    target = program("memory_arena_growth.py")
+    env = {"PYTHONMALLOC": "pymalloc"}
+    # Under plain python (the only place CPython prints pymalloc's statistics), the line takes
+    # pymalloc's arenas past the table's 32 entries: 3 to 52 here (11 to 206 on 3.9, whose
+    # arenas are a quarter the size). heatline's own start-up adds a few objects, not 30 MiB.
+    plain = run_python(target, env=env, timeout=300)
+    assert plain.returncode == 0, plain.stderr.decode(errors="replace")
+    marks = json.loads(plain.stdout.decode().splitlines()[-1])
+    assert marks["highwater_before"] <= ARENA_TABLE < marks["highwater_after"], marks
+
+    with open(target) as f:
+        (number,) = [n for n, text in enumerate(f, 1) if "# arena-growth" in text]
+    for allocator in ("pymalloc", "pymalloc+tracemalloc"):
+        result = run_heatline(
+            "-q", "--memory-sampling-window", str(ARENA_WINDOW), "-o", profile_path, target,
+            env=ALLOCATORS[allocator][0], timeout=300,
+        )
+        assert result.returncode == 0, result.stderr.decode(errors="replace")
+        data = profile.load(profile_path)
+        (line,) = [line for line in data["files"][target]["lines"] if line["line"] == number]
+        # The line's 48 MiB of blocks, all freed: about 24,000 samples.
+        assert line["alloc_python_bytes"] > 40 * 1024 * 1024, (allocator, line)
+        assert line["alloc_native_bytes"] == 0, (allocator, line)
+        assert line["growth_bytes"] == 0, (allocator, line)
+        assert line["freed_bytes"] == line["alloc_python_bytes"], (allocator, line)
