@@ -307,10 +307,11 @@ def test_a_program_that_forks_while_attached(tmp_path):
     output is a plain run's, byte for byte (on 3.12+, os.fork() warns when the process has more
     than one thread: while attached heatline's only thread is the sampler, which the engine
     takes out of a fork, and a fork waits for the thread that stops the profile to be done and
-    gone: detach.h); every child exits 0. The children are not profiled (the engine stops in a
-    fork child) and do not end the parent's attach (the at-exit writer is the attached
-    process's only). The program starts forking once attached: a fork during the attach itself
-    may still be counted with the agent's thread (README, known limits)."""
+    gone: detach.h); every child exits 0. The children forked while attached are followed
+    (each in the profile once, as a fork child that exited 0) and do not end the parent's
+    attach (the at-exit writer is the attached process's only). The program starts forking
+    once attached: a fork during the attach itself may still be counted with the agent's
+    thread (README, known limits)."""
     plain, plain_work = _start(tmp_path, "attach_forks.py", name="plain", touch=("go",))
     time.sleep(1.5)
     _, *plain_out = _finish(plain, plain_work)
@@ -334,6 +335,11 @@ def test_a_program_that_forks_while_attached(tmp_path):
     assert profile["attached"]["ended_by"] == "detach"
     assert profile["attached"]["pid"] == process.pid
     assert _window_s(profile) >= 0.9  # profiled until the detach, not until a child's exit
+    main, *children = profile["processes"]
+    assert main["pid"] == process.pid and children, profile["processes"]
+    assert len({child["pid"] for child in children}) == len(children)
+    assert {(child["role"], child["exit"], child["ppid"]) for child in children} == {
+        ("fork child", "exit 0", process.pid)}, children
 
 
 def test_a_program_forking_during_the_attach_never_hangs_a_child(tmp_path):
@@ -386,17 +392,18 @@ def test_children_started_while_attached_are_followed_and_merged(tmp_path):
     multiprocessing process, each spinning a known wall time in spin: each is in the profile
     the attacher writes, once, with its own role, and its spin charged the time it recorded
     (within 5% and two of its sampling gaps). The program's own environment never holds a
-    variable of heatline's (os.environ and the C environment, printed while attached).
-    After the detach, a fork child and a subprocess are not followed (no sampler thread, no
-    engine loaded in the subprocess, no heatline variable in its environment, not in the
-    profile), the program has its own threads only, and its output is a plain run's, byte
-    for byte."""
+    variable of heatline's (os.environ and the C environment, printed while attached). A Pool
+    worker started while attached and still running at the detach is counted as missing, as
+    a run counts a child still running at its end, and stops profiling once the attacher has
+    removed the attach's directory. After the detach, a fork child and a subprocess are not
+    followed (no sampler thread, no engine loaded in the subprocess, no heatline variable in
+    its environment, not in the profile), the program has its own threads only, and its
+    output is a plain run's, byte for byte."""
     _, *plain_out = _finish(*_start(tmp_path, "attach_children.py", name="plain",
                                     touch=("go", "after")))
     assert plain_out[1] == "" and "\ndone\n" in plain_out[0], plain_out
 
     process, work = _start(tmp_path, "attach_children.py")
-    before = _thread_tasks(process.pid)
     out = tmp_path / "p.json"
     attacher, _ = _attacher(tmp_path, process.pid, "-q", "-o", str(out))
     (work / "go").touch()
@@ -405,9 +412,9 @@ def test_children_started_while_attached_are_followed_and_merged(tmp_path):
     _, stderr = attacher.communicate(timeout=300)
     assert attacher.returncode == 0, stderr
     assert f"detached from process {process.pid}" in stderr, stderr
-    assert _thread_tasks(process.pid) == before
+    assert _thread_tasks(process.pid) == json.loads((work / "threads.json").read_text())
     (work / "after").touch()
-    for name in ("after-fork.json", "after-later.json"):
+    for name in ("after-fork.json", "after-later.json", "after-keeper.json"):
         _wait_file(work / name, process)
     status, stdout, stderr = _finish(process, work)
     assert (status, stdout, stderr) == (0, *plain_out)
@@ -419,8 +426,13 @@ def test_children_started_while_attached_are_followed_and_merged(tmp_path):
     assert profile["processes"][0]["pid"] == process.pid
     assert processes[process.pid]["role"] == "main"
     assert processes[process.pid]["exit"] == "detached"
-    assert not [w for w in profile["warnings"] if "no profile" in w or "could not" in w], (
-        profile["warnings"])
+    # The kept Pool's worker, still running at the detach, is counted as a run counts a child
+    # still running at its end; nothing else is missing.
+    keeper = json.loads((work / "keeper.json").read_text())
+    assert keeper not in processes
+    assert [w for w in profile["warnings"] if "no profile" in w or "could not" in w] == [
+        "1 child process left no profile (killed by a signal such as SIGKILL, or still running "
+        "at the detach): its work is missing"], profile["warnings"]
     truth = {}
     for name in ("pool-a", "pool-b", "subprocess", "spawned"):
         pid, begun, ended = json.loads((work / f"truth-{name}.json").read_text())
@@ -440,6 +452,10 @@ def test_children_started_while_attached_are_followed_and_merged(tmp_path):
     # The main process spun nothing itself; its children's time is theirs.
     assert _spun(profile["process_profiles"][str(process.pid)]) == 0.0
 
+    # The kept worker stopped profiling once the attacher removed the attach's directory: its
+    # sampler thread is gone.
+    alone = json.loads((work / "after-keeper.json").read_text())
+    assert alone["pid"] == keeper and alone["threads"] == 1, alone
     for name in ("fork", "later"):
         after = json.loads((work / f"after-{name}.json").read_text())
         assert after["pid"] not in processes, (name, after)

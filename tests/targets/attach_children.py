@@ -7,11 +7,16 @@ test attaches first) and runs, while attached:
 - a Python subprocess of sys.executable running this file's `child` mode (spins SPIN_S);
 - a multiprocessing process of the spawn start method running spin;
 
-each records (pid, begun, ended) of its spin in DIRECTORY/truth-*.json. The program also prints
+each records (pid, begun, ended) of its spin in DIRECTORY/truth-*.json; and a fork Pool(1)
+started then and kept past the detach (its worker, still running at the detach, records its
+pid in DIRECTORY/keeper.json). The program also prints
 what it sees of its own environment meanwhile (os.environ and the C environment: no variable of
-heatline's). Then it writes DIRECTORY/attached-done and waits for DIRECTORY/after (the test has
+heatline's). Then it writes its threads' ids (threading's: its own) in DIRECTORY/threads.json and
+DIRECTORY/attached-done and waits for DIRECTORY/after (the test has
 detached), forks a child and runs the subprocess again, each recording its pid, its threads and
-its environment's heatline variables in DIRECTORY/after-*.json; then DIRECTORY/finish ends it.
+its environment's heatline variables in DIRECTORY/after-*.json, and has the kept Pool's worker
+wait until it runs on its own thread alone (its profiling stopped: DIRECTORY/after-keeper.json
+says how many threads it had and how long it waited); then DIRECTORY/finish ends it.
 Its output is deterministic: a profiled run's must be a plain run's, byte for byte."""
 
 import ctypes
@@ -20,6 +25,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from _attachable import allow_tracing, mark, wait_for
@@ -62,11 +68,30 @@ def report(directory, name):
         "threads": len(os.listdir("/proc/self/task")), "engine": engine}))
 
 
+def keeper_pid(directory):
+    mark(directory, "keeper.json", json.dumps(os.getpid()))
+    return os.getpid()
+
+
+def keeper_alone(directory):
+    """In the kept Pool's worker after the detach: until it has only its own thread (the
+    sampler gone), or a minute (a hang guard)."""
+    begun = time.monotonic()
+    while len(os.listdir("/proc/self/task")) > 1 and time.monotonic() - begun < 60:
+        time.sleep(0.01)
+    mark(directory, "after-keeper.json", json.dumps({
+        "pid": os.getpid(), "threads": len(os.listdir("/proc/self/task")),
+        "waited_s": time.monotonic() - begun}))
+    return os.getpid()
+
+
 def main():
     directory = sys.argv[1]
     allow_tracing()
     mark(directory, "ready", str(os.getpid()))
     wait_for(directory, "go")
+    keeper = multiprocessing.get_context("fork").Pool(1)
+    keeper.apply(keeper_pid, (directory,))
     with multiprocessing.get_context("fork").Pool(2) as pool:
         print("pool", pool.map(spin, [(directory, "pool-a"), (directory, "pool-b")],
                                chunksize=1), flush=True)
@@ -79,6 +104,8 @@ def main():
     spawned.join()
     print("spawned exit", spawned.exitcode, flush=True)
     print("while attached", heatline_variables(), flush=True)
+    mark(directory, "threads.json",  # its own threads (the kept Pool's among them)
+         json.dumps(sorted(thread.native_id for thread in threading.enumerate())))
     mark(directory, "attached-done")
 
     wait_for(directory, "after")
@@ -91,6 +118,11 @@ def main():
                           stdout=subprocess.PIPE, text=True, check=True)
     print("later subprocess said", done.stdout.strip(), flush=True)
     print("after", heatline_variables(), flush=True)
+    print("keeper same worker",
+          keeper.apply(keeper_alone, (directory,)) == keeper.apply(keeper_pid, (directory,)),
+          flush=True)
+    keeper.close()
+    keeper.join()
     wait_for(directory, "finish")
     print("done", flush=True)
 

@@ -106,6 +106,16 @@ def keep_hooks_in_fork_children(keep: bool = True) -> None:
     _fork_child_profiles = keep
 
 
+def watch_removal(path: str, callback: Any) -> None:
+    """With a session running: the engine's sampler calls ``callback()`` once, on a short-lived
+    thread, when ``path`` no longer exists (detach.h's watch, with a stop file that never
+    appears: PATH/stop). Cleared by the session's stop. A child of heatline attach ends its
+    profile so when the attacher has removed the attach's directory."""
+    from heatline import _native
+
+    _native._watch_detach(os.path.join(path, "stop"), path, callback)
+
+
 def release_after_fork() -> None:
     """In a fork child that will not profile: take out the memory hooks it inherited
     (hl_engine_release_after_fork), as the fork hook does when children are not followed."""

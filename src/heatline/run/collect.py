@@ -129,7 +129,7 @@ def merge_attached(main_profile: dict[str, Any], directory: str, main_info: dict
     if not children and not missing:
         return main_profile
     merged = merge_processes((dict(main_info, offset_s=0.0), main_profile), children,
-                             missing=missing)
+                             missing=missing, end="at the detach")
     merged["warnings"] += sorted(problems)
     return merged
 

@@ -172,6 +172,12 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
     _wrap_exit(carrier, finisher)
     carrier.guard = SigtermGuard(finisher)
     carrier.guard.install(at_fork=False)  # the carrier's fork hook disarms it in a child
+    if carrier.config.get("attach"):
+        # A child of heatline attach still running when the attacher has its profile and
+        # removes the attach's directory: nothing could take its profile any more, and it
+        # stops profiling then (its sampler sees the directory gone), as the attached
+        # process did at the detach.
+        session_module.watch_removal(carrier.config["dir"], finisher)
 
 
 def _program_label() -> str:
