@@ -401,7 +401,10 @@ def test_children_started_while_attached_are_followed_and_merged(tmp_path):
     output is a plain run's, byte for byte."""
     _, *plain_out = _finish(*_start(tmp_path, "attach_children.py", name="plain",
                                     touch=("go", "after")))
-    assert plain_out[1] == "" and "\ndone\n" in plain_out[0], plain_out
+    plain_out[1] = re.sub(r"\(pid=\d+\)", "(pid=N)", plain_out[1])
+    # (On 3.12+ its os.fork() after the detach warns that the process is multi-threaded: the
+    # kept Pool's threads are the program's own; a plain run prints it too.)
+    assert "\ndone\n" in plain_out[0], plain_out
 
     process, work = _start(tmp_path, "attach_children.py")
     out = tmp_path / "p.json"
@@ -417,6 +420,7 @@ def test_children_started_while_attached_are_followed_and_merged(tmp_path):
     for name in ("after-fork.json", "after-later.json", "after-keeper.json"):
         _wait_file(work / name, process)
     status, stdout, stderr = _finish(process, work)
+    stderr = re.sub(r"\(pid=\d+\)", "(pid=N)", stderr)
     assert (status, stdout, stderr) == (0, *plain_out)
 
     profile = json.loads(out.read_text())
