@@ -130,9 +130,11 @@ def start(**options: Any) -> None:
     _start(options_from_keywords(options))
 
 
-def _start(options: Options, program: str | None = None) -> None:
+def _start(options: Options, program: str | None = None, announce: bool = True) -> None:
     """start(): ``program`` names what is profiled in the profile's header (default: the
-    ``__main__`` script's path)."""
+    ``__main__`` script's path). ``announce`` False: the address of a --pprof-server on a
+    port the kernel picked is not written to stderr (heatline attach: the attacher says it,
+    the program's stderr stays its own)."""
     global _run
     with _lock:
         if _run is not None:
@@ -173,7 +175,7 @@ def _start(options: Options, program: str | None = None) -> None:
             raise HeatlineError(f"could not start the profiler: {exc}") from None
         if server is not None:
             server.start()
-            if options.pprof_server[1] == 0:  # a port picked by the kernel: say which
+            if announce and options.pprof_server[1] == 0:  # a port picked by the kernel
                 sys.stderr.write(f"heatline: pprof server on {server.url}\n")
         _run = _Run(session, options, server)
 

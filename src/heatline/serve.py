@@ -74,10 +74,15 @@ class PprofServer:
             raise ServerError(f"--pprof-server {host}:{port}: {exc}") from None
         self._listener = listener
         self._fd = listener.fileno()
+        status = os.fstat(self._fd)
+        self._identity = (status.st_dev, status.st_ino)  # the socket's, whatever its number
         self.host, self.port = listener.getsockname()[:2]
         self._handlers = _thread.allocate_lock()
         self._busy = 0
         self._closed = False
+        # The kernel ids of the server's threads (the accept loop's, each request's): heatline's,
+        # not the program's (heatline attach leaves them out of the profile and waits for them).
+        self.native_ids: set[int] = set()
 
     @property
     def url(self) -> str:
@@ -88,14 +93,40 @@ class PprofServer:
         _thread.start_new_thread(self._accept_loop, ())
 
     def close(self) -> None:
-        """Stops accepting (requests being served finish or die with the process)."""
-        if not self._closed:
-            self._closed = True
+        """Stops accepting (requests being served finish or die with the process); the accept
+        loop's thread ends.
+
+        Called on a thread whose descriptor table is not the program's (heatline attach's
+        stopping thread, which the engine's sampler starts in its own table: sampler.c), the
+        socket's number is not the socket there: nothing is done with it (a shutdown or close
+        would act on the sampler's own file of that number). The accept loop is woken with a
+        connection instead, and closes the socket itself, on its own thread, in the
+        program's table."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._in_own_table():
             try:
                 self._listener.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
             self._listener.close()
+            return
+        host = self.host
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+        try:
+            socket.create_connection((host, self.port), timeout=READ_TIMEOUT_S).close()
+        except OSError:
+            pass  # the loop then sees _closed at its next connection
+
+    def _in_own_table(self) -> bool:
+        """Whether this thread's descriptor table holds the socket under its number."""
+        try:
+            status = os.fstat(self._fd)
+        except OSError:
+            return False
+        return (status.st_dev, status.st_ino) == self._identity
 
     def forget(self) -> None:
         """In a forked child: this process's copy of the socket closed, the parent's left
@@ -109,14 +140,19 @@ class PprofServer:
                 pass
 
     def _accept_loop(self) -> None:
+        self.native_ids.add(_thread.get_native_id())
         while not self._closed:
             try:
                 connection, _ = self._listener.accept()
             except OSError:
                 if self._closed:
-                    return
+                    break
                 time.sleep(0.05)  # ECONNABORTED, EMFILE...: the next one may work, not at once
                 continue
+            if self._closed:  # woken by close() from another descriptor table: closed here
+                connection.close()
+                self._listener.close()
+                break
             with self._handlers:
                 full = self._busy >= MAX_HANDLERS
                 if not full:
@@ -132,6 +168,7 @@ class PprofServer:
                 _answer(connection, 503, b"cannot start a thread\n")
 
     def _handle(self, connection: socket.socket) -> None:
+        self.native_ids.add(_thread.get_native_id())
         try:
             status, body, kind = self._respond(connection)
             _answer(connection, status, body, kind)

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from datetime import datetime
 
 import pytest
 
+import _tools
 from conftest import PROGRAMS
 from heatline import _native
 
@@ -305,10 +307,11 @@ def test_a_program_that_forks_while_attached(tmp_path):
     output is a plain run's, byte for byte (on 3.12+, os.fork() warns when the process has more
     than one thread: while attached heatline's only thread is the sampler, which the engine
     takes out of a fork, and a fork waits for the thread that stops the profile to be done and
-    gone: detach.h); every child exits 0. The children are not profiled (the engine stops in a
-    fork child) and do not end the parent's attach (the at-exit writer is the attached
-    process's only). The program starts forking once attached: a fork during the attach itself
-    may still be counted with the agent's thread (README, known limits)."""
+    gone: detach.h); every child exits 0. The children forked while attached are followed
+    (each in the profile once, as a fork child that exited 0) and do not end the parent's
+    attach (the at-exit writer is the attached process's only). The program starts forking
+    once attached: a fork during the attach itself may still be counted with the agent's
+    thread (README, known limits)."""
     plain, plain_work = _start(tmp_path, "attach_forks.py", name="plain", touch=("go",))
     time.sleep(1.5)
     _, *plain_out = _finish(plain, plain_work)
@@ -332,6 +335,11 @@ def test_a_program_that_forks_while_attached(tmp_path):
     assert profile["attached"]["ended_by"] == "detach"
     assert profile["attached"]["pid"] == process.pid
     assert _window_s(profile) >= 0.9  # profiled until the detach, not until a child's exit
+    main, *children = profile["processes"]
+    assert main["pid"] == process.pid and children, profile["processes"]
+    assert len({child["pid"] for child in children}) == len(children)
+    assert {(child["role"], child["exit"], child["ppid"]) for child in children} == {
+        ("fork child", "exit 0", process.pid)}, children
 
 
 def test_a_program_forking_during_the_attach_never_hangs_a_child(tmp_path):
@@ -350,6 +358,162 @@ def test_a_program_forking_during_the_attach_never_hangs_a_child(tmp_path):
                     r"is multi-threaded, use of fork\(\) may lead to deadlocks in the "
                     r"child\.\n  child = os\.fork\(\)\n", "", stderr)
     assert (status, stdout, stderr) == (0, "children all exited 0: True\n", "")
+
+
+def _attacher(tmp_path, pid, *args):
+    """heatline attach started in the background until Ctrl-C, once it says it is attached:
+    (the process, its first line). A job started in the background (a CI run under nohup or
+    &) inherits SIGINT ignored, which python leaves so: the default disposition is given
+    back, as a foreground command has it."""
+    attacher = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "attach", str(pid), *args], env=_env(tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    first = attacher.stderr.readline()
+    assert "attached to process" in first, first + attacher.communicate()[1]
+    return attacher, first
+
+
+def _wait_file(path, process):
+    deadline = time.monotonic() + 300  # a hang guard only
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{path.name} never came"
+        time.sleep(0.01)
+
+
+def _spun(process_profile):
+    spin = _functions(process_profile, "attach_children.py").get("spin")
+    return 0.0 if spin is None else spin["python_s"] + spin["native_s"] + spin["system_s"]
+
+
+def test_children_started_while_attached_are_followed_and_merged(tmp_path):
+    """Attached, the program runs a fork Pool(2), a Python subprocess and a spawned
+    multiprocessing process, each spinning a known wall time in spin: each is in the profile
+    the attacher writes, once, with its own role, and its spin charged the time it recorded
+    (within 5% and two of its sampling gaps). The program's own environment never holds a
+    variable of heatline's (os.environ and the C environment, printed while attached). A Pool
+    worker started while attached and still running at the detach is counted as missing, as
+    a run counts a child still running at its end, and stops profiling once the attacher has
+    removed the attach's directory. After the detach, a fork child and a subprocess are not
+    followed (no sampler thread, no engine loaded in the subprocess, no heatline variable in
+    its environment, not in the profile), the program has its own threads only, and its
+    output is a plain run's, byte for byte."""
+    _, *plain_out = _finish(*_start(tmp_path, "attach_children.py", name="plain",
+                                    touch=("go", "after")))
+    plain_out[1] = re.sub(r"\(pid=\d+\)", "(pid=N)", plain_out[1])
+    # (On 3.12+ its os.fork() after the detach warns that the process is multi-threaded: the
+    # kept Pool's threads are the program's own; a plain run prints it too.)
+    assert "\ndone\n" in plain_out[0], plain_out
+
+    process, work = _start(tmp_path, "attach_children.py")
+    out = tmp_path / "p.json"
+    attacher, _ = _attacher(tmp_path, process.pid, "-q", "-o", str(out))
+    (work / "go").touch()
+    _wait_file(work / "attached-done", process)
+    attacher.send_signal(signal.SIGINT)  # Ctrl-C: detach
+    _, stderr = attacher.communicate(timeout=300)
+    assert attacher.returncode == 0, stderr
+    assert f"detached from process {process.pid}" in stderr, stderr
+    assert _thread_tasks(process.pid) == json.loads((work / "threads.json").read_text())
+    (work / "after").touch()
+    for name in ("after-fork.json", "after-later.json", "after-keeper.json"):
+        _wait_file(work / name, process)
+    status, stdout, stderr = _finish(process, work)
+    stderr = re.sub(r"\(pid=\d+\)", "(pid=N)", stderr)
+    assert (status, stdout, stderr) == (0, *plain_out)
+
+    profile = json.loads(out.read_text())
+    assert profile["attached"]["ended_by"] == "detach"
+    processes = {p["pid"]: p for p in profile["processes"]}
+    assert len(processes) == len(profile["processes"])  # each process once
+    assert profile["processes"][0]["pid"] == process.pid
+    assert processes[process.pid]["role"] == "main"
+    assert processes[process.pid]["exit"] == "detached"
+    # The kept Pool's worker, still running at the detach, is counted as a run counts a child
+    # still running at its end; nothing else is missing.
+    keeper = json.loads((work / "keeper.json").read_text())
+    assert keeper not in processes
+    assert [w for w in profile["warnings"] if "no profile" in w or "could not" in w] == [
+        "1 child process left no profile (killed by a signal such as SIGKILL, or still running "
+        "at the detach): its work is missing"], profile["warnings"]
+    truth = {}
+    for name in ("pool-a", "pool-b", "subprocess", "spawned"):
+        pid, begun, ended = json.loads((work / f"truth-{name}.json").read_text())
+        assert pid in processes, (name, pid, profile["processes"])
+        truth.setdefault(pid, []).append((name, ended - begun))
+        assert processes[pid]["ppid"] == process.pid
+    roles = {name: processes[pid]["role"] for pid, spins in truth.items() for name, _ in spins}
+    assert roles["pool-a"] == roles["pool-b"] == "Pool worker", roles
+    assert roles["subprocess"] == "python subprocess", roles
+    assert roles["spawned"].startswith("multiprocessing process"), roles
+    for pid, spins in truth.items():
+        child = profile["process_profiles"][str(pid)]
+        expected = sum(seconds for _, seconds in spins)
+        spun = _spun(child)
+        slack = 0.05 * expected + 2 * child["max_sample_gap_s"] * len(spins)
+        assert abs(spun - expected) <= slack, (spins, spun, child["max_sample_gap_s"])
+    # The main process spun nothing itself; its children's time is theirs.
+    assert _spun(profile["process_profiles"][str(process.pid)]) == 0.0
+
+    # The kept worker stopped profiling once the attacher removed the attach's directory: its
+    # sampler thread is gone.
+    alone = json.loads((work / "after-keeper.json").read_text())
+    assert alone["pid"] == keeper and alone["threads"] == 1, alone
+    for name in ("fork", "later"):
+        after = json.loads((work / f"after-{name}.json").read_text())
+        assert after["pid"] not in processes, (name, after)
+        assert after["threads"] == 1, (name, after)  # no sampler thread
+        assert after["variables"] == [], (name, after)
+    assert json.loads((work / "after-later.json").read_text())["engine"] is False
+    assert os.listdir(_control_dir(tmp_path)) == []
+
+
+def test_pprof_server_while_attached(tmp_path):
+    """heatline attach --pprof-server 127.0.0.1:0: the attacher says where the server listens
+    (the server runs in the target, whose stderr stays the program's), `go tool pprof` reads a
+    1 s CPU profile there naming the spinning worker's function first, and after the detach
+    the server's thread is gone (the process has its own threads only) and its port closed."""
+    process, work = _start(tmp_path, "attach_sleeper.py", "600")
+    pid = process.pid
+    before = _thread_tasks(pid)
+    said = tmp_path / "attacher.err"
+    with open(said, "w") as stderr:  # read as it comes, without blocking on it
+        attacher = subprocess.Popen(
+            [sys.executable, "-m", "heatline", "attach", str(pid), "-q", "--pprof-server",
+             "127.0.0.1:0"], env=_env(tmp_path), stdout=subprocess.PIPE, stderr=stderr,
+            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    pattern = re.compile(r"heatline: attached to process \d+ .*\n"
+                         r"heatline: pprof server on (http://127\.0\.0\.1:(\d+)/debug/pprof/)\n")
+    deadline = time.monotonic() + 300  # a hang guard only
+    while not (match := pattern.match(said.read_text())):
+        if attacher.poll() is not None or time.monotonic() > deadline:
+            attacher.kill()
+            attacher.communicate()
+            pytest.fail(said.read_text())
+        time.sleep(0.05)
+    url, port = match.group(1), int(match.group(2))
+    try:
+        go = _tools.require("go")
+        done = subprocess.run([go, "tool", "pprof", "-top", url + "profile?seconds=1"],
+                              capture_output=True, text=True, timeout=300, check=False,
+                              env={**_tools.tool_env(), "PPROF_TMPDIR": str(tmp_path)})
+        assert done.returncode == 0, done.stderr
+        rows = [line.split() for line in done.stdout.splitlines()]
+        rows = [fields[5] for fields in rows
+                if len(fields) >= 6 and fields[1].endswith("%") and fields[4].endswith("%")]
+        assert rows and rows[0] == "spin", done.stdout
+    finally:
+        attacher.send_signal(signal.SIGINT)  # Ctrl-C: detach
+        attacher.communicate(timeout=300)
+    assert attacher.returncode == 0, said.read_text()
+    assert "detached from process" in said.read_text()
+    assert _thread_tasks(pid) == before
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=60).close()
+    process.send_signal(signal.SIGKILL)
+    _, stderr = process.communicate(timeout=60)
+    assert stderr == ""  # nothing of heatline's on the program's stderr
 
 
 # ---- bad input ----------------------------------------------------------------------------------

@@ -161,6 +161,11 @@ def _make_directory(base: str, pid: int, options: Options, switch_interval_us: i
                                  f"{os.urandom(6).hex()}")
         os.mkdir(directory, 0o700)
         os.chown(directory, target_uid, -1)
+    # Where the children the program starts while attached write their profiles (run/
+    # follow.py's follow_attached): made here, so that it goes with the directory.
+    os.mkdir(os.path.join(directory, "children"), 0o700)
+    if target_uid != os.geteuid():
+        os.chown(os.path.join(directory, "children"), target_uid, -1)
     sent = {k: v for k, v in vars(options).items() if k not in _ATTACHER_ONLY}
     _write(directory, "root", attach.install_root())
     _write(directory, "request", json.dumps({"options": sent,
@@ -181,19 +186,23 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
+def _read_json(directory: str, name: str) -> dict[str, Any]:
+    """DIR/name's JSON object; {} when it is missing or not one."""
+    try:
+        with open(os.path.join(directory, name), encoding="utf-8") as file:
+            found = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def _heatline_tids(directory: str) -> list[int]:
-    """The target's threads that were heatline's: the agent's (DIR/started) and the one that
-    stopped the profile (DIR/stopping)."""
-    tids = []
-    for name, key in (("started", "agent_tid"), ("stopping", "tid")):
-        try:
-            with open(os.path.join(directory, name), encoding="utf-8") as file:
-                tid = json.load(file).get(key)
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(tid, int):
-            tids.append(tid)
-    return tids
+    """The target's threads that were heatline's: the agent's (DIR/started), the one that
+    stopped the profile (DIR/stopping), the --pprof-server's (DIR/process)."""
+    tids = [_read_json(directory, "started").get("agent_tid"),
+            _read_json(directory, "stopping").get("tid"),
+            *(_read_json(directory, "process").get("heatline_tids") or [])]
+    return [tid for tid in tids if isinstance(tid, int)]
 
 
 def _wait_threads_gone(pid: int, tids: list[int], timeout_s: float) -> None:
@@ -287,6 +296,9 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
         until = f"for {duration:g} s" if duration is not None else "until Ctrl-C"
         _say(f"attached to process {pid} (Python {version}) in {attach_s * 1e3:.0f} ms; "
              f"profiling {until}")
+        url = _read_json(directory, "started").get("pprof_url")
+        if url:  # the server runs in the target, whose stderr is the program's
+            _say(f"pprof server on {url}")
         ended = _profile(pid, directory, duration)
         detach_begun = time.monotonic()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the detach must finish
@@ -311,7 +323,7 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
                     "was killed, or left through os._exit): nothing to report")
             raise attach.AttachError(f"process {pid} did not write its profile within "
                                      f"{STOP_TIMEOUT_S:.0f} s of the stop")
-        profile = _load(directory)
+        profile = _with_children(_load(directory), directory, pid, options)
         profile["attached"]["attach_s"] = round(attach_s, 6)
         if not ended:
             profile["attached"]["detach_s"] = round(detach_s, 6)
@@ -337,6 +349,27 @@ def _profile(pid: int, directory: str, duration: float | None) -> bool:
     except KeyboardInterrupt:
         pass
     return False
+
+
+def _with_children(profile: dict[str, Any], directory: str, pid: int,
+                   options: Options) -> dict[str, Any]:
+    """The attached process's profile merged with those of the children it started while
+    attached (DIR/children: run/collect.py's merge_attached), as a run merges its children."""
+    from heatline.run import collect
+
+    process = _read_json(directory, "process")
+    epoch = process.get("start_epoch")
+    if not isinstance(epoch, (int, float)):
+        return profile
+    ended_by = profile["attached"].get("ended_by")
+    main = {"pid": pid, "ppid": process.get("ppid", 0), "role": "main",
+            "argv": list(profile["argv"]), "exit": "detached" if ended_by == "detach" else "exit"}
+    merged = collect.merge_attached(profile, os.path.join(directory, "children"), main, epoch)
+    if merged is not profile and options.use_virtual_time:  # the children's too
+        from heatline.data.virtual_time import running_time_only
+
+        running_time_only(merged)
+    return merged
 
 
 def _load(directory: str) -> dict[str, Any]:

@@ -28,11 +28,13 @@ Process = tuple[dict[str, "Any"], dict[str, "Any"]]  # (info, profile); info: pi
 
 
 def merge_processes(
-    main: Process, children: Sequence[Process], *, missing: int = 0
+    main: Process, children: Sequence[Process], *, missing: int = 0,
+    end: str = "when the program ended",
 ) -> dict[str, Any]:
     """The merged profile. ``main`` and each child are (info, profile) where info has pid,
     ppid, role, argv, exit and offset_s (when the process started, in seconds after the main
-    process did). ``missing``: children that started but left no profile."""
+    process did). ``missing``: children that started but left no profile; ``end``: when the
+    profile ended, for the warning about them ("at the detach" for heatline attach)."""
     main_info, main_profile = main
     processes = [main, *sorted(children, key=lambda item: (item[0]["offset_s"], item[0]["pid"]))]
     merged = _copy_to_merge_into(main_profile)
@@ -48,7 +50,7 @@ def merge_processes(
     if missing:
         merged["warnings"].append(
             f"{missing} child process{'es' if missing != 1 else ''} left no profile (killed by "
-            "a signal such as SIGKILL, or still running when the program ended): "
+            f"a signal such as SIGKILL, or still running {end}): "
             f"{'their' if missing != 1 else 'its'} work is missing"
         )
     # The summary's rules need the merged figures (per process kind, the workers' own time).

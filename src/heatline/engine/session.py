@@ -107,11 +107,30 @@ def _register_fork_hooks(native: Any) -> None:
     _fork_hooks_registered = True
 
 
-def keep_hooks_in_fork_children() -> None:
+def keep_hooks_in_fork_children(keep: bool = True) -> None:
     """Every fork child from now on starts a session of its own (run/follow.py), which uses
-    the memory hooks it inherits: they are no longer released in the child."""
+    the memory hooks it inherits: they are no longer released in the child. ``keep`` False:
+    released again (heatline attach's end)."""
     global _fork_child_profiles
-    _fork_child_profiles = True
+    _fork_child_profiles = keep
+
+
+def watch_removal(path: str, callback: Any) -> None:
+    """With a session running: the engine's sampler calls ``callback()`` once, on a short-lived
+    thread, when ``path`` no longer exists (detach.h's watch, with a stop file that never
+    appears: PATH/stop). Cleared by the session's stop. A child of heatline attach ends its
+    profile so when the attacher has removed the attach's directory."""
+    from heatline import _native
+
+    _native._watch_detach(os.path.join(path, "stop"), path, callback)
+
+
+def release_after_fork() -> None:
+    """In a fork child that will not profile: take out the memory hooks it inherited
+    (hl_engine_release_after_fork), as the fork hook does when children are not followed."""
+    from heatline import _native
+
+    _native._release_after_fork()
 
 
 def active() -> Session | None:

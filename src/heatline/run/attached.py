@@ -11,9 +11,15 @@ through files in the attach's private directory (mode 0700, made by the attacher
 - ``request`` (attacher): JSON, ``{"options": {dest: value}}``, the run options given to
   ``heatline attach`` (as ``Options``' fields, without -o, which the attacher writes).
 - ``started`` (here): JSON, ``{"started_at": epoch seconds, "agent_tid": the kernel id of the
-  agent's thread}``, once the profile runs.
+  agent's thread, "pprof_url": the --pprof-server's address or null}``, once the profile runs.
+- ``children/`` (attacher): where the children the program starts while attached write their
+  profiles (run/follow.py's follow_attached; the attacher merges them: run/collect.py).
 - ``stopping`` (here): JSON, ``{"tid": the kernel id of the thread that stops the profile}``,
   written before ``profile.json`` at a detach: the attacher waits until both threads ended.
+- ``process`` (here): JSON, ``{"start_epoch", "ppid", "heatline_tids"}``: the time 0 of the
+  profile's timelines (the children's start_s count from it), the process's parent, and the
+  threads of heatline's that ran in it (the attacher waits until they have ended). Written
+  just before ``profile.json``.
 - ``profile.json`` (here): the profile, written at the stop, or at the program's exit when it
   ends while attached (``attached.ended_by``: ``"exit"``).
 - ``error`` (here): one line, when something failed (the attacher shows it and exits 1).
@@ -44,6 +50,7 @@ _directory: str | None = None  # the attach in progress
 _started_epoch = 0.0
 _attached_pid = 0
 _heatline_tids: set[int] = set()  # the agent's thread and the stopping one: heatline's
+_carrier: Any = None  # run/carrier.py's Carrier following the children while attached
 # The program's GIL switch interval, which the attacher shortens while heatline's thread starts
 # and stops the profile (engine/attach.py, QUICK_SWITCH_US), in seconds; None: not shortened.
 _switch_interval_s: float | None = None
@@ -97,7 +104,7 @@ def _write(directory: str, name: str, text: str) -> None:
 
 
 def _start(directory: str) -> None:
-    global _directory, _started_epoch, _attached_pid, _switch_interval_s
+    global _directory, _started_epoch, _attached_pid, _switch_interval_s, _carrier
     with open(os.path.join(directory, "request"), encoding="utf-8") as file:
         request = json.load(file)
     previous = request.get("switch_interval_us")
@@ -111,9 +118,20 @@ def _start(directory: str) -> None:
         if _directory is not None:
             raise RuntimeError("heatline attach is already profiling this process")
         try:
-            api._start(options)
+            api._start(options, announce=False)
         except api.HeatlineError as exc:
             raise RuntimeError(str(exc).split(";")[0]) from None
+        run = api._run
+        children = os.path.join(directory, "children")
+        if not options.no_children and os.path.isdir(children):
+            from heatline.run import follow
+
+            try:
+                _carrier = follow.follow_attached(children, options.session_arguments(),
+                                                  run.session.start_epoch)
+            except BaseException:
+                api.stop()
+                raise
         _directory = directory
         _started_epoch = time.time()
         _attached_pid = os.getpid()
@@ -124,8 +142,10 @@ def _start(directory: str) -> None:
     attach.watch_for_detach(directory, lambda: act(directory, "stop"))
     # The agent's thread (this one) says who it is: the attacher waits at the detach until it
     # has ended, so that the process has only its own threads again when the command returns.
-    _write(directory, "started", json.dumps({"started_at": _started_epoch,
-                                             "agent_tid": threading.get_native_id()}))
+    server = run.server
+    _write(directory, "started", json.dumps({
+        "started_at": _started_epoch, "agent_tid": threading.get_native_id(),
+        "pprof_url": None if server is None else server.url}))
 
 
 def _at_exit() -> None:
@@ -149,7 +169,7 @@ def _finish(directory: str, ended_by: str) -> None:
     The whole of it runs under the lock: a program that exits while the stop is under way
     (its at-exit handler waiting here) lets the stopping thread write the profile before the
     interpreter finalises, which would end that thread wherever it stood."""
-    global _directory
+    global _directory, _carrier
     from heatline import api
     from heatline.data import io, reshape
 
@@ -158,14 +178,26 @@ def _finish(directory: str, ended_by: str) -> None:
             return  # stopped already (at exit, then the stop file; or the other way round)
         _directory = None
         atexit.unregister(_at_exit)
+        if _carrier is not None:  # children started from now on are not followed
+            from heatline.run import follow
+
+            follow.unfollow_attached(_carrier)
+            _carrier = None
         if ended_by == "detach":
             _heatline_tids.add(threading.get_native_id())
             _write(directory, "stopping", json.dumps({"tid": threading.get_native_id()}))
+        run = api._run
         data: dict[str, Any] = api.stop().data
-        # The agent's thread (which started the profile) and the one stopping it ran
-        # heatline's code only: they are heatline's, not the program's, and leave the threads
-        # table and the totals.
-        reshape.without_threads(data, set(_heatline_tids))
+        # The agent's thread (which started the profile), the one stopping it and the pprof
+        # server's ran heatline's code only: they are heatline's, not the program's, and
+        # leave the threads table and the totals.
+        tids = set(_heatline_tids)
+        if run is not None and run.server is not None:
+            tids |= run.server.native_ids
+        reshape.without_threads(data, tids)
         data["attached"] = {"pid": os.getpid(), "started_at_epoch": _started_epoch,
                             "ended_by": ended_by}
+        _write(directory, "process", json.dumps({
+            "start_epoch": None if run is None else run.session.start_epoch,
+            "ppid": os.getppid(), "heatline_tids": sorted(tids)}))
         io.dump(data, os.path.join(directory, "profile.json"))

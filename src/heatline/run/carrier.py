@@ -86,6 +86,14 @@ class Carrier:
         self.real: dict[str, Any] = {}
         self.guard: Any = None  # a profiled child's SIGTERM guard (sigterm.SigtermGuard)
         self.exec_forks: set[int] = set()  # threads inside fork_exec now
+        # (module, name, wrapper) for each function wrap_exec replaced (unwrap_exec).
+        self.wrapped: list[tuple[Any, str, Any]] = []
+
+    def ended(self) -> bool:
+        """Whether the children this carrier follows have nowhere to go any more: an attach's
+        directory, removed by the attacher once it has its profile (follow.follow_attached):
+        a child started after that is not followed."""
+        return bool(self.config.get("attach")) and not os.path.isdir(self.config["dir"])
 
     # -- exec ---------------------------------------------------------------------------
 
@@ -96,7 +104,7 @@ class Carrier:
         ``role``, as that: "main" for the run handed over at an exec); else ``env``."""
         if role is None:
             role = self.child_role(args)
-        if role is None:
+        if role is None or self.ended():
             return env
         as_list = isinstance(env, list)
         if env is None:
@@ -142,7 +150,7 @@ class Carrier:
         the forked child; the program's own os.environ never sees them. ``preexec_fn``
         itself when the program is not followed."""
         role = self.child_role(args)
-        if role is None:
+        if role is None or self.ended():
             return preexec_fn
         carrier = self
 
@@ -288,8 +296,8 @@ def current() -> Carrier | None:
     return _carrier
 
 
-def adopt(carrier: Carrier) -> None:
-    """Make ``carrier`` this process's (follow.install)."""
+def adopt(carrier: Carrier | None) -> None:
+    """Make ``carrier`` this process's (follow.install); None: none (an attach's end)."""
     global _carrier
     _carrier = carrier
 
@@ -310,10 +318,12 @@ def _make_run_dir() -> str:
             continue
 
 
-def wrap_exec(carrier: Carrier) -> None:
+def wrap_exec(carrier: Carrier, loaded: bool = False) -> None:
     """Wrap the functions that exec (subprocess's fork_exec, os.exec*, os.posix_spawn*): a
     Python child gets heatline's variables (env_for); a profiled process writes its profile
-    before it execs."""
+    before it execs. ``loaded``: the program has run already (heatline attach), and a
+    ``subprocess`` it imported holds its own reference to fork_exec (3.11+), wrapped too.
+    unwrap_exec puts them back."""
     import _posixsubprocess
 
     real = carrier.real
@@ -341,7 +351,10 @@ def wrap_exec(carrier: Carrier) -> None:
             carrier.exec_forks.discard(thread)
 
     if carrier.config.get("children", True):
-        _posixsubprocess.fork_exec = fork_exec
+        _replace(carrier, _posixsubprocess, "fork_exec", fork_exec)
+        subprocess = sys.modules.get("subprocess") if loaded else None
+        if getattr(subprocess, "_fork_exec", None) is real["fork_exec"]:
+            _replace(carrier, subprocess, "_fork_exec", fork_exec)
     for name in ("execv", "execve", "posix_spawn", "posix_spawnp"):
         if hasattr(os, name):
             real[name] = getattr(os, name)
@@ -371,10 +384,25 @@ def wrap_exec(carrier: Carrier) -> None:
 
     for function in (execv, execve):
         if function.__name__ in real:
-            setattr(os, function.__name__, function)
+            _replace(carrier, os, function.__name__, function)
     for name in ("posix_spawn", "posix_spawnp"):
         if name in real and carrier.config.get("children", True):
-            setattr(os, name, spawner(name))
+            _replace(carrier, os, name, spawner(name))
+
+
+def _replace(carrier: Carrier, module: Any, name: str, wrapper: Any) -> None:
+    setattr(module, name, wrapper)
+    carrier.wrapped.append((module, name, wrapper))
+
+
+def unwrap_exec(carrier: Carrier) -> None:
+    """Put back what wrap_exec replaced, where it is still heatline's wrapper (a program that
+    replaced one since keeps its own)."""
+    real = carrier.real
+    for module, name, wrapper in carrier.wrapped:
+        if getattr(module, name, None) is wrapper:
+            setattr(module, name, real["fork_exec" if name == "_fork_exec" else name])
+    carrier.wrapped = []
 
 
 def _nothing() -> None:

@@ -29,18 +29,51 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
     carrier = carriers.current()
     if carrier is None or carrier.config["dir"] is None:
         return main_profile
-    import marshal
-
-    from heatline.data.build import build_profile
     from heatline.data.merge import merge_processes, merge_segments
 
     directory = carrier.config["dir"]
+    found, started, finished, problems = _read_children(directory)
+    children = []
+    segments = []  # this process's, before its execs
+    for token, info, profile, segment in found:
+        if segment and info["pid"] == os.getpid():
+            if token != carrier.written_segment:  # else the session's own
+                segments.append((info, profile))
+        else:
+            children.append((info, profile))
+    _remove_dir(directory)
+    origin = carrier.config["start_epoch"] if segments or main_epoch is None else main_epoch
+    for info, _ in segments + children:
+        info["offset_s"] = info.pop("start_epoch") - origin
+    if segments:
+        epoch = carrier.main_epoch if main_epoch is None else main_epoch
+        this = {"pid": os.getpid(), "role": "main", "offset_s": epoch - origin}
+        segments.sort(key=lambda segment: segment[0]["offset_s"])
+        main_profile = merge_segments([*segments, (this, main_profile)])
+    missing = len(started - finished)
+    if not children and not missing:
+        return main_profile
+    main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
+                 "argv": list(main_profile["argv"]), "exit": main_exit, "offset_s": 0.0}
+    merged = merge_processes((main_info, main_profile), children, missing=missing)
+    merged["warnings"] += sorted(problems)
+    return merged
+
+
+def _read_children(directory: str) -> tuple[list[Any], set[str], set[str], list[str]]:
+    """What the children wrote into ``directory``: (token, info, profile, segment) for each
+    profile read (info has pid, ppid, role, argv, exit and start_epoch; segment: a part of the
+    main process written at its exec), the tokens of the children that started, of those that
+    wrote a profile, and one line for each profile that could not be written or read."""
+    import marshal
+
+    from heatline.data.build import build_profile
+
     try:
         names = os.listdir(directory)
     except OSError:
         names = []
-    children = []
-    segments = []  # this process's, before its execs
+    found = []
     started = {name[: -len(".started")] for name in names if name.endswith(".started")}
     finished = set()
     problems = []  # one line per child that tried to write its profile and failed
@@ -66,31 +99,37 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
             problems.append(f"the profile of child process {name.split('-')[0]} could not be "
                             f"read: {one_line(exc)[:300]}")
             continue
-        finished.add(name[: -len(".prof")])
+        token = name[: -len(".prof")]
+        finished.add(token)
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
         if info["exit"] == "exit":  # it left through exit(): with which status, if it is known
-            info["exit"] = _exit_status(os.path.join(directory, name[: -len(".prof")] + ".exit"))
+            info["exit"] = _exit_status(os.path.join(directory, token + ".exit"))
         info["start_epoch"] = payload["start_epoch"]  # made an offset once the origin is known
-        if payload.get("segment") and payload["pid"] == os.getpid():
-            if name[: -len(".prof")] != carrier.written_segment:  # else the session's own
-                segments.append((info, profile))
-        else:
-            children.append((info, profile))
-    _remove_dir(directory)
-    origin = carrier.config["start_epoch"] if segments or main_epoch is None else main_epoch
-    for info, _ in segments + children:
-        info["offset_s"] = info.pop("start_epoch") - origin
-    if segments:
-        epoch = carrier.main_epoch if main_epoch is None else main_epoch
-        this = {"pid": os.getpid(), "role": "main", "offset_s": epoch - origin}
-        segments.sort(key=lambda segment: segment[0]["offset_s"])
-        main_profile = merge_segments([*segments, (this, main_profile)])
+        found.append((token, info, profile, bool(payload.get("segment"))))
+    return found, started, finished, problems
+
+
+def merge_attached(main_profile: dict[str, Any], directory: str, main_info: dict[str, Any],
+                   main_epoch: float) -> dict[str, Any]:
+    """heatline attach, in the attacher: the attached process's profile merged with the
+    profiles its children wrote into ``directory`` while attached (run/follow.py's
+    follow_attached), as a run's end merges them (collect); a child that started but had not
+    written its profile by now (still running at the detach, or killed) is counted as a run
+    counts one still running at its end. main_info: pid, ppid, role, argv, exit of the
+    attached process; main_epoch: the time 0 of its profile's timelines. The directory is
+    the attacher's to remove."""
+    from heatline.data.merge import merge_processes
+
+    found, started, finished, problems = _read_children(directory)
+    children = []
+    for _, info, profile, _ in found:
+        info["offset_s"] = info.pop("start_epoch") - main_epoch
+        children.append((info, profile))
     missing = len(started - finished)
     if not children and not missing:
         return main_profile
-    main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
-                 "argv": list(main_profile["argv"]), "exit": main_exit, "offset_s": 0.0}
-    merged = merge_processes((main_info, main_profile), children, missing=missing)
+    merged = merge_processes((dict(main_info, offset_s=0.0), main_profile), children,
+                             missing=missing, end="at the detach")
     merged["warnings"] += sorted(problems)
     return merged
 

@@ -38,7 +38,86 @@ def install(carrier: Carrier) -> None:
     carriers.wrap_exec(carrier)
 
 
+# heatline attach: the carrier the attached process's forks are followed with while attached
+# (None before and after); its fork hook is registered once per process and stays (a hook
+# cannot be unregistered), doing nothing once this is None.
+_attached_carrier: Carrier | None = None
+_attached_hook = False
+
+
+class _AttachedMain:
+    """The attached process's place in its carrier (Carrier.main): an exec of the process
+    itself is neither handed over nor followed (the attach ends with the process it attached
+    to), its children's are."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+
+
+def _exec_unchanged(carrier: Carrier, path: Any, argv: Any, env: Any) -> tuple[Any, Any]:
+    return env, _nothing
+
+
+def _nothing() -> None:
+    pass
+
+
+def follow_attached(directory: str, session_arguments: dict[str, Any],
+                    start_epoch: float) -> Carrier:
+    """heatline attach (run/attached.py), in the attached process once its profile runs:
+    follow the children it starts from now on as a run follows them (a fork child's session,
+    the exec wrappers for Python children), each writing its profile into ``directory``
+    (the attacher merges them: collect.merge_attached), until :func:`unfollow_attached`.
+    The program's os.environ and C environment are not touched: only the environment of
+    the exec of a followed Python child gets heatline's variables."""
+    global _attached_carrier, _attached_hook
+    from heatline.engine import session
+
+    config = {"dir": directory, "session": session_arguments, "root": carriers.IMPORT_ROOT,
+              "hook": carriers.HOOK_DIR, "start_epoch": start_epoch, "children": True,
+              "attach": True}
+    carrier = Carrier(config)
+    carrier.main, carrier.main_exec = _AttachedMain(), _exec_unchanged
+    carriers.adopt(carrier)
+    if hasattr(os, "register_at_fork") and not _attached_hook:
+        os.register_at_fork(after_in_child=_after_fork_while_attached)
+        _attached_hook = True
+    session.keep_hooks_in_fork_children()
+    _attached_carrier = carrier
+    carriers.wrap_exec(carrier, loaded=True)
+    return carrier
+
+
+def unfollow_attached(carrier: Carrier) -> None:
+    """The attach's end (its stop, or the program's exit): children started from now on are
+    not followed; the exec functions are the program's own again, and a fork child releases
+    the memory hooks it inherits, as before the attach. Children followed already go on
+    (a child still running writes its profile only if the attach's directory is still there
+    when it ends)."""
+    global _attached_carrier
+    from heatline.engine import session
+
+    _attached_carrier = None
+    carriers.unwrap_exec(carrier)
+    session.keep_hooks_in_fork_children(False)
+    if carriers.current() is carrier:
+        carriers.adopt(None)
+
+
+def _after_fork_while_attached() -> None:
+    carrier = _attached_carrier
+    if carrier is not None:
+        _after_fork_in_child(carrier)
+
+
 def _after_fork_in_child(carrier: Carrier) -> None:
+    if carrier.ended():
+        # An attach's child forking after the detach (a Pool worker, a fork server): not
+        # followed, and without the memory hooks it inherited, as under python.
+        from heatline.engine import session
+
+        session.release_after_fork()
+        return
     if carrier.guard is not None:  # the parent child's: the child gets its own
         carrier.guard._in_child()
         carrier.guard = None
@@ -93,6 +172,12 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
     _wrap_exit(carrier, finisher)
     carrier.guard = SigtermGuard(finisher)
     carrier.guard.install(at_fork=False)  # the carrier's fork hook disarms it in a child
+    if carrier.config.get("attach"):
+        # A child of heatline attach still running when the attacher has its profile and
+        # removes the attach's directory: nothing could take its profile any more, and it
+        # stops profiling then (its sampler sees the directory gone), as the attached
+        # process did at the detach.
+        session_module.watch_removal(carrier.config["dir"], finisher)
 
 
 def _program_label() -> str:
