@@ -29,8 +29,12 @@ def _run(run_heatline, program, tmp_path, *args):
                           timeout=300)
     assert result.returncode == 0, result.stderr
     profile = json.loads(path.read_text())
+    # The chain functions are made by exec(), their file "<string>"; so is each exec's own
+    # <module>, which a sample may catch (under load, or ASan): keyed by name alone it would
+    # stand for the script's <module> (it did: 0.017 s for 1.94 s).
     inclusive = {qualname: seconds for (file, qualname), seconds in
-                 inclusive_times(profile).items() if file in (script, "<string>")}
+                 inclusive_times(profile).items()
+                 if file == script or (file == "<string>" and qualname != "<module>")}
     return profile, json.loads(truth_path.read_text()), inclusive, result.stderr
 
 
