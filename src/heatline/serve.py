@@ -28,6 +28,7 @@ import _thread
 import gzip
 import os
 import socket
+import sys
 import time
 from typing import Any, Callable
 
@@ -179,10 +180,17 @@ class PprofServer:
                 self._busy -= 1
 
     def _respond(self, connection: socket.socket) -> tuple[int, bytes, str]:
-        request = _read_request(connection)
+        with _QuickSwitching():
+            request = _read_request(connection)
         if request is None:
             return 400, b"bad request\n", "text/plain"
         method, path, query = request
+        if path == "/debug/pprof/profile" and method == "GET":
+            return self._answer(method, path, query)  # its window is the program's
+        with _QuickSwitching():
+            return self._answer(method, path, query)
+
+    def _answer(self, method: str, path: str, query: dict[str, str]) -> tuple[int, bytes, str]:
         if method != "GET":
             return 405, b"only GET\n", "text/plain"
         if path in ("/debug/pprof", "/debug/pprof/"):
@@ -206,9 +214,33 @@ class PprofServer:
             "text/plain"
 
     def _cpu(self, seconds: float) -> bytes:
-        before = self._profile()
+        with _QuickSwitching():
+            before = self._profile()
         time.sleep(seconds)
-        return _gzip(encode(between(before, self._profile()), what="cpu"))
+        with _QuickSwitching():
+            return _gzip(encode(between(before, self._profile()), what="cpu"))
+
+
+# The program's GIL switch interval while a request is worked on (not while a CPU window is
+# waited for). Building a profile takes the GIL back after each of its system calls (reading
+# source files, the socket): behind a program thread that lets go of the GIL for short system
+# calls and takes it straight back, a waiting thread is never the one that asks for it (it asks
+# only after a whole interval, 5 ms by default, without a switch), and a request under heatline
+# attach timed out (go tool pprof: "timeout awaiting response headers"). Put back afterwards,
+# unless the program set its own meanwhile (engine/attach.py's QUICK_SWITCH_US is the same cure
+# for the attach's own start and stop).
+QUICK_SWITCH_S = 100e-6
+
+
+class _QuickSwitching:
+    def __enter__(self) -> None:
+        self.previous = sys.getswitchinterval()
+        sys.setswitchinterval(QUICK_SWITCH_S)
+        self.set = sys.getswitchinterval()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if sys.getswitchinterval() == self.set:
+            sys.setswitchinterval(self.previous)
 
 
 _INDEX = (b"heatline's profiles (go tool pprof http://HOST:PORT/debug/pprof/NAME):\n"
