@@ -28,7 +28,6 @@ import _thread
 import gzip
 import os
 import socket
-import sys
 import time
 from typing import Any, Callable
 
@@ -38,6 +37,7 @@ from typing import Any, Callable
 # sys.path (its own gzip.py).
 from heatline.data import build as _build  # noqa: F401 -- session.profile()'s, imported now
 from heatline.data.window import between
+from heatline.engine.switching import quick as quick_switching
 from heatline.renderers.pprof import encode
 
 DEFAULT_SECONDS = 30.0  # Go's default for /debug/pprof/profile
@@ -180,14 +180,16 @@ class PprofServer:
                 self._busy -= 1
 
     def _respond(self, connection: socket.socket) -> tuple[int, bytes, str]:
-        with _QuickSwitching():
+        # The GIL is taken back after each system call of a request's work: with the quick
+        # switch interval (engine/switching.py), not during a CPU window's wait.
+        with quick_switching():
             request = _read_request(connection)
         if request is None:
             return 400, b"bad request\n", "text/plain"
         method, path, query = request
         if path == "/debug/pprof/profile" and method == "GET":
             return self._answer(method, path, query)  # its window is the program's
-        with _QuickSwitching():
+        with quick_switching():
             return self._answer(method, path, query)
 
     def _answer(self, method: str, path: str, query: dict[str, str]) -> tuple[int, bytes, str]:
@@ -214,33 +216,11 @@ class PprofServer:
             "text/plain"
 
     def _cpu(self, seconds: float) -> bytes:
-        with _QuickSwitching():
+        with quick_switching():
             before = self._profile()
         time.sleep(seconds)
-        with _QuickSwitching():
+        with quick_switching():
             return _gzip(encode(between(before, self._profile()), what="cpu"))
-
-
-# The program's GIL switch interval while a request is worked on (not while a CPU window is
-# waited for). Building a profile takes the GIL back after each of its system calls (reading
-# source files, the socket): behind a program thread that lets go of the GIL for short system
-# calls and takes it straight back, a waiting thread is never the one that asks for it (it asks
-# only after a whole interval, 5 ms by default, without a switch), and a request under heatline
-# attach timed out (go tool pprof: "timeout awaiting response headers"). Put back afterwards,
-# unless the program set its own meanwhile (engine/attach.py's QUICK_SWITCH_US is the same cure
-# for the attach's own start and stop).
-QUICK_SWITCH_S = 100e-6
-
-
-class _QuickSwitching:
-    def __enter__(self) -> None:
-        self.previous = sys.getswitchinterval()
-        sys.setswitchinterval(QUICK_SWITCH_S)
-        self.set = sys.getswitchinterval()
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if sys.getswitchinterval() == self.set:
-            sys.setswitchinterval(self.previous)
 
 
 _INDEX = (b"heatline's profiles (go tool pprof http://HOST:PORT/debug/pprof/NAME):\n"

@@ -191,7 +191,7 @@ def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_p
     worker spins, letting go of the GIL for a system call every millisecond or so and taking it
     straight back: heatline's thread, which needs the GIL after each of its own system calls,
     starved behind it for up to a minute until the attach shortened the switch interval while
-    it starts and stops (engine/attach.py, QUICK_SWITCH_US). The worker's time is the window's,
+    it starts and stops (engine/switching.py, QUICK_SWITCH_US). The worker's time is the window's,
     all Python; after the detach the main thread is still in the same sleep, the process has its
     two threads again, and its switch interval is its own."""
     process, work = _start(tmp_path, "attach_sleeper.py", "600")

@@ -268,7 +268,7 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
     from heatline.engine import attach
 
     # Shorter GIL switches while heatline's thread starts, and again while it stops (engine/
-    # attach.py's QUICK_SWITCH_US); that side puts the program's back once done, and so does
+    # switching.py's QUICK_SWITCH_US); that side puts the program's back once done, and so does
     # this one, in every case (an error, Ctrl-C).
     switching = attach.quicken_switching(pid)
     try:
@@ -303,14 +303,13 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
         detach_begun = time.monotonic()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the detach must finish
         try:
+            switching = None if ended else attach.quicken_switching(pid)
             if not ended:
-                switching = attach.quicken_switching(pid)
                 _write(directory, "stop", "")
             got = _wait_for(directory, ("profile.json", "error"), pid, STOP_TIMEOUT_S)
         finally:
             signal.signal(signal.SIGINT, previous)
-            if not ended:
-                attach.restore_switching(pid, switching)
+            attach.restore_switching(pid, switching)
         if got == "profile.json" and not ended:
             _wait_threads_gone(pid, _heatline_tids(directory), THREAD_END_TIMEOUT_S)
         detach_s = time.monotonic() - detach_begun

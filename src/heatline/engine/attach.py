@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from heatline.engine import dump
+from heatline.engine.switching import QUICK_SWITCH_US
 
 AGENT_FUNCTION = "heatline_agent_attach"
 INJECT_TIMEOUT_S = 10.0
@@ -65,19 +66,11 @@ def watch_for_detach(directory: str, callback: Any) -> None:
                           callback)
 
 
-# The target's GIL switch interval while heatline's thread starts or stops the profile there.
-# A thread waiting for the GIL asks the holder to let go only after a whole interval (5 ms by
-# default) in which it never did; a program thread that lets go often (a short system call:
-# a stat, a poll) and takes it straight back is never asked, and wins each race for it. The
-# start takes the GIL once per system call (each import opens and reads files), so it waited
-# up to a minute behind one such thread. With 100 us it waits at most about that per system
-# call; the program's threads switch more often for the start's tens of milliseconds.
-QUICK_SWITCH_US = 100
-
-
 def quicken_switching(pid: int) -> int | None:
-    """Shorten process pid's switch interval (remote.c, hl_remote_switch_interval) and return
-    the one it had, or None when it could not be read or written (the attach goes on)."""
+    """Shorten process pid's switch interval to QUICK_SWITCH_US from outside, while heatline's
+    thread starts or stops the profile there (engine/switching.py says why; remote.c,
+    hl_remote_switch_interval), and return the one it had, or None when it could not be read
+    or written (the attach goes on)."""
     from heatline import _native
 
     previous = _native.switch_interval(pid, QUICK_SWITCH_US, 0)

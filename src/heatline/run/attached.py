@@ -52,16 +52,17 @@ _attached_pid = 0
 _heatline_tids: set[int] = set()  # the agent's thread and the stopping one: heatline's
 _carrier: Any = None  # run/carrier.py's Carrier following the children while attached
 # The program's GIL switch interval, which the attacher shortens while heatline's thread starts
-# and stops the profile (engine/attach.py, QUICK_SWITCH_US), in seconds; None: not shortened.
+# and stops the profile (engine/switching.py), in seconds; None: not shortened.
 _switch_interval_s: float | None = None
-QUICK_SWITCH_S = 100e-6  # engine/attach.py's QUICK_SWITCH_US
 
 
 def _restore_switching() -> None:
     """Put the program's switch interval back as soon as heatline's thread is done (the
     attacher does too, later): unless the program set one of its own meanwhile."""
-    if _switch_interval_s is not None and abs(sys.getswitchinterval() - QUICK_SWITCH_S) < 1e-9:
-        sys.setswitchinterval(_switch_interval_s)
+    if _switch_interval_s is not None:
+        from heatline.engine import switching
+
+        switching.put_back(_switch_interval_s)
 
 
 def act(directory: str, action: str) -> None:
