@@ -85,19 +85,27 @@ def parse_pid(text: str) -> int:
         fail(f"PID must be a process id (a whole number), not {text!r}")
 
 
+def option_default(option: Option) -> Any:
+    """The value an option not given has on the command line (add_option's, and cli/run.py's
+    parse_plainly's): a repeatable option's None, a flag's False."""
+    if option.repeat:
+        return None
+    return option.default if option.takes_value or option.negatable else False
+
+
 def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     import argparse
 
     if option.takes_value:
-        kwargs: dict = {"metavar": option.metavar, "default": option.default}
+        kwargs: dict = {"metavar": option.metavar, "default": option_default(option)}
         if option.repeat:
-            kwargs.update(action="append", default=None)
+            kwargs["action"] = "append"
         if option.parse is not None:
             kwargs["type"] = option.parse
     elif option.negatable:
-        kwargs = {"action": argparse.BooleanOptionalAction, "default": option.default}
+        kwargs = {"action": argparse.BooleanOptionalAction, "default": option_default(option)}
     else:
-        kwargs = {"action": "store_true"}
+        kwargs = {"action": "store_true", "default": option_default(option)}
     parser.add_argument(*option.flags, dest=option.dest, help=option.help, **kwargs)
 
 

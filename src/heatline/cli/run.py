@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from heatline._version import __version__
 from heatline.cli.common import add_format_shortcuts, add_option, check_outfile, fail
-from heatline.cli.common import split_argv
+from heatline.cli.common import option_default, split_argv
 from heatline.options import RUN_OPTIONS, Options, only_implies_all
 from heatline.run import launch
 
@@ -96,8 +96,7 @@ def parse_plainly(option_args: list[str]) -> dict[str, Any] | None:
     holds the two to the same answers."""
     values: dict[str, Any] = {"module": None}
     for option in RUN_OPTIONS:
-        default = None if option.repeat else option.default if (
-            option.takes_value or option.negatable) else False
+        default = option_default(option)
         if isinstance(default, str) and option.parse is not None:
             return None  # argparse would convert a string default: leave that to it
         values.setdefault(option.dest, default)
