@@ -4,6 +4,11 @@ tests/integration/test_large_program.py: FILES modules of LINES executed lines e
 them sampled). Usage:
 
     python bench/end_of_run.py [--rounds N] [--other DIR] [--files 60] [--lines 4000]
+    python bench/end_of_run.py --torch [--rounds N] [--other DIR]
+
+--torch runs instead a program that imports torch and multiplies matrices for a second: a
+small profile, but native samples in libtorch_cpu.so (whose symbol tables the end names them
+from) and the million objects torch holds (which a garbage collection at the end walks).
 
 The program's last line writes CLOCK_MONOTONIC and the process's CPU time into a file; the
 harness reads the clock when the process has exited (wait4, whose rusage gives the process's
@@ -36,6 +41,24 @@ for m in mods:
 with open({mark!r}, "w") as f:
     f.write(f"{{time.monotonic_ns()}} {{time.process_time()}}")
 """
+
+TORCH_MAIN = """\
+import time
+import torch
+a = torch.randn(500, 500)
+start = time.perf_counter()
+while time.perf_counter() - start < 1.0:
+    b = torch.relu(a @ a).sum()
+with open({mark!r}, "w") as f:
+    f.write(f"{{time.monotonic_ns()}} {{time.process_time()}}")
+"""
+
+
+def write_torch_program(directory, mark):
+    main = os.path.join(directory, "main.py")
+    with open(main, "w") as f:
+        f.write(TORCH_MAIN.format(mark=mark))
+    return main
 
 
 def write_program(directory, files, lines, calls, mark):
@@ -75,10 +98,15 @@ def main():
     parser.add_argument("--lines", type=int, default=4000)
     parser.add_argument("--calls", type=int, default=5, help="calls of each module's work()")
     parser.add_argument("--other", metavar="DIR", help="also heatline imported from DIR")
+    parser.add_argument("--torch", action="store_true",
+                        help="a second of torch matrix products instead of the large program")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="heatline-end-of-run-")
     mark = os.path.join(work, "last_line")
-    main_py = write_program(work, args.files, args.lines, args.calls, mark)
+    if args.torch:
+        main_py = write_torch_program(work, mark)
+    else:
+        main_py = write_program(work, args.files, args.lines, args.calls, mark)
     out = os.path.join(work, "profile.json")
     runners = {"python": ([sys.executable, main_py], None)}
     trees = {"heatline": SRC}
@@ -101,7 +129,8 @@ def main():
         print(f"round {r + 1}/{args.rounds}: " + " ".join(
             f"{n}={results[n][-1]['end_s'] * 1000:.0f}ms" for n in names), file=sys.stderr)
     size = os.path.getsize(out) if os.path.exists(out) else 0
-    print(f"{args.files} files x {args.lines} lines, {args.rounds} interleaved rounds, medians; "
+    shape = "torch matrix products" if args.torch else f"{args.files} files x {args.lines} lines"
+    print(f"{shape}, {args.rounds} interleaved rounds, medians; "
           f"load average {os.getloadavg()[0]:.2f}; last profile {size / 1e6:.2f} MB")
     print(f"{'runner':16s} {'end of run (s)':>15s} {'its CPU (s)':>12s} {'wall (s)':>9s} "
           f"{'CPU (s)':>8s}")

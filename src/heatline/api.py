@@ -192,17 +192,20 @@ def stop() -> Profile:
         _run = None
     if run.server is not None:
         run.server.close()
-    run.session.stop()
-    data = run.session.profile()
-    options = run.options
-    if options.use_virtual_time:
-        from heatline.data.virtual_time import running_time_only
+    from heatline.engine.session import collector_paused
 
-        running_time_only(data)
-    result = Profile(data, reduced=options.reduced_profile,
-                     threshold_pct=options.threshold_pct)
-    if options.outfile:
-        result.save(options.outfile, format=options.format)
+    with collector_paused():
+        run.session.stop()
+        data = run.session.profile()
+        options = run.options
+        if options.use_virtual_time:
+            from heatline.data.virtual_time import running_time_only
+
+            running_time_only(data)
+        result = Profile(data, reduced=options.reduced_profile,
+                         threshold_pct=options.threshold_pct)
+        if options.outfile:
+            result.save(options.outfile, format=options.format)
     return result
 
 

@@ -306,6 +306,34 @@ def test_import_stays_cheap_and_pause_resume_without_a_profile_do_nothing(run_py
     assert result.stdout.strip() == "['heatline', 'heatline._version']"
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_stop_runs_no_garbage_collection_and_leaves_the_collector_as_it_was(run_python, enabled):
+    # With a threshold of 1, every container made sets off a collection: building this
+    # profile set off about 1,500 (after `import torch` a full collection walks a million
+    # objects: 90 ms of the end). Only the few containers stop() makes before it turns the
+    # collector off (its call, the pause itself) may still do so. The program's own
+    # collections go on before stop() and after it.
+    result = run_python("-c", (
+        "import gc, heatline\n"
+        "seen = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and seen.append(1))\n"
+        f"{'' if enabled else 'gc.disable()'}\n"
+        "heatline.start()\n"
+        "junk = [[i] for i in range(200_000)]\n"
+        "gc.set_threshold(1)\n"
+        "before = len(seen)\n"
+        "profile = heatline.stop()\n"
+        "during = len(seen) - before\n"
+        "gc.set_threshold(700)\n"
+        "print(during, gc.isenabled(), before > 0)\n"
+    ), text=True)
+    assert result.returncode == 0, result.stderr
+    during, on_after, collected_before = result.stdout.split()
+    assert int(during) <= 5
+    assert on_after == str(enabled)
+    assert collected_before == str(enabled)
+
+
 # --- @profile under the heatline command -----------------------------------------------------
 
 MARKED = """\

@@ -338,7 +338,6 @@ static PyObject *native_dict(const hl_stats *s, const hl_native_results *n) {
     PyObject *by_line = list_of(n->ncharges, native_line_item, &lines);
     PyObject *places = list_of(n->naddresses, native_place_item, NULL);
     PyObject *mappings = list_of(hl_native_nmappings(), native_mapping_item, NULL); /* named */
-    hl_native_results_done();
     return Py_BuildValue(
         "{s:O,s:i,s:z,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "enabled",
         n->enabled ? Py_True : Py_False, "error", n->error, "reason", reason, "threads_without",

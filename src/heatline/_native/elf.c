@@ -157,62 +157,14 @@ int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint6
     return with_file(path, read_file, &wanted);
 }
 
-/* ---- functions by address ----------------------------------------------------------------- */
-
-static int by_value(const void *a, const void *b) {
-    const hl_elf_function *x = a, *y = b;
-    if (x->value != y->value) return x->value < y->value ? -1 : 1;
-    if (x->size != y->size) return x->size > y->size ? -1 : 1; /* the largest first */
-    return 0;
-}
-
-/* Appends table's defined functions, naming them by their offset into the names read so far. */
-static int add_functions(hl_elf_functions *out, const Elf64_Sym *table, size_t n, size_t names_base,
-                         size_t names_size) {
-    size_t wanted = out->count;
-    for (size_t i = 0; i < n; i++) {
-        unsigned type = ELF64_ST_TYPE(table[i].st_info);
-        if ((type == STT_FUNC || type == STT_GNU_IFUNC) && table[i].st_shndx != SHN_UNDEF &&
-            table[i].st_value != 0 && table[i].st_name != 0 && table[i].st_name < names_size)
-            wanted++;
-    }
-    if (wanted == out->count) return 0;
-    hl_elf_function *grown = realloc(out->functions, wanted * sizeof(*grown));
-    if (grown == NULL) return -ENOMEM;
-    out->functions = grown;
-    for (size_t i = 0; i < n; i++) {
-        unsigned type = ELF64_ST_TYPE(table[i].st_info);
-        if ((type == STT_FUNC || type == STT_GNU_IFUNC) && table[i].st_shndx != SHN_UNDEF &&
-            table[i].st_value != 0 && table[i].st_name != 0 && table[i].st_name < names_size)
-            out->functions[out->count++] = (hl_elf_function){table[i].st_value, table[i].st_size,
-                                                             names_base + table[i].st_name};
-    }
-    return 0;
-}
-
-/* Appends one symbol table's functions, its names copied after the names so far. */
-static int functions_visit(void *context, const Elf64_Sym *entries, size_t count, const char *names,
-                           size_t size) {
-    hl_elf_functions *out = context;
-    if (size == 0) return 0;
-    char *all = realloc(out->names, out->names_size + size + 1);
-    if (all == NULL) return -ENOMEM;
-    out->names = all;
-    memcpy(all + out->names_size, names, size);
-    all[out->names_size + size] = '\0'; /* a last name running off its table ends */
-    int error = add_functions(out, entries, count, out->names_size, size);
-    out->names_size += size + 1;
-    return error;
-}
-
 /* The GNU build id among a PT_NOTE segment's notes (each a header, its name and its
  * description, both padded to 4 bytes), into out. */
-static void find_build_id(int fd, const Elf64_Phdr *note, uint64_t file_size,
-                          hl_elf_functions *out) {
+static void find_build_id(int fd, const Elf64_Phdr *note, uint64_t file_size, uint8_t *build_id,
+                          size_t *build_id_size) {
     uint8_t *notes = read_part(fd, note->p_offset, note->p_filesz, file_size);
     if (notes == NULL) return;
     uint64_t at = 0, size = note->p_filesz;
-    while (out->build_id_size == 0 && size - at >= sizeof(Elf64_Nhdr)) {
+    while (*build_id_size == 0 && size - at >= sizeof(Elf64_Nhdr)) {
         Elf64_Nhdr header;
         memcpy(&header, notes + at, sizeof(header));
         uint64_t name_at = at + sizeof(header);
@@ -222,82 +174,246 @@ static void find_build_id(int fd, const Elf64_Phdr *note, uint64_t file_size,
         if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 &&
             memcmp(notes + name_at, "GNU", 4) == 0 && header.n_descsz > 0 &&
             header.n_descsz <= HL_ELF_BUILD_ID_MAX) {
-            memcpy(out->build_id, notes + description_at, header.n_descsz);
-            out->build_id_size = header.n_descsz;
+            memcpy(build_id, notes + description_at, header.n_descsz);
+            *build_id_size = header.n_descsz;
         }
         at = next;
     }
     free(notes);
 }
 
-static int read_functions(int fd, uint64_t file_size, void *context) {
-    hl_elf_functions *out = context;
+/* ---- naming code by its file offset ------------------------------------------------------ */
+
+#define SYMBOLS_PER_READ 8192 /* 192 KB of entries read at a time */
+#define NAME_READ 256         /* the first read of a name; longer ones are read again, whole */
+
+typedef struct wanted_offset {
+    uint64_t address; /* link-time address of the offset */
+    size_t index;     /* into the caller's arrays */
+    /* the nearest function covering it so far (greatest start, then smallest size) */
+    uint64_t value, size;
+    uint32_t name;
+    unsigned table;
+    int covered;
+} wanted_offset;
+
+/* The functions starting at or before one wanted address whose start is found nowhere earlier
+ * in the sorted addresses (see hl_elf_name_offsets): the greatest start of all, and the
+ * greatest start of a function of size 0 (with its name). */
+typedef struct start_bucket {
+    uint64_t nearest;
+    int any;
+    uint64_t empty_value;
+    uint32_t empty_name;
+    unsigned empty_table;
+    int empty;
+} start_bucket;
+
+typedef struct name_table {
+    uint64_t offset, size; /* the string table of a symbol table, in the file */
+} name_table;
+
+#define MAX_NAME_TABLES 4
+
+typedef struct naming {
+    wanted_offset *wanted; /* sorted by address */
+    start_bucket *buckets; /* one per wanted address */
+    size_t count;
+    name_table tables[MAX_NAME_TABLES];
+    unsigned ntables;
+} naming;
+
+static int by_address(const void *a, const void *b) {
+    const wanted_offset *x = a, *y = b;
+    return x->address < y->address ? -1 : x->address > y->address;
+}
+
+/* The first wanted address at or after value. */
+static size_t first_at_or_after(const naming *n, uint64_t value) {
+    size_t low = 0, high = n->count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (n->wanted[middle].address < value) low = middle + 1;
+        else high = middle;
+    }
+    return low;
+}
+
+static void consider(naming *n, const Elf64_Sym *symbol, unsigned table) {
+    uint64_t value = symbol->st_value, size = symbol->st_size;
+    size_t j = first_at_or_after(n, value);
+    if (j == n->count) return; /* starts after every wanted address */
+    start_bucket *b = &n->buckets[j];
+    if (!b->any || value > b->nearest) b->nearest = value, b->any = 1;
+    if (size == 0) {
+        if (!b->empty || value > b->empty_value)
+            *b = (start_bucket){b->nearest, 1, value, symbol->st_name, table, 1};
+        return;
+    }
+    for (size_t i = j; i < n->count && n->wanted[i].address - value < size; i++) {
+        wanted_offset *w = &n->wanted[i];
+        if (!w->covered || value > w->value || (value == w->value && size < w->size)) {
+            w->value = value;
+            w->size = size;
+            w->name = symbol->st_name;
+            w->table = table;
+            w->covered = 1;
+        }
+    }
+}
+
+/* Reads one symbol table in pieces, each function symbol considered for every wanted address. */
+static int naming_visit(int fd, const Elf64_Shdr *entries, const Elf64_Shdr *strings,
+                        uint64_t file_size, naming *n) {
+    if (n->ntables == MAX_NAME_TABLES) return 0;
+    if (entries->sh_offset > file_size || entries->sh_size > file_size - entries->sh_offset ||
+        strings->sh_offset > file_size || strings->sh_size > file_size - strings->sh_offset ||
+        strings->sh_size == 0)
+        return 0; /* not a table this file holds: skipped, as a table that cannot be read */
+    unsigned table = n->ntables++;
+    n->tables[table] = (name_table){strings->sh_offset, strings->sh_size};
+    Elf64_Sym *chunk = malloc(SYMBOLS_PER_READ * sizeof(*chunk));
+    if (chunk == NULL) return -ENOMEM;
+    uint64_t total = entries->sh_size / sizeof(Elf64_Sym);
+    for (uint64_t first = 0; first < total; first += SYMBOLS_PER_READ) {
+        size_t count =
+            total - first < SYMBOLS_PER_READ ? (size_t)(total - first) : SYMBOLS_PER_READ;
+        size_t bytes = count * sizeof(*chunk), done = 0;
+        while (done < bytes) {
+            ssize_t got = pread(fd, (char *)chunk + done, bytes - done,
+                                (off_t)(entries->sh_offset + first * sizeof(*chunk) + done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) break;
+            done += (size_t)got;
+        }
+        count = done / sizeof(*chunk); /* a file cut short meanwhile: what was read */
+        for (size_t i = 0; i < count; i++) {
+            const Elf64_Sym *symbol = &chunk[i];
+            unsigned type = ELF64_ST_TYPE(symbol->st_info);
+            if ((type == STT_FUNC || type == STT_GNU_IFUNC) && symbol->st_shndx != SHN_UNDEF &&
+                symbol->st_value != 0 && symbol->st_name != 0 && symbol->st_name < strings->sh_size)
+                consider(n, symbol, table);
+        }
+        if (count < SYMBOLS_PER_READ && first + count < total) break;
+    }
+    free(chunk);
+    return 0;
+}
+
+/* The name at offset name of a string table, read from the file: up to its NUL, or to the
+ * table's end. A new string, or NULL. */
+static char *read_name(int fd, const name_table *t, uint32_t name) {
+    uint64_t room = t->size - name, want = room < NAME_READ ? room : NAME_READ;
+    for (;;) {
+        char *text = malloc((size_t)want + 1);
+        if (text == NULL) return NULL;
+        ssize_t got = pread(fd, text, (size_t)want, (off_t)(t->offset + name));
+        if (got < 0) {
+            free(text);
+            return NULL;
+        }
+        text[got] = '\0';
+        if (strlen(text) < (size_t)got || (uint64_t)got < want || want == room) return text;
+        free(text);
+        want = room < want * 16 ? room : want * 16; /* a long (C++) name: read again, more */
+    }
+}
+
+static int section_headers(int fd, const Elf64_Ehdr *header, uint64_t file_size, Elf64_Shdr **out) {
+    *out = NULL;
+    if (header->e_shentsize != sizeof(Elf64_Shdr) || header->e_shnum == 0) return 0;
+    *out =
+        read_part(fd, header->e_shoff, (uint64_t)header->e_shnum * sizeof(Elf64_Shdr), file_size);
+    return 0;
+}
+
+typedef struct name_request {
+    const uint64_t *offsets;
+    size_t count;
+    char **names;
+    uint8_t *build_id;
+    size_t *build_id_size;
+} name_request;
+
+static int name_offsets(int fd, uint64_t file_size, void *context) {
+    name_request *r = context;
     Elf64_Ehdr header;
     if (read_header(fd, &header) != 0) return -ENOEXEC;
-
     Elf64_Phdr *segments = NULL;
     if (header.e_phentsize == sizeof(Elf64_Phdr))
         segments =
             read_part(fd, header.e_phoff, (uint64_t)header.e_phnum * sizeof(Elf64_Phdr), file_size);
     if (segments == NULL) return -ENOEXEC;
-    out->segments = calloc(header.e_phnum ? header.e_phnum : 1, sizeof(*out->segments));
-    if (out->segments == NULL) {
-        free(segments);
-        return -ENOMEM;
-    }
-    for (unsigned i = 0; i < header.e_phnum; i++) {
-        if (segments[i].p_type == PT_LOAD)
-            out->segments[out->nsegments++] =
-                (hl_elf_segment){segments[i].p_offset, segments[i].p_vaddr, segments[i].p_filesz};
-        else if (segments[i].p_type == PT_NOTE && out->build_id_size == 0)
-            find_build_id(fd, &segments[i], file_size, out);
-    }
-    free(segments);
 
-    int error = for_each_symbol_table(fd, &header, file_size, functions_visit, out);
-    if (error == 0 && out->count > 0)
-        qsort(out->functions, out->count, sizeof(*out->functions), by_value);
-    return error;
-}
-
-int hl_elf_functions_read(const char *path, hl_elf_functions *out) {
-    memset(out, 0, sizeof(*out));
-    int error = with_file(path, read_functions, out);
-    if (error != 0) hl_elf_functions_free(out);
-    return error;
-}
-
-const char *hl_elf_function_at(const hl_elf_functions *f, uint64_t file_offset) {
-    uint64_t address = 0;
-    int loaded = 0;
-    for (size_t i = 0; i < f->nsegments && !loaded; i++) {
-        const hl_elf_segment *s = &f->segments[i];
-        if (file_offset >= s->offset && file_offset - s->offset < s->size) {
-            address = s->vaddr + (file_offset - s->offset);
-            loaded = 1;
+    naming n = {0};
+    n.wanted = calloc(r->count ? r->count : 1, sizeof(*n.wanted));
+    n.buckets = calloc(r->count ? r->count : 1, sizeof(*n.buckets));
+    int error = n.wanted != NULL && n.buckets != NULL ? 0 : -ENOMEM;
+    for (unsigned i = 0; i < header.e_phnum && error == 0; i++)
+        if (segments[i].p_type == PT_NOTE && *r->build_id_size == 0)
+            find_build_id(fd, &segments[i], file_size, r->build_id, r->build_id_size);
+    /* Each offset as a link-time address, where a loaded segment holds it. */
+    for (size_t k = 0; k < r->count && error == 0; k++) {
+        for (unsigned i = 0; i < header.e_phnum; i++) {
+            const Elf64_Phdr *p = &segments[i];
+            if (p->p_type == PT_LOAD && r->offsets[k] >= p->p_offset &&
+                r->offsets[k] - p->p_offset < p->p_filesz) {
+                n.wanted[n.count++] = (wanted_offset){
+                    .address = p->p_vaddr + (r->offsets[k] - p->p_offset), .index = k};
+                break;
+            }
         }
     }
-    if (!loaded || f->count == 0) return NULL;
-    size_t low = 0, high = f->count; /* the first function starting after address */
-    while (low < high) {
-        size_t middle = low + (high - low) / 2;
-        if (f->functions[middle].value <= address) low = middle + 1;
-        else high = middle;
+    free(segments);
+    Elf64_Shdr *sections = NULL;
+    if (error == 0 && n.count > 0) {
+        qsort(n.wanted, n.count, sizeof(*n.wanted), by_address);
+        section_headers(fd, &header, file_size, &sections);
     }
-    /* Of the functions starting at or before it, the nearest that covers it (an alias or a
-     * function of size 0, which covers the address when it is the nearest one). */
-    for (size_t i = low; i > 0; i--) {
-        const hl_elf_function *candidate = &f->functions[i - 1];
-        if (address - candidate->value < candidate->size || (candidate->size == 0 && i == low))
-            return f->names + candidate->name;
-        if (low - i >= 16) break; /* farther back: none of these covers it */
+    for (unsigned i = 0; sections != NULL && i < header.e_shnum && error == 0; i++) {
+        const Elf64_Shdr *table = &sections[i];
+        if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
+        if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header.e_shnum) continue;
+        error = naming_visit(fd, table, &sections[table->sh_link], file_size, &n);
     }
-    return NULL;
+    free(sections);
+
+    /* Walking the addresses upwards, the nearest start and nearest empty function so far are
+     * those of every function starting at or before the address (a function's bucket is the
+     * first address at or after its start). The nearest start's function of size 0 names the
+     * address (an alias, or a function whose size the tables leave out); else the nearest
+     * function covering it does; else nothing does. */
+    start_bucket so_far = {0};
+    for (size_t i = 0; i < n.count && error == 0; i++) {
+        const start_bucket *b = &n.buckets[i];
+        if (b->any && (!so_far.any || b->nearest > so_far.nearest))
+            so_far.nearest = b->nearest, so_far.any = 1;
+        if (b->empty && (!so_far.empty || b->empty_value > so_far.empty_value)) {
+            so_far.empty_value = b->empty_value;
+            so_far.empty_name = b->empty_name;
+            so_far.empty_table = b->empty_table;
+            so_far.empty = 1;
+        }
+        const wanted_offset *w = &n.wanted[i];
+        if (so_far.empty && so_far.empty_value == so_far.nearest)
+            r->names[w->index] = read_name(fd, &n.tables[so_far.empty_table], so_far.empty_name);
+        else if (w->covered) r->names[w->index] = read_name(fd, &n.tables[w->table], w->name);
+    }
+    free(n.wanted);
+    free(n.buckets);
+    return error;
 }
 
-void hl_elf_functions_free(hl_elf_functions *f) {
-    free(f->functions);
-    free(f->names);
-    free(f->segments);
-    memset(f, 0, sizeof(*f));
+int hl_elf_name_offsets(const char *path, const uint64_t *offsets, size_t count, char **names,
+                        uint8_t *build_id, size_t *build_id_size) {
+    for (size_t k = 0; k < count; k++) names[k] = NULL;
+    *build_id_size = 0;
+    name_request request = {offsets, count, names, build_id, build_id_size};
+    int error = with_file(path, name_offsets, &request);
+    if (error != 0)
+        for (size_t k = 0; k < count; k++) {
+            free(names[k]);
+            names[k] = NULL;
+        }
+    return error;
 }

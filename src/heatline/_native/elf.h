@@ -25,40 +25,22 @@ typedef struct hl_elf_symbol {
  * be opened or mapped. */
 int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint64_t *first_vaddr);
 
-/* A file's functions, for naming the code at an offset in the file (native.c, at the end of a
- * run): every defined function symbol of its .symtab and .dynsym, sorted by address, and its
- * loadable segments (to turn a file offset into a link-time address), and its build id. */
-typedef struct hl_elf_function {
-    uint64_t value, size;
-    size_t name; /* offset in names */
-} hl_elf_function;
-
 #define HL_ELF_BUILD_ID_MAX 64
 
-typedef struct hl_elf_segment {
-    uint64_t offset, vaddr, size; /* p_offset, p_vaddr, p_filesz */
-} hl_elf_segment;
-
-typedef struct hl_elf_functions {
-    hl_elf_function *functions;
-    size_t count;
-    char *names; /* the string tables, one after the other, each NUL-terminated */
-    size_t names_size;
-    hl_elf_segment *segments;
-    size_t nsegments;
-    uint8_t build_id[HL_ELF_BUILD_ID_MAX]; /* its GNU build id (.note.gnu.build-id), if any */
-    size_t build_id_size;                  /* 0: none */
-} hl_elf_functions;
-
-/* Reads path's functions into *out (zeroed first). Returns 0 (possibly with no functions: a
- * stripped file), or -errno / -ENOEXEC as hl_elf_symbols does; *out is then empty. */
-int hl_elf_functions_read(const char *path, hl_elf_functions *out);
-
-/* The name of the function whose code holds the byte at file_offset, or NULL: not in a loaded
- * segment, or in no function the tables name (a static function of a file stripped of its
- * .symtab: naming the exported function before it would be a wrong name). */
-const char *hl_elf_function_at(const hl_elf_functions *f, uint64_t file_offset);
-
-void hl_elf_functions_free(hl_elf_functions *f);
+/* Names the code at each of count offsets into path (native.c, at the end of a run): names[k]
+ * gets a new string (the caller frees it), the function of the file's .symtab or .dynsym whose
+ * code holds the byte at offsets[k]: of the functions starting at or before it, one of size 0
+ * at the nearest start (an alias, or a function the tables give no size), else the nearest that
+ * covers it; NULL where the offset is in no loaded segment or no function covers it (a static
+ * function of a file stripped of its .symtab: naming the exported one before it would be a
+ * wrong name). build_id gets the file's GNU build id (.note.gnu.build-id, *build_id_size bytes;
+ * 0: none).
+ *
+ * One pass over the symbol tables, read a piece at a time, with the offsets sorted: the time is
+ * the tables' size times log(count), and only the names found are read. libtorch_cpu's tables
+ * are tens of MB: sorting and copying them whole, as this once did, took about 100 ms of a torch
+ * program's end. Returns 0, or -errno / -ENOEXEC as hl_elf_symbols does (names all NULL). */
+int hl_elf_name_offsets(const char *path, const uint64_t *offsets, size_t count, char **names,
+                        uint8_t *build_id, size_t *build_id_size);
 
 #endif

@@ -130,7 +130,7 @@ typedef struct hl_snapshot {
     const hl_memory_totals *memory; /* the memory part's results (memory.h) */
     const hl_gpu_results *gpu;      /* the GPU part's (gpu.h) */
     hl_native_results native;       /* native frames' (native.h; name addresses with
-                                     * hl_native_address, then hl_native_results_done) */
+                                     * hl_native_address) */
 } hl_snapshot;
 
 /* Takes the engine lock and fills *view; the results (the parts' too) stay still until

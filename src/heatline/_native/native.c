@@ -63,9 +63,7 @@
 typedef struct library {
     char *path;
     unsigned long inode;
-    hl_elf_functions table;
-    int read; /* table read (or tried) during this naming pass */
-    char build_id[2 * HL_ELF_BUILD_ID_MAX + 1]; /* in hex, once a table was read ("": none) */
+    char build_id[2 * HL_ELF_BUILD_ID_MAX + 1]; /* in hex, once its file was read ("": none) */
 } library;
 
 typedef struct mapping {
@@ -626,10 +624,7 @@ void hl_native_others_close(void) {
 
 void hl_native_reset(void) {
     for (size_t i = 0; i < N.naddresses; i++) free(N.addresses[i].symbol);
-    for (size_t i = 0; i < N.nlibraries; i++) {
-        free(N.libraries[i].path);
-        hl_elf_functions_free(&N.libraries[i].table);
-    }
+    for (size_t i = 0; i < N.nlibraries; i++) free(N.libraries[i].path);
     free(N.libraries);
     free(N.mappings);
     free(N.active);
@@ -669,8 +664,9 @@ void hl_native_results_get(hl_native_results *out) {
 
 typedef char *(*demangler)(const char *, char *, size_t *, int *);
 
-/* C++ names demangled where the process has a demangler (libstdc++ loaded), else as they are. */
-static char *readable(const char *name) {
+/* A name as people read it: C++ names demangled where the process has a demangler (libstdc++
+ * loaded), else as they are. Takes name (a new string) and gives a new string. */
+static char *readable(char *name) {
     static demangler demangle;
     static int looked;
     if (strncmp(name, "_Z", 2) == 0) {
@@ -680,30 +676,61 @@ static char *readable(const char *name) {
         }
         int status = -1;
         char *plain = demangle != NULL ? demangle(name, NULL, NULL, &status) : NULL;
-        if (plain != NULL && status == 0) return plain;
+        if (plain != NULL && status == 0) {
+            free(name);
+            return plain;
+        }
         free(plain);
     }
-    return strdup(name);
+    return name;
+}
+
+static library *library_of(const address *a) {
+    if (a->mapping == UINT32_MAX || N.mappings[a->mapping].library == UINT32_MAX) return NULL;
+    return &N.libraries[N.mappings[a->mapping].library];
+}
+
+/* Names every address of l not named yet, in one reading of its file (hl_elf_name_offsets):
+ * a library's addresses are asked for one by one, and reading its tables once per address
+ * would read libtorch's tens of MB hundreds of times. */
+static void name_addresses_of(library *l) {
+    size_t count = 0;
+    for (size_t i = 0; i < N.naddresses; i++)
+        count += !N.addresses[i].named && library_of(&N.addresses[i]) == l;
+    uint64_t *offsets = calloc(count ? count : 1, sizeof(*offsets));
+    size_t *which = malloc((count ? count : 1) * sizeof(*which));
+    char **names = calloc(count ? count : 1, sizeof(*names));
+    if (offsets != NULL && which != NULL && names != NULL) {
+        size_t k = 0;
+        for (size_t i = 0; i < N.naddresses; i++)
+            if (!N.addresses[i].named && library_of(&N.addresses[i]) == l) {
+                offsets[k] = N.addresses[i].offset;
+                which[k++] = i;
+            }
+        uint8_t build_id[HL_ELF_BUILD_ID_MAX];
+        size_t build_id_size = 0;
+        if (l->path[0] == '/' &&
+            hl_elf_name_offsets(l->path, offsets, count, names, build_id, &build_id_size) == 0) {
+            for (size_t b = 0; b < build_id_size; b++)
+                snprintf(l->build_id + 2 * b, 3, "%02x", build_id[b]);
+        }
+        for (k = 0; k < count; k++) {
+            address *a = &N.addresses[which[k]];
+            a->named = 1;
+            if (names[k] != NULL) a->symbol = readable(names[k]);
+        }
+    }
+    free(offsets);
+    free(which);
+    free(names);
 }
 
 void hl_native_address(size_t i, const char **symbol, const char **library_path) {
     address *a = &N.addresses[i];
-    library *l = NULL;
-    if (a->mapping != UINT32_MAX && N.mappings[a->mapping].library != UINT32_MAX)
-        l = &N.libraries[N.mappings[a->mapping].library];
+    library *l = library_of(a);
     *library_path = l != NULL ? l->path : NULL;
-    if (!a->named && l != NULL) {
-        a->named = 1;
-        if (!l->read) {
-            l->read = 1;
-            hl_elf_functions_free(&l->table);
-            if (l->path[0] == '/') (void)hl_elf_functions_read(l->path, &l->table);
-            for (size_t k = 0; k < l->table.build_id_size; k++)
-                snprintf(l->build_id + 2 * k, 3, "%02x", l->table.build_id[k]);
-        }
-        const char *name = hl_elf_function_at(&l->table, a->offset);
-        if (name != NULL) a->symbol = readable(name);
-    }
+    if (!a->named && l != NULL) name_addresses_of(l);
+    a->named = 1;
     *symbol = a->symbol != NULL ? a->symbol : UNKNOWN;
 }
 
@@ -724,11 +751,4 @@ void hl_native_mapping(size_t m, hl_native_mapping_info *out) {
     out->offset = map->offset;
     out->library = l != NULL ? l->path : NULL;
     out->build_id = l != NULL ? l->build_id : "";
-}
-
-void hl_native_results_done(void) {
-    for (size_t i = 0; i < N.nlibraries; i++) {
-        N.libraries[i].read = 0;
-        hl_elf_functions_free(&N.libraries[i].table);
-    }
 }

@@ -137,7 +137,4 @@ typedef struct hl_native_mapping_info {
 size_t hl_native_nmappings(void);
 void hl_native_mapping(size_t m, hl_native_mapping_info *out);
 
-/* After the snapshot has named its addresses: frees the symbol tables read for it. */
-void hl_native_results_done(void);
-
 #endif

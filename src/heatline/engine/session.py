@@ -4,6 +4,7 @@ described in docs/profile-format.md."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -360,7 +361,8 @@ class Session:
         writes for the main process to build and merge."""
         from heatline import _native
 
-        snapshot = _native.snapshot()
+        with collector_paused():
+            snapshot = _native.snapshot()
         self._note_origin(snapshot)
         return snapshot
 
@@ -387,6 +389,10 @@ class Session:
 
     def profile(self) -> dict[str, Any]:
         """The profile of the run so far (normally called after stop())."""
+        with collector_paused():
+            return self._profile()
+
+    def _profile(self) -> dict[str, Any]:
         from heatline import _native
         from heatline.data.build import build_profile
 
@@ -417,6 +423,25 @@ class Session:
     def _argv(self) -> list[str]:
         first = self.argv0() if self.argv0 is not None else None
         return self.argv if first is None else [first, *self.argv[1:]]
+
+
+class collector_paused:
+    """Python's cyclic garbage collector off while heatline turns its results into a profile
+    (``with collector_paused(): ...``), and back on after, if it was on before. Building the
+    profile makes tens of thousands of small containers, enough to set off collections of
+    every generation, and a full collection walks every object the program still holds: after
+    ``import torch`` (about a million objects) those made up 90 ms of a run's 240 ms end.
+    Nothing heatline makes there is cyclic garbage, so nothing is left for later but the
+    program's own; a program that turns the collector off meanwhile from another thread
+    finds it on again after."""
+
+    def __enter__(self) -> None:
+        self.was_on = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.was_on:
+            gc.enable()
 
 
 def machine_steal_s() -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from heatline.engine.session import collector_paused
 from heatline.options import Options
 from heatline.run import collect
 from heatline.run.errors import rearm_sigint_exit
@@ -55,7 +56,9 @@ class Finisher:
             # sys.last_value) and will die of SIGINT, unless building the report clears that.
             self.interrupted = True
         try:
-            with own_imports(self.own_modules):
+            # No garbage collection while the profile is built, merged and written
+            # (engine.session.collector_paused): the program's objects are not walked again.
+            with own_imports(self.own_modules), collector_paused():
                 self._finish()
         finally:
             collect.discard()  # merged already, unless building the profile failed
