@@ -288,7 +288,14 @@ def test_blas_pool_threads_show_the_gemm_kernel(tmp_path, run_heatline):
         assert "openblas" in thread["name"], thread["name"]
         for f in thread["native_functions"]:
             summed[f["symbol"]] = summed.get(f["symbol"], 0) + f["seconds"]
-    top = max(summed, key=summed.get)
+    # The pool's threads wait for one another spinning in OpenBLAS's own thread routines
+    # (level3_thread.c's inner_thread, blas_thread_server), and on a machine with more runnable
+    # threads than cores that spinning can outweigh the work: seen with two busy loops beside
+    # the run, inner_thread 0.245 s, dgemm_kernel_SKYLAKEX 0.218 s. That is the truth of such
+    # a run, not a misnaming; of the code that is not waiting, the kernel comes first.
+    waiting = ("inner_thread", "blas_thread_server", "exec_blas")
+    working = {name: s for name, s in summed.items() if not name.startswith(waiting)}
+    top = max(working, key=working.get)
     assert "gemm" in top, sorted(summed.items(), key=lambda i: -i[1])[:5]
 
 
