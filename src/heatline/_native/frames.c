@@ -119,7 +119,7 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     const hl_layout *l = &w->layout;
     char *path = NULL, *name = NULL, *qualname = NULL;
     memset(c, 0, sizeof(*c));
-    c->last_offset = -1;
+    for (size_t i = 0; i < HL_CODE_LINES_CACHED; i++) c->cached_offset[i] = -1;
     c->address = address;
     c->filename = hl_load_word(header, l->code_filename);
     c->name = hl_load_word(header, l->code_name);
@@ -255,12 +255,13 @@ fail_fresh:
 
 static int line_of(const hl_walker *w, hl_code *c, int offset_bytes) {
     if (offset_bytes < 0 || (size_t)offset_bytes >= c->code_bytes) return c->first_line;
-    if (offset_bytes == c->last_offset) return c->last_line;
+    size_t slot = ((unsigned)offset_bytes / 2) % HL_CODE_LINES_CACHED;
+    if (offset_bytes == c->cached_offset[slot]) return c->cached_line[slot];
     int line = hl_line_for_offset(w->layout.linetable_format, c->table, c->table_length,
                                   c->first_line, offset_bytes);
-    c->last_offset = offset_bytes;
-    c->last_line = line > 0 ? line : c->first_line;
-    return c->last_line;
+    c->cached_offset[slot] = offset_bytes;
+    c->cached_line[slot] = line > 0 ? line : c->first_line;
+    return c->cached_line[slot];
 }
 
 int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {

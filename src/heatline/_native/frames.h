@@ -26,6 +26,8 @@
 #include "scope.h" /* which files are user code: the walker's scope */
 #include "stats.h"
 
+#define HL_CODE_LINES_CACHED 8
+
 typedef struct hl_code {
     /* identity, re-checked on every lookup */
     uintptr_t address, filename, name, qualname, linetable, bytecode;
@@ -38,9 +40,12 @@ typedef struct hl_code {
     size_t table_length;
     uintptr_t code_start; /* address of the first bytecode byte */
     size_t code_bytes;
-    /* The last offset decoded to a line, and that line: a caller's frame stays at its call
-     * from sample to sample, and decoding walks the table from its start. */
-    int last_offset, last_line;
+    /* Offsets decoded to lines lately, and their lines (slot: the offset's instruction
+     * number modulo HL_CODE_LINES_CACHED): a caller's frame stays at its call from sample to
+     * sample, a loop allocates at a few places, and decoding walks the table from its start
+     * (3,600 instructions a lookup in bench/'s fannkuch, where a single entry missed on most
+     * allocation samples). */
+    int cached_offset[HL_CODE_LINES_CACHED], cached_line[HL_CODE_LINES_CACHED];
 } hl_code;
 
 typedef struct hl_frame {
