@@ -135,7 +135,11 @@ def test_directory_with_main_runs_like_python(run_heatline, run_python, program,
 def test_programs_own_itimer_real_alarms_keep_firing(run_heatline, program):
     result = run_heatline("-q", program("alarm.py"), text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout == "alarms: 20\n"
+    # The loop stops at the 20th alarm; one more can come before the program turns its timer
+    # off (5 ms later, or more on a loaded machine: 21 seen with two busy loops beside the run,
+    # as under python). Fewer would mean alarms lost, and exit status 1.
+    label, count = result.stdout.split()
+    assert label == "alarms:" and int(count) >= 20, result.stdout
 
 
 def test_non_daemon_thread_outliving_main_module_is_waited_for_and_profiled(
