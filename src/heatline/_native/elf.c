@@ -70,11 +70,12 @@ static int read_header(int fd, Elf64_Ehdr *header) {
     return 0;
 }
 
-/* Calls visit for each symbol table (.dynsym, .symtab) of the file with its entries and its
- * string table, both read whole, until visit returns non-zero (returned). A file without
- * section headers (stripped of them) has none: 0. */
-typedef int (*table_visit)(void *context, const Elf64_Sym *entries, size_t count, const char *names,
-                           size_t names_size);
+/* Calls visit for each symbol table (.dynsym, .symtab) of the file with its section header and
+ * that of its string table, until visit returns non-zero (returned). A file without section
+ * headers (stripped of them) has none: 0. Each reader reads the tables its own way:
+ * hl_elf_symbols whole, hl_elf_name_offsets a piece at a time. */
+typedef int (*table_visit)(void *context, int fd, uint64_t file_size, const Elf64_Shdr *entries,
+                           const Elf64_Shdr *strings);
 static int for_each_symbol_table(int fd, const Elf64_Ehdr *header, uint64_t file_size,
                                  table_visit visit, void *context) {
     Elf64_Shdr *sections = NULL;
@@ -86,14 +87,7 @@ static int for_each_symbol_table(int fd, const Elf64_Ehdr *header, uint64_t file
         const Elf64_Shdr *table = &sections[i];
         if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
         if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header->e_shnum) continue;
-        const Elf64_Shdr *strings = &sections[table->sh_link];
-        Elf64_Sym *entries = read_part(fd, table->sh_offset, table->sh_size, file_size);
-        char *names = read_part(fd, strings->sh_offset, strings->sh_size, file_size);
-        if (entries != NULL && names != NULL)
-            result = visit(context, entries, (size_t)(table->sh_size / sizeof(Elf64_Sym)), names,
-                           (size_t)strings->sh_size);
-        free(entries);
-        free(names);
+        result = visit(context, fd, file_size, table, &sections[table->sh_link]);
     }
     free(sections);
     return result;
@@ -117,10 +111,17 @@ typedef struct wanted_symbols {
     uint64_t *first_vaddr;
 } wanted_symbols;
 
-static int scan_visit(void *context, const Elf64_Sym *entries, size_t count, const char *names,
-                      size_t names_size) {
+/* Reads one symbol table and its names whole, and looks the wanted symbols up in them. */
+static int scan_visit(void *context, int fd, uint64_t file_size, const Elf64_Shdr *table,
+                      const Elf64_Shdr *strings) {
     const wanted_symbols *wanted = context;
-    scan_table(entries, count, names, names_size, wanted->symbols, wanted->count);
+    Elf64_Sym *entries = read_part(fd, table->sh_offset, table->sh_size, file_size);
+    char *names = read_part(fd, strings->sh_offset, strings->sh_size, file_size);
+    if (entries != NULL && names != NULL)
+        scan_table(entries, (size_t)(table->sh_size / sizeof(Elf64_Sym)), names,
+                   (size_t)strings->sh_size, wanted->symbols, wanted->count);
+    free(entries);
+    free(names);
     return 0;
 }
 
@@ -263,8 +264,9 @@ static void consider(naming *n, const Elf64_Sym *symbol, unsigned table) {
 }
 
 /* Reads one symbol table in pieces, each function symbol considered for every wanted address. */
-static int naming_visit(int fd, const Elf64_Shdr *entries, const Elf64_Shdr *strings,
-                        uint64_t file_size, naming *n) {
+static int naming_visit(void *context, int fd, uint64_t file_size, const Elf64_Shdr *entries,
+                        const Elf64_Shdr *strings) {
+    naming *n = context;
     if (n->ntables == MAX_NAME_TABLES) return 0;
     if (entries->sh_offset > file_size || entries->sh_size > file_size - entries->sh_offset ||
         strings->sh_offset > file_size || strings->sh_size > file_size - strings->sh_offset ||
@@ -319,14 +321,6 @@ static char *read_name(int fd, const name_table *t, uint32_t name) {
     }
 }
 
-static int section_headers(int fd, const Elf64_Ehdr *header, uint64_t file_size, Elf64_Shdr **out) {
-    *out = NULL;
-    if (header->e_shentsize != sizeof(Elf64_Shdr) || header->e_shnum == 0) return 0;
-    *out =
-        read_part(fd, header->e_shoff, (uint64_t)header->e_shnum * sizeof(Elf64_Shdr), file_size);
-    return 0;
-}
-
 typedef struct name_request {
     const uint64_t *offsets;
     size_t count;
@@ -365,18 +359,10 @@ static int name_offsets(int fd, uint64_t file_size, void *context) {
         }
     }
     free(segments);
-    Elf64_Shdr *sections = NULL;
     if (error == 0 && n.count > 0) {
         qsort(n.wanted, n.count, sizeof(*n.wanted), by_address);
-        section_headers(fd, &header, file_size, &sections);
+        error = for_each_symbol_table(fd, &header, file_size, naming_visit, &n);
     }
-    for (unsigned i = 0; sections != NULL && i < header.e_shnum && error == 0; i++) {
-        const Elf64_Shdr *table = &sections[i];
-        if (table->sh_type != SHT_DYNSYM && table->sh_type != SHT_SYMTAB) continue;
-        if (table->sh_entsize != sizeof(Elf64_Sym) || table->sh_link >= header.e_shnum) continue;
-        error = naming_visit(fd, table, &sections[table->sh_link], file_size, &n);
-    }
-    free(sections);
 
     /* Walking the addresses upwards, the nearest start and nearest empty function so far are
      * those of every function starting at or before the address (a function's bucket is the
