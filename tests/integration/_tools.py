@@ -51,6 +51,19 @@ def tool_env():
     return env
 
 
+def pprof_top(source, saved, *flags):
+    """``go tool pprof -top`` of source (a file, or a URL pprof fetches), pprof keeping its copy
+    of a fetched profile in saved. The fetch gets a hang guard's deadline: pprof's own is 1.5
+    times the URL's ``seconds`` plus 5 s, a latency claim that a loaded machine breaks (a 1 s
+    window's answer took over 6.5 s in a fresh clone's CI), which no test here makes."""
+    go = require("go")
+    done = subprocess.run([go, "tool", "pprof", "-top", "-timeout=300", *flags, str(source)],
+                          capture_output=True, text=True, timeout=600, check=False,
+                          env={**tool_env(), "PPROF_TMPDIR": str(saved)})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def chromium_dom(uri, *args):
     """The DOM headless Chromium renders from ``uri``, with the network pointed nowhere (any
     request would fail: no proxy exists there, and no name resolves)."""

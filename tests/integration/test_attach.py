@@ -506,15 +506,11 @@ def test_pprof_server_while_attached(tmp_path):
         time.sleep(0.05)
     url, port = match.group(1), int(match.group(2))
     try:
-        go = _tools.require("go")
-        done = subprocess.run([go, "tool", "pprof", "-top", url + "profile?seconds=1"],
-                              capture_output=True, text=True, timeout=300, check=False,
-                              env={**_tools.tool_env(), "PPROF_TMPDIR": str(tmp_path)})
-        assert done.returncode == 0, done.stderr
-        rows = [line.split() for line in done.stdout.splitlines()]
+        top = _tools.pprof_top(url + "profile?seconds=1", tmp_path)
+        rows = [line.split() for line in top.splitlines()]
         rows = [fields[5] for fields in rows
                 if len(fields) >= 6 and fields[1].endswith("%") and fields[4].endswith("%")]
-        assert rows and rows[0] == "spin", done.stdout
+        assert rows and rows[0] == "spin", top
     finally:
         attacher.send_signal(signal.SIGINT)  # Ctrl-C: detach
         attacher.communicate(timeout=300)

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from _tools import require, tool_env
+from _tools import pprof_top
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 SERVICE = os.path.join(TARGETS, "pprof_service.py")
@@ -56,15 +56,6 @@ def service(tmp_path, request):
     process.communicate()
 
 
-def _top(go, url, saved):
-    """pprof -top of what url serves (pprof keeps a copy in saved)."""
-    env = {**tool_env(), "PPROF_TMPDIR": str(saved)}
-    done = subprocess.run([go, "tool", "pprof", "-top", url], capture_output=True, text=True,
-                          timeout=300, check=False, env=env)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def _rows(text):
     """(flat value, name) of pprof -top's rows, in its order."""
     rows = []
@@ -94,10 +85,9 @@ def test_go_tool_pprof_reads_the_cpu_profile_of_a_window(service, tmp_path):
     for a CPU counts as running, sampler.c: a helper waiting to take the GIL from the spinning
     thread after each sleep was 37% of the window at load 10, so the bound is what it measured,
     not a share.) The window lasts 2 s: pprof's Duration says so."""
-    go = require("go")
     process, url = service
     begun = time.monotonic()
-    out = _top(go, url + "profile?seconds=2", tmp_path)
+    out = pprof_top(url + "profile?seconds=2", tmp_path)
     ended = time.monotonic()
     rows = _rows(out)
     assert rows and rows[0][1] == "hot_function", out
@@ -117,9 +107,8 @@ def test_go_tool_pprof_reads_the_cpu_profile_of_a_window(service, tmp_path):
 def test_go_tool_pprof_reads_the_heap(service, tmp_path):
     """The memory held now: hold_memory's 64 MiB, sampled every 64 KiB on average (about 1000
     samples, a few % of error: within 20%), is first."""
-    go = require("go")
     process, url = service
-    out = _top(go, url + "heap", tmp_path)
+    out = pprof_top(url + "heap", tmp_path)
     rows = _rows(out)
     assert rows and rows[0][1] == "hold_memory", out
     assert abs(_bytes(rows[0][0]) - HELD_BYTES) <= 0.2 * HELD_BYTES, out
