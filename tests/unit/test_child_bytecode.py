@@ -36,10 +36,24 @@ def test_the_parent_compiles_what_a_child_would_and_the_child_reads_it(tmp_path,
     written = sorted(os.path.relpath(os.path.join(d, n), prefix)
                      for d, _, names in os.walk(prefix) for n in names)
     monkeypatch.setattr(sys, "pycache_prefix", prefix)
-    expected = sorted(os.path.relpath(importlib.util.cache_from_source(_source(root, name)),
-                                      prefix) for name in carrier.CHILD_MODULES)
+    sources = [_source(root, name) for name in carrier.CHILD_MODULES]
+    sources += [sys.modules[name].__file__ for name in carrier.CHILD_LIBRARY_MODULES]
+    expected = sorted(os.path.relpath(importlib.util.cache_from_source(source), prefix)
+                      for source in sources)
     monkeypatch.setattr(sys, "pycache_prefix", None)
     assert written == expected
+    # A child importing them through the prefix compiles nothing: `python -v` names the
+    # bytecode file ('quoted') of each module it reads, the source (bare) of each it compiles.
+    start = ("import sys; sys.path.insert(0, sys.argv[1]); sys.pycache_prefix = sys.argv[2]; "
+             "print('=start=', file=sys.stderr); "
+             + "; ".join(f"import {name}" for name in carrier.CHILD_MODULES))
+    imported = subprocess.run([sys.executable, "-B", "-v", "-c", start, root, prefix],
+                              capture_output=True, text=True, check=True)
+    verbose = imported.stderr.split("=start=", 1)[1]
+    assert verbose.count("# code object from '") >= len(carrier.CHILD_MODULES), verbose
+    compiled = [line for line in verbose.splitlines()
+                if line.startswith("# code object from ") and "'" not in line]
+    assert compiled == [], compiled
     # The source changed behind importlib's back (same size and mtime): a child that reads
     # the bytecode sees the version compiled before the change.
     version = os.path.join(root, "heatline", "_version.py")
@@ -73,12 +87,12 @@ def test_modules_with_their_own_bytecode_are_left_to_it_unless_one_is_stale(tmp_
     assert os.listdir(run_dir) == []
     # One source newer than its bytecode: the child looks in the cache only, so every module
     # is written there.
-    options = os.path.join(root, "heatline", "options.py")
-    stat = os.stat(options)
-    os.utime(options, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    sigterm = os.path.join(root, "heatline", "run", "sigterm.py")
+    stat = os.stat(sigterm)
+    os.utime(sigterm, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
     prefix = carrier.bytecode_for_children(str(run_dir))
     written = [n for _, _, names in os.walk(prefix) for n in names]
-    assert len(written) == len(carrier.CHILD_MODULES)
+    assert len(written) == len(carrier.CHILD_MODULES) + len(carrier.CHILD_LIBRARY_MODULES)
 
 
 def test_the_run_directory_is_removed_with_the_bytecode_cache_in_it(tmp_path):

@@ -10,7 +10,6 @@ import sys
 import time
 
 from heatline.engine import scope
-from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 
 # typing and collections.abc only for the annotations (strings here): importing them costs a
 # child process about 10 ms (re, functools, collections...); this module is on its start path.
@@ -206,7 +205,7 @@ class Session:
         *,
         program: str,
         argv: Sequence[str],
-        sampling_interval_s: float = DEFAULT_SAMPLING_INTERVAL_S,
+        sampling_interval_s: float | None = None,  # None: options.DEFAULT_SAMPLING_INTERVAL_S
         profile_all: bool = False,
         only: Sequence[str] = (),
         exclude: Sequence[str] = (),
@@ -222,6 +221,10 @@ class Session:
         # Where sys.argv[0] is known only once the program runs (python -m: runpy puts the
         # module's file there after finding it), a function giving it then (None: not yet).
         self.argv0: Callable[[], str | None] | None = None
+        if sampling_interval_s is None:  # options is imported only then: not on a child's start
+            from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
+
+            sampling_interval_s = DEFAULT_SAMPLING_INTERVAL_S
         self.sampling_interval_s = sampling_interval_s
         self.profile_all = profile_all
         self.only = list(only)

@@ -38,8 +38,6 @@ import marshal
 import os
 import sys
 
-from heatline.options import RUN_OPTIONS
-
 # typing only for the annotations (strings here): importing it costs a child process about
 # 10 ms (re, functools, collections...), and this module is on a child's start path.
 TYPE_CHECKING = False
@@ -135,6 +133,8 @@ class Carrier:
             self.config["pycache"] = bytecode_for_children(self.config["dir"])
         config = dict(self.config, role=role, parent=os.getpid(), tables=tables_for_children())
         if role == "main":  # the run goes on in the exec'd program, with these options
+            from heatline.options import RUN_OPTIONS  # not on a child's start path
+
             config["main"] = {"options": {option.dest: getattr(self.main.options, option.dest)
                                           for option in RUN_OPTIONS}}
         else:
@@ -190,10 +190,15 @@ class Carrier:
 # The modules of heatline a followed child imports as it starts (tests/integration/
 # test_children.py checks the list against a child's sys.modules).
 CHILD_MODULES = (
-    "heatline", "heatline._version", "heatline.options", "heatline.run", "heatline.run.carrier",
+    "heatline", "heatline._version", "heatline.run", "heatline.run.carrier",
     "heatline.run.follow", "heatline.run.output", "heatline.run.sigterm", "heatline.engine",
     "heatline.engine.scope", "heatline.engine.session",
 )
+# The standard library's modules with a source that CHILD_MODULES import: each begins with
+# `from __future__ import annotations`, which imports __future__. While the child imports
+# through the cache (sys.pycache_prefix), it looks for their bytecode there too, and compiled
+# __future__ from source without it (about a million instructions of each child's start).
+CHILD_LIBRARY_MODULES = ("__future__",)
 
 
 def bytecode_for_children(directory: str | None) -> str | None:
@@ -202,9 +207,10 @@ def bytecode_for_children(directory: str | None) -> str | None:
     heatline installed without it (an editable install under PYTHONDONTWRITEBYTECODE, a
     read-only tree) had every child compile them from source, about 20 ms of each child's
     start. The child reads them through sys.pycache_prefix while it imports heatline
-    (_child/sitecustomize.py), which then looks there only: so all of them are written.
-    importlib checks each file against its source (magic number, mtime, size) as it does any
-    cached bytecode, and compiles the source when it does not match (another Python version).
+    (_child/sitecustomize.py), which then looks there only: so all of them are written, and
+    CHILD_LIBRARY_MODULES' too. importlib checks each file against its source (magic number,
+    mtime, size) as it does any cached bytecode, and compiles the source when it does not
+    match (another Python version).
     Returns the cache's directory, or None when none is needed or it could not be written.
     Imports nothing."""
     if directory is None:
@@ -220,6 +226,11 @@ def bytecode_for_children(directory: str | None) -> str | None:
     if all(_fresh_bytecode(bootstrap.cache_from_source(source, optimization=""), source, bootstrap)
            for source in sources):
         return None
+    for name in CHILD_LIBRARY_MODULES:  # this interpreter's: another one's misses, as before
+        # Found, not imported (heatline's own copy is set aside from the program's modules).
+        source = getattr(bootstrap.PathFinder.find_spec(name), "origin", None)
+        if isinstance(source, str) and source.endswith(".py"):
+            sources.append(source)
     prefix = os.path.join(directory, "pycache")
     tag = sys.implementation.cache_tag
     try:
