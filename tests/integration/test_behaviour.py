@@ -24,6 +24,33 @@ def test_stdout_is_byte_identical_to_plain_python(run_heatline, run_python, prog
     assert b"heatline" in profiled.stderr  # the report went to stderr, not stdout
 
 
+AST_CLASSES = """\
+import gc
+print(sum(1 for o in gc.get_objects() if isinstance(o, type) and o.__module__ == "ast"))
+"""
+
+
+def test_the_program_finds_no_classes_of_the_ast_module(run_heatline, run_python, tmp_path):
+    """python runs a script without the ast module's classes; heatline compiled the script with
+    compile(), whose test of whether its source is an AST made them (over a hundred, in
+    gc.get_objects()): now it compiles as python does (engine/session.py, compile_program).
+    heatline runs from a copy with its bytecode, as an installed one does (the suite's own may
+    have none, and importlib then compiles heatline's modules with compile() too)."""
+    import compileall
+    import shutil
+
+    root = tmp_path / "installed"
+    shutil.copytree(HEATLINE_DIR, root / "heatline", ignore=shutil.ignore_patterns("__pycache__"))
+    assert compileall.compile_dir(str(root / "heatline"), quiet=1)
+    script = tmp_path / "ast_classes.py"
+    script.write_text(AST_CLASSES)
+    plain = run_python(str(script))
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    profiled = run_heatline("-q", "-o", str(tmp_path / "p.json"), str(script), env=env)
+    assert plain.returncode == profiled.returncode == 0, profiled.stderr
+    assert profiled.stdout == plain.stdout == b"0\n"
+
+
 def test_stdin_is_passed_through(run_heatline, program):
     data = b"line one\nline two\n\x00\xff binary tail"
     result = run_heatline("-q", program("echo_stdin.py"), input=data)

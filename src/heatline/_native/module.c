@@ -545,6 +545,30 @@ static PyObject *native_current_stack(PyObject *module, PyObject *unused) {
     return list;
 }
 
+PyDoc_STRVAR(compile_program_doc,
+             "_compile_program($module, source, filename, /)\n--\n\n"
+             "The code of a program's source (bytes, no NUL byte) as compile(source, filename, "
+             "'exec', dont_inherit=True) gives it, without compile()'s test of whether source is "
+             "an AST, which builds the ast module's hundred-odd classes in a process that never "
+             "uses them (python runs a script without them).");
+
+static PyObject *native_compile_program(PyObject *module, PyObject *args) {
+    (void)module;
+    const char *source;
+    Py_ssize_t size;
+    PyObject *filename;
+    if (!PyArg_ParseTuple(args, "y#U:_compile_program", &source, &size, &filename)) return NULL;
+    if (memchr(source, '\0', (size_t)size) != NULL) {
+        PyErr_SetString(PyExc_ValueError, "_compile_program: the source has a NUL byte");
+        return NULL;
+    }
+    /* What compile() passes for bytes and dont_inherit=True: no flags of the caller's, the
+     * source's own coding declaration honoured, the interpreter's -O level. */
+    PyCompilerFlags flags = {.cf_flags = PyCF_SOURCE_IS_UTF8,
+                             .cf_feature_version = PY_MINOR_VERSION};
+    return Py_CompileStringObject(source, filename, Py_file_input, &flags, -1);
+}
+
 PyDoc_STRVAR(hold_lock_doc,
              "_hold_engine_lock($module, seconds, /)\n--\n\n"
              "Test hook: holds the engine lock for `seconds`, the GIL released, as a long tick or "
@@ -591,6 +615,7 @@ static PyMethodDef native_methods[] = {
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
     {"_hold_engine_lock", native_hold_engine_lock, METH_O, hold_lock_doc},
+    {"_compile_program", native_compile_program, METH_VARARGS, compile_program_doc},
     {NULL, NULL, 0, NULL},
 };
 

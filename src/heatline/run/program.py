@@ -163,13 +163,15 @@ def _compile_script(script: str, args: list[str], path: str) -> Program:
         ) from None
     from importlib.machinery import SourceFileLoader, SourcelessFileLoader
 
+    from heatline.engine.session import compile_program
+
     if path.endswith(".pyc"):
         code, loader = _unmarshal_pyc(path, source), SourcelessFileLoader("__main__", path)
     else:
         try:
             # Compiled with the absolute file name, as python does, so tracebacks and
             # linecache find the source.
-            code = compile(source, path, "exec", dont_inherit=True)
+            code = compile_program(source, path)
         except (SyntaxError, ValueError) as exc:  # ValueError: null bytes before 3.12
             print_syntax_error(exc)
             raise SystemExit(1) from None
