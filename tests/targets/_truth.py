@@ -174,7 +174,8 @@ def _voluntary_switches():
 
 class Span:
     """The calling thread over a with-block: its wall time, its busy time (as @phase measures
-    it) and how many times it blocked (`blocks`, voluntary context switches: the stretches of
+    it), its time on a CPU (`on_cpu_s`: busy less the run-queue waits) and how many times it
+    blocked (`blocks`, voluntary context switches: the stretches of
     blocked time it went through, GIL hand-overs included). For code that cannot be a phase
     function of its own (a line of the program that waits for its children): the block's lines
     stay the program's, with no frame of this module under them. The /proc reads are outside
@@ -183,13 +184,14 @@ class Span:
     def __enter__(self):
         self._clock = _BusyClock()
         self._blocks = _voluntary_switches()
-        self._busy = self._clock.busy_s()
+        self._waited, self._on_cpu = _runqueue_wait_s(), self._clock.on_cpu_s()
         self._wall = time.perf_counter()
         return self
 
     def __exit__(self, *exc_info):
         self.wall_s = time.perf_counter() - self._wall
-        self.busy_s = min(self._clock.busy_s() - self._busy, self.wall_s)
+        self.on_cpu_s = min(self._clock.on_cpu_s() - self._on_cpu, self.wall_s)
+        self.busy_s = min(self.on_cpu_s + _runqueue_wait_s() - self._waited, self.wall_s)
         self.blocks = _voluntary_switches() - self._blocks
         self._clock.close()
         return False

@@ -123,13 +123,19 @@ def test_sleep_is_charged_as_system_time_to_the_sleeping_line():
     sleep, resolution = SLEEPS[-1], _resolution_ns(snapshot)
     # One blocked stretch: the sleep less its busy moments (entering it; after the wake-up,
     # waiting for a CPU: milliseconds on a busy machine), which the truth's clocks measure.
-    assert system_ns == pytest.approx((sleep.wall_s - sleep.busy_s) * 1e9, abs=resolution)
+    # That last wait heatline counts as blocked (the thread has not run since it slept,
+    # sampler.c) and the truth as busy (runnable): so the sleep's system time lies between
+    # the wall time less the busy time and the wall time less the time on a CPU, each within
+    # one resolution (11 ms over the first bound seen at load 5 on 2 cores).
+    low = (sleep.wall_s - sleep.busy_s) * 1e9 - resolution
+    high = (sleep.wall_s - sleep.on_cpu_s) * 1e9 + resolution
+    assert low <= system_ns <= high, (system_ns, sleep.wall_s, sleep.busy_s, sleep.on_cpu_s)
     # Those busy moments are two stretches of running, each charged within one resolution.
     assert python_ns + native_ns <= sleep.busy_s * 1e9 + 2 * resolution
 
 
 def test_the_longest_gap_between_samples_and_the_longest_tick_are_reported():
-    # The lock held for 0.15 s (as a long snapshot would): no tick can run meanwhile, so one
+    # The lock held for 0.5 s (as a long snapshot would): no tick can run meanwhile, so one
     # sample covers at least that long, and the report says so. A tick is waited for before and
     # after the hold (a fixed sleep was not enough: at load 11 the sampler thread once got no
     # CPU in the whole run, and the report had no tick at all).
@@ -140,15 +146,18 @@ def test_the_longest_gap_between_samples_and_the_longest_tick_are_reported():
 
     def run():
         tick()
-        _native._hold_engine_lock(0.15)
+        _native._hold_engine_lock(0.5)
         tick()
 
     snapshot = _profile(run)
-    assert snapshot["max_sample_gap_ns"] >= 0.15e9
+    assert snapshot["max_sample_gap_ns"] >= 0.5e9
     assert snapshot["max_sample_gap_ns"] <= snapshot["sampled_ns"]
     assert 0 < snapshot["max_tick_ns"] < snapshot["max_sample_gap_ns"]
-    quiet = _profile(sleeping_function)  # a fresh session starts from zero
-    assert quiet["max_sample_gap_ns"] < snapshot["max_sample_gap_ns"]
+    # A fresh session starts from zero: a gap of its own is inside the session (whatever the
+    # load), and the 0.5 s one carried over would outlast it (a 0.3 s sleep: under 0.4 s but
+    # on a starved machine).
+    quiet = _profile(sleeping_function)
+    assert quiet["max_sample_gap_ns"] <= quiet["sampled_ns"]
 
 
 def spinning_function(cpu_s=0.3):
