@@ -356,6 +356,33 @@ def test_html_report_lists_the_processes(run_heatline, tmp_path):
     assert cells[0][2] == "main" and any(c[2] == "Pool worker" for c in cells[1:])
 
 
+ONE_FILE_PARENT = """\
+import glob, json, marshal, os, subprocess, sys
+subprocess.run([sys.executable, "-c", "import sys; sys.exit(3)"])
+run_dir, = glob.glob(os.path.join(os.environ["TMPDIR"], "heatline-" + "[0-9a-f]" * 12))
+names = sorted(n for n in os.listdir(run_dir) if os.path.isfile(os.path.join(run_dir, n)))
+with open(os.path.join(run_dir, names[0]), "rb") as f:
+    payload = marshal.load(f)
+    print(json.dumps({"names": names, "exit": payload["exit"], "after": f.read().decode()}))
+"""
+
+
+def test_a_child_leaves_one_file_its_profile_with_its_exit_status_after_it(run_heatline,
+                                                                          tmp_path):
+    """A child's start and end make one file in the run directory (on ext4 each file is an
+    inode to allocate: follow.py's write_profile): the .started it makes as it starts becomes
+    its profile, and the engine appends its exit status to it once the interpreter is done
+    (exitstatus.h). Seen from the parent before the run ends (the directory goes then)."""
+    parent = tmp_path / "parent.py"
+    parent.write_text(ONE_FILE_PARENT)
+    profile, run = _profile(run_heatline, tmp_path, str(parent))
+    seen = json.loads(run.stdout)
+    assert len(seen["names"]) == 1 and seen["names"][0].endswith(".prof"), seen
+    assert seen["exit"] == "exit" and seen["after"] == "3", seen
+    child = next(p for p in profile["processes"] if p["role"] != "main")
+    assert child["exit"] == "exit 3"
+
+
 def test_a_child_exit_status_and_signal_are_in_the_processes_list(run_heatline, tmp_path):
     """The status each child exited with, as its parent's wait saw it (`exit 3`), or the
     signal that ended it by name; in the profile and in the report's processes table."""

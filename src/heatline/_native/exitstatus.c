@@ -17,8 +17,9 @@ static int registered;
 static void write_status(int status, void *unused) {
     (void)unused;
     if (status_path == NULL || getpid() != status_pid) return;
-    int fd = open(status_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return; /* the run directory is gone: the main process finished first */
+    /* Appended to the file, which must exist: the child's profile, written by then. */
+    int fd = open(status_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return; /* no profile written, or the main process removed the directory */
     char text[16];
     int length = snprintf(text, sizeof(text), "%d", status);
     ssize_t written = write(fd, text, (size_t)length);

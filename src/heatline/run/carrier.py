@@ -16,12 +16,13 @@ collecting what they saw (docs/design.md, "Child processes").
   as it was, takes the hook directory out of sys.path, runs the real sitecustomize if any, and
   starts profiling. The program's own os.environ never holds heatline's variables, so neither
   a child nor anything the child passes its environment to sees them.
-- Every profiled child writes ``<pid>-<token>.started`` into the run directory (mode 0700)
-  when it starts, and its raw engine snapshot (marshal) as ``<pid>-<token>.prof`` when it
-  ends: at interpreter exit (atexit), in ``os._exit`` (wrapped in children: fork-start
-  workers end that way), on SIGTERM (``pool.terminate()``; handled as runner's _SigtermGuard
-  does for the main process), and before the child itself execs. The main process merges
-  them (data/merge.py) and removes the directory; it never waits for a child.
+- Every profiled child makes ``<pid>-<token>.started`` in the run directory (mode 0700)
+  when it starts, and writes its raw engine snapshot (marshal) into that file when it ends,
+  renamed ``<pid>-<token>.prof``: at interpreter exit (atexit), in ``os._exit`` (wrapped in
+  children: fork-start workers end that way), on SIGTERM (``pool.terminate()``; handled as
+  runner's _SigtermGuard does for the main process), and before the child itself execs. After
+  an exit through exit(), the engine appends the exit status to it (exitstatus.h). The main
+  process merges them (data/merge.py) and removes the directory; it never waits for a child.
 
 An exec of the main process itself hands the run over to the exec'd Python program, or
 ends it there (handover.py).

@@ -86,6 +86,7 @@ def _read_children(directory: str) -> tuple[list[Any], set[str], set[str], list[
         try:
             with open(os.path.join(directory, name), "rb") as f:
                 payload = marshal.load(f)
+                status = f.read(16)  # what the engine appended at the child's exit, if any
             profile = build_profile(
                 payload["snapshot"],
                 program=payload["program"],
@@ -103,7 +104,7 @@ def _read_children(directory: str) -> tuple[list[Any], set[str], set[str], list[
         finished.add(token)
         info = {key: payload[key] for key in ("pid", "ppid", "role", "argv", "exit")}
         if info["exit"] == "exit":  # it left through exit(): with which status, if it is known
-            info["exit"] = _exit_status(os.path.join(directory, token + ".exit"))
+            info["exit"] = _exit_status(status)
         info["start_epoch"] = payload["start_epoch"]  # made an offset once the origin is known
         found.append((token, info, profile, bool(payload.get("segment"))))
     return found, started, finished, problems
@@ -134,13 +135,13 @@ def merge_attached(main_profile: dict[str, Any], directory: str, main_info: dict
     return merged
 
 
-def _exit_status(path: str) -> str:
-    """``exit N`` from the status file a child's engine wrote as it exited (exitstatus.h);
-    ``exit`` alone when there is none (the child is still exiting, or it could not be told)."""
+def _exit_status(appended: bytes) -> str:
+    """``exit N`` from the status a child's engine appended to its profile as it exited
+    (exitstatus.h); ``exit`` alone when there is none (the child is still exiting, or it
+    could not be told)."""
     try:
-        with open(path, "rb") as f:
-            status = int(f.read(16))
-    except (OSError, ValueError):
+        status = int(appended)
+    except ValueError:
         return "exit"
     return f"exit {status & 0xFF}"  # what its parent's wait sees
 
