@@ -348,8 +348,12 @@ def test_a_program_that_forks_while_attached(tmp_path):
     main, *children = profile["processes"]
     assert main["pid"] == process.pid and children, profile["processes"]
     assert len({child["pid"] for child in children}) == len(children)
-    assert {(child["role"], child["exit"], child["ppid"]) for child in children} == {
-        ("fork child", "exit 0", process.pid)}, children
+    # Each exited 0; a child whose profile was written but whose interpreter had not finished
+    # exiting when the attacher collected shows "exit" (status not known yet: profile-format.md),
+    # which a loaded machine makes likelier (seen beside two busy loops).
+    ended = {(child["role"], child["exit"], child["ppid"]) for child in children}
+    assert ("fork child", "exit 0", process.pid) in ended, children
+    assert ended <= {("fork child", "exit 0", process.pid), ("fork child", "exit", process.pid)}
 
 
 def test_a_program_forking_during_the_attach_never_hangs_a_child(tmp_path):
