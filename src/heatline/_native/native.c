@@ -21,9 +21,9 @@
  * re-read that changed the mappings is placed again when next seen.
  *
  * Other threads. A thread with no Python thread state runs no line, so the sampler does not
- * see it; its native time would be missing from the profile. At each tick the sampler thread
- * lists /proc/self/task (in its own descriptor table, like everything it opens), reads each
- * such thread's CPU clock (derived from its kernel id, as the sampler does for Python threads:
+ * see it; its native time would be missing from the profile. The sampler thread finds them in
+ * /proc/self/task (listed in its own descriptor table, like everything it opens, and only when
+ * the threads changed: hl_native_others_tick), reads at each tick each such thread's CPU clock (derived from its kernel id, as the sampler does for Python threads:
  * the kernel allows it for any thread of the process) and charges the CPU time since the
  * previous tick to that thread, split among its event's samples as a Python thread's native
  * time is. Only CPU time counts: a pool waiting for work is blocked, not busy, and its wait is
@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +123,11 @@ static struct {
     size_t nothers, others_capacity, other_state_capacity;
     hl_map other_index; /* tid -> index in others (the latest thread of that id) */
     uint64_t scans;
+    /* /proc/self/task's link count at the last listing (2 + the process's threads), and the
+     * ticks since: hl_native_others_tick lists the threads again only when they changed. */
+    uint64_t listed_links;
+    unsigned ticks_since_listing;
+    int other_gone; /* a known thread's clock could not be read: it ended */
     charges other_charges; /* (index in others, address) */
 } N;
 
@@ -551,7 +557,10 @@ static void other_tick(size_t index) {
     other_thread *state = &N.other_state[index];
     state->scan = N.scans;
     uint64_t cpu;
-    if (cpu_clock_ns(o->tid, &cpu) != 0) return; /* gone: closed after the scan */
+    if (cpu_clock_ns(o->tid, &cpu) != 0) { /* gone: closed after the scan */
+        N.other_gone = 1;
+        return;
+    }
     uint64_t ns = cpu > state->last_cpu_ns ? cpu - state->last_cpu_ns : 0;
     state->last_cpu_ns = cpu;
     hl_native_thread *t = &state->event;
@@ -579,22 +588,42 @@ static void other_tick(size_t index) {
         charge(&N.other_charges, (uint32_t)index, ids[i], share + (i < extra ? 1 : 0));
 }
 
+/* The threads are listed again (an open, a stat, two getdents and a close: five system calls of
+ * the tick's twenty-odd) only when /proc/self/task's link count, 2 + the process's threads, is
+ * not the one of the last listing (one stat), when a known thread ended (another may have
+ * started in the same tick, leaving the count as it was), and every RELIST_TICKS ticks anyway
+ * (a C thread that took a thread state is the sampler's from then on; two threads ended and
+ * two started). Between listings the known threads are ticked as a listing would tick them. */
+#define RELIST_TICKS 10
+
 void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context) {
     /* without a table of its own, the listing would be a descriptor in the program's */
     if (!N.enabled || !N.private_table) return;
-    DIR *dir = opendir("/proc/self/task");
-    if (dir == NULL) return;
-    N.scans++;
-    long sampler = (long)gettid(); /* the caller */
-    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
-        char *end;
-        long tid = strtol(entry->d_name, &end, 10);
-        if (end == entry->d_name || *end != '\0' || tid <= 0) continue;
-        if (is_python(context, tid) || is_own(tid, sampler)) continue;
-        size_t index = other_of(tid);
-        if (index != SIZE_MAX) other_tick(index); /* a new one: its event opened */
+    struct stat task;
+    uint64_t links = stat("/proc/self/task", &task) == 0 ? (uint64_t)task.st_nlink : 0;
+    if (links != 0 && links == N.listed_links && !N.other_gone &&
+        ++N.ticks_since_listing < RELIST_TICKS) {
+        N.scans++;
+        for (size_t i = 0; i < N.nothers; i++)
+            if (N.other_state[i].alive && !is_python(context, N.others[i].tid)) other_tick(i);
+    } else {
+        DIR *dir = opendir("/proc/self/task");
+        if (dir == NULL) return;
+        N.scans++;
+        N.listed_links = links;
+        N.ticks_since_listing = 0;
+        N.other_gone = 0;
+        long sampler = (long)gettid(); /* the caller */
+        for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+            char *end;
+            long tid = strtol(entry->d_name, &end, 10);
+            if (end == entry->d_name || *end != '\0' || tid <= 0) continue;
+            if (is_python(context, tid) || is_own(tid, sampler)) continue;
+            size_t index = other_of(tid);
+            if (index != SIZE_MAX) other_tick(index); /* a new one: its event opened */
+        }
+        closedir(dir);
     }
-    closedir(dir);
     /* Threads no longer listed (ended, or now running Python: a C thread that took a thread
      * state is the sampler's from then on) */
     for (size_t i = 0; i < N.nothers; i++) {
