@@ -558,8 +558,11 @@ def test_the_hot_source_line_is_shown_whole_at_any_width(tmp_path, monkeypatch, 
     assert result.returncode == 0, result.stderr
     data = profile.load(str(path))
     lines = data["files"][DEEP_LINE]["lines"]
-    hot = max(lines, key=lambda line: line["python_pct"] + line["native_pct"])
-    assert "CACHE[(round_number, key)]" in hot["source"]  # the line the program spends its time on
+    # The line the program spends its time on, found by its text: which line a short run's
+    # samples make the hottest is up to them (one tick after a long gap charges the whole gap:
+    # `with self.lock:` came first once beside two busy loops and two other suites).
+    hot = next(line for line in lines if "CACHE[(round_number, key)]" in line["source"])
+    assert hot["python_pct"] + hot["native_pct"] > 0, hot
     for columns in (40, 60, 80, 100, 120, 160, 200):
         text = _report_at(data, columns, monkeypatch)
         rows = text.splitlines()
