@@ -23,8 +23,9 @@
  * Other threads. A thread with no Python thread state runs no line, so the sampler does not
  * see it; its native time would be missing from the profile. The sampler thread finds them in
  * /proc/self/task (listed in its own descriptor table, like everything it opens, and only when
- * the threads changed: hl_native_others_tick), reads at each tick each such thread's CPU clock (derived from its kernel id, as the sampler does for Python threads:
- * the kernel allows it for any thread of the process) and charges the CPU time since the
+ * the threads changed: hl_native_others_tick), reads at each tick each such thread's CPU clock
+ * (derived from its kernel id, as the sampler does for Python threads: the kernel allows it for
+ * any thread of the process) and charges the CPU time since the
  * previous tick to that thread, split among its event's samples as a Python thread's native
  * time is. Only CPU time counts: a pool waiting for work is blocked, not busy, and its wait is
  * no one's time. A thread's time before its first tick (it was created since) is not known:
@@ -599,13 +600,17 @@ static void other_tick(size_t index) {
 void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context) {
     /* without a table of its own, the listing would be a descriptor in the program's */
     if (!N.enabled || !N.private_table) return;
+    long sampler = (long)gettid(); /* the caller */
     struct stat task;
     uint64_t links = stat("/proc/self/task", &task) == 0 ? (uint64_t)task.st_nlink : 0;
     if (links != 0 && links == N.listed_links && !N.other_gone &&
         ++N.ticks_since_listing < RELIST_TICKS) {
         N.scans++;
-        for (size_t i = 0; i < N.nothers; i++)
-            if (N.other_state[i].alive && !is_python(context, N.others[i].tid)) other_tick(i);
+        for (size_t i = 0; i < N.nothers; i++) {
+            long tid = N.others[i].tid;
+            if (N.other_state[i].alive && !is_python(context, tid) && !is_own(tid, sampler))
+                other_tick(i);
+        }
     } else {
         DIR *dir = opendir("/proc/self/task");
         if (dir == NULL) return;
@@ -613,7 +618,6 @@ void hl_native_others_tick(int (*is_python)(void *context, long tid), void *cont
         N.listed_links = links;
         N.ticks_since_listing = 0;
         N.other_gone = 0;
-        long sampler = (long)gettid(); /* the caller */
         for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
             char *end;
             long tid = strtol(entry->d_name, &end, 10);
