@@ -129,6 +129,11 @@ static struct {
     uint64_t listed_links;
     unsigned ticks_since_listing;
     int other_gone; /* a known thread's clock could not be read: it ended */
+    /* /proc/self/task, open in the sampler thread's own table for the link count (an fstat
+     * where a stat of the path walks it: a tenth of the tick), and the sampler thread that
+     * opened it (0: none): a number in another thread's table is not this one's to use. */
+    int task_fd;
+    long task_fd_tid;
     charges other_charges; /* (index in others, address) */
 } N;
 
@@ -591,18 +596,30 @@ static void other_tick(size_t index) {
 
 /* The threads are listed again (an open, a stat, two getdents and a close: five system calls of
  * the tick's twenty-odd) only when /proc/self/task's link count, 2 + the process's threads, is
- * not the one of the last listing (one stat), when a known thread ended (another may have
+ * not the one of the last listing (one fstat of the directory, kept open), when a known thread ended (another may have
  * started in the same tick, leaving the count as it was), and every RELIST_TICKS ticks anyway
  * (a C thread that took a thread state is the sampler's from then on; two threads ended and
  * two started). Between listings the known threads are ticked as a listing would tick them. */
 #define RELIST_TICKS 10
 
+/* /proc/self/task's link count now (0: unknown), read by the sampler thread. */
+static uint64_t task_links(long sampler) {
+    if (N.task_fd_tid != sampler) {
+        N.task_fd_tid = 0;
+        int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        N.task_fd = fd;
+        N.task_fd_tid = sampler;
+    }
+    struct stat task;
+    return fstat(N.task_fd, &task) == 0 ? (uint64_t)task.st_nlink : 0;
+}
+
 void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context) {
     /* without a table of its own, the listing would be a descriptor in the program's */
     if (!N.enabled || !N.private_table) return;
     long sampler = (long)gettid(); /* the caller */
-    struct stat task;
-    uint64_t links = stat("/proc/self/task", &task) == 0 ? (uint64_t)task.st_nlink : 0;
+    uint64_t links = task_links(sampler);
     if (links != 0 && links == N.listed_links && !N.other_gone &&
         ++N.ticks_since_listing < RELIST_TICKS) {
         N.scans++;
@@ -651,6 +668,8 @@ void hl_native_others_rebase(void) {
 
 void hl_native_others_close(void) {
     for (size_t i = 0; i < N.nothers; i++) hl_native_thread_close(&N.other_state[i].event);
+    if (N.task_fd_tid != 0 && N.task_fd_tid == (long)gettid()) close(N.task_fd);
+    N.task_fd_tid = 0;
 }
 
 /* ---- results --------------------------------------------------------------------------------- */

@@ -84,23 +84,40 @@ static int cpu_now(const hl_thread *t, uint64_t *ns) {
 /* Whether a thread whose CPU clock stood still during the probe is nevertheless runnable:
  * ready to run but waiting for a CPU (state R in /proc). On a busy machine the sampler itself
  * can be what pushed the thread off its CPU, so standing still is not proof of blocking.
- * The file is opened during the probe (before the second clock read, so the state read follows
- * it closely, as it must) and closed in the same tick. It is opened in the sampler's own
- * descriptor table (own_descriptor_table below), where the program can neither take its number
- * nor be handed it; only where that table could not be had is it the program's, and then the
- * descriptor must not outlive the tick: one kept between ticks would be one the program can
- * close (os.closerange) and reuse, after which heatline would read or close the program's file,
- * and it would cost the program one descriptor per waiting thread against its RLIMIT_NOFILE. */
-static int open_stat(const hl_thread *t) {
+ * The file is open before the second clock read, so that the state read (pread at offset 0,
+ * which makes the kernel write the line afresh) follows that read closely, as it must.
+ *
+ * In the sampler's own descriptor table (own_descriptor_table below), where the program can
+ * neither take its number nor be handed it, the file is opened once per thread and kept:
+ * a busy thread's tick then makes no system call for it at all, and a waiting thread's one
+ * pread (an open, a read and a close cost 2.5 times as much). Only where that table could not
+ * be had is the table the program's, and then the file is opened and closed within the tick:
+ * one kept between ticks would be one the program can close (os.closerange) and reuse, after
+ * which heatline would read or close the program's file, and it would cost the program one
+ * descriptor per waiting thread against its RLIMIT_NOFILE. */
+static int open_stat(const hl_sampler *e, hl_thread *t) {
+    if (t->stat_fd >= 0) return t->stat_fd;
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
-    return open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (e->own_table) t->stat_fd = fd;
+    return fd;
+}
+
+static void done_with_stat(hl_thread *t, int stat_fd) {
+    if (stat_fd >= 0 && stat_fd != t->stat_fd) close(stat_fd);
+}
+
+/* On the sampler thread only: the kept file is in that thread's descriptor table. */
+static void close_stat(hl_thread *t) {
+    if (t->stat_fd >= 0) close(t->stat_fd);
+    t->stat_fd = -1;
 }
 
 static int runnable(int stat_fd) {
     char buffer[512];
     if (stat_fd < 0) return 0;
-    ssize_t n = read(stat_fd, buffer, sizeof(buffer) - 1);
+    ssize_t n = pread(stat_fd, buffer, sizeof(buffer) - 1, 0);
     if (n <= 0) return 0;
     buffer[n] = '\0';
     const char *end_of_name = strrchr(buffer, ')'); /* the name itself may hold ')' */
@@ -109,7 +126,8 @@ static int runnable(int stat_fd) {
 
 static void charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait);
 
-/* On the sampler thread only: its native-frames event lives in that thread's descriptor table. */
+/* On the sampler thread only: its native-frames event and its stat file live in that thread's
+ * descriptor table. */
 static void forget_thread(hl_sampler *e, hl_thread *t) {
     if (t->loop_wait != NULL && t->loop_wait->ns != 0) {
         charge_loop_wait(e, t->loop_wait);
@@ -117,6 +135,7 @@ static void forget_thread(hl_sampler *e, hl_thread *t) {
     }
     t->alive = 0;
     hl_native_thread_close(&t->native);
+    close_stat(t);
 }
 
 static uint64_t next_interval(hl_sampler *e) {
@@ -148,6 +167,7 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     t->main = native_id == e->main_native_id;
     t->alive = 1;
     hl_native_thread_init(&t->native);
+    t->stat_fd = -1;
     return 0;
 }
 
@@ -403,14 +423,14 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     }
     int flags = depth >= 0 ? stack.leaf_flags : 0;
     uintptr_t gil_holder = hl_compat_gil_holder();
-    int stat_fd = open_stat(t);
+    int stat_fd = open_stat(e, t);
     if (cpu_now(t, &c2) != 0) {
-        if (stat_fd >= 0) close(stat_fd);
+        done_with_stat(t, stat_fd);
         forget_thread(e, t);
         return;
     }
     int blocked = c2 == c1 && (still_waking || !runnable(stat_fd));
-    if (stat_fd >= 0) close(stat_fd);
+    done_with_stat(t, stat_fd);
     if (depth < 0) depth = 0;
 
     int category;
@@ -598,6 +618,7 @@ static void *sampler_main(void *arg) {
     e->on_thread_start(); /* the engine marks it as its own: nothing it allocates is sampled */
     __atomic_store_n(&e->thread_tid, (int)gettid(), __ATOMIC_RELEASE);
     int own_table = own_descriptor_table() == 0; /* before anything it opens */
+    e->own_table = own_table;
     if (own_table) hl_memread_own_table();
     hl_lock_acquire(e->lock);
     hl_native_set_private_table(own_table);
@@ -643,7 +664,10 @@ static void *sampler_main(void *arg) {
         e->max_gap_ns = end - last;
     /* The events' descriptors are in this thread's table: closed here, reopened by the next
      * sampler thread (after a fork, or a new session). */
-    for (size_t i = 0; i < e->nthreads; i++) hl_native_thread_close(&e->threads[i].native);
+    for (size_t i = 0; i < e->nthreads; i++) {
+        hl_native_thread_close(&e->threads[i].native);
+        close_stat(&e->threads[i]);
+    }
     hl_native_others_close();
     hl_lock_release(e->lock);
     return NULL;
@@ -716,6 +740,7 @@ void hl_sampler_reset(hl_sampler *e) {
     for (size_t i = 0; i < e->nthreads; i++) {
         e->threads[i].alive = 0;
         hl_native_thread_forget(&e->threads[i].native);
+        e->threads[i].stat_fd = -1;
     }
     free(e->threads);
     e->threads = NULL;

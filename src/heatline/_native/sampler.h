@@ -37,6 +37,7 @@ typedef struct hl_thread {
     int has_last_user;
     hl_loop_wait *loop_wait;     /* the main thread's event loop wait held back (NULL: never) */
     hl_native_thread native;     /* its native-frames event (native.h) */
+    int stat_fd; /* its /proc stat file, kept open in the sampler's own table, or -1 (sampler.c) */
 } hl_thread;
 
 /* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it
@@ -51,9 +52,9 @@ typedef struct hl_sampler {
     hl_stats *stats;
     uint64_t sampling_interval_ns;
     long main_native_id;
-    void (*on_thread_start)(void);           /* first thing in the new thread */
-    void (*after_tick)(uint64_t now_ns);     /* after each tick, lock held */
-    void (*on_wake)(uint64_t now_ns);        /* each wake-up, paused or not, lock held */
+    void (*on_thread_start)(void); /* first thing in the new thread */
+    void (*after_tick)(uint64_t now_ns); /* after each tick, lock held */
+    void (*on_wake)(uint64_t now_ns); /* each wake-up, paused or not, lock held */
     int (*waiting_for_lock)(long native_id); /* waiting for *lock, so not blocked (engine_part.h) */
     void (*on_loop_wait)(void); /* after holding back the main thread's event loop wait, or NULL
                                  * to charge such waits where they are sampled (asyncwait.h) */
@@ -79,6 +80,7 @@ typedef struct hl_sampler {
                           * session's start and its stop counting as wake-ups */
     uint64_t started_ns; /* when the session started, until the thread's first tick */
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
+    int own_table; /* the running thread has a descriptor table of its own (sampler.c) */
     int shared_descriptors; /* the thread had to open files in the program's descriptor table
                              * (no table of its own: sampler.c) at a start of this session */
     uint8_t *function_kinds; /* per function id: what it is to an event loop (sampler.c) */
