@@ -548,6 +548,17 @@ int hl_engine_line_of(uintptr_t code, int offset, int *line) {
     return running ? -EBUSY : ok ? 0 : -EFAULT;
 }
 
+void hl_engine_read_pieces(int pid, size_t n, const uintptr_t *addresses, const size_t *lengths,
+                           uint8_t *const *out, uint8_t *ok) {
+    struct iovec local[1024], remote[1024];
+    if (n > 1024) n = 1024;
+    for (size_t i = 0; i < n; i++) {
+        local[i] = (struct iovec){out[i], lengths[i]};
+        remote[i] = (struct iovec){(void *)addresses[i], lengths[i]};
+    }
+    hl_memread_batch(pid, local, remote, n, ok);
+}
+
 int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth) {
     HL_ASSERT_ENGINE_LOCKED();
     hl_engine *e = &hl_the_engine;

@@ -11,8 +11,8 @@
 
 #define MAX_STRING (1u << 24)    /* longest file or function name copied, in code points */
 #define MAX_TABLE (1u << 20)     /* largest line table copied */
-#define HEADER_BUFFER 512        /* >= every layout's code_read_size */
-#define FRAME_BUFFER 128         /* >= every layout's frame_read_size */
+#define HEADER_BUFFER HL_CODE_HEADER_BYTES
+#define FRAME_BUFFER HL_FRAME_BYTES
 #define MAX_FRAMES_VISITED 4096  /* guards against a cycle in a torn chain */
 
 /* ---- reading objects ----------------------------------------------------------------- */
@@ -202,6 +202,7 @@ static void walk_begins(hl_walker *w, int window) {
     w->window_on = window;
     w->window_at = 0;
     w->nchecked = 0;
+    w->ahead_on = 0;
 }
 
 /* Copies n bytes of a frame at address through the walk's window: one read per window of
@@ -221,16 +222,27 @@ static int read_through_window(hl_walker *w, void *out, uintptr_t address, size_
     return 0;
 }
 
+/* The header of the code object at address (code_read_size bytes): read ahead in this walk,
+ * else read now into buffer. NULL if unreadable. */
+static const uint8_t *read_code_header(hl_walker *w, uintptr_t address, uint8_t *buffer) {
+    if (address == 0) return NULL;
+    if (w->ahead_on)
+        for (int i = 0; i < w->nahead_codes; i++)
+            if (w->ahead_code[i] == address && w->ahead_code_ok[i]) return w->ahead_code_bytes[i];
+    return read_memory(w, buffer, address, w->layout.code_read_size) == 0 ? buffer : NULL;
+}
+
 /* The cache entry for the code object at address, or NULL if it is not a readable code
  * object. The pointer stays valid until the next call. A code object checked earlier in the
  * same walk is not read again: a deep recursion's frames all run one, and a frame on the
  * stack keeps its code object alive. */
 static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
     const hl_layout *l = &w->layout;
-    uint8_t header[HEADER_BUFFER];
+    uint8_t buffer[HEADER_BUFFER];
     for (int i = 0; i < w->nchecked; i++)
         if (w->checked[i] == address) return &w->codes[w->checked_index[i]];
-    if (address == 0 || read_memory(w, header, address, l->code_read_size) != 0) return NULL;
+    const uint8_t *header = read_code_header(w, address, buffer);
+    if (header == NULL) return NULL;
     if (hl_load_word(header, l->object_type) != l->code_type) return NULL;
 
     uint32_t index;
@@ -285,6 +297,23 @@ static uintptr_t innermost_frame(const hl_walker *w, uintptr_t tstate, int *ok) 
     return *ok ? frame : 0;
 }
 
+/* Copies n bytes of the frame at address: as read ahead in this walk (the walk follows the
+ * chain read_ahead followed, so the next frame is looked for first), else through the window. */
+static int read_frame_bytes(hl_walker *w, uint8_t *out, uintptr_t address, size_t n) {
+    if (w->ahead_on) {
+        int i = w->ahead_next;
+        if (i >= w->nahead_frames || w->ahead_frame[i] != address)
+            for (i = 0; i < w->nahead_frames && w->ahead_frame[i] != address; i++) {
+            }
+        if (i < w->nahead_frames) {
+            memcpy(out, w->ahead_frame_bytes[i], n);
+            w->ahead_next = i + 1;
+            return 0;
+        }
+    }
+    return read_through_window(w, out, address, n);
+}
+
 /* What read_frame found at an address. */
 enum { FRAME_TORN = -1, FRAME_SHIM = 0, FRAME_CODE = 1 };
 
@@ -293,10 +322,9 @@ enum { FRAME_TORN = -1, FRAME_SHIM = 0, FRAME_CODE = 1 };
  * or no longer a running frame (the thread returned past it while we read: frames live in
  * memory the interpreter reuses and unmaps). FRAME_SHIM: a frame marking a C-stack entry, not
  * Python code, to step over. */
-static int read_frame(hl_walker *w, uintptr_t address, uint8_t *buffer, uintptr_t *previous,
-                      uintptr_t *code) {
+static int parse_frame(const hl_walker *w, const uint8_t *buffer, uintptr_t *previous,
+                       uintptr_t *code) {
     const hl_layout *l = &w->layout;
-    if (read_through_window(w, buffer, address, l->frame_read_size) != 0) return FRAME_TORN;
     /* 3.9/3.10: a frame object that was freed while we read (the thread returned past it) has
      * a reference count of 0 and its f_back links the interpreter's free list of frames, which
      * ends in NULL: followed, it looked like a whole stack of library frames with no user
@@ -310,6 +338,12 @@ static int read_frame(hl_walker *w, uintptr_t address, uint8_t *buffer, uintptr_
         (int)(signed char)buffer[l->frame_owner] == l->owner_cstack)
         return FRAME_SHIM;
     return FRAME_CODE;
+}
+
+static int read_frame(hl_walker *w, uintptr_t address, uint8_t *buffer, uintptr_t *previous,
+                      uintptr_t *code) {
+    if (read_frame_bytes(w, buffer, address, w->layout.frame_read_size) != 0) return FRAME_TORN;
+    return parse_frame(w, buffer, previous, code);
 }
 
 /* The code object a frame read as FRAME_CODE runs: its cache entry, or NULL with *shim = 1
@@ -344,7 +378,9 @@ static hl_frame decode_frame(const hl_walker *w, hl_code *c, const uint8_t *buff
         uint8_t opcode;
         for (int unit = 0; unit < 4 && (size_t)offset_bytes + 2 * (size_t)unit < c->code_bytes;
              unit++) {
-            if (read_memory(w, &opcode, instruction + 2 * (uintptr_t)unit, 1) != 0) break;
+            if (w->ahead_on && w->ahead_leaf_ok && w->ahead_leaf == instruction)
+                opcode = w->ahead_leaf_bytes[2 * unit];
+            else if (read_memory(w, &opcode, instruction + 2 * (uintptr_t)unit, 1) != 0) break;
             *leaf_flags = w->opcode_flags[opcode];
             if (!(*leaf_flags & HL_OP_PREFIX)) break;
         }
@@ -424,6 +460,53 @@ int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame) {
     return complete ? 0 : -1;
 }
 
+/* ---- the sampler's read-ahead ---------------------------------------------------------- */
+
+/* Follows the chain from frame for up to HL_WALK_AHEAD frames (through the window, as the walk
+ * would), then reads in one system call the headers of the distinct code objects they run and
+ * the code units at the innermost code frame's instruction pointer (3.11+, whose frames hold
+ * that pointer). The walk then takes these where it would read each in its turn: a 13-frame
+ * stack cost 13 reads of headers and one of code units, 13.2 us at best here, where one call
+ * with 14 pieces takes 4.9 us. They are the same bytes read a few microseconds earlier, and
+ * the walk checks them as it checked its own reads (identity of the code objects, the frames'
+ * liveness); a piece that could not be read is read again on its own when the walk needs it. */
+static void read_ahead(hl_walker *w, uintptr_t frame) {
+    const hl_layout *l = &w->layout;
+    struct iovec local[HL_WALK_AHEAD + 1], remote[HL_WALK_AHEAD + 1];
+    uint8_t ok[HL_WALK_AHEAD + 1];
+    size_t pieces = 0;
+    w->nahead_frames = w->ahead_next = w->nahead_codes = 0;
+    w->ahead_leaf = 0;
+    w->ahead_leaf_ok = 0;
+    if (l->frame_read_size > HL_FRAME_BYTES || l->code_read_size > HL_CODE_HEADER_BYTES) return;
+    while (frame != 0 && w->nahead_frames < HL_WALK_AHEAD) {
+        uint8_t *bytes = w->ahead_frame_bytes[w->nahead_frames];
+        uintptr_t previous, code;
+        if (read_through_window(w, bytes, frame, l->frame_read_size) != 0) break;
+        int kind = parse_frame(w, bytes, &previous, &code);
+        if (kind == FRAME_TORN) break;
+        w->ahead_frame[w->nahead_frames++] = frame;
+        frame = previous;
+        if (kind == FRAME_SHIM || code == 0 || code == l->none_object) continue;
+        if (w->ahead_leaf == 0 && w->nahead_codes == 0 && l->frame_model != HL_FRAMES_OBJECTS)
+            w->ahead_leaf = hl_load_word(bytes, l->frame_instr);
+        int known = 0;
+        for (int i = 0; i < w->nahead_codes && !known; i++) known = w->ahead_code[i] == code;
+        if (known) continue;
+        local[pieces] = (struct iovec){w->ahead_code_bytes[w->nahead_codes], l->code_read_size};
+        remote[pieces++] = (struct iovec){(void *)code, l->code_read_size};
+        w->ahead_code[w->nahead_codes++] = code;
+    }
+    if (w->ahead_leaf != 0) { /* last: if it runs off the end of a mapping, nothing follows */
+        local[pieces] = (struct iovec){w->ahead_leaf_bytes, HL_LEAF_BYTES};
+        remote[pieces++] = (struct iovec){(void *)w->ahead_leaf, HL_LEAF_BYTES};
+    }
+    if (pieces > 0) hl_memread_batch(w->pid, local, remote, pieces, ok);
+    for (int i = 0; i < w->nahead_codes; i++) w->ahead_code_ok[i] = ok[i];
+    if (w->ahead_leaf != 0) w->ahead_leaf_ok = ok[pieces - 1];
+    w->ahead_on = 1;
+}
+
 /* ---- the sampler's walk: both ends of a deep stack ----------------------------------- */
 
 /* Distinct code objects of an elided middle that are told apart; past this many, some of
@@ -479,6 +562,7 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
     walk_begins(w, 1); /* the sampler's thread: never a direct read */
     uintptr_t frame = innermost_frame(w, tstate, &ok);
     if (!ok) return -1;
+    read_ahead(w, frame);
 
     for (int visited = 0; frame != 0; visited++) {
         uint8_t buffer[FRAME_BUFFER];
@@ -557,7 +641,9 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
     s->inner = s->depth;
     if (past == 0) return s->depth; /* the whole stack is in frames */
 
-    /* The ring's frames, oldest first, are the outermost ones, innermost first. */
+    /* The ring's frames, oldest first, are the outermost ones, innermost first. They are read
+     * again (not taken from the read-ahead), to see that the thread is still in them. */
+    w->ahead_on = 0;
     s->inner = INNER;
     s->depth = INNER;
     s->elided = past + (HL_MAX_DEPTH - INNER) - HL_OUTER_DEPTH;

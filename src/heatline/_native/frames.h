@@ -61,6 +61,13 @@ typedef struct hl_frame {
 #define HL_WALK_WINDOW 4096
 /* Code objects a walk remembers having checked (a recursion runs one or a few). */
 #define HL_WALK_CHECKED 8
+/* The sampler's walks read ahead (frames.c, read_ahead): the first HL_WALK_AHEAD frames of the
+ * chain, then, in one system call, the headers of their code objects and the innermost frame's
+ * next code units, which the walk would otherwise read one at a time. */
+#define HL_WALK_AHEAD 32
+#define HL_FRAME_BYTES 128       /* >= every layout's frame_read_size */
+#define HL_CODE_HEADER_BYTES 512 /* >= every layout's code_read_size */
+#define HL_LEAF_BYTES 8          /* an instruction and the three after it: its prefixes' end */
 
 typedef struct hl_walker {
     int pid; /* whose memory: 0 for this process's (hl_memread), else another's */
@@ -79,6 +86,20 @@ typedef struct hl_walker {
     uintptr_t checked[HL_WALK_CHECKED];
     uint32_t checked_index[HL_WALK_CHECKED];
     int nchecked;
+    /* What read_ahead read for this walk, used while ahead_on: frames (in chain order; the
+     * walk looks them up from ahead_next on), code object headers (ok: read whole), and the
+     * bytes at the innermost frame's instruction pointer. */
+    int ahead_on;
+    int nahead_frames, ahead_next;
+    uintptr_t ahead_frame[HL_WALK_AHEAD];
+    uint8_t ahead_frame_bytes[HL_WALK_AHEAD][HL_FRAME_BYTES];
+    int nahead_codes;
+    uintptr_t ahead_code[HL_WALK_AHEAD];
+    uint8_t ahead_code_ok[HL_WALK_AHEAD];
+    uint8_t ahead_code_bytes[HL_WALK_AHEAD][HL_CODE_HEADER_BYTES];
+    uintptr_t ahead_leaf; /* 0: none */
+    uint8_t ahead_leaf_ok;
+    uint8_t ahead_leaf_bytes[HL_LEAF_BYTES];
 } hl_walker;
 
 /* Opcode flags (the table comes from heatline/_opcodes.py). */

@@ -127,6 +127,30 @@ int hl_memread(void *dst, uintptr_t src, size_t n) {
     return use_pipe ? read_via_pipe(dst, src, n) : read_via_syscall(dst, src, n);
 }
 
+void hl_memread_batch(int pid, struct iovec *local, struct iovec *remote, size_t n, uint8_t *ok) {
+    if (pid == 0 && (direct || use_pipe)) {
+        for (size_t i = 0; i < n; i++)
+            ok[i] =
+                hl_memread(local[i].iov_base, (uintptr_t)remote[i].iov_base, local[i].iov_len) == 0;
+        return;
+    }
+    size_t start = 0;
+    while (start < n) {
+        ssize_t got = process_vm_readv(pid == 0 ? self_pid : (pid_t)pid, local + start, n - start,
+                                       remote + start, n - start, 0);
+        if (got < 0 && errno != EFAULT) { /* refused, or gone: nothing more will be read */
+            while (start < n) ok[start++] = 0;
+            return;
+        }
+        size_t left = got < 0 ? 0 : (size_t)got;
+        while (start < n && left >= local[start].iov_len) { /* whole pieces */
+            left -= local[start].iov_len;
+            ok[start++] = 1;
+        }
+        if (start < n) ok[start++] = 0; /* where the kernel stopped: unreadable */
+    }
+}
+
 int hl_memread_remote(int pid, void *dst, uintptr_t src, size_t n) {
     if (src == 0 || n == 0) return -EFAULT;
     struct iovec local = {dst, n};

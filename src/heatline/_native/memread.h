@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Prepares the read path (opens the fallback pipe if needed). Returns 0 or -errno. */
 int hl_memread_init(void);
@@ -41,6 +42,14 @@ int hl_memread_remote(int pid, void *dst, uintptr_t src, size_t n);
 /* Its converse: n bytes of src written at address dst of process pid (process_vm_writev, the
  * same permission checks). Returns 0 or -errno, as hl_memread_remote. */
 int hl_memwrite_remote(int pid, uintptr_t dst, const void *src, size_t n);
+
+/* Several reads in as few system calls as it can: piece i is local[i].iov_len bytes from
+ * remote[i].iov_base into local[i].iov_base (remote[i].iov_len must be the same), from this
+ * process (pid 0, hl_memread's path) or process pid. ok[i] is set to 1 where piece i was read
+ * whole, else 0. The kernel reads the pieces in order and stops at the first it cannot read;
+ * the read goes on after that piece, so one unreadable piece costs one more call. At most
+ * 1024 pieces (IOV_MAX). */
+void hl_memread_batch(int pid, struct iovec *local, struct iovec *remote, size_t n, uint8_t *ok);
 
 /* Reads one pointer-sized word. Returns 0 or -1. */
 static inline int hl_memread_ptr(uintptr_t *dst, uintptr_t src) {

@@ -522,6 +522,53 @@ static PyObject *native_line_of(PyObject *module, PyObject *const *args, Py_ssiz
     return PyLong_FromLong(line);
 }
 
+PyDoc_STRVAR(read_pieces_doc,
+             "_read_pieces($module, pid, pieces, /)\n--\n\n"
+             "Test hook: reads [(address, length), ...] of process pid's memory in one batch, as\n"
+             "the sampler reads ahead: a list of bytes, None for each piece not read whole.");
+
+static PyObject *native_read_pieces(PyObject *module, PyObject *args) {
+    (void)module;
+    int pid;
+    PyObject *pieces;
+    if (!PyArg_ParseTuple(args, "iO!:_read_pieces", &pid, &PyList_Type, &pieces)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pieces);
+    if (n > 1024) {
+        PyErr_SetString(PyExc_ValueError, "_read_pieces: at most 1024 pieces");
+        return NULL;
+    }
+    uintptr_t addresses[1024];
+    size_t lengths[1024];
+    uint8_t *out[1024];
+    uint8_t ok[1024];
+    PyObject *result = PyList_New(n);
+    if (result == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long address;
+        Py_ssize_t length;
+        PyObject *piece = PyList_GET_ITEM(pieces, i);
+        PyObject *buffer;
+        if (!PyArg_ParseTuple(piece, "Kn:_read_pieces", &address, &length) || length <= 0 ||
+            (buffer = PyBytes_FromStringAndSize(NULL, length)) == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a piece's length is > 0");
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyList_SET_ITEM(result, i, buffer);
+        addresses[i] = (uintptr_t)address;
+        lengths[i] = (size_t)length;
+        out[i] = (uint8_t *)PyBytes_AS_STRING(buffer);
+    }
+    hl_engine_read_pieces(pid, (size_t)n, addresses, lengths, out, ok);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!ok[i]) {
+            Py_INCREF(Py_None);
+            PyList_SetItem(result, i, Py_None); /* drops the unread buffer */
+        }
+    }
+    return result;
+}
+
 PyDoc_STRVAR(current_stack_doc,
              "_current_stack($module, /)\n--\n\n"
              "Test hook: this thread's stack as the sampler reads it, innermost first, as\n"
@@ -612,6 +659,7 @@ static PyMethodDef native_methods[] = {
     {"inject", native_inject, METH_VARARGS, inject_doc},
     {"switch_interval", native_switch_interval, METH_VARARGS, switch_interval_doc},
     {"_remote_layout_check", native_remote_layout_check, METH_NOARGS, remote_layout_check_doc},
+    {"_read_pieces", native_read_pieces, METH_VARARGS, read_pieces_doc},
     {"_line_of", (PyCFunction)(void (*)(void))native_line_of, METH_FASTCALL, line_of_doc},
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
     {"_hold_engine_lock", native_hold_engine_lock, METH_O, hold_lock_doc},
