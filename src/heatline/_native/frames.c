@@ -465,11 +465,11 @@ int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame) {
 /* Follows the chain from frame for up to HL_WALK_AHEAD frames (through the window, as the walk
  * would), then reads in one system call the headers of the distinct code objects they run and
  * the code units at the innermost code frame's instruction pointer (3.11+, whose frames hold
- * that pointer). The walk then takes these where it would read each in its turn: a 13-frame
- * stack cost 13 reads of headers and one of code units, 13.2 us at best here, where one call
- * with 14 pieces takes 4.9 us. They are the same bytes read a few microseconds earlier, and
- * the walk checks them as it checked its own reads (identity of the code objects, the frames'
- * liveness); a piece that could not be read is read again on its own when the walk needs it. */
+ * that pointer). The walk then takes these where it would read each in its turn: one system
+ * call with a piece per header instead of a call per header. They are the same bytes read a
+ * few microseconds earlier, and the walk checks them as it checked its own reads (identity of
+ * the code objects, the frames' liveness); a piece that could not be read is read again on its
+ * own when the walk needs it. */
 static void read_ahead(hl_walker *w, uintptr_t frame) {
     const hl_layout *l = &w->layout;
     struct iovec local[HL_WALK_AHEAD + 1], remote[HL_WALK_AHEAD + 1];
