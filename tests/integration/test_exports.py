@@ -357,12 +357,17 @@ def test_use_virtual_time_leaves_out_the_wake_up_of_a_sleep_on_a_busy_machine(
     mean_gap = profile["sampled_s"] / profile["samples"]
     figures = {"sleep_s": sleep["python_s"] + sleep["native_s"],
                "work_s": work["python_s"] + work["native_s"], "truth": truth,
-               "mean_gap_s": mean_gap, "max_sample_gap_s": profile["max_sample_gap_s"]}
+               "mean_gap_s": mean_gap, "max_sample_gap_s": profile["max_sample_gap_s"],
+               "long_gap_s": profile["long_gap_s"], "long_gaps": profile["long_gaps"]}
     # What the sleeps ran is next to nothing (the truth's CPU time), and the work is the
     # hottest part. A tick still charges a wake-up as running when the thread ran between it
     # and the tick before (its clock moved) and was pushed off its CPU before leaving the
     # sleep's line, microseconds later: rare. Allowed: one wake-up in four, where every one
-    # was charged before.
+    # was charged before. And where the sampler itself was held up for a whole sleep (no tick
+    # saw the thread blocked; seen beside other suites: 0.40 s for 20 sleeps), the tick after
+    # charged its whole gap, one of the long gaps the profile counts (over twice the interval,
+    # and a 0.05 s sleep is five): their time is allowed too.
     assert truth["sleep_cpu_s"] < truth["work_cpu_s"] / 10, figures
     assert figures["sleep_s"] < figures["work_s"], figures
-    assert figures["sleep_s"] <= truth["sleep_cpu_s"] + truth["sleeps"] / 4 * mean_gap, figures
+    assert figures["sleep_s"] <= (truth["sleep_cpu_s"] + truth["sleeps"] / 4 * mean_gap
+                                  + profile["long_gap_s"]), figures

@@ -153,11 +153,17 @@ def test_the_longest_gap_between_samples_and_the_longest_tick_are_reported():
     assert snapshot["max_sample_gap_ns"] >= 0.5e9
     assert snapshot["max_sample_gap_ns"] <= snapshot["sampled_ns"]
     assert 0 < snapshot["max_tick_ns"] < snapshot["max_sample_gap_ns"]
+    # That gap is more than twice the interval: counted among the long ones, which charged at
+    # least its length and at most all the time sampled.
+    assert snapshot["long_gaps"] >= 1
+    assert 0.5e9 <= snapshot["long_gap_ns"] <= snapshot["sampled_ns"]
     # A fresh session starts from zero: a gap of its own is inside the session (whatever the
     # load), and the 0.5 s one carried over would outlast it (a 0.3 s sleep: under 0.4 s but
     # on a starved machine).
     quiet = _profile(sleeping_function)
     assert quiet["max_sample_gap_ns"] <= quiet["sampled_ns"]
+    assert quiet["long_gap_ns"] <= quiet["sampled_ns"]
+    assert (quiet["long_gaps"] == 0) == (quiet["long_gap_ns"] == 0)
 
 
 def spinning_function(cpu_s=0.3):

@@ -357,8 +357,9 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
     uint64_t periods_count, periods_dropped;
     PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
-        "{s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,s:{s:K,s:"
-        "K,s:K},s:N}",
+        "{s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,"
+        "s:{"
+        "s:K,s:K,s:K},s:N}",
         "profiled_periods", periods, "profiled_was_paused",
         hl_engine_was_paused() ? Py_True : Py_False, "profiled_periods_count",
         (unsigned long long)periods_count, "profiled_periods_dropped_changes",
@@ -367,11 +368,13 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         (unsigned long long)view->sampling_interval_ns, "lost_ns",
         (unsigned long long)view->lost_ns, "max_sample_gap_ns",
         (unsigned long long)view->max_gap_ns, "max_tick_ns", (unsigned long long)view->max_tick_ns,
-        "sampler_shared_descriptors", PyBool_FromLong(view->shared_descriptors), "files",
-        list_of(s->nfiles, file_item, s), "functions", list_of(s->nfunctions, function_item, s),
-        "lines", list_of(s->ncells, line_item, s), "threads",
-        list_of(view->nthreads, thread_item, NULL), "stacks", list_of(s->nstacks, stack_item, s),
-        "stacks_dropped_ns", (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
+        "long_gaps", (unsigned long long)view->long_gaps, "long_gap_ns",
+        (unsigned long long)view->long_gap_ns, "sampler_shared_descriptors",
+        PyBool_FromLong(view->shared_descriptors), "files", list_of(s->nfiles, file_item, s),
+        "functions", list_of(s->nfunctions, function_item, s), "lines",
+        list_of(s->ncells, line_item, s), "threads", list_of(view->nthreads, thread_item, NULL),
+        "stacks", list_of(s->nstacks, stack_item, s), "stacks_dropped_ns",
+        (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
         (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
         gpu_dict(s, view->gpu), "asyncio", "loop_wait_ns", (unsigned long long)view->loop_wait_ns,
         "await_ns", (unsigned long long)view->await_ns, "other_loop_wait_ns",

@@ -502,6 +502,8 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->lost_ns = e->sampler.lost_ns;
     view->max_gap_ns = e->sampler.max_gap_ns;
     view->max_tick_ns = e->sampler.max_tick_ns;
+    view->long_gaps = e->sampler.long_gaps;
+    view->long_gap_ns = e->sampler.long_gap_ns;
     HL_ASSERT(!e->suspended || e->running); /* suspended: running, its thread joined for a fork */
     view->shared_descriptors = e->sampler.shared_descriptors;
     view->stats = &e->stats;

@@ -121,15 +121,16 @@ typedef struct hl_thread_stat {
 typedef struct hl_snapshot {
     uint64_t samples, sampled_ns, sampling_interval_ns, lost_ns;
     uint64_t max_gap_ns, max_tick_ns; /* the sampler's longest gap and longest tick */
+    uint64_t long_gaps, long_gap_ns; /* its ticks after gaps over twice the interval (sampler.h) */
     int shared_descriptors; /* the sampler opened files in the program's descriptor table */
     /* asyncio (asyncwait.h): the main thread's event loop waits held back, the part of them
      * charged to awaits, and other threads' loop waits (charged where sampled) */
     uint64_t loop_wait_ns, await_ns, other_loop_wait_ns;
     const hl_stats *stats; /* files, functions, lines, stacks */
-    size_t nthreads;       /* read each with hl_engine_thread_stat_locked */
+    size_t nthreads; /* read each with hl_engine_thread_stat_locked */
     const hl_memory_totals *memory; /* the memory part's results (memory.h) */
-    const hl_gpu_results *gpu;      /* the GPU part's (gpu.h) */
-    hl_native_results native;       /* native frames' (native.h; name addresses with
+    const hl_gpu_results *gpu; /* the GPU part's (gpu.h) */
+    hl_native_results native; /* native frames' (native.h; name addresses with
                                      * hl_native_address) */
 } hl_snapshot;
 

@@ -647,6 +647,10 @@ static void *sampler_main(void *arg) {
             /* A long gap is the sampler held up (not scheduled, or waiting for the lock): time
              * whose state was read once, at its end. Reported so that it can be seen. */
             if (now - last > e->max_gap_ns) e->max_gap_ns = now - last;
+            if (now - last > 2 * e->sampling_interval_ns) {
+                e->long_gaps++;
+                e->long_gap_ns += now - last;
+            }
             tick(e, now - last);
             uint64_t took = hl_now_ns() - now;
             if (took > e->max_tick_ns) e->max_tick_ns = took;
@@ -750,6 +754,7 @@ void hl_sampler_reset(hl_sampler *e) {
     e->seen_capacity = 0;
     e->samples = e->sampled_ns = e->lost_ns = 0;
     e->max_gap_ns = e->max_tick_ns = 0;
+    e->long_gaps = e->long_gap_ns = 0;
     e->shared_descriptors = 0;
     free(e->function_kinds); /* function ids are the tables', cleared with them */
     e->function_kinds = NULL;

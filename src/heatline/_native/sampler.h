@@ -80,6 +80,11 @@ typedef struct hl_sampler {
                           * session's start and its stop counting as wake-ups */
     uint64_t started_ns; /* when the session started, until the thread's first tick */
     uint64_t max_tick_ns; /* the longest tick (the engine lock held throughout) */
+    /* Ticks that came more than twice the interval after the wake-up before (the sampler held
+     * up: not scheduled, or waiting for the lock), and the time they charged: each charged a
+     * whole gap to one state read at its end, so a state the gap held only in part (a sleep
+     * that began and ended within it) may have been charged that much. */
+    uint64_t long_gaps, long_gap_ns;
     int own_table; /* the running thread has a descriptor table of its own (sampler.c) */
     int shared_descriptors; /* the thread had to open files in the program's descriptor table
                              * (no table of its own: sampler.c) at a start of this session */

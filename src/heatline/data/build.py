@@ -278,6 +278,8 @@ def build_profile(
         "lost_s": _seconds(snapshot["lost_ns"]),
         "max_sample_gap_s": _seconds(snapshot.get("max_sample_gap_ns", 0)),
         "max_tick_s": _seconds(snapshot.get("max_tick_ns", 0)),
+        "long_gaps": snapshot.get("long_gaps", 0),
+        "long_gap_s": _seconds(snapshot.get("long_gap_ns", 0)),
         **({} if steal_s is None else {"steal_s": round(steal_s, 6)}),
         **_profiled_periods(snapshot),
         **_asyncio_summary(snapshot),

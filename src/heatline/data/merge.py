@@ -159,6 +159,9 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
     for key in ("max_sample_gap_s", "max_tick_s", "steal_s"):
         if key in profile:
             merged[key] = max(merged.get(key, 0.0), profile[key])
+    for key in ("long_gaps", "long_gap_s"):  # optional too: summed over processes
+        if key in profile:
+            merged[key] = _round(merged.get(key, 0) + profile[key])
     for key, value in profile["totals"].items():
         merged["totals"][key] = _round(merged["totals"][key] + value)
     if "asyncio" in profile:  # optional: present where an event loop waited
