@@ -36,6 +36,15 @@ def test_times_are_summed_and_shares_recomputed():
     assert merged["elapsed_s"] == main["elapsed_s"]  # the main process's
 
 
+def test_the_longest_gaps_are_the_largest_and_the_long_ones_are_added():
+    main, child = test_profile.build(), test_profile.build()
+    main.update(max_sample_gap_s=0.05, long_gaps=2, long_gap_s=0.07)
+    child.update(max_sample_gap_s=0.3, long_gaps=3, long_gap_s=0.4)
+    merged = merge_processes((_info(100, 1, role="main"), main), [(_info(101, 100), child)])
+    assert merged["max_sample_gap_s"] == 0.3
+    assert (merged["long_gaps"], merged["long_gap_s"]) == (5, pytest.approx(0.47))
+
+
 def test_threads_stacks_and_processes_table():
     main, child, merged = _merged()
     assert [t.get("pid") for t in merged["threads"]] == [None, None, 101, 101]
