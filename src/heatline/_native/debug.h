@@ -7,8 +7,8 @@
  * tick, the allocation hooks) pay nothing for them: C's own assert() cannot be used for that,
  * since CPython's flags define NDEBUG in every build of an extension, the ASan one included.
  *
- * A failed check writes one line to file descriptor 2 with write(2) and aborts: both are
- * async-signal-safe and allocate nothing, so a check may fail inside an allocation hook or in
+ * A failed check writes one line to the program's standard error with write(2) and aborts: both
+ * are async-signal-safe and allocate nothing, so a check may fail inside an allocation hook or in
  * the sampler thread without recursing into the allocator it is checking.
  */
 #ifndef HEATLINE_DEBUG_H
@@ -22,12 +22,23 @@
 
 #if HL_DEBUG
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* To the program's standard error: the sampler thread's descriptor table is its own (sampler.c),
+ * where 2 is whatever it opened third, so the message goes through /proc/self/fd/2, the main
+ * thread's (the process's) descriptor 2, opened anew; only where that cannot be opened, to 2. */
+#ifdef O_CLOEXEC /* not declared to a file built without _GNU_SOURCE or POSIX.1-2008 */
+#define HL_DEBUG_CLOEXEC O_CLOEXEC
+#else
+#define HL_DEBUG_CLOEXEC 0
+#endif
 static inline void hl_debug_write(const char *text) {
-    (void)!write(2, text, strlen(text));
+    int fd = open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NOCTTY | HL_DEBUG_CLOEXEC);
+    (void)!write(fd >= 0 ? fd : 2, text, strlen(text));
+    if (fd >= 0) close(fd);
 }
 
 __attribute__((noreturn, cold)) static inline void hl_assert_failed(const char *expression,
