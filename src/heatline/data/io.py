@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -229,6 +228,8 @@ def load(path: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ProfileError(f"'{path}' is not a heatline profile (not UTF-8 text)") from None
     del chunks
+    import json  # here: json imports re and compiles its patterns, costly on every run's end
+
     try:
         data = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
@@ -408,8 +409,30 @@ def encode(profile: dict[str, Any]) -> bytes:
     Without indentation: json's C encoder writes only that (with an indent json runs its
     pure-Python encoder, about 4 times slower: 0.12 s of a large program's end of run,
     bench/end_of_run.py); ``heatline view`` is the way to read a profile."""
-    text = json.dumps(profile, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "backslashreplace") + b"\n"
+    return _to_json(profile).encode("utf-8", "backslashreplace") + b"\n"
+
+
+def _to_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, the same text, made by
+    the C encoder json.dumps itself uses (the _json module, with the arguments json.dumps gives
+    it on CPython 3.9-3.13) without importing json: the json package imports re and compiles
+    six patterns as it is imported, 31 M instructions, about a third of what a run of an empty
+    program costs heatline (bench/fixed_cost.py). Where _json lacks the encoder, json.dumps."""
+    try:
+        from _json import encode_basestring, make_encoder
+    except ImportError:
+        import json
+
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # markers (a fresh dict: circular references are an error), default, the string encoder,
+    # indent, key and item separators, sort_keys, skipkeys, allow_nan
+    encode = make_encoder({}, _not_serialisable, encode_basestring, None, ":", ",", False, False,
+                          True)
+    return "".join(encode(value, 0))
+
+
+def _not_serialisable(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def dump(profile: dict[str, Any], path: str) -> None:

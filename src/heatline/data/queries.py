@@ -6,7 +6,6 @@ the function a line belongs to."""
 from __future__ import annotations
 
 import os
-import re
 from collections import namedtuple
 
 TYPE_CHECKING = False
@@ -17,15 +16,17 @@ if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # heatline's own launcher files, wherever the profile was recorded (another install, machine).
 # Today's names and the names they had before the package was laid out by role.
-_OWN_FILE = re.compile(
-    r"[/\\]heatline[/\\](?:__main__|cli|runner|session|scope|profile"
-    r"|cli[/\\]__init__|run[/\\]launch|engine[/\\]session|engine[/\\]scope)\.py$"
+# (Path ends, not a pattern: importing re and compiling one costs every run's end.)
+_OWN_FILES = tuple(
+    f"/heatline/{name}.py"
+    for name in ("__main__", "cli", "runner", "session", "scope", "profile", "cli/__init__",
+                 "run/launch", "engine/session", "engine/scope")
 )
 
 
 def is_own_frame(frame: dict[str, Any]) -> bool:
     path = frame.get("file", "")
-    return path.startswith(_PACKAGE_DIR + os.sep) or bool(_OWN_FILE.search(path))
+    return path.startswith(_PACKAGE_DIR + os.sep) or path.replace("\\", "/").endswith(_OWN_FILES)
 
 
 class Stack(namedtuple("Stack", "frames thread python_s native_s system_s")):

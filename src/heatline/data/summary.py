@@ -15,7 +15,6 @@ it points at first (``file`` and ``line`` null when it points nowhere in particu
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 
 from heatline import units
@@ -263,6 +262,8 @@ class _Facts:
     def waits_for(self, below: list[int], path: str, line: int) -> str:
         """What a thread blocked at this user line waits for, in the program's terms: from
         the library frames below it (what the line called), else from the line's source."""
+        import re  # here, not at the top: only a run whose main thread waited needs it
+
         for index in below:
             frame = self.frames[index]
             file = frame.get("file", "").replace(os.sep, "/")
