@@ -99,12 +99,19 @@ $(ASAN_INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch
 	touch $@
 
 # The interpreter is not instrumented, so the ASan runtime is preloaded. Leak checking is off
-# because CPython itself keeps memory alive at exit.
+# because CPython itself keeps memory alive at exit. The sanitizers' reports go to files under
+# SANITIZER_LOGS, printed at the end: a report written to descriptor 2 by the sampler thread,
+# whose descriptor table is its own (docs/design.md), would reach no one.
+SANITIZER_LOGS := build/sanitizer-logs
 sanitize: $(ASAN_INSTALLED)
+	rm -rf $(SANITIZER_LOGS) && mkdir -p $(SANITIZER_LOGS)
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
-	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:log_path=$(CURDIR)/$(SANITIZER_LOGS)/asan \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/$(SANITIZER_LOGS)/ubsan \
 	  HEATLINE_SANITIZED=1 HEATLINE_REQUIRE_MODULES='$(REQUIRED_MODULES)' \
-	  $(ASAN_VENV)/bin/python -m pytest -q -rx -p no:cacheprovider
+	  $(ASAN_VENV)/bin/python -m pytest -q -rx -p no:cacheprovider; \
+	  status=$$?; for log in $(SANITIZER_LOGS)/*; do [ -f "$$log" ] && { echo "== $$log"; cat "$$log"; status=1; }; done; \
+	  exit $$status
 
 # heatline side by side with its peers (overhead and accuracy; see docs/overhead.md and
 # docs/accuracy.md). Not part of the tests. Its own virtualenv: the peers pinned in
