@@ -14,6 +14,20 @@ import os
 import subprocess
 import sys
 
+# Each thread's time on a CPU so far, by thread id (the children's, here and in
+# sampler_tick_cost.py).
+CPU_BY_TASK = r"""
+def cpu_by_task():
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[0])
+        except OSError:
+            pass
+    return out
+"""
+
 CHILD = r"""
 import os, sys, time
 if sys.argv[2]:
@@ -26,16 +40,7 @@ libc = ctypes.CDLL(None)
 for _ in range(int(sys.argv[3])):  # C threads with no thread state, blocked for good
     handle = ctypes.c_ulong()
     libc.pthread_create(ctypes.byref(handle), None, libc.pause, None)
-
-def cpu_by_task():
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0])
-        except OSError:
-            pass
-    return out
+""" + CPU_BY_TASK + r"""
 
 before = cpu_by_task()
 heatline.start(native=sys.argv[1] == "on", quiet=True)

@@ -18,22 +18,14 @@ import subprocess
 import sys
 import tempfile
 
+from native_threads_cost import CPU_BY_TASK
+
 CHILD = r"""
 import os, sys, time
 if sys.argv[1]:
     sys.path.insert(0, sys.argv[1])
 import heatline
-
-def cpu_by_task():
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0])
-        except OSError:
-            pass
-    return out
-
+""" + CPU_BY_TASK + r"""
 def leaf(n):
     s = 0
     for i in range(n):
