@@ -217,6 +217,40 @@ _needs_seccomp = pytest.mark.skipif(
 )
 
 
+FREED_READ = r"""
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+import _refuse
+_refuse.refuse({"process_vm_readv": 1})  # EPERM: the reader's pipe fallback
+from heatline import _native
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+block = libc.malloc(4096)
+ctypes.memset(block, 7, 4096)
+print(_native._read_pieces(0, [(block, 64)])[0] == b"\x07" * 64)
+libc.free(block)  # what a thread's state or a frame becomes between two reads of the sampler
+print(_native._read_pieces(0, [(block, 64)])[0] is not None, flush=True)
+"""
+
+
+@_needs_seccomp
+def test_the_pipe_fallback_reads_memory_the_program_freed_without_a_sanitizer_report(
+    run_python, tmp_path
+):
+    """Where process_vm_readv is refused, memory is read by writing it into a pipe. Reading
+    what may just have been freed is that reader's purpose; libc's write() under ASan checks
+    the bytes it is given, so a freed block read that way was a heap-use-after-free report and
+    an abort (from the sampler thread, whose report went to no terminal). The reader calls the
+    system call itself. (Under a build without sanitizers this passes either way; make
+    sanitize runs it with ASan.)"""
+    script = tmp_path / "freed.py"
+    script.write_text(FREED_READ)
+    result = run_python(str(script), TARGETS, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [b"True", b"True"]
+
+
 def _eof_while_running(command):
     """Runs the command until its stdout reaches EOF (or 30 s pass without), then closes its
     stdin. Returns what it wrote, whether the EOF came, and whether it was still running then."""

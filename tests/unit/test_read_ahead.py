@@ -50,3 +50,4 @@ def test_pieces_after_an_unreadable_one_are_read_and_none_is_read_in_part():
     finally:
         libc.munmap(base, 3 * PAGE)
 
+

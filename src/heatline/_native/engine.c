@@ -554,6 +554,7 @@ void hl_engine_read_pieces(int pid, size_t n, const uintptr_t *addresses, const 
                            uint8_t *const *out, uint8_t *ok) {
     struct iovec local[1024], remote[1024];
     if (n > 1024) n = 1024;
+    if (pid == 0) (void)hl_memread_init(); /* this process's own reader: its pid, its path */
     for (size_t i = 0; i < n; i++) {
         local[i] = (struct iovec){out[i], lengths[i]};
         remote[i] = (struct iovec){(void *)addresses[i], lengths[i]};

@@ -153,7 +153,8 @@ int hl_engine_line_of(uintptr_t code, int offset, int *line);
 int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
 /* Test hook: n pieces of process pid's memory read as the sampler's read-ahead reads them (one
  * batch, memread.h): piece i, lengths[i] bytes at addresses[i], into out[i]; ok[i] 1 where it
- * was read whole. n at most 1024. */
+ * was read whole. n at most 1024. pid 0: this process, through hl_memread's path (the pipe
+ * where process_vm_readv is refused). */
 void hl_engine_read_pieces(int pid, size_t n, const uintptr_t *addresses, const size_t *lengths,
                            uint8_t *const *out, uint8_t *ok);
 
