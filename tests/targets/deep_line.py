@@ -1,5 +1,6 @@
 """A hot line deep inside nested blocks, longer than a narrow terminal leaves it: the report
-must show it whole (dedented, wrapped, or on a row of its own), never cut to '…'."""
+must show it whole (dedented, wrapped, or on a row of its own), never cut to an ellipsis (the
+test looks for that character in the table, so this file holds none)."""
 
 import sys
 import threading
