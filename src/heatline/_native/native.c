@@ -596,10 +596,11 @@ static void other_tick(size_t index) {
 
 /* The threads are listed again (an open, a stat, two getdents and a close: five system calls of
  * the tick's twenty-odd) only when /proc/self/task's link count, 2 + the process's threads, is
- * not the one of the last listing (one fstat of the directory, kept open), when a known thread ended (another may have
- * started in the same tick, leaving the count as it was), and every RELIST_TICKS ticks anyway
- * (a C thread that took a thread state is the sampler's from then on; two threads ended and
- * two started). Between listings the known threads are ticked as a listing would tick them. */
+ * not the one of the last listing (one fstat of the directory, kept open), when a known thread
+ * ended (another may have started in the same tick, leaving the count as it was), and every
+ * RELIST_TICKS ticks anyway (a C thread that took a thread state is the sampler's from then on;
+ * two threads ended and two started). Between listings the known threads are ticked as a
+ * listing would tick them. */
 #define RELIST_TICKS 10
 
 /* /proc/self/task's link count now (0: unknown), read by the sampler thread. */
