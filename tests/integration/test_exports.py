@@ -289,11 +289,16 @@ def test_use_virtual_time_leaves_out_blocked_time(run_heatline, tmp_path):
         return profile["max_sample_gap_s"] + profile["max_tick_s"]
 
     # Without the flag the sleep is blocked time: one blocked stretch, so within one
-    # resolution of the truth's (wall time less the busy moments).
+    # resolution of the truth's blocked time. The truth counts the wait for a CPU after the
+    # wake-up as busy and heatline as blocked (above): between the wall time less the busy
+    # moments and the wall time less the time on a CPU (seen beside other suites: 0.318 s for
+    # a truth of 0.300 s of which 0.3000 not on a CPU, resolution 0.0175 s).
     wall, wall_truth = profiles["wall"], truths["wall"]
     rest_blocked = functions(wall)["rest"]["system_s"]
-    assert rest_blocked == pytest.approx(wall_truth["rest"]["system_s"],
-                                         abs=resolution_s(wall)), (wall_truth, resolution_s(wall))
+    rest_truth, resolution = wall_truth["rest"], resolution_s(wall)
+    assert (rest_truth["system_s"] - resolution <= rest_blocked
+            <= rest_truth["wall_s"] - rest_truth["on_cpu_s"] + resolution), (
+        rest_blocked, wall_truth, resolution)
     profile, truth = profiles["virtual"], truths["virtual"]
     totals = profile["totals"]
     assert totals["system_s"] == 0

@@ -77,8 +77,9 @@ worker.join()
 THREADS_SEEN = """\
 threaded = [[t["native_id"], t["python_s"] + t["native_s"] + t["system_s"]]
              for t in _heatline_profile.data["threads"]]
+resolution = _heatline_profile.data["max_sample_gap_s"] + _heatline_profile.data["max_tick_s"]
 %heatline -q --kernel-threads time.sleep(0.05)
-print(json.dumps({"threaded": threaded, "worker": worker.native_id,
+print(json.dumps({"threaded": threaded, "worker": worker.native_id, "resolution": resolution,
                   "kernel": threading.main_thread().native_id,
                   "all_threads": len(_heatline_profile.data["threads"]),
                   "alive": len(threading.enumerate())}))
@@ -182,9 +183,12 @@ def test_line_magic_profiles_the_statement_and_keeps_the_profile(executed):
 def test_threads_the_cell_started_are_kept_and_the_kernels_only_on_request(executed):
     seen = json.loads(executed.cells[6].outputs[0]["text"])
     ids = [native_id for native_id, _ in seen["threaded"]]
-    # The cell's thread and the one it started, which burnt 0.3 s of CPU (its time is its).
+    # The cell's thread and the one it started, which burnt 0.3 s of CPU (its time is its):
+    # at least that much wall time, less what a thread's two ends can miss, up to one of the
+    # run's longest gaps each (a sampler held up for most of the cell, beside other suites,
+    # once charged each thread 0.014 s).
     assert sorted(ids) == sorted([seen["kernel"], seen["worker"]]), seen
-    assert dict(seen["threaded"])[seen["worker"]] > 0.15, seen
+    assert dict(seen["threaded"])[seen["worker"]] >= 0.3 - 2 * seen["resolution"], seen
     # --kernel-threads: every thread the engine saw, the kernel's own included.
     assert seen["all_threads"] >= seen["alive"] > 2, seen
 
