@@ -33,9 +33,11 @@ refused (kernel.perf_event_paranoid 3 without privileges) the truth falls back t
 and says so in its file ("busy_clock").
 
 At exit the truths are written as JSON to the file named by $HEATLINE_TRUTH (when set):
-{qualname: {"wall_s", "cpu_s", "on_cpu_s", "python_s", "native_s", "system_s", "busy_clock"}}:
-cpu_s is thread_time's, on_cpu_s the task clock's (thread_time's in the fallback), busy_clock
-"task-clock" or "thread_time".
+{qualname: {"wall_s", "cpu_s", "on_cpu_s", "python_s", "native_s", "system_s", "busy_clock",
+"kind"}}: cpu_s is thread_time's, on_cpu_s the task clock's (thread_time's in the fallback),
+busy_clock "task-clock" or "thread_time", kind the phase's declared kind. A "system" phase's
+busy moments (entering the call, Popen's Python code before a blocking read) are put under
+native_s, but the truth does not know their kind: Python or native.
 """
 
 import atexit
@@ -140,6 +142,7 @@ def phase(kind):
                         },
                     )
                     entry["busy_clock"] = clock.name
+                    entry["kind"] = kind
                     entry["wall_s"] += wall
                     entry["cpu_s"] += cpu
                     entry["on_cpu_s"] += on_cpu
