@@ -11,8 +11,6 @@
 
 #define MAX_STRING (1u << 24)    /* longest file or function name copied, in code points */
 #define MAX_TABLE (1u << 20)     /* largest line table copied */
-#define HEADER_BUFFER HL_CODE_HEADER_BYTES
-#define FRAME_BUFFER HL_FRAME_BYTES
 #define MAX_FRAMES_VISITED 4096  /* guards against a cycle in a torn chain */
 
 /* ---- reading objects ----------------------------------------------------------------- */
@@ -57,7 +55,7 @@ static int read_memory(const hl_walker *w, void *dst, uintptr_t src, size_t n) {
  * long). */
 static int read_str(const hl_walker *w, uintptr_t address, char **out) {
     const hl_layout *l = &w->layout;
-    uint8_t header[HEADER_BUFFER];
+    uint8_t header[HL_CODE_HEADER_BYTES];
     *out = NULL;
     size_t need = l->str_state + sizeof(uint32_t);
     if (need > sizeof(header) || read_memory(w, header, address, need) != 0) return -1;
@@ -238,7 +236,7 @@ static const uint8_t *read_code_header(hl_walker *w, uintptr_t address, uint8_t 
  * stack keeps its code object alive. */
 static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
     const hl_layout *l = &w->layout;
-    uint8_t buffer[HEADER_BUFFER];
+    uint8_t buffer[HL_CODE_HEADER_BYTES];
     for (int i = 0; i < w->nchecked; i++)
         if (w->checked[i] == address) return &w->codes[w->checked_index[i]];
     const uint8_t *header = read_code_header(w, address, buffer);
@@ -317,7 +315,7 @@ static int read_frame_bytes(hl_walker *w, uint8_t *out, uintptr_t address, size_
 /* What read_frame found at an address. */
 enum { FRAME_TORN = -1, FRAME_SHIM = 0, FRAME_CODE = 1 };
 
-/* Reads the frame at address into buffer (FRAME_BUFFER bytes): the frame it returns to into
+/* Reads the frame at address into buffer (HL_FRAME_BYTES bytes): the frame it returns to into
  * *previous and the code object it runs into *code (not checked yet). FRAME_TORN: unreadable,
  * or no longer a running frame (the thread returned past it while we read: frames live in
  * memory the interpreter reuses and unmaps). FRAME_SHIM: a frame marking a C-stack entry, not
@@ -404,7 +402,7 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
     if (!ok) return -1;
 
     for (int visited = 0; frame != 0 && depth < max_depth; visited++) {
-        uint8_t buffer[FRAME_BUFFER];
+        uint8_t buffer[HL_FRAME_BYTES];
         uintptr_t previous, code_address;
         int shim;
         if (visited >= MAX_FRAMES_VISITED) return depth;
@@ -432,7 +430,7 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
 }
 
 int hl_walk_frame_at(hl_walker *w, uintptr_t address, hl_frame *frame) {
-    uint8_t buffer[FRAME_BUFFER];
+    uint8_t buffer[HL_FRAME_BYTES];
     uintptr_t previous, code_address;
     int shim;
     walk_begins(w, 0);
@@ -565,7 +563,7 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
     read_ahead(w, frame);
 
     for (int visited = 0; frame != 0; visited++) {
-        uint8_t buffer[FRAME_BUFFER];
+        uint8_t buffer[HL_FRAME_BYTES];
         uintptr_t previous, code_address;
         int shim;
         if (visited >= MAX_FRAMES_VISITED) {
@@ -649,7 +647,7 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
     s->elided = past + (HL_MAX_DEPTH - INNER) - HL_OUTER_DEPTH;
     for (int k = 0; k < HL_OUTER_DEPTH; k++) {
         int slot = (ring_next + k) % HL_OUTER_DEPTH;
-        uint8_t buffer[FRAME_BUFFER];
+        uint8_t buffer[HL_FRAME_BYTES];
         uintptr_t previous, code_address;
         int shim;
         if (read_frame(w, ring[slot], buffer, &previous, &code_address) != FRAME_CODE ||
