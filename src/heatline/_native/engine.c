@@ -552,8 +552,8 @@ int hl_engine_line_of(uintptr_t code, int offset, int *line) {
 
 void hl_engine_read_pieces(int pid, size_t n, const uintptr_t *addresses, const size_t *lengths,
                            uint8_t *const *out, uint8_t *ok) {
-    struct iovec local[1024], remote[1024];
-    if (n > 1024) n = 1024;
+    struct iovec local[HL_ENGINE_READ_PIECES_MAX], remote[HL_ENGINE_READ_PIECES_MAX];
+    if (n > HL_ENGINE_READ_PIECES_MAX) n = HL_ENGINE_READ_PIECES_MAX;
     if (pid == 0) (void)hl_memread_init(); /* this process's own reader: its pid, its path */
     for (size_t i = 0; i < n; i++) {
         local[i] = (struct iovec){out[i], lengths[i]};

@@ -153,8 +153,9 @@ int hl_engine_line_of(uintptr_t code, int offset, int *line);
 int hl_engine_walk_locked(uintptr_t tstate, hl_frame *frames, int max_depth);
 /* Test hook: n pieces of process pid's memory read as the sampler's read-ahead reads them (one
  * batch, memread.h): piece i, lengths[i] bytes at addresses[i], into out[i]; ok[i] 1 where it
- * was read whole. n at most 1024. pid 0: this process, through hl_memread's path (the pipe
- * where process_vm_readv is refused). */
+ * was read whole. n at most HL_ENGINE_READ_PIECES_MAX (a batch's bound, IOV_MAX). pid 0: this
+ * process, through hl_memread's path (the pipe where process_vm_readv is refused). */
+#define HL_ENGINE_READ_PIECES_MAX 1024
 void hl_engine_read_pieces(int pid, size_t n, const uintptr_t *addresses, const size_t *lengths,
                            uint8_t *const *out, uint8_t *ok);
 

@@ -533,14 +533,15 @@ static PyObject *native_read_pieces(PyObject *module, PyObject *args) {
     PyObject *pieces;
     if (!PyArg_ParseTuple(args, "iO!:_read_pieces", &pid, &PyList_Type, &pieces)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(pieces);
-    if (n > 1024) {
-        PyErr_SetString(PyExc_ValueError, "_read_pieces: at most 1024 pieces");
+    if (n > HL_ENGINE_READ_PIECES_MAX) {
+        PyErr_Format(PyExc_ValueError, "_read_pieces: at most %d pieces",
+                     HL_ENGINE_READ_PIECES_MAX);
         return NULL;
     }
-    uintptr_t addresses[1024];
-    size_t lengths[1024];
-    uint8_t *out[1024];
-    uint8_t ok[1024];
+    uintptr_t addresses[HL_ENGINE_READ_PIECES_MAX];
+    size_t lengths[HL_ENGINE_READ_PIECES_MAX];
+    uint8_t *out[HL_ENGINE_READ_PIECES_MAX];
+    uint8_t ok[HL_ENGINE_READ_PIECES_MAX];
     PyObject *result = PyList_New(n);
     if (result == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
