@@ -9,7 +9,15 @@ line waited at in E separate waits, the boundary errors of the E waits add up as
 errors of about one mean gap each (sampled_s / samples), which gives 2 sqrt(E) mean gaps. The
 issue's own bound (10% of the truth, or 30 ms) is kept where the run allows no tighter one.
 The alternating awaits also check the order of their two lines, which a wait charged after the
-task moved on to its next await would reverse (the truths differ threefold)."""
+task moved on to its next await would reverse (the truths differ threefold).
+
+An await's wall time also holds the moments after its wait ended and before its task resumed:
+the loop's callbacks, and on a busy machine the queue for a CPU while it runs them. Those run
+on the loop's frames and are charged to the loop's line, not the await's (on a loaded 2-core
+machine the executor's line got 316 ms of its 356 ms). So an await line's time is held between
+what its task must have waited (the target's NAME_low: the timer's delay, or the wall time
+until the executor's worker finished) and the await's wall time, each within the tolerance;
+the loop's line gets, on top of its own time, at most what the awaits' ranges leave out."""
 
 import json
 import math
@@ -67,18 +75,32 @@ def _system(lines, number):
     return lines.get(number, {}).get("system_s", 0.0)
 
 
-def _check(profile, name, measured, truth_s, waits=1):
+def _check(profile, name, measured, truth_s, waits=1, low_s=None):
+    """measured within the tolerance of [low_s, truth_s] (of truth_s alone without low_s)."""
+    low_s = truth_s if low_s is None else low_s
     tolerance = _tolerance(profile, truth_s, waits)
-    assert abs(measured - truth_s) <= tolerance, (
-        f"{name}: {measured:.3f} s vs true {truth_s:.3f} s (tolerance {tolerance:.3f} s, "
-        f"max_sample_gap_s {profile['max_sample_gap_s']})")
+    assert low_s - tolerance <= measured <= truth_s + tolerance, (
+        f"{name}: {measured:.3f} s vs true {low_s:.3f}-{truth_s:.3f} s (tolerance "
+        f"{tolerance:.3f} s, max_sample_gap_s {profile['max_sample_gap_s']})")
+
+
+def _check_await(profile, truth, name, measured, waits=1, share=1.0, label=None):
+    """An await's time against its task's wait (NAME_low) and its wall time (NAME), times
+    the share of the wait its task carries."""
+    _check(profile, label or name, measured, share * truth[name], waits,
+           share * truth[name + "_low"])
+
+
+def _resume_lag(truth, names):
+    """What the ranges of these awaits leave to the loop's line: wall less wait, summed."""
+    return sum(truth[name] - truth[name + "_low"] for name in names)
 
 
 def test_each_await_line_gets_the_time_its_task_was_suspended_there(run):
     profile, truth, lines, script = run
     for name, marker in (("sleeper", "the sleeper's await"),
                          ("executor", "the executor's await")):
-        _check(profile, name, _system(lines, _line_of(script, marker)), truth[name])
+        _check_await(profile, truth, name, _system(lines, _line_of(script, marker)))
     assert profile["asyncio"]["await_s"] >= 0.9 * profile["asyncio"]["loop_wait_s"]
 
 
@@ -86,15 +108,16 @@ def test_the_wait_is_charged_before_the_task_moves_on_to_its_next_await(run):
     profile, truth, lines, script = run
     long_s = _system(lines, _line_of(script, "the long await"))
     short_s = _system(lines, _line_of(script, "the short await"))
-    _check(profile, "alternate_long", long_s, truth["alternate_long"], waits=8)
-    _check(profile, "alternate_short", short_s, truth["alternate_short"], waits=8)
+    _check_await(profile, truth, "alternate_long", long_s, waits=8)
+    _check_await(profile, truth, "alternate_short", short_s, waits=8)
     assert long_s > short_s, (long_s, short_s)
 
 
 def test_tasks_waiting_together_share_the_wait_and_the_gather_gets_none(run):
     profile, truth, lines, script = run
     for marker in ("pair a's await", "pair b's await"):
-        _check(profile, marker, _system(lines, _line_of(script, marker)), truth["pair"] / 2)
+        _check_await(profile, truth, "pair", _system(lines, _line_of(script, marker)),
+                     share=0.5)
     gather = lines.get(_line_of(script, "the gathering await"), {})
     assert sum(gather.get(k, 0.0) for k in ("python_s", "native_s", "system_s")) <= \
         _tolerance(profile, 0.0)
@@ -106,7 +129,8 @@ def test_the_loop_line_keeps_only_the_loop_own_time_and_cpu_coroutines_stay_righ
     loop_line_s = sum(row.get(k, 0.0) for k in ("python_s", "native_s", "system_s"))
     phases = ("cpu", "sleeper", "executor", "alternate_long", "alternate_short", "pair")
     loop_own_s = truth["main"] - sum(truth[name] for name in phases)
-    _check(profile, "the asyncio.run line", loop_line_s, loop_own_s)
+    _check(profile, "the asyncio.run line", loop_line_s,
+           loop_own_s + _resume_lag(truth, phases[1:]), low_s=loop_own_s)
     burn = sum(lines.get(_line_of(script, text), {}).get("python_s", 0.0)
                for text in ("for i in range(n):", "total += i % 7"))
     _check(profile, "cpu", burn, truth["cpu"])
@@ -119,10 +143,12 @@ def test_await_stacks_go_through_the_coroutines_that_await(run):
     profile, truth, _, script = run
     inclusive = {qualname: s for (file, qualname), s in inclusive_times(profile).items()
                  if file == script}
-    _check(profile, "sleeper (inclusive)", inclusive.get("sleeper", 0.0), truth["sleeper"])
-    awaited = sum(truth[name] for name in ("cpu", "sleeper", "executor", "alternate_long",
-                                           "alternate_short"))
-    _check(profile, "main (inclusive)", inclusive.get("main", 0.0), awaited, waits=19)
+    _check_await(profile, truth, "sleeper", inclusive.get("sleeper", 0.0),
+                 label="sleeper (inclusive)")
+    waits = ("sleeper", "executor", "alternate_long", "alternate_short")
+    awaited = truth["cpu"] + sum(truth[name] for name in waits)
+    _check(profile, "main (inclusive)", inclusive.get("main", 0.0), awaited, waits=19,
+           low_s=awaited - _resume_lag(truth, waits))
 
 
 def test_a_loop_on_another_thread_is_charged_where_it_runs_and_said_so(run):
@@ -142,4 +168,4 @@ def test_a_loop_written_in_c_uvloop_has_its_waits_charged_to_the_awaits(tmp_path
     lines = {row["line"]: row for row in profile["files"][script]["lines"]}
     for name, marker in (("sleeper", "the sleeper's await"),
                          ("executor", "the executor's await")):
-        _check(profile, name, _system(lines, _line_of(script, marker)), truth[name])
+        _check_await(profile, truth, name, _system(lines, _line_of(script, marker)))

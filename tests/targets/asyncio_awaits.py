@@ -1,10 +1,14 @@
 """asyncio: where the event loop's waiting goes (issue 21). One coroutine after another, each
 timing its own awaits with time.perf_counter, so the truth of every await line is measured in
-the same run; written as JSON to argv[1]: {name: seconds}.
+the same run; written as JSON to argv[1]: {name: seconds}. Beside each await's wall time, NAME_low
+is the part of it the loop must have spent waiting: the wall time less the time from the wait's
+end to the task's resumption (the loop's callbacks, and the queue for a CPU on a busy machine,
+which run on the loop's own frames, not the task's).
 
   cpu        a coroutine that computes (pure Python, no await inside): Python time
   sleeper    await asyncio.sleep: suspended, the loop waits on a timer
-  executor   await loop.run_in_executor(None, time.sleep, ...): the loop waits on a thread
+  executor   await loop.run_in_executor(None, sleep_then_stamp, ...): the loop waits on a
+             thread that sleeps
   alternate  two awaits in turn, 30 ms then 10 ms, eight times: a wait charged after the
              task moved on to its next await would go to the other line
   pair       gather() of two coroutines sleeping together: the main task awaits the gather
@@ -38,13 +42,20 @@ async def sleeper():
     start = time.perf_counter()
     await asyncio.sleep(0.4)  # the sleeper's await
     TRUTH["sleeper"] = time.perf_counter() - start
+    TRUTH["sleeper_low"] = 0.4  # the timer cannot fire earlier
+
+
+def sleep_then_stamp(seconds):
+    time.sleep(seconds)
+    return time.perf_counter()
 
 
 async def executor():
     loop = asyncio.get_running_loop()
     start = time.perf_counter()
-    await loop.run_in_executor(None, time.sleep, 0.3)  # the executor's await
+    done = await loop.run_in_executor(None, sleep_then_stamp, 0.3)  # the executor's await
     TRUTH["executor"] = time.perf_counter() - start
+    TRUTH["executor_low"] = done - start  # the worker's sleep ended at done
 
 
 async def alternate():
@@ -57,6 +68,7 @@ async def alternate():
         long_s += middle - start
         short_s += time.perf_counter() - middle
     TRUTH["alternate_long"], TRUTH["alternate_short"] = long_s, short_s
+    TRUTH["alternate_long_low"], TRUTH["alternate_short_low"] = 8 * 0.03, 8 * 0.01
 
 
 async def pair_a():
@@ -71,6 +83,7 @@ async def pair():
     start = time.perf_counter()
     await asyncio.gather(pair_a(), pair_b())  # the gathering await
     TRUTH["pair"] = time.perf_counter() - start
+    TRUTH["pair_low"] = 0.3
 
 
 async def main():
