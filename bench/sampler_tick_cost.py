@@ -1,9 +1,11 @@
 """What one tick of the sampler thread costs while the program runs Python: the sampler's own
-CPU time per tick (its /proc/self/task/TID/schedstat over 3 s) in a process whose only thread
+CPU time per tick (its /proc/self/task/TID/schedstat over 3 s) in a process whose main thread
 loops ten calls deep, with --cpu-only (the tick is the same in both modes) and the default
 interval. Fresh processes, trees interleaved; docs/overhead.md, "Fewer system calls per tick".
+With --idle-threads N the process also has N threads that wait on an event throughout (a
+pool's helper threads, an executor's idle workers).
 
-    python bench/sampler_tick_cost.py [--strace] [ROUNDS] [ENGINE_SRC ...]
+    python bench/sampler_tick_cost.py [--strace] [--idle-threads N] [ROUNDS] [ENGINE_SRC ...]
 
 Each ENGINE_SRC (a directory heatline imports from first: a checkout's src/ with its _native
 built in place, or a `pip install --target` of another commit) is measured beside the
@@ -24,8 +26,13 @@ CHILD = r"""
 import os, sys, time
 if sys.argv[1]:
     sys.path.insert(0, sys.argv[1])
+import threading
 import heatline
 """ + CPU_BY_TASK + r"""
+event = threading.Event()
+for _ in range(int(sys.argv[2])):
+    threading.Thread(target=event.wait, daemon=True).start()
+
 def leaf(n):
     s = 0
     for i in range(n):
@@ -49,9 +56,12 @@ print(ns / max(data["samples"], 1), data["samples"], ",".join(sampler))
 """
 
 
+IDLE_THREADS = 0
+
+
 def _run(source: str, prefix: list[str]) -> list[str]:
-    return subprocess.run([*prefix, sys.executable, "-c", CHILD, source], capture_output=True,
-                          text=True, check=True).stdout.split()
+    return subprocess.run([*prefix, sys.executable, "-c", CHILD, source, str(IDLE_THREADS)],
+                          capture_output=True, text=True, check=True).stdout.split()
 
 
 def _syscalls(source: str) -> tuple[int, dict[str, float]]:
@@ -70,7 +80,12 @@ def _syscalls(source: str) -> tuple[int, dict[str, float]]:
 
 
 def main() -> None:
+    global IDLE_THREADS
     args = [a for a in sys.argv[1:] if a != "--strace"]
+    if "--idle-threads" in args:
+        at = args.index("--idle-threads")
+        IDLE_THREADS = int(args[at + 1])
+        del args[at : at + 2]
     rounds = int(args.pop(0)) if args and args[0].isdigit() else 7
     sources = ["", *args]
     if "--strace" in sys.argv:

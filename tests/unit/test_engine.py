@@ -202,6 +202,64 @@ def test_every_live_thread_is_sampled_with_its_cpu_time():
     assert len(main) == 1 and main[0]["system_ns"] >= blocked_ns - resolution
 
 
+def idle_wait(event):
+    event.wait()  # where the idle threads wait
+
+
+def _until_still(thread, step_s=0.02):
+    """Once thread's CPU clock has stood still for step_s: it is blocked."""
+    clock = time.pthread_getcpuclockid(thread.ident)
+    before = time.clock_gettime_ns(clock)
+    while True:
+        time.sleep(step_s)
+        now = time.clock_gettime_ns(clock)
+        if now == before:
+            return
+        before = now
+
+
+def test_a_thread_that_has_not_run_is_not_read_again_and_keeps_its_line():
+    """sampler.c, "An idle thread's stack": a thread whose CPU clock stood still since its
+    previous sample has that sample's stack, which is used again instead of read. The idle
+    threads' whole wait still goes, as system time, to the line they wait at; the thread that
+    runs is read at every sample."""
+    event = threading.Event()
+    idle = [threading.Thread(target=idle_wait, args=(event,)) for _ in range(3)]
+    for thread in idle:
+        thread.start()
+    try:
+        for thread in idle:
+            _until_still(thread)
+        snapshot = _profile(spinning_function, 0.3)
+    finally:
+        event.set()
+        for thread in idle:
+            thread.join()
+    resolution = _resolution_ns(snapshot)
+    threads = {t["native_id"]: t for t in snapshot["threads"]}
+    waited = [threads[thread.native_id] for thread in idle]
+    for entry in waited:
+        # Blocked throughout: every sample charged it as system time.
+        assert entry["system_ns"] >= snapshot["sampled_ns"] - resolution, (entry, snapshot)
+    # All of it to one stack (each thread's): through idle_wait down to the lock's wait.
+    functions = snapshot["functions"]
+    through = [(frames, system_ns) for frames, _, _, _, system_ns in snapshot["stacks"]
+               if any(functions[f]["qualname"] == "idle_wait" for f, _ in frames)]
+    assert len({frames for frames, _ in through}) == 1, through
+    assert functions[through[0][0][-1][0]]["qualname"].split(".")[-1] == "wait"  # Condition's
+    assert sum(ns for _, ns in through) >= sum(e["system_ns"] for e in waited) - 3 * resolution
+    # A thread that used no CPU between its samples (cpu_ns 0: it never ran) was read at its
+    # first sample only. (Any thread queued for a CPU through a whole gap, the spinning one
+    # too on a busy machine, is not read again either: it did not run.)
+    still = [entry for entry in waited if entry["cpu_ns"] == 0]
+    assert still, waited
+    assert snapshot["stacks_reused"] >= len(still) * (snapshot["samples"] - 1)
+    # The spinning thread's time is all running time, at its own line.
+    main = [t for t in snapshot["threads"] if t["main"]][0]
+    python_ns, _, _ = _by_qualname(snapshot)["spinning_function"]
+    assert python_ns >= main["cpu_ns"] - 2 * resolution
+
+
 def test_start_twice_is_an_error_and_stop_is_idempotent():
     _native.start(0.01, exclude_prefixes=[])
     try:

@@ -357,7 +357,8 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
     uint64_t periods_count, periods_dropped;
     PyObject *periods = profiled_periods_locked(&periods_count, &periods_dropped);
     return Py_BuildValue(
-        "{s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,s:N,"
+        "{s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,"
+        "s:N,"
         "s:{"
         "s:K,s:K,s:K},s:N}",
         "profiled_periods", periods, "profiled_was_paused",
@@ -369,7 +370,8 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         (unsigned long long)view->lost_ns, "max_sample_gap_ns",
         (unsigned long long)view->max_gap_ns, "max_tick_ns", (unsigned long long)view->max_tick_ns,
         "long_gaps", (unsigned long long)view->long_gaps, "long_gap_ns",
-        (unsigned long long)view->long_gap_ns, "sampler_shared_descriptors",
+        (unsigned long long)view->long_gap_ns, "stacks_reused",
+        (unsigned long long)view->stacks_reused, "sampler_shared_descriptors",
         PyBool_FromLong(view->shared_descriptors), "files", list_of(s->nfiles, file_item, s),
         "functions", list_of(s->nfunctions, function_item, s), "lines",
         list_of(s->ncells, line_item, s), "threads", list_of(view->nthreads, thread_item, NULL),

@@ -504,6 +504,7 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->max_tick_ns = e->sampler.max_tick_ns;
     view->long_gaps = e->sampler.long_gaps;
     view->long_gap_ns = e->sampler.long_gap_ns;
+    view->stacks_reused = e->sampler.stacks_reused;
     HL_ASSERT(!e->suspended || e->running); /* suspended: running, its thread joined for a fork */
     view->shared_descriptors = e->sampler.shared_descriptors;
     view->stats = &e->stats;

@@ -122,6 +122,7 @@ typedef struct hl_snapshot {
     uint64_t samples, sampled_ns, sampling_interval_ns, lost_ns;
     uint64_t max_gap_ns, max_tick_ns; /* the sampler's longest gap and longest tick */
     uint64_t long_gaps, long_gap_ns; /* its ticks after gaps over twice the interval (sampler.h) */
+    uint64_t stacks_reused; /* samples whose stack was the thread's previous one (sampler.h) */
     int shared_descriptors; /* the sampler opened files in the program's descriptor table */
     /* asyncio (asyncwait.h): the main thread's event loop waits held back, the part of them
      * charged to awaits, and other threads' loop waits (charged where sampled) */

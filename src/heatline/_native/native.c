@@ -616,10 +616,9 @@ static uint64_t task_links(long sampler) {
     return fstat(N.task_fd, &task) == 0 ? (uint64_t)task.st_nlink : 0;
 }
 
-void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context) {
+void hl_native_others_tick(long sampler, int (*is_python)(void *context, long tid), void *context) {
     /* without a table of its own, the listing would be a descriptor in the program's */
     if (!N.enabled || !N.private_table) return;
-    long sampler = (long)gettid(); /* the caller */
     uint64_t links = task_links(sampler);
     if (links != 0 && links == N.listed_links && !N.other_gone &&
         ++N.ticks_since_listing < RELIST_TICKS) {

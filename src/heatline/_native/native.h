@@ -59,12 +59,12 @@ void hl_native_thread_close(hl_native_thread *t);
  * descriptor table nor the ring (not copied by fork) exists. */
 void hl_native_thread_forget(hl_native_thread *t);
 
-/* The sampler thread, each tick, after the Python threads: the process's other threads (those
- * for which is_python(context, tid) is 0, less the caller and heatline's own threads), their
- * CPU time since the previous tick split among their samples. Opens an event for each on first
- * sight; closes those of threads gone. Does nothing without native frames or without the
- * sampler's own descriptor table. */
-void hl_native_others_tick(int (*is_python)(void *context, long tid), void *context);
+/* The sampler thread (the caller, kernel id sampler), each tick, after the Python threads:
+ * the process's other threads (those for which is_python(context, tid) is 0, less the caller
+ * and heatline's own threads), their CPU time since the previous tick split among their
+ * samples. Opens an event for each on first sight; closes those of threads gone. Does nothing
+ * without native frames or without the sampler's own descriptor table. */
+void hl_native_others_tick(long sampler, int (*is_python)(void *context, long tid), void *context);
 
 /* The sampler thread, at a wake-up while profiling is paused: the other threads' clocks are
  * read and their samples dropped, so that the next tick charges only the time since. */

@@ -128,6 +128,13 @@ static void charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait);
 
 /* On the sampler thread only: its native-frames event and its stat file live in that thread's
  * descriptor table. */
+static void forget_memo(hl_thread *t) {
+    free(t->memo);
+    t->memo = NULL;
+    t->memo_capacity = 0;
+    t->memo_valid = 0;
+}
+
 static void forget_thread(hl_sampler *e, hl_thread *t) {
     if (t->loop_wait != NULL && t->loop_wait->ns != 0) {
         charge_loop_wait(e, t->loop_wait);
@@ -136,6 +143,7 @@ static void forget_thread(hl_sampler *e, hl_thread *t) {
     t->alive = 0;
     hl_native_thread_close(&t->native);
     close_stat(t);
+    forget_memo(t);
 }
 
 static uint64_t next_interval(hl_sampler *e) {
@@ -187,22 +195,36 @@ static void tid_offsets(unsigned char *matches) {
     }
 }
 
-static long native_id_of(hl_sampler *e, uintptr_t tstate) {
+/* A thread state's kernel thread id (0: none yet; 3.9 and 3.10 through its pthread_t, above)
+ * and its next pointer in the interpreter's list: read together, the id field and the next
+ * pointer lying a few dozen bytes apart in the structure (one process_vm_readv a thread a tick,
+ * not two). Returns 0, or -1 if the state cannot be read. */
+#define LIST_ENTRY_SPAN 512
+static int read_list_entry(hl_sampler *e, uintptr_t tstate, long *native_id, uintptr_t *next) {
     const hl_layout *l = &e->walker.layout;
-    if (l->has_native_thread_id) {
-        unsigned long native_id = 0;
-        if (hl_memread(&native_id, tstate + l->tstate_native_thread_id, sizeof(native_id)) != 0)
-            return -1;
-        return (long)native_id;
-    }
-    uintptr_t pthread = 0;
-    int native_id = 0;
-    if (e->pthread_tid_offset < 0) return 0;
-    if (hl_memread_ptr(&pthread, tstate + l->tstate_thread_id) != 0) return -1;
-    if (pthread == 0) return 0;
-    if (hl_memread(&native_id, pthread + (uintptr_t)e->pthread_tid_offset, sizeof(native_id)) != 0)
+    size_t id_at = l->has_native_thread_id ? l->tstate_native_thread_id : l->tstate_thread_id;
+    size_t low = id_at < l->tstate_next ? id_at : l->tstate_next;
+    size_t high = (id_at > l->tstate_next ? id_at : l->tstate_next) + sizeof(uintptr_t);
+    uint8_t span[LIST_ENTRY_SPAN];
+    unsigned long id = 0;
+    if (high - low <= sizeof(span)) {
+        if (hl_memread(span, tstate + low, high - low) != 0) return -1;
+        memcpy(next, span + (l->tstate_next - low), sizeof(*next));
+        memcpy(&id, span + (id_at - low), sizeof(id));
+    } else if (hl_memread_ptr(next, tstate + l->tstate_next) != 0 ||
+               hl_memread(&id, tstate + id_at, sizeof(id)) != 0) {
         return -1;
-    return native_id;
+    }
+    if (l->has_native_thread_id) {
+        *native_id = (long)id;
+        return 0;
+    }
+    int tid = 0; /* id is the thread's pthread_t: the kernel id is inside it (above) */
+    if (e->pthread_tid_offset >= 0 && id != 0 &&
+        hl_memread(&tid, (uintptr_t)id + (uintptr_t)e->pthread_tid_offset, sizeof(tid)) != 0)
+        return -1;
+    *native_id = tid;
+    return 0;
 }
 
 /* Marks thread `index` seen in this tick's list (e->seen grows with the threads, kept from tick
@@ -232,9 +254,9 @@ static void refresh_threads(hl_sampler *e) {
         memset(e->seen, 0, e->nthreads < e->seen_capacity ? e->nthreads : e->seen_capacity);
     size_t scanned = 0;
     for (uintptr_t tstate = head; tstate != 0 && scanned < MAX_THREADS_SCANNED; scanned++) {
-        long native_id = native_id_of(e, tstate);
+        long native_id = 0;
         uintptr_t next = 0;
-        if (native_id < 0 || hl_memread_ptr(&next, tstate + l->tstate_next) != 0)
+        if (read_list_entry(e, tstate, &native_id, &next) != 0 || native_id < 0)
             return; /* the list changed under us; try again next tick */
         if (native_id != 0) { /* 0: created but not started yet */
             hl_thread *t = hl_sampler_find_thread(e, native_id);
@@ -399,6 +421,33 @@ static uint32_t stack_keys(const hl_sampled_stack *stack, int depth, int complet
     return length;
 }
 
+/* ---- an idle thread's stack ------------------------------------------------------------ */
+
+/* A thread's stack changes only while the thread runs, and its CPU clock counts every
+ * nanosecond it runs. A stack read after the clock stood at c is therefore still the thread's
+ * stack at any later moment the clock still reads c: a thread that has not run since its
+ * previous sample (blocked in a wait, a lock, a sleep, or queued for a CPU) is not read again,
+ * its memo is used instead. Of the threads a program has, most wait most of the time (a
+ * pool's helper threads, executors, a DataLoader's): each sample of one cost two or three
+ * process_vm_readv calls and the decoding of its frames, and now costs neither. Only a
+ * complete stack is kept (a torn walk is read again next time), with the thread state it was
+ * read from; the memo goes when the thread does, and with the results (hl_sampler_reset). */
+static void remember_stack(hl_thread *t, const hl_sampled_stack *stack, int depth, int complete) {
+    t->memo_valid = 0;
+    if (depth < 0 || !complete) return;
+    if (t->memo == NULL || depth > t->memo_capacity) {
+        int capacity = depth < 16 ? 16 : depth;
+        hl_sampled_stack *grown = realloc(t->memo, offsetof(hl_sampled_stack, frames) +
+                                                       (size_t)capacity * sizeof(hl_frame));
+        if (grown == NULL) return;
+        t->memo = grown;
+        t->memo_capacity = capacity;
+    }
+    memcpy(t->memo, stack, offsetof(hl_sampled_stack, frames) + (size_t)depth * sizeof(hl_frame));
+    t->memo_tstate = t->tstate;
+    t->memo_valid = 1;
+}
+
 static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
     hl_sampled_stack stack;
     uint64_t keys[HL_MAX_DEPTH];
@@ -408,23 +457,36 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
         forget_thread(e, t);
         return;
     }
-    /* Not one ns of CPU since the previous sample, which found it blocked (see the header). */
-    int still_waking = t->has_last_cpu && t->was_waiting && c1 == t->last_cpu_ns;
+    /* Not one ns of CPU since the previous sample: its stack is that sample's (above); and
+     * if that sample found it blocked, it is still blocked or just waking (see the header). */
+    int idle = t->has_last_cpu && c1 == t->last_cpu_ns;
+    int still_waking = idle && t->was_waiting;
     if (t->has_last_cpu && c1 >= t->last_cpu_ns) t->cpu_ns += c1 - t->last_cpu_ns;
     t->last_cpu_ns = c1;
     t->has_last_cpu = 1;
 
-    /* A walk races the thread: a deep stack of quick calls (copy.deepcopy) can return past a
-     * frame while it is read. A torn walk is tried again, a few times. */
+    const hl_sampled_stack *s = &stack;
     int complete = 0, depth = -1;
-    for (int attempt = 0; attempt < WALK_ATTEMPTS && !complete; attempt++) {
-        depth = hl_walk_sample(&e->walker, t->tstate, &stack);
-        complete = depth >= 0 && stack.complete;
+    if (idle && t->memo_valid && t->memo_tstate == t->tstate) {
+        s = t->memo;
+        depth = s->depth;
+        complete = 1;
+        e->stacks_reused++;
+    } else {
+        /* A walk races the thread: a deep stack of quick calls (copy.deepcopy) can return past
+         * a frame while it is read. A torn walk is tried again, a few times. */
+        for (int attempt = 0; attempt < WALK_ATTEMPTS && !complete; attempt++) {
+            depth = hl_walk_sample(&e->walker, t->tstate, &stack);
+            complete = depth >= 0 && stack.complete;
+        }
+        remember_stack(t, &stack, depth, complete);
     }
-    int flags = depth >= 0 ? stack.leaf_flags : 0;
+    int flags = depth >= 0 ? s->leaf_flags : 0;
     uintptr_t gil_holder = hl_compat_gil_holder();
     int stat_fd = open_stat(e, t);
-    if (cpu_now(t, &c2) != 0) {
+    if (s == t->memo) {
+        c2 = c1; /* nothing was read since c1: no second clock reading to compare with */
+    } else if (cpu_now(t, &c2) != 0) {
         done_with_stat(t, stat_fd);
         forget_thread(e, t);
         return;
@@ -447,7 +509,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
      * it among elided frames too). Where the stack could not be read to a user frame, the
      * time goes to the deepest user line that could be read: this sample's, else the thread's
      * previous sample's. Only a thread never read is lost. */
-    const hl_frame *target = depth > 0 && stack.has_user ? &stack.user : NULL;
+    const hl_frame *target = depth > 0 && s->has_user ? &s->user : NULL;
     if (target != NULL) {
         t->last_user = *target;
         t->has_last_user = 1;
@@ -456,14 +518,14 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     }
     /* The stack the time goes to, outermost first: the outer part, the marker of the elided
      * frames, the inner part. */
-    uint32_t length = stack_keys(&stack, depth, complete, target, keys);
+    uint32_t length = stack_keys(s, depth, complete, target, keys);
 
     /* The main thread's event loop waiting for events: held back, to be charged to the awaits
      * its tasks are suspended at (asyncwait.h). */
-    if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &stack.user) {
-        int at = loop_frame(e, &stack);
+    if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &s->user) {
+        int at = loop_frame(e, s);
         if (at >= 0 && !t->main) e->other_loop_wait_ns += dt;
-        if (at >= 0 && t->main && at < stack.inner &&
+        if (at >= 0 && t->main && at < s->inner &&
             hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) ==
                 0) {
             t->ns[category] += dt;
@@ -513,7 +575,7 @@ static void tick(hl_sampler *e, uint64_t dt) {
     for (size_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
     /* the threads without a thread state (BLAS pools, C threads): their native time */
-    hl_native_others_tick(is_python_thread, e);
+    hl_native_others_tick(e->thread_tid, is_python_thread, e);
     e->samples++;
     e->sampled_ns += dt;
     e->after_tick(hl_now_ns());
@@ -738,7 +800,10 @@ void hl_sampler_join(hl_sampler *e) {
 }
 
 void hl_sampler_reset(hl_sampler *e) {
-    for (size_t i = 0; i < e->nthreads; i++) free(e->threads[i].loop_wait); /* results go */
+    for (size_t i = 0; i < e->nthreads; i++) { /* results go */
+        free(e->threads[i].loop_wait);
+        free(e->threads[i].memo);
+    }
     /* Not on the sampler thread: the events were closed when it ended (or, in a fork child,
      * were never this process's). */
     for (size_t i = 0; i < e->nthreads; i++) {
@@ -753,6 +818,7 @@ void hl_sampler_reset(hl_sampler *e) {
     e->seen = NULL;
     e->seen_capacity = 0;
     e->samples = e->sampled_ns = e->lost_ns = 0;
+    e->stacks_reused = 0;
     e->max_gap_ns = e->max_tick_ns = 0;
     e->long_gaps = e->long_gap_ns = 0;
     e->shared_descriptors = 0;

@@ -38,6 +38,13 @@ typedef struct hl_thread {
     hl_loop_wait *loop_wait;     /* the main thread's event loop wait held back (NULL: never) */
     hl_native_thread native;     /* its native-frames event (native.h) */
     int stat_fd; /* its /proc stat file, kept open in the sampler's own table, or -1 (sampler.c) */
+    /* Its latest complete stack, read after its CPU clock stood at last_cpu_ns: while the clock
+     * stands still the thread has not run, so its stack is this one (sampler.c, "An idle
+     * thread's stack"). memo holds memo_capacity frames; memo_valid 0: none to reuse. */
+    hl_sampled_stack *memo;
+    int memo_capacity;
+    int memo_valid;
+    uintptr_t memo_tstate;
 } hl_thread;
 
 /* The sampler's state, a part of the engine's (engine.c). The thread holds *lock while it
@@ -85,6 +92,8 @@ typedef struct hl_sampler {
      * whole gap to one state read at its end, so a state the gap held only in part (a sleep
      * that began and ended within it) may have been charged that much. */
     uint64_t long_gaps, long_gap_ns;
+    uint64_t stacks_reused; /* samples of a thread that had not run since its previous one,
+                             * whose stack was that sample's, not read again (sampler.c) */
     int own_table; /* the running thread has a descriptor table of its own (sampler.c) */
     int shared_descriptors; /* the thread had to open files in the program's descriptor table
                              * (no table of its own: sampler.c) at a start of this session */
