@@ -268,10 +268,6 @@ class Session:
         global _active
         from heatline import _native
 
-        self._started_at = _utc_now_iso()
-        self._wall_start = time.perf_counter()
-        self._cpu_start = time.process_time()
-        self._steal_start = machine_steal_s()
         _register_fork_hooks(_native)
         self._open_control()
         try:
@@ -301,12 +297,19 @@ class Session:
     def _start_engine(self, _native: Any) -> None:
         endpoint = self._endpoint
         exclude_prefixes, opcode_flags = _tables()
+        # The program run may itself be a launcher outside the scripts directories.
+        program = scope.launcher_files_among([self.program])
+        # The start of what is measured, read last, just before the engine starts: the work
+        # above (the tables, the control files) took 150 ms once on a loaded machine, which
+        # put the profile's started_at that far before time 0 of its timelines.
+        self._steal_start = machine_steal_s()
         # Time 0 of the engine's memory timelines is taken during start (the snapshot gives
         # it as CLOCK_MONOTONIC, time.monotonic's clock): this pair turns it into wall time.
         self._start_clock = (time.time(), time.monotonic_ns())
         self._origin_ns = 0
-        # The program run may itself be a launcher outside the scripts directories.
-        program = scope.launcher_files_among([self.program])
+        self._started_at = _utc_iso(self._start_clock[0])
+        self._wall_start = time.perf_counter()
+        self._cpu_start = time.process_time()
         _native.start(
             self.sampling_interval_s,
             exclude_prefixes=[*exclude_prefixes, *program],
@@ -359,8 +362,8 @@ class Session:
 
     @property
     def started_at(self) -> str:
-        """When start() was called: UTC, ISO 8601."""
-        return self._started_at
+        """When profiling started, time 0 of the profile's times (start_epoch): UTC, ISO 8601."""
+        return _utc_iso(self.start_epoch) if self._started_at else ""
 
     @property
     def elapsed_s(self) -> float:
@@ -426,7 +429,7 @@ class Session:
             snapshot,
             program=self.program,
             argv=self._argv(),
-            started_at=self._started_at,
+            started_at=self.started_at,
             elapsed_s=wall_stop - self._wall_start,
             cpu_s=cpu_stop - self._cpu_start,
             sampling_interval_s=self.sampling_interval_s,
@@ -473,6 +476,5 @@ def machine_steal_s() -> float | None:
         return None
 
 
-def _utc_now_iso() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+def _utc_iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
