@@ -126,8 +126,6 @@ static int runnable(int stat_fd) {
 
 static void charge_loop_wait(hl_sampler *e, const hl_loop_wait *wait);
 
-/* On the sampler thread only: its native-frames event and its stat file live in that thread's
- * descriptor table. */
 static void forget_memo(hl_thread *t) {
     free(t->memo);
     t->memo = NULL;
@@ -135,6 +133,8 @@ static void forget_memo(hl_thread *t) {
     t->memo_valid = 0;
 }
 
+/* On the sampler thread only: its native-frames event and its stat file live in that thread's
+ * descriptor table. */
 static void forget_thread(hl_sampler *e, hl_thread *t) {
     if (t->loop_wait != NULL && t->loop_wait->ns != 0) {
         charge_loop_wait(e, t->loop_wait);
@@ -467,7 +467,8 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
 
     const hl_sampled_stack *s = &stack;
     int complete = 0, depth = -1;
-    if (idle && t->memo_valid && t->memo_tstate == t->tstate) {
+    int reused = idle && t->memo_valid && t->memo_tstate == t->tstate;
+    if (reused) {
         s = t->memo;
         depth = s->depth;
         complete = 1;
@@ -484,7 +485,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     int flags = depth >= 0 ? s->leaf_flags : 0;
     uintptr_t gil_holder = hl_compat_gil_holder();
     int stat_fd = open_stat(e, t);
-    if (s == t->memo) {
+    if (reused) {
         c2 = c1; /* nothing was read since c1: no second clock reading to compare with */
     } else if (cpu_now(t, &c2) != 0) {
         done_with_stat(t, stat_fd);

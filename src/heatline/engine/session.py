@@ -253,7 +253,6 @@ class Session:
         # Applied to the engine's snapshot before the profile is built (@profile under the
         # CLI keeps only the decorated functions: heatline/marked.py).
         self.snapshot_filter: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-        self._started_at = ""
         # time.time() and time.monotonic_ns() read together just before the engine started,
         # and the engine's memory clock origin (CLOCK_MONOTONIC) once a snapshot gave it.
         self._start_clock = (0.0, 0)
@@ -307,7 +306,6 @@ class Session:
         # it as CLOCK_MONOTONIC, time.monotonic's clock): this pair turns it into wall time.
         self._start_clock = (time.time(), time.monotonic_ns())
         self._origin_ns = 0
-        self._started_at = _utc_iso(self._start_clock[0])
         self._wall_start = time.perf_counter()
         self._cpu_start = time.process_time()
         _native.start(
@@ -363,7 +361,7 @@ class Session:
     @property
     def started_at(self) -> str:
         """When profiling started, time 0 of the profile's times (start_epoch): UTC, ISO 8601."""
-        return _utc_iso(self.start_epoch) if self._started_at else ""
+        return _utc_iso(self.start_epoch) if self._start_clock[0] else ""
 
     @property
     def elapsed_s(self) -> float:
