@@ -204,3 +204,68 @@ def test_the_line_charged_is_the_innermost_user_frame_even_among_elided_frames(
     frames, _thread, *ns = max(snapshot["stacks"], key=lambda stack: sum(stack[2:]))
     assert sum(ns) >= _slept_ns(snapshot, 0.3)
     assert len(frames) == MAX_DEPTH and frames[OUTER][0] == ELIDED_LOST, frames[OUTER]
+
+
+class _Node:
+    """Each level a class whose Python __init__ makes the next one. On 3.13, once the call
+    site is specialized, each such call runs under a frame of CPython's own _Py_InitCleanup
+    code object (file and function "__init__"), which checks that __init__ returned None: no
+    line of the program, and not a frame of sys._getframe's chain."""
+
+    def __init__(self, depth, bottom):
+        if depth:
+            _Node(depth - 1, bottom)
+        else:
+            bottom()
+
+
+def _init_chain(depth, bottom):
+    for _ in range(100):  # specializes _Node's own call of _Node
+        _Node(2, lambda: None)
+    _Node(depth, bottom)
+
+
+def _shim_files(snapshot):
+    return [f["path"] for f in snapshot["files"] if f["path"] in ("__init__", "<shim>")]
+
+
+def test_cpythons_shim_frames_under_init_calls_are_no_frames_of_the_stack():
+    # A chain that fits: the stack is the interpreter's chain exactly. On 3.13 the walker
+    # listed one "__init__" frame (file "__init__", line 0) under each level before.
+    snapshot, truth = _sleep_at_depth(_init_chain, 20, 0.2)
+    frames, ns = max(_sleeping_stacks(snapshot, truth), key=lambda item: item[1])
+    assert frames == truth
+    assert ns >= _slept_ns(snapshot, 0.2)
+    assert _shim_files(snapshot) == []
+
+
+def test_shim_frames_in_a_deep_stack_are_no_frames_of_it_either(deep_recursion_allowed):
+    # 300 levels: shims in the kept inner part, in the elided middle (the marker's count is of
+    # the program's frames) and among the outermost frames kept (the walker skips a shim it
+    # has met before without reading its code object).
+    snapshot, truth = _sleep_at_depth(_init_chain, 300, 0.3)
+    frames, ns = max(_sleeping_stacks(snapshot, truth), key=lambda item: item[1])
+    assert frames == _expected(truth, ELIDED_KEPT)
+    assert ns >= _slept_ns(snapshot, 0.3)
+    assert _shim_files(snapshot) == []
+
+
+def test_a_frame_running_code_with_the_trampolines_identity_is_stepped_over():
+    # 3.12's interpreter trampoline, the code of the entry frame where C calls into the
+    # interpreter, is stepped over by its owner byte; a frame read before that byte is written
+    # showed a "<shim>" file (found by test_dump under load). Python cannot reach that code
+    # object, so a copy of its identity (file "<shim>", name "<interpreter trampoline>") runs
+    # here as a frame: the walker steps over it (and over any code so named) on 3.11+.
+    if sys.version_info < (3, 11):
+        pytest.skip("3.9 and 3.10 have no shim frames")
+
+    def call_through_trampoline(depth, bottom):
+        code = compile("bottom()\n", "<shim>", "exec").replace(
+            co_name="<interpreter trampoline>", co_qualname="<interpreter trampoline>")
+        exec(code, {"bottom": lambda: _recurse(depth, bottom)})
+
+    snapshot, truth = _sleep_at_depth(call_through_trampoline, 3, 0.2)
+    frames, _ = max(_sleeping_stacks(snapshot, truth), key=lambda item: item[1])
+    assert [key[0] for key, _ in truth].count("<shim>") == 1
+    assert frames == [frame for frame in truth if frame[0][0] != "<shim>"]
+    assert _shim_files(snapshot) == []

@@ -111,6 +111,20 @@ static int read_bytes_header(const hl_walker *w, uintptr_t address, size_t *leng
 
 /* ---- the code cache ------------------------------------------------------------------ */
 
+static int is_shim_code(const hl_walker *w, uintptr_t address) {
+    for (int i = 0; i < w->nshim_codes; i++)
+        if (w->shim_codes[i] == address) return 1;
+    return 0;
+}
+
+static void forget_shim_code(hl_walker *w, uintptr_t address) {
+    for (int i = 0; i < w->nshim_codes; i++)
+        if (w->shim_codes[i] == address) {
+            w->shim_codes[i] = w->shim_codes[--w->nshim_codes];
+            return;
+        }
+}
+
 /* Fills *c from the code object at address whose header was just read into header.
  * Returns 0 or -1 (unreadable, or out of memory). */
 static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header, hl_code *c) {
@@ -147,6 +161,22 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     if (c->table_length && read_memory(w, c->table, table_data, c->table_length) != 0)
         goto fail_table;
 
+    /* CPython's shim code objects: 3.12's interpreter trampoline (file "<shim>"), the code of
+     * the entry frame that marks where C called into the interpreter, seen when a frame is
+     * read before its owner byte says so; and 3.13's _Py_InitCleanup (file and name
+     * "__init__", first line 0 where compiled source starts at 1), the frame under a class's
+     * Python __init__ that checks it returned None. Neither is a line of anyone's program. */
+    if (l->frame_model != HL_FRAMES_OBJECTS &&
+        ((strcmp(path, "<shim>") == 0 && strcmp(name, "<interpreter trampoline>") == 0) ||
+         (c->first_line == 0 && strcmp(path, "__init__") == 0 && strcmp(name, "__init__") == 0))) {
+        c->shim = 1;
+        c->file = c->function = 0;
+        c->user = 0;
+        if (w->nshim_codes < HL_SHIM_CODES && !is_shim_code(w, address))
+            w->shim_codes[w->nshim_codes++] = address;
+        goto done;
+    }
+
     /* The scope is decided when a file is first interned; later calls return the same id. */
     int64_t file =
         hl_stats_file(w->stats, path, (size_t)path_length, hl_scope_is_user(&w->scope, path));
@@ -156,6 +186,7 @@ static int describe_code(hl_walker *w, uintptr_t address, const uint8_t *header,
     c->file = (uint32_t)file;
     c->function = (uint32_t)function;
     c->user = w->stats->files[file].user;
+done:
     free(path);
     free(name);
     free(qualname);
@@ -250,6 +281,7 @@ static hl_code *lookup_code(hl_walker *w, uintptr_t address) {
     hl_code fresh;
     if (describe_code(w, address, header, &fresh) != 0) return NULL;
     if (cached) { /* the address was reused by another code object */
+        if (!fresh.shim) forget_shim_code(w, address);
         free(w->codes[index].table);
         w->codes[index] = fresh;
         return checked(w, address, index);
@@ -277,8 +309,8 @@ static int line_of(const hl_walker *w, hl_code *c, int offset_bytes) {
 int hl_walker_line_of(hl_walker *w, uintptr_t code, int offset_bytes, int *ok) {
     walk_begins(w, 0);
     hl_code *c = lookup_code(w, code);
-    *ok = c != NULL;
-    if (c == NULL) return -1;
+    *ok = c != NULL && !c->shim;
+    if (!*ok) return -1;
     if (offset_bytes < 0 || (size_t)offset_bytes >= c->code_bytes) return -1;
     return hl_line_for_offset(w->layout.linetable_format, c->table, c->table_length, c->first_line,
                               offset_bytes);
@@ -345,10 +377,14 @@ static int read_frame(hl_walker *w, uintptr_t address, uint8_t *buffer, uintptr_
 }
 
 /* The code object a frame read as FRAME_CODE runs: its cache entry, or NULL with *shim = 1
- * for a frame to step over (3.13 shim frames hold None), or NULL with *shim = 0 for a torn
- * read. */
+ * for a frame to step over (3.13 shim frames hold None; a shim code object), or NULL with
+ * *shim = 0 for a torn read. */
 static hl_code *code_of(hl_walker *w, uintptr_t code_address, int *shim) {
     hl_code *c = lookup_code(w, code_address);
+    if (c != NULL && c->shim) {
+        *shim = 1;
+        return NULL;
+    }
     *shim = c == NULL && w->layout.frame_model == HL_FRAMES_CURRENT && code_address != 0;
     return c;
 }
@@ -604,8 +640,9 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
         } else {
             /* 3.13 shim frames hold None; a code object of a frame being run is never NULL. */
             if (code_address == 0) goto torn;
-            if (w->layout.frame_model == HL_FRAMES_CURRENT && w->layout.none_object != 0 &&
-                code_address == w->layout.none_object) {
+            if ((w->layout.frame_model == HL_FRAMES_CURRENT && w->layout.none_object != 0 &&
+                 code_address == w->layout.none_object) ||
+                is_shim_code(w, code_address)) {
                 frame = previous;
                 continue;
             }
@@ -654,7 +691,10 @@ int hl_walk_sample(hl_walker *w, uintptr_t tstate, hl_sampled_stack *s) {
             code_address != ring_code[slot])
             goto torn; /* the thread returned past it since */
         hl_code *c = code_of(w, code_address, &shim);
-        if (c == NULL) goto torn;
+        if (c == NULL) {
+            if (!shim) goto torn;
+            continue; /* not Python code: the stack's outer part is a frame shorter */
+        }
         s->frames[s->depth++] = decode_frame(w, c, buffer, NULL);
     }
     if (middle_full) s->elided_kept = 0;
@@ -687,4 +727,5 @@ void hl_walker_clear(hl_walker *w) {
     hl_scope_clear(&w->scope);
     w->codes = NULL;
     w->ncodes = w->codes_capacity = 0;
+    w->nshim_codes = 0;
 }

@@ -27,6 +27,7 @@
 #include "stats.h"
 
 #define HL_CODE_LINES_CACHED 8
+#define HL_SHIM_CODES 4
 
 typedef struct hl_code {
     /* identity, re-checked on every lookup */
@@ -36,6 +37,8 @@ typedef struct hl_code {
     /* what it resolved to */
     uint32_t file, function;
     int user;
+    int shim; /* one of CPython's own code objects that run no Python source (file and function
+               * unset): a frame running it is stepped over */
     uint8_t *table; /* owned copy of the line table */
     size_t table_length;
     uintptr_t code_start; /* address of the first bytecode byte */
@@ -77,6 +80,11 @@ typedef struct hl_walker {
     hl_stats *stats;           /* where files and functions are interned */
     hl_code *codes;
     size_t ncodes, codes_capacity;
+    /* Addresses of the shim code objects described so far (a process has one or two, which
+     * live as long as its interpreter): past the stack's kept inner part a frame's code is not
+     * looked up, only compared with these. */
+    uintptr_t shim_codes[HL_SHIM_CODES];
+    int nshim_codes;
     hl_map code_index;
     /* One walk's reads (reset as each walk starts, so nothing is stale across walks): the
      * window last read, and the code objects whose headers were checked during the walk. */
