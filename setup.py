@@ -5,8 +5,19 @@ because the extension's sources and flags are computed here.
 """
 
 import os
+import sys
+import sysconfig
 
 from setuptools import Extension, setup
+
+# A free-threaded CPython (3.13t, 3.14t) has no GIL and per-thread allocator state, which the
+# engine's sampler and allocation hooks assume; docs/design.md ("CPython versions") says what
+# supporting it would take. Refused here, in one line, rather than by a compile error.
+if sysconfig.get_config_var("Py_GIL_DISABLED"):
+    sys.exit(
+        "heatline: free-threaded CPython (%s, built with --disable-gil) is not supported; "
+        "use the default build of CPython 3.9 to 3.15" % sys.version.split()[0]
+    )
 
 NATIVE = "src/heatline/_native"
 SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhooks.c"]

@@ -162,7 +162,7 @@ static int read_tasks(task_list *list) {
     static const char *const weak_registries[] = {"_scheduled_tasks", "_all_tasks"};
     int result = -1;
     PyObject *tasks = imported("asyncio.tasks"), *events = imported("asyncio.events");
-    PyObject *get_loop = NULL, *loop = NULL, *task_type = NULL, *eager = NULL;
+    PyObject *get_loop = NULL, *loop = NULL, *task_type = NULL, *eager = NULL, *all_tasks = NULL;
     if (tasks == NULL || events == NULL) goto done;
     get_loop = PyObject_GetAttrString(events, "_get_running_loop");
     loop = get_loop != NULL && PyCFunction_Check(get_loop) ? PyObject_CallNoArgs(get_loop) : NULL;
@@ -170,6 +170,21 @@ static int read_tasks(task_list *list) {
     list->held = PyList_New(0);
     if (list->held == NULL) goto done;
     task_type = PyObject_GetAttrString(tasks, "Task");
+    PyErr_Clear();
+    /* 3.14+: tasks of the C Task type are listed only in per-thread lists of the interpreter's,
+     * which asyncio.all_tasks, a C function there (_asyncio.all_tasks), reads with those of the
+     * registries below; the set it returns holds the loop's pending tasks. */
+    all_tasks = PyObject_GetAttrString(tasks, "all_tasks");
+    if (all_tasks != NULL && PyCFunction_Check(all_tasks)) {
+        PyObject *pending_tasks = PyObject_CallOneArg(all_tasks, loop);
+        if (pending_tasks != NULL && PyAnySet_Check(pending_tasks)) {
+            add_registry(list, pending_tasks, loop, task_type);
+            Py_DECREF(pending_tasks);
+            result = 0;
+            goto done;
+        }
+        Py_XDECREF(pending_tasks);
+    }
     PyErr_Clear();
     for (size_t i = 0; i < sizeof(weak_registries) / sizeof(*weak_registries); i++) {
         PyObject *registry = PyObject_GetAttrString(tasks, weak_registries[i]);
@@ -183,6 +198,7 @@ static int read_tasks(task_list *list) {
     if (eager != NULL && PyAnySet_Check(eager)) add_registry(list, eager, loop, task_type);
     result = 0;
 done:
+    Py_XDECREF(all_tasks);
     Py_XDECREF(eager);
     Py_XDECREF(task_type);
     Py_XDECREF(loop);

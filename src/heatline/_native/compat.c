@@ -14,6 +14,14 @@
 #if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_frame.h"
 #endif
+#if PY_VERSION_HEX >= 0x030E0000
+/* 3.14+'s inline functions there leave parameters unused, which -Wextra reports. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "internal/pycore_debug_offsets.h"
+#include "internal/pycore_stackref.h"
+#pragma GCC diagnostic pop
+#endif
 #include "internal/pycore_interp.h"
 #include "internal/pycore_runtime.h"
 
@@ -23,6 +31,9 @@
 
 #if PY_VERSION_HEX < 0x03090000
 #error "heatline needs CPython 3.9 or newer"
+#endif
+#ifdef Py_GIL_DISABLED
+#error "heatline does not support free-threaded CPython (see setup.py)"
 #endif
 
 void hl_compat_init(hl_layout *l) {
@@ -48,7 +59,7 @@ void hl_compat_init(hl_layout *l) {
     l->str_length = offsetof(PyASCIIObject, length);
     l->str_ascii_size = sizeof(PyASCIIObject);
     l->str_compact_size = sizeof(PyCompactUnicodeObject);
-    l->owner_cstack = -1;
+    l->owner_interpreter = -1;
 
 #if PY_VERSION_HEX < 0x030B0000
     /* 3.9, 3.10: PyFrameObject chain. */
@@ -93,8 +104,13 @@ void hl_compat_init(hl_layout *l) {
     l->frame_code = offsetof(_PyInterpreterFrame, f_executable);
     l->frame_instr = offsetof(_PyInterpreterFrame, instr_ptr);
 #endif
-#if PY_VERSION_HEX >= 0x030C0000
-    l->owner_cstack = FRAME_OWNED_BY_CSTACK;
+#if PY_VERSION_HEX >= 0x030E0000
+    /* Entry frames and shims: FRAME_OWNED_BY_INTERPRETER, and on 3.14 FRAME_OWNED_BY_CSTACK
+     * after it (pycore_interpframe.h counts a frame whose owner is either as incomplete). */
+    l->owner_interpreter = FRAME_OWNED_BY_INTERPRETER;
+    l->code_tag_bits = Py_TAG_BITS;
+#elif PY_VERSION_HEX >= 0x030C0000
+    l->owner_interpreter = FRAME_OWNED_BY_CSTACK;
 #endif
 #endif
 }
@@ -154,8 +170,10 @@ uintptr_t hl_compat_suspended_frame(void *generator) {
     return frame != NULL && frame->f_state == FRAME_SUSPENDED ? (uintptr_t)frame : 0;
 #elif PY_VERSION_HEX < 0x030D0000
     return gen->gi_frame_state == FRAME_SUSPENDED ? (uintptr_t)gen->gi_iframe : 0;
-#else
+#elif PY_VERSION_HEX < 0x030E0000
     return FRAME_STATE_SUSPENDED(gen->gi_frame_state) ? (uintptr_t)gen->gi_iframe : 0;
+#else
+    return FRAME_STATE_SUSPENDED(gen->gi_frame_state) ? (uintptr_t)&gen->gi_iframe : 0;
 #endif
 }
 
@@ -187,8 +205,8 @@ void *hl_compat_weakref_target(void *reference) {
  * pycore_interp.h, pycore_runtime.h, pycore_frame.h, pycore_gil.h, Include/cpython/code.h,
  * unicodeobject.h) as compiled for x86_64; hl_compat_remote_check holds each against the
  * headers of the version heatline runs on, so the suite run on every version checks them all.
- * CPython keeps these structs' layout within a minor version (3.13's debug offsets, read from
- * the target, cover the case where it did not). */
+ * CPython keeps these structs' layout within a minor version (the debug offsets of 3.13+, read
+ * from the target, cover the case where it did not). */
 static void common_remote(hl_remote_layout *r) {
     hl_layout *l = &r->walk;
     memset(r, 0, sizeof(*r));
@@ -199,7 +217,7 @@ static void common_remote(hl_remote_layout *r) {
     l->bytes_data = 32;
     l->str_state = 32;
     l->str_length = 16;
-    l->owner_cstack = -1;
+    l->owner_interpreter = -1;
 }
 
 /* 3.9 and 3.10: PyFrameObject chains, the GIL in _PyRuntime; the same offsets but for f_lasti
@@ -234,7 +252,7 @@ static void remote_39_310(hl_remote_layout *r, int minor) {
 }
 
 /* 3.11+: _PyInterpreterFrame chains and the location table. */
-static void remote_311_313(hl_remote_layout *r, int minor) {
+static void remote_311_315(hl_remote_layout *r, int minor) {
     hl_layout *l = &r->walk;
     l->linetable_format = HL_LOCATIONS_311;
     l->has_native_thread_id = 1;
@@ -243,7 +261,6 @@ static void remote_311_313(hl_remote_layout *r, int minor) {
     l->code_qualname = 128;
     l->code_linetable = 136;
     l->code_size = 16; /* ob_size */
-    r->interp_next = minor == 13 ? 7264 : 0;
     if (minor == 11) {
         l->frame_model = HL_FRAMES_CFRAME;
         r->runtime_interpreters_head = 40;
@@ -269,7 +286,7 @@ static void remote_311_313(hl_remote_layout *r, int minor) {
         l->frame_code = 0;   /* f_code on 3.12, f_executable on 3.13 */
         l->frame_instr = 56; /* prev_instr on 3.12, instr_ptr on 3.13 */
         l->frame_owner = 70;
-        l->owner_cstack = 3; /* FRAME_OWNED_BY_CSTACK */
+        l->owner_interpreter = 3; /* FRAME_OWNED_BY_CSTACK */
         l->code_firstlineno = 68;
         l->str_ascii_size = 40; /* wstr is gone */
         l->str_compact_size = 56;
@@ -286,16 +303,31 @@ static void remote_311_313(hl_remote_layout *r, int minor) {
             l->cframe_current_frame = 0;
             l->code_adaptive = 192;
         } else {
+            /* 3.13+: tstate->current_frame; one column per minor version from 3.13 */
+            static const size_t interpreters_head[] = {632, 808, 936};
+            static const size_t main_thread[] = {656, 832, 960};
+            static const size_t interp_next[] = {7264, 7272, 7264};
+            static const size_t interp_id[] = {7272, 7280, 7272};
+            static const size_t threads_head[] = {7344, 7344, 7336};
+            static const size_t thread_id[] = {152, 152, 176};
+            int k = minor - 13;
             l->frame_model = HL_FRAMES_CURRENT;
-            r->runtime_interpreters_head = 632;
-            r->runtime_main_thread = 656;
+            r->runtime_interpreters_head = interpreters_head[k];
+            r->runtime_main_thread = main_thread[k];
             r->gil_state = 16; /* interp->ceval.gil */
-            r->interp_id = 7272;
-            l->interp_threads_head = 7344;
-            l->tstate_thread_id = 152;
-            l->tstate_native_thread_id = 160;
+            r->interp_next = interp_next[k];
+            r->interp_id = interp_id[k];
+            l->interp_threads_head = threads_head[k];
+            l->tstate_thread_id = thread_id[k];
+            l->tstate_native_thread_id = thread_id[k] + 8;
             l->tstate_frame = 72; /* current_frame */
-            l->code_adaptive = 200;
+            l->code_adaptive = minor == 13 ? 200 : 208;
+            if (minor >= 14) {
+                /* f_executable is a _PyStackRef; return_offset, then owner */
+                l->frame_owner = 74;
+                l->owner_interpreter = 3; /* FRAME_OWNED_BY_INTERPRETER */
+                l->code_tag_bits = minor == 14 ? 1 : 3;
+            }
         }
     }
     r->gil_holder = 8;
@@ -309,48 +341,77 @@ int hl_compat_remote_layout(int minor, hl_remote_layout *r) {
     if (minor < HL_REMOTE_MINOR_FIRST || minor > HL_REMOTE_MINOR_LAST) return -1;
     common_remote(r);
     if (minor <= 10) remote_39_310(r, minor);
-    else remote_311_313(r, minor);
+    else remote_311_315(r, minor);
     r->version = 0x03000000ul | ((unsigned long)minor << 16);
     return 0;
 }
 
-/* _Py_DebugOffsets as 3.13 lays it out: a cookie, then uint64_t words, grouped by struct; the
- * indexes of the words read (the struct groups: runtime 3-5, interpreter 6-18, thread 19-27,
- * frame 28-33, code 34-43, object 44-45, type 46-49, tuple 50-52, list 53-55, dict 56-58,
- * float 59-60, long 61-63, bytes 64-66, str 67-70, gc 71-72). */
-enum {
-    DO_VERSION = 1,
-    DO_FREE_THREADED = 2,
-    DO_INTERPRETERS_HEAD = 5,
-    DO_INTERP_ID = 7,
-    DO_INTERP_NEXT = 8,
-    DO_THREADS_HEAD = 9,
-    DO_CEVAL_GIL = 14,
-    DO_GIL_STATE = 15,
-    DO_GIL_LOCKED = 17,
-    DO_GIL_HOLDER = 18,
-    DO_TSTATE_NEXT = 21,
-    DO_TSTATE_INTERP = 22,
-    DO_CURRENT_FRAME = 23,
-    DO_THREAD_ID = 24,
-    DO_NATIVE_THREAD_ID = 25,
-    DO_FRAME_PREVIOUS = 29,
-    DO_FRAME_EXECUTABLE = 30,
-    DO_FRAME_INSTR = 31,
-    DO_FRAME_OWNER = 33,
-    DO_CODE_FILENAME = 35,
-    DO_CODE_NAME = 36,
-    DO_CODE_QUALNAME = 37,
-    DO_CODE_LINETABLE = 38,
-    DO_CODE_FIRSTLINENO = 39,
-    DO_CODE_ADAPTIVE = 43,
-    DO_OB_TYPE = 45,
-    DO_BYTES_SIZE = 65,
-    DO_BYTES_DATA = 66,
-    DO_STR_STATE = 68,
-    DO_STR_LENGTH = 69,
-    DO_STR_ASCII_SIZE = 70,
+/* _Py_DebugOffsets (3.13+): a cookie, then uint64_t words, grouped by struct (runtime,
+ * interpreter, thread, frame, code, object, ...). Each minor version adds words inside the
+ * groups, so the index of each word read is written down per version, from its
+ * pycore_debug_offsets.h (pycore_runtime.h on 3.13); hl_compat_remote_check holds the running
+ * version's row against its header. X(name, member): the word's name here, its member there. */
+#define DEBUG_WORDS(X)                                                                          \
+    X(INTERPRETERS_HEAD, runtime_state.interpreters_head)                                       \
+    X(INTERP_ID, interpreter_state.id)                                                          \
+    X(INTERP_NEXT, interpreter_state.next)                                                      \
+    X(THREADS_HEAD, interpreter_state.threads_head)                                             \
+    X(CEVAL_GIL, interpreter_state.ceval_gil)                                                   \
+    X(GIL_STATE, interpreter_state.gil_runtime_state)                                           \
+    X(GIL_LOCKED, interpreter_state.gil_runtime_state_locked)                                   \
+    X(GIL_HOLDER, interpreter_state.gil_runtime_state_holder)                                   \
+    X(TSTATE_NEXT, thread_state.next)                                                           \
+    X(TSTATE_INTERP, thread_state.interp)                                                       \
+    X(CURRENT_FRAME, thread_state.current_frame)                                                \
+    X(THREAD_ID, thread_state.thread_id)                                                        \
+    X(NATIVE_THREAD_ID, thread_state.native_thread_id)                                          \
+    X(FRAME_PREVIOUS, interpreter_frame.previous)                                               \
+    X(FRAME_EXECUTABLE, interpreter_frame.executable)                                           \
+    X(FRAME_INSTR, interpreter_frame.instr_ptr)                                                 \
+    X(FRAME_OWNER, interpreter_frame.owner)                                                     \
+    X(CODE_FILENAME, code_object.filename)                                                      \
+    X(CODE_NAME, code_object.name)                                                              \
+    X(CODE_QUALNAME, code_object.qualname)                                                      \
+    X(CODE_LINETABLE, code_object.linetable)                                                    \
+    X(CODE_FIRSTLINENO, code_object.firstlineno)                                                \
+    X(CODE_ADAPTIVE, code_object.co_code_adaptive)                                              \
+    X(OB_TYPE, pyobject.ob_type)                                                                \
+    X(BYTES_SIZE, bytes_object.ob_size)                                                         \
+    X(BYTES_DATA, bytes_object.ob_sval)                                                         \
+    X(STR_STATE, unicode_object.state)                                                          \
+    X(STR_LENGTH, unicode_object.length)                                                        \
+    X(STR_ASCII_SIZE, unicode_object.asciiobject_size)
+
+#define DEBUG_WORD_ENUM(name, member) DO_##name,
+enum { DEBUG_WORDS(DEBUG_WORD_ENUM) DO_COUNT };
+#undef DEBUG_WORD_ENUM
+
+/* The version and free_threaded words follow the cookie in every version. */
+enum { DO_VERSION = 1, DO_FREE_THREADED = 2 };
+
+typedef struct debug_shape {
+    unsigned words;                /* sizeof(_Py_DebugOffsets) / 8 */
+    uint8_t at[DO_COUNT];          /* in DEBUG_WORDS' order */
+    uint8_t str_compact_size;      /* unicode_object.compactunicodeobject_size (3.15+), or 0 */
+} debug_shape;
+
+static const debug_shape debug_shapes[] = {
+    /* 3.13 */
+    {73, {5,  7,  8,  9,  14, 15, 17, 18, 21, 22, 23, 24, 25, 29, 30,
+          31, 33, 35, 36, 37, 38, 39, 43, 45, 65, 66, 68, 69, 70}, 0},
+    /* 3.14 */
+    {95, {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 27, 28, 32, 33,
+          34, 36, 40, 41, 42, 43, 44, 48, 51, 75, 76, 78, 79, 80}, 0},
+    /* 3.15 */
+    {111, {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 30, 31, 40, 41,
+           42, 44, 48, 49, 50, 51, 52, 56, 59, 87, 88, 90, 91, 92}, 93},
 };
+
+/* The shape of 3.minor's debug offsets, or NULL before 3.13 and past the newest known. */
+static const debug_shape *debug_shape_of(int minor) {
+    if (minor < 13 || minor > HL_REMOTE_MINOR_LAST) return NULL;
+    return &debug_shapes[minor - 13];
+}
 
 /* Offsets in the structs read are far below this; a larger word is not an offset. */
 #define MAX_OFFSET (1u << 16)
@@ -362,74 +423,75 @@ int hl_compat_apply_debug_offsets(const uint8_t *bytes, hl_remote_layout *r, con
         *why = "no _Py_DebugOffsets cookie at the start of _PyRuntime";
         return -1;
     }
-    if ((w[DO_VERSION] >> 16) != 0x030D) { /* 3.14 changed the struct's shape */
-        *why = "_Py_DebugOffsets of another shape than 3.13's";
+    int minor = (int)((r->version >> 16) & 0xFF);
+    const debug_shape *shape = debug_shape_of(minor);
+    if (shape == NULL) {
+        *why = "_Py_DebugOffsets of a version whose shape heatline does not know";
+        return -1;
+    }
+    if ((w[DO_VERSION] >> 16) != (0x0300u | (unsigned)minor)) {
+        *why = "_Py_DebugOffsets naming another version than its Py_Version";
         return -1;
     }
     if (w[DO_FREE_THREADED] != 0) {
         *why = "a free-threaded build";
         return -1;
     }
-    static const int used[] = {
-        DO_INTERPRETERS_HEAD, DO_INTERP_ID,        DO_INTERP_NEXT,      DO_THREADS_HEAD,
-        DO_CEVAL_GIL,         DO_GIL_STATE,        DO_GIL_LOCKED,       DO_GIL_HOLDER,
-        DO_TSTATE_NEXT,       DO_TSTATE_INTERP,    DO_CURRENT_FRAME,    DO_THREAD_ID,
-        DO_NATIVE_THREAD_ID,  DO_FRAME_PREVIOUS,   DO_FRAME_EXECUTABLE, DO_FRAME_INSTR,
-        DO_FRAME_OWNER,       DO_CODE_FILENAME,    DO_CODE_NAME,        DO_CODE_QUALNAME,
-        DO_CODE_LINETABLE,    DO_CODE_FIRSTLINENO, DO_CODE_ADAPTIVE,    DO_OB_TYPE,
-        DO_BYTES_SIZE,        DO_BYTES_DATA,       DO_STR_STATE,        DO_STR_LENGTH,
-        DO_STR_ASCII_SIZE};
-    for (size_t i = 0; i < sizeof(used) / sizeof(*used); i++) {
-        if (w[used[i]] >= MAX_OFFSET) {
+    uint64_t v[DO_COUNT];
+    for (int i = 0; i < DO_COUNT; i++) {
+        v[i] = w[shape->at[i]];
+        if (v[i] >= MAX_OFFSET) {
             *why = "_Py_DebugOffsets holding values that are not offsets";
             return -1;
         }
     }
-    if (w[DO_GIL_LOCKED] < w[DO_GIL_STATE] || w[DO_GIL_HOLDER] < w[DO_GIL_STATE]) {
+    if (v[DO_GIL_LOCKED] < v[DO_GIL_STATE] || v[DO_GIL_HOLDER] < v[DO_GIL_STATE]) {
         *why = "_Py_DebugOffsets with the GIL's fields outside its state";
         return -1;
     }
     hl_layout *l = &r->walk;
     r->version = (unsigned long)w[DO_VERSION];
-    r->runtime_interpreters_head = w[DO_INTERPRETERS_HEAD];
-    r->interp_id = w[DO_INTERP_ID];
-    r->interp_next = w[DO_INTERP_NEXT];
-    l->interp_threads_head = w[DO_THREADS_HEAD];
+    r->runtime_interpreters_head = v[DO_INTERPRETERS_HEAD];
+    r->interp_id = v[DO_INTERP_ID];
+    r->interp_next = v[DO_INTERP_NEXT];
+    l->interp_threads_head = v[DO_THREADS_HEAD];
     r->gil_per_interpreter = 1;
-    r->gil_state = w[DO_CEVAL_GIL];
-    r->gil_locked = w[DO_GIL_LOCKED] - w[DO_GIL_STATE];
-    r->gil_holder = w[DO_GIL_HOLDER] - w[DO_GIL_STATE];
-    l->tstate_next = w[DO_TSTATE_NEXT];
-    r->tstate_interp = w[DO_TSTATE_INTERP];
+    r->gil_state = v[DO_CEVAL_GIL];
+    r->gil_locked = v[DO_GIL_LOCKED] - v[DO_GIL_STATE];
+    r->gil_holder = v[DO_GIL_HOLDER] - v[DO_GIL_STATE];
+    l->tstate_next = v[DO_TSTATE_NEXT];
+    r->tstate_interp = v[DO_TSTATE_INTERP];
     l->frame_model = HL_FRAMES_CURRENT;
-    l->tstate_frame = w[DO_CURRENT_FRAME];
-    l->tstate_thread_id = w[DO_THREAD_ID];
-    l->tstate_native_thread_id = w[DO_NATIVE_THREAD_ID];
+    l->tstate_frame = v[DO_CURRENT_FRAME];
+    l->tstate_thread_id = v[DO_THREAD_ID];
+    l->tstate_native_thread_id = v[DO_NATIVE_THREAD_ID];
     l->has_native_thread_id = 1;
-    l->frame_previous = w[DO_FRAME_PREVIOUS];
-    l->frame_code = w[DO_FRAME_EXECUTABLE];
-    l->frame_instr = w[DO_FRAME_INSTR];
-    l->frame_owner = w[DO_FRAME_OWNER];
+    l->frame_previous = v[DO_FRAME_PREVIOUS];
+    l->frame_code = v[DO_FRAME_EXECUTABLE];
+    l->frame_instr = v[DO_FRAME_INSTR];
+    l->frame_owner = v[DO_FRAME_OWNER];
     size_t end = l->frame_owner + 1;
     size_t fields[] = {l->frame_previous, l->frame_code, l->frame_instr};
     for (size_t i = 0; i < 3; i++)
         if (fields[i] + 8 > end) end = fields[i] + 8;
     l->frame_read_size = end;
-    l->code_filename = w[DO_CODE_FILENAME];
-    l->code_name = w[DO_CODE_NAME];
-    l->code_qualname = w[DO_CODE_QUALNAME];
-    l->code_linetable = w[DO_CODE_LINETABLE];
-    l->code_firstlineno = w[DO_CODE_FIRSTLINENO];
-    l->code_adaptive = w[DO_CODE_ADAPTIVE];
+    l->code_filename = v[DO_CODE_FILENAME];
+    l->code_name = v[DO_CODE_NAME];
+    l->code_qualname = v[DO_CODE_QUALNAME];
+    l->code_linetable = v[DO_CODE_LINETABLE];
+    l->code_firstlineno = v[DO_CODE_FIRSTLINENO];
+    l->code_adaptive = v[DO_CODE_ADAPTIVE];
     l->code_read_size = l->code_adaptive;
-    l->object_type = w[DO_OB_TYPE];
-    l->bytes_size = w[DO_BYTES_SIZE];
-    l->bytes_data = w[DO_BYTES_DATA];
-    l->str_state = w[DO_STR_STATE];
-    l->str_length = w[DO_STR_LENGTH];
-    l->str_ascii_size = w[DO_STR_ASCII_SIZE];
-    /* PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (3.12+) */
-    l->str_compact_size = l->str_ascii_size + 16;
+    l->object_type = v[DO_OB_TYPE];
+    l->bytes_size = v[DO_BYTES_SIZE];
+    l->bytes_data = v[DO_BYTES_DATA];
+    l->str_state = v[DO_STR_STATE];
+    l->str_length = v[DO_STR_LENGTH];
+    l->str_ascii_size = v[DO_STR_ASCII_SIZE];
+    if (shape->str_compact_size != 0 && w[shape->str_compact_size] < MAX_OFFSET)
+        l->str_compact_size = w[shape->str_compact_size];
+    else /* PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (3.12+) */
+        l->str_compact_size = l->str_ascii_size + 16;
     return 0;
 }
 
@@ -453,7 +515,8 @@ static const struct {
     FIELD(walk.frame_code),
     FIELD(walk.frame_instr),
     FIELD(walk.frame_owner),
-    FIELD(walk.owner_cstack),
+    FIELD(walk.owner_interpreter),
+    FIELD(walk.code_tag_bits),
     FIELD(walk.object_type),
     FIELD(walk.code_read_size),
     FIELD(walk.code_filename),
@@ -507,6 +570,26 @@ int hl_compat_remote_check(const char **field) {
 #if PY_VERSION_HEX >= 0x030D0000
     const char *why;
     *field = "debug offsets";
+    const debug_shape *shape = debug_shape_of((PY_VERSION_HEX >> 16) & 0xFF);
+    if (shape == NULL || shape->words != sizeof(_Py_DebugOffsets) / 8) return 0;
+#define DEBUG_WORD_CHECK(name, member)                                                          \
+    if (shape->at[DO_##name] != offsetof(_Py_DebugOffsets, member) / 8) {                       \
+        *field = "debug offsets: " #member;                                                     \
+        return 0;                                                                               \
+    }
+    DEBUG_WORDS(DEBUG_WORD_CHECK)
+#undef DEBUG_WORD_CHECK
+#if PY_VERSION_HEX >= 0x030F0000
+    if (shape->str_compact_size != offsetof(_Py_DebugOffsets,
+                                            unicode_object.compactunicodeobject_size) / 8) {
+        *field = "debug offsets: unicode_object.compactunicodeobject_size";
+        return 0;
+    }
+#else
+    if (shape->str_compact_size != 0) return 0;
+#endif
+    *field = "debug offsets";
+    table.version = PY_VERSION_HEX;
     if (hl_compat_apply_debug_offsets((const uint8_t *)&_PyRuntime, &table, &why) != 0) return 0;
 #endif
     for (size_t i = 0; i < sizeof(compared) / sizeof(*compared); i++) {

@@ -12,15 +12,18 @@
  *                       f_lasti; f_lasti counts bytes on 3.9 and code units on 3.10).
  *   HL_FRAMES_CFRAME    3.11, 3.12: tstate->cframe->current_frame is a _PyInterpreterFrame
  *                       chain (previous, f_code, prev_instr = the instruction executing).
- *   HL_FRAMES_CURRENT   3.13+: tstate->current_frame, f_executable, instr_ptr.
+ *   HL_FRAMES_CURRENT   3.13+: tstate->current_frame, f_executable, instr_ptr (3.14+: the
+ *                       f_executable word is a _PyStackRef, tag bits in its low bits).
  * Line tables: lnotab (3.9), linetable (3.10), location table (3.11+); see linetable.h.
  *
- * Another process (heatline dump, remote.c) may run any of 3.9-3.13, whatever CPython heatline
+ * Another process (heatline dump, remote.c) may run any of 3.9-3.15, whatever CPython heatline
  * itself runs on, so its layout cannot come from the headers heatline is built with: compat.c
  * also holds one table per minor version (hl_compat_remote_layout), written down from each
  * version's own headers on x86_64 and checked against them by the test suite on every version
- * it runs on (hl_compat_remote_check). On 3.13 the target's own _Py_DebugOffsets, which CPython
- * keeps at the start of _PyRuntime for tools like this one, overrides the table.
+ * it runs on (hl_compat_remote_check). From 3.13 the target's own _Py_DebugOffsets, which
+ * CPython keeps at the start of _PyRuntime for tools like this one, overrides the table for
+ * every field it describes; the table keeps the rest (the main thread's id, the GIL's switch
+ * interval, where a compact str's characters start before 3.15, the owner values).
  */
 #ifndef HEATLINE_COMPAT_H
 #define HEATLINE_COMPAT_H
@@ -51,7 +54,11 @@ typedef struct hl_layout {
     size_t frame_code;
     size_t frame_instr;             /* OBJECTS: f_lasti (int); others: instruction pointer */
     size_t frame_owner;             /* not OBJECTS: char owner */
-    int owner_cstack;               /* owner value of C-stack shim frames, or -1 */
+    int owner_interpreter;          /* owner values from this one up mark the interpreter's own
+                                     * frames (C-stack entry frames, shims), never the
+                                     * program's; -1 before 3.12 */
+    uintptr_t code_tag_bits;        /* 3.14+: the frame's code is a _PyStackRef, a pointer
+                                     * whose low bits are tags; 0 before */
 
     size_t object_type;             /* offsetof(PyObject, ob_type) */
 
@@ -110,24 +117,27 @@ typedef struct hl_remote_layout {
 
 /* The oldest and newest minor versions of 3.x the tables describe. */
 #define HL_REMOTE_MINOR_FIRST 9
-#define HL_REMOTE_MINOR_LAST 13
+#define HL_REMOTE_MINOR_LAST 15
 
 /* Fills *r with the table of CPython 3.minor (a release build, not free-threaded, x86_64 or
  * another LP64 ABI with the same alignment). Returns 0, or -1 for a version without a table. */
 int hl_compat_remote_layout(int minor, hl_remote_layout *r);
 
 /* 3.13+: how many bytes of _Py_DebugOffsets hl_compat_apply_debug_offsets reads, from the start
- * of _PyRuntime. */
-#define HL_DEBUG_OFFSETS_SIZE (73 * 8)
+ * of _PyRuntime (the largest of the shapes it knows, 3.15's; _PyRuntime is far larger). */
+#define HL_DEBUG_OFFSETS_SIZE (128 * 8)
 
 /* Checks the _Py_DebugOffsets copied from the start of a target's _PyRuntime (bytes, at least
  * HL_DEBUG_OFFSETS_SIZE of them) and overrides *r's offsets with the ones it holds; r->version
- * becomes the version it names. Returns 0; -1 with *why set ("no cookie", ...) when they are
- * not debug offsets heatline can read: not the 3.13 shape, a free-threaded build. */
+ * becomes the version it names. The struct's shape changes with the minor version: the one of
+ * r->version's minor version is used, and must be the one the offsets name. Returns 0; -1 with
+ * *why set ("no cookie", ...) when they are not debug offsets heatline can read: another
+ * version's, a shape heatline does not know, a free-threaded build. */
 int hl_compat_apply_debug_offsets(const uint8_t *bytes, hl_remote_layout *r, const char **why);
 
 /* Test hook: whether the table of the running CPython's minor version (with this process's own
- * debug offsets applied, on 3.13) holds the offsets of its headers. Returns 1, or 0 with the
+ * debug offsets applied, 3.13+) holds the offsets of its headers, and (3.13+) whether the words
+ * hl_compat_apply_debug_offsets reads are where the headers' _Py_DebugOffsets has them. Returns 1, or 0 with the
  * first field that differs in *field. */
 int hl_compat_remote_check(const char **field);
 

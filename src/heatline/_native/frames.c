@@ -362,10 +362,10 @@ static int parse_frame(const hl_walker *w, const uint8_t *buffer, uintptr_t *pre
      * (ob_refcnt is the object's first word.) */
     if (l->frame_model == HL_FRAMES_OBJECTS && (intptr_t)hl_load_word(buffer, 0) <= 0)
         return FRAME_TORN;
-    *code = hl_load_word(buffer, l->frame_code);
+    *code = hl_load_word(buffer, l->frame_code) & ~l->code_tag_bits;
     *previous = hl_load_word(buffer, l->frame_previous);
-    if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_cstack >= 0 &&
-        (int)(signed char)buffer[l->frame_owner] == l->owner_cstack)
+    if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_interpreter >= 0 &&
+        (int)(signed char)buffer[l->frame_owner] >= l->owner_interpreter)
         return FRAME_SHIM;
     return FRAME_CODE;
 }

@@ -459,7 +459,7 @@ def python_role(args: Any) -> str | None:
 # The CPython versions heatline runs on. An interpreter of another version, or of one that
 # heatline's engine is not built for, is not followed: its environment stays as the program
 # passed it (a Python 2.7 given the hook failed to import it and skipped its own sitecustomize).
-SUPPORTED_VERSIONS = ((3, 9), (3, 13))
+SUPPORTED_VERSIONS = ((3, 9), (3, 15))
 
 _versions: dict[str, tuple[int, int] | None] = {}  # interpreter_version's, by real path
 _engine_versions: set[tuple[int, int]] | None = None

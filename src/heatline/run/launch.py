@@ -118,7 +118,7 @@ def start(program: Program, options: Options) -> Launch:
 
 def _fresh_main_module(attrs: dict[str, Any]) -> types.ModuleType:
     """A ``__main__`` module as the interpreter makes one (Python/pylifecycle.c,
-    add_main_module: the module, then ``__annotations__``, an empty dict on 3.9-3.13 (PEP
+    add_main_module: the module, then ``__annotations__``, an empty dict before 3.14 (PEP
     526), ``__builtins__`` and ``__loader__``), then given what python's script runner sets
     (``attrs``); runpy sets its own when it runs a module. The same keys in the same order:
     ``globals()`` lists them."""

@@ -10,7 +10,7 @@ does not profile that gets here all the same (carrier.followable told its versio
 its environment and sys.path put back and its own sitecustomize run, and nothing else."""
 
 # carrier.SUPPORTED_VERSIONS (this module cannot import heatline before it knows the version).
-_SUPPORTED = ((3, 9), (3, 13))
+_SUPPORTED = ((3, 9), (3, 15))
 
 
 def _profile(config, before):
