@@ -6,7 +6,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool bench-regrtest clean
+.PHONY: demo test venvs suites unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool bench-regrtest clean
 
 # The extras (pyproject.toml) the main virtualenv installs. `make test EXTRAS=test,torch` (what
 # .ci/run does) adds torch for the DataLoader-worker tests, which then must run: the optional
@@ -43,10 +43,48 @@ $(DEMO_VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native
 demo: $(DEMO_VENV)/.installed
 	$(DEMO_VENV)/bin/heatline examples/demo.py
 
-# The whole test suite: lint (ruff, clang-format), the normal build, the same tests against an
-# ASan+UBSan build, then the suite on every other supported CPython that is installed (see
-# `versions`).
-test: lint format-check unit sanitize versions
+# The other supported CPythons: 3.9-3.13 from pyenv (under $(PYENV_VERSIONS)), 3.14 and 3.15
+# Debian sid's, in the chroot .ci/sid makes (`.ci/sid make`; its `run` runs a command there, in
+# this checkout). Each has its own virtualenv (.venv-3.X, built from PyPI's test extras), in
+# which `suite-3.X` runs the tests of what depends on the interpreter: all but those marked
+# `interpreter_independent` (renderers, option parsing, the docs' checks), which run on
+# $(PYTHON) and under ASan. An absent version is named and skipped; with
+# HEATLINE_REQUIRE_PYTHONS=1 (.ci/run) it fails the run instead.
+PYENV_VERSIONS ?= $(HOME)/.pyenv/versions
+SID := .ci/sid
+SID_ROOT ?= $(CURDIR)/.sid
+SID_VERSIONS := 3.14 3.15
+SUPPORTED := 3.9 3.10 3.11 3.12 3.13 $(SID_VERSIONS)
+MAIN_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pyenv_python = $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/$(1).*/bin/python)))
+is_sid = $(filter $(1),$(SID_VERSIONS))
+# The interpreter of version $(1), and the prefix that runs a command where it lives.
+version_python = $(if $(call is_sid,$(1)),python$(1),$(call pyenv_python,$(1)))
+in_place_of = $(if $(call is_sid,$(1)),SID_ROOT=$(SID_ROOT) $(SID) run)
+version_present = $(if $(call is_sid,$(1)),$(and $(wildcard $(SID_ROOT)/.heatline-ready),$(wildcard $(SID_ROOT)/usr/bin/python$(1))),$(call pyenv_python,$(1)))
+OTHER_VERSIONS := $(filter-out $(MAIN_VERSION),$(SUPPORTED))
+PRESENT := $(foreach v,$(OTHER_VERSIONS),$(if $(call version_present,$(v)),$(v)))
+ABSENT := $(filter-out $(PRESENT),$(OTHER_VERSIONS))
+# The whole test suite: lint (ruff, clang-format), then every virtualenv built (one at a time:
+# they share build/), then the suites two at a time, one a core (`suites`): the whole suite on
+# $(PYTHON) and against an ASan+UBSan build, and on every other supported CPython the tests of
+# what depends on the interpreter (all but those marked `interpreter_independent`; see
+# `versions`). Each suite's output is printed whole when it ends; all run even if one fails.
+test: lint format-check
+	$(MAKE) --no-print-directory venvs
+	$(MAKE) --no-print-directory -j2 -k --output-sync=target suites
+
+.PRECIOUS: .venv-3.%/.installed
+
+venvs: $(INSTALLED) $(ASAN_INSTALLED) $(foreach v,$(PRESENT),.venv-$(v)/.installed)
+	@if [ "$(HEATLINE_REQUIRE_PYTHONS)" = 1 ] && [ -n "$(ABSENT)" ]; then \
+	  echo "heatline: CPython $(ABSENT) required (HEATLINE_REQUIRE_PYTHONS=1) but not installed" \
+	    "(3.9-3.13 under $(PYENV_VERSIONS); 3.14 and 3.15: .ci/sid make)"; exit 1; fi
+
+suites: sanitize unit $(foreach v,$(PRESENT),suite-$(v))
+	@echo "heatline: whole suite on CPython $(MAIN_VERSION) and under ASan+UBSan;" \
+	  "interpreter-dependent tests on $(or $(PRESENT),no other version)"
+	@$(if $(ABSENT),echo "heatline: not installed, not tested: CPython $(ABSENT)")
 
 # Python lint (ruff, configured in pyproject.toml; installed by the test extras).
 lint: $(INSTALLED)
@@ -61,34 +99,22 @@ format-check: $(INSTALLED)
 unit: $(INSTALLED)
 	HEATLINE_REQUIRE_MODULES='$(REQUIRED_MODULES)' $(VENV)/bin/python -m pytest -q -rx
 
-# The suite on each supported CPython other than $(PYTHON)'s, each in its own virtualenv
-# (.venv-3.X, built from PyPI's test extras), found under $(PYENV_VERSIONS); absent ones are
-# skipped and named. All run even if one fails; the target fails if any did.
-PYENV_VERSIONS ?= $(HOME)/.pyenv/versions
-SUPPORTED := 3.9 3.10 3.11 3.12 3.13
-MAIN_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-pyenv_python = $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/$(1).*/bin/python)))
-OTHER_VERSIONS := $(filter-out $(MAIN_VERSION),$(SUPPORTED))
-PRESENT := $(foreach v,$(OTHER_VERSIONS),$(if $(call pyenv_python,$(v)),$(v)))
-ABSENT := $(filter-out $(PRESENT),$(OTHER_VERSIONS))
-
 # Their heatline is installed, not editable: any change to the package's sources reinstalls it.
 HEATLINE_SOURCES := $(wildcard src/heatline/*.py src/heatline/*/*.py src/heatline/*/*/*.py \
 	src/heatline/_native/*.[ch])
 .venv-3.%/.installed: pyproject.toml setup.py $(HEATLINE_SOURCES)
-	$(call pyenv_python,3.$*) -m venv .venv-3.$*
-	.venv-3.$*/bin/pip install $(PIP_FLAGS) --upgrade pip
-	HEATLINE_WERROR=1 .venv-3.$*/bin/pip install $(PIP_FLAGS) '.[test]'
+	$(call in_place_of,3.$*) $(call version_python,3.$*) -m venv .venv-3.$*
+	$(call in_place_of,3.$*) .venv-3.$*/bin/pip install $(PIP_FLAGS) --upgrade pip
+	$(call in_place_of,3.$*) env HEATLINE_WERROR=1 .venv-3.$*/bin/pip install $(PIP_FLAGS) '.[test]'
 	touch $@
 
-versions: $(foreach v,$(PRESENT),.venv-$(v)/.installed)
-	@failed=""; for v in $(PRESENT); do \
-	  echo "== CPython $$v: .venv-$$v"; \
-	  .venv-$$v/bin/python -m pytest -q -rx -p no:cacheprovider || failed="$$failed $$v"; \
-	done; \
-	echo "heatline: suite ran on CPython $(MAIN_VERSION) (main, and ASan) $(PRESENT)"; \
-	echo "heatline: skipped (not installed under $(PYENV_VERSIONS)): $(or $(ABSENT),none)"; \
-	if [ -n "$$failed" ]; then echo "heatline: suite FAILED on CPython$$failed"; exit 1; fi
+suite-3.%: .venv-3.%/.installed
+	@echo "== CPython 3.$*: .venv-3.$*, the interpreter-dependent tests"
+	$(call in_place_of,3.$*) .venv-3.$*/bin/python -m pytest -q -rx -p no:cacheprovider \
+	  -m 'not interpreter_independent'
+
+versions:
+	$(MAKE) --no-print-directory -j2 -k --output-sync=target $(foreach v,$(PRESENT),suite-$(v))
 
 $(ASAN_INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 	$(PYTHON) -m venv $(ASAN_VENV)
@@ -177,3 +203,4 @@ valgrind: $(INSTALLED)
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) $(ASAN_VENV) $(BENCH_VENV) .venv-3.* build src/*.egg-info src/heatline/*.so
+	rm -rf $(SID_ROOT)

@@ -12,6 +12,10 @@ import pytest
 from gpu_support import HERE, TRUTH, tagged_lines
 from test_gpu_profile import profiled
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 from _tools import chromium_dom, require, tool_env  # noqa: E402
 

@@ -18,6 +18,10 @@ import sys
 
 import pytest
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "bench")
 SANITIZED = bool(os.environ.get("HEATLINE_SANITIZED"))

@@ -5,6 +5,12 @@ lines down."""
 import json
 import re
 
+import pytest
+
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 PROGRAM = '''import time
 {header}
 

@@ -12,6 +12,10 @@ import pytest
 
 from _tools import require, tool_env
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

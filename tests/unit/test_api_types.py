@@ -10,6 +10,10 @@ import pytest
 
 import heatline
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(heatline.__file__)))
 
 PROGRAM = """\

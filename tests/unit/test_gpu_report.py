@@ -1,9 +1,14 @@
 """profile/gpu.py: the GPU fields of the profile from synthetic engine snapshots."""
 
+import pytest
 import test_profile
 from test_profile import MS, build, snapshot
 
 from heatline import data as profile_module
+
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
 
 
 def gpu_part(**overrides):

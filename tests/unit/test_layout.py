@@ -7,6 +7,12 @@ includes B's .h. Read from the #include lines, so it checks the tree as it is.""
 import re
 from pathlib import Path
 
+import pytest
+
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 NATIVE = Path(__file__).resolve().parents[2] / "src" / "heatline" / "_native"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 

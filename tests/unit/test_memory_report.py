@@ -1,8 +1,14 @@
 """The leak rule and the timeline helpers (heatline/profile/memory.py) on synthetic timelines
 whose verdict is known by construction."""
 
+import pytest
+
 from heatline.data import memory as mr
 from heatline.renderers.terminal import sparkline
+
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
 
 MB = 1_000_000
 

@@ -8,6 +8,10 @@ import test_profile
 from heatline import data as profile
 from heatline.data.merge import merge_processes, merge_segments, process_view
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 
 def _info(pid, ppid, offset_s=0.0, role="Pool worker"):
     return {"pid": pid, "ppid": ppid, "role": role, "argv": ["w"], "exit": "exit",

@@ -10,6 +10,10 @@ from heatline import _native, options
 from heatline.engine.session import Session
 from heatline.options import RUN_OPTIONS, Options
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 
 def _engine_refuses(**arguments):
     """Whether _native.start refuses these arguments (it checks them before starting)."""

@@ -10,6 +10,10 @@ from heatline import data as profile
 from heatline.data import build as profile_build
 from heatline.data import ProfileError
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 MS = 1_000_000  # nanoseconds
 
 SOURCES = {

@@ -5,10 +5,15 @@ table's CPU column against its sampled columns."""
 import copy
 import io
 
+import pytest
 from rich.console import Console
 
 from heatline.renderers import terminal
 from test_profile import build, snapshot
+
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
 
 
 def _text(renderable, width=120):

@@ -1,10 +1,16 @@
 """data/reshape.py: a profile without some threads, and with files renamed (the IPython magics'
 "Cell In[3]"), stays a valid profile whose figures add up."""
 
+import pytest
+
 from heatline.data import io as profile_io
 from heatline.data.queries import stacks
 from heatline.data.reshape import renamed_files, without_threads
 from test_profile import MS, build, snapshot
+
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
 
 
 def _with_idle_thread():

@@ -9,6 +9,10 @@ from heatline import data
 from heatline.data import summary
 from heatline.data.summary import summarise
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 PROGRAM = "/src/app.py"
 LIB = "/usr/lib/python3.11"
 INTERVAL = 0.01

@@ -9,6 +9,10 @@ import pytest
 
 from heatline.engine import tablecache
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 KEY = ("3.11.7 (main)", "/venv", "/base", "/venv", "/base", "", "/home/u", "/h/scope.py")
 PREFIXES = ["/base/lib/python3.11/", "/venv/bin/pytest"]
 FLAGS = bytes(range(256))

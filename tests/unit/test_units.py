@@ -4,6 +4,10 @@ import pytest
 
 from heatline.units import format_size, parse_seconds, parse_size
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 

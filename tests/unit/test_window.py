@@ -5,6 +5,10 @@ import pytest
 
 from heatline.data.window import between
 
+# Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
+# not on every version (Makefile, suite-3.X).
+pytestmark = pytest.mark.interpreter_independent
+
 
 def _profile(elapsed_s, frames, entries):
     return {"elapsed_s": elapsed_s, "sampling_interval_s": 0.01,
