@@ -13,11 +13,15 @@ import pytest
 SIBLING = r"""
 #include <stdlib.h>
 #include <string.h>
-/* 48 MiB allocated, touched and freed by a library loaded after profiling started. */
+/* 48 MiB allocated, touched and freed by a library loaded after profiling started. The block
+ * escapes through a volatile pointer: GCC 16 at -O1 would otherwise fold the whole function
+ * into "return 7", allocating nothing. */
+char *volatile sibling_block;
 int sibling_work(void) {
     size_t n = 48u << 20;
     char *p = malloc(n);
     if (p == NULL) return -1;
+    sibling_block = p;
     memset(p, 7, n);
     int v = p[n - 1];
     free(p);

@@ -315,7 +315,57 @@ def test_a_python_heatline_cannot_read():
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert done.stderr.startswith(f"heatline: error: process {process.pid} runs a CPython older "
                                   "than 3.9 (")
-    assert done.stderr.endswith("); heatline dump reads 3.9 to 3.13\n")
+    assert done.stderr.endswith("); heatline dump reads 3.9 to 3.15\n")
+
+
+# A target that says it is a CPython heatline has no layout for: it rewrites its own version
+# words, in Py_Version (read-only data: made writable first) or in the _Py_DebugOffsets at the
+# start of _PyRuntime, then waits to be read.
+NEWER = """
+import ctypes, mmap, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(0x59616D61, ctypes.c_ulong(-1).value, 0, 0, 0)  # PR_SET_PTRACER_ANY
+libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+if sys.argv[1] == "Py_Version":
+    word = ctypes.c_ulong.in_dll(ctypes.pythonapi, "Py_Version")
+    page = ctypes.addressof(word) & ~(mmap.PAGESIZE - 1)
+    assert libc.mprotect(page, 2 * mmap.PAGESIZE, 3) == 0  # PROT_READ | PROT_WRITE
+else:  # the debug offsets' version, the word after their cookie
+    word = ctypes.c_uint64.from_address(
+        ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime")) + 8)
+word.value = int(sys.argv[2], 16)
+print("ready", flush=True)
+time.sleep(100)
+"""
+
+
+@pytest.mark.parametrize("where", ["Py_Version", "_Py_DebugOffsets"])
+def test_a_version_heatline_has_no_layout_for_is_refused_in_one_line(where):
+    """A minor version past the newest heatline knows (as a CPython released after this
+    heatline would be) gets one line naming it, whichever word says so; it is never read with
+    another version's layout."""
+    if sys.version_info < ((3, 11) if where == "Py_Version" else (3, 13)):
+        pytest.skip(f"{where} is exported from "
+                    f"{'3.11' if where == 'Py_Version' else '3.13'}")
+    newest = 15  # compat.h's HL_REMOTE_MINOR_LAST
+    newer = 0x03000000 | (newest + 1) << 16 | 0xF0
+    target = subprocess.Popen([sys.executable, "-c", NEWER, where, "%x" % newer],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        done = _dump(target.pid)
+    finally:
+        target.kill()
+        target.wait()
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    if where == "Py_Version":
+        assert done.stderr.startswith(f"heatline: error: process {target.pid} runs CPython "
+                                      f"3.{newest + 1} (")
+        assert done.stderr.endswith(f"); heatline dump reads 3.9 to 3.{newest}\n")
+    else:
+        assert done.stderr.startswith(f"heatline: error: process {target.pid} runs CPython "
+                                      f"3.{sys.version_info[1]} as _Py_DebugOffsets naming "
+                                      "another version than its Py_Version (")
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),

@@ -14,10 +14,13 @@ CONTEXT = 2  # heatline.data.build.CONTEXT_LINES
 
 
 def write_program(directory):
+    # x beyond one digit of an int (2**30): each addition allocates a new int, about 640 kB a
+    # module, ten memory samples; a smaller x would come from 3.14+'s free list of small ints
+    # and allocate nothing the engine sees, leaving most modules without a sample.
     for m in range(FILES):
         body = "".join(f"        x += {i}\n" for i in range(LINES_PER_FILE))
         (directory / f"mod{m:02d}.py").write_text(
-            f"def work(n):\n    x = 0\n    for _ in range(n):\n{body}    return x\n"
+            f"def work(n):\n    x = 1 << 40\n    for _ in range(n):\n{body}    return x\n"
         )
     main = directory / "main.py"
     main.write_text(

@@ -145,8 +145,12 @@ def test_program_gets_its_own_modules_and_heatline_gets_its_own(
     main = program("shadowing/main.py")
     expected = run_python(main)
     assert expected.returncode == 0, expected.stderr
+    # A module the interpreter imports as it starts (3.15: linecache) is its own under python
+    # too; heatline must then give the program that one as well (the same stdout, below).
+    started = run_python("-c", "import sys; print(*sys.modules)").stdout.decode().split()
     for name in SHADOWING:
-        assert f"{name} {name} of the program\n".encode() in expected.stdout
+        if name not in started:
+            assert f"{name} {name} of the program\n".encode() in expected.stdout
     result = run_heatline("-o", profile_path, main)
     assert result.returncode == 0, result.stderr
     assert result.stdout == expected.stdout

@@ -13,7 +13,7 @@ print(
             "__file__": __file__,
             "__package__": __package__,
             "__spec__": None if __spec__ is None else __spec__.name,
-            "__cached__": __cached__,
+            "__cached__": globals().get("__cached__", "not set"),  # not set from 3.15
             "__loader__": type(__loader__).__name__,
             "__builtins__ is module": type(__builtins__).__name__,
             "__doc__": __doc__,

@@ -326,7 +326,7 @@ static void remote_311_315(hl_remote_layout *r, int minor) {
                 /* f_executable is a _PyStackRef; return_offset, then owner */
                 l->frame_owner = 74;
                 l->owner_interpreter = 3; /* FRAME_OWNED_BY_INTERPRETER */
-                l->code_tag_bits = minor == 14 ? 1 : 3;
+                l->code_tag_bits = 3;   /* Py_TAG_BITS */
             }
         }
     }
@@ -351,35 +351,35 @@ int hl_compat_remote_layout(int minor, hl_remote_layout *r) {
  * groups, so the index of each word read is written down per version, from its
  * pycore_debug_offsets.h (pycore_runtime.h on 3.13); hl_compat_remote_check holds the running
  * version's row against its header. X(name, member): the word's name here, its member there. */
-#define DEBUG_WORDS(X)                                                                          \
-    X(INTERPRETERS_HEAD, runtime_state.interpreters_head)                                       \
-    X(INTERP_ID, interpreter_state.id)                                                          \
-    X(INTERP_NEXT, interpreter_state.next)                                                      \
-    X(THREADS_HEAD, interpreter_state.threads_head)                                             \
-    X(CEVAL_GIL, interpreter_state.ceval_gil)                                                   \
-    X(GIL_STATE, interpreter_state.gil_runtime_state)                                           \
-    X(GIL_LOCKED, interpreter_state.gil_runtime_state_locked)                                   \
-    X(GIL_HOLDER, interpreter_state.gil_runtime_state_holder)                                   \
-    X(TSTATE_NEXT, thread_state.next)                                                           \
-    X(TSTATE_INTERP, thread_state.interp)                                                       \
-    X(CURRENT_FRAME, thread_state.current_frame)                                                \
-    X(THREAD_ID, thread_state.thread_id)                                                        \
-    X(NATIVE_THREAD_ID, thread_state.native_thread_id)                                          \
-    X(FRAME_PREVIOUS, interpreter_frame.previous)                                               \
-    X(FRAME_EXECUTABLE, interpreter_frame.executable)                                           \
-    X(FRAME_INSTR, interpreter_frame.instr_ptr)                                                 \
-    X(FRAME_OWNER, interpreter_frame.owner)                                                     \
-    X(CODE_FILENAME, code_object.filename)                                                      \
-    X(CODE_NAME, code_object.name)                                                              \
-    X(CODE_QUALNAME, code_object.qualname)                                                      \
-    X(CODE_LINETABLE, code_object.linetable)                                                    \
-    X(CODE_FIRSTLINENO, code_object.firstlineno)                                                \
-    X(CODE_ADAPTIVE, code_object.co_code_adaptive)                                              \
-    X(OB_TYPE, pyobject.ob_type)                                                                \
-    X(BYTES_SIZE, bytes_object.ob_size)                                                         \
-    X(BYTES_DATA, bytes_object.ob_sval)                                                         \
-    X(STR_STATE, unicode_object.state)                                                          \
-    X(STR_LENGTH, unicode_object.length)                                                        \
+#define DEBUG_WORDS(X)                                                                             \
+    X(INTERPRETERS_HEAD, runtime_state.interpreters_head)                                          \
+    X(INTERP_ID, interpreter_state.id)                                                             \
+    X(INTERP_NEXT, interpreter_state.next)                                                         \
+    X(THREADS_HEAD, interpreter_state.threads_head)                                                \
+    X(CEVAL_GIL, interpreter_state.ceval_gil)                                                      \
+    X(GIL_STATE, interpreter_state.gil_runtime_state)                                              \
+    X(GIL_LOCKED, interpreter_state.gil_runtime_state_locked)                                      \
+    X(GIL_HOLDER, interpreter_state.gil_runtime_state_holder)                                      \
+    X(TSTATE_NEXT, thread_state.next)                                                              \
+    X(TSTATE_INTERP, thread_state.interp)                                                          \
+    X(CURRENT_FRAME, thread_state.current_frame)                                                   \
+    X(THREAD_ID, thread_state.thread_id)                                                           \
+    X(NATIVE_THREAD_ID, thread_state.native_thread_id)                                             \
+    X(FRAME_PREVIOUS, interpreter_frame.previous)                                                  \
+    X(FRAME_EXECUTABLE, interpreter_frame.executable)                                              \
+    X(FRAME_INSTR, interpreter_frame.instr_ptr)                                                    \
+    X(FRAME_OWNER, interpreter_frame.owner)                                                        \
+    X(CODE_FILENAME, code_object.filename)                                                         \
+    X(CODE_NAME, code_object.name)                                                                 \
+    X(CODE_QUALNAME, code_object.qualname)                                                         \
+    X(CODE_LINETABLE, code_object.linetable)                                                       \
+    X(CODE_FIRSTLINENO, code_object.firstlineno)                                                   \
+    X(CODE_ADAPTIVE, code_object.co_code_adaptive)                                                 \
+    X(OB_TYPE, pyobject.ob_type)                                                                   \
+    X(BYTES_SIZE, bytes_object.ob_size)                                                            \
+    X(BYTES_DATA, bytes_object.ob_sval)                                                            \
+    X(STR_STATE, unicode_object.state)                                                             \
+    X(STR_LENGTH, unicode_object.length)                                                           \
     X(STR_ASCII_SIZE, unicode_object.asciiobject_size)
 
 #define DEBUG_WORD_ENUM(name, member) DO_##name,
@@ -397,14 +397,20 @@ typedef struct debug_shape {
 
 static const debug_shape debug_shapes[] = {
     /* 3.13 */
-    {73, {5,  7,  8,  9,  14, 15, 17, 18, 21, 22, 23, 24, 25, 29, 30,
-          31, 33, 35, 36, 37, 38, 39, 43, 45, 65, 66, 68, 69, 70}, 0},
+    {73,
+     {5,  7,  8,  9,  14, 15, 17, 18, 21, 22, 23, 24, 25, 29, 30,
+      31, 33, 35, 36, 37, 38, 39, 43, 45, 65, 66, 68, 69, 70},
+     0},
     /* 3.14 */
-    {95, {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 27, 28, 32, 33,
-          34, 36, 40, 41, 42, 43, 44, 48, 51, 75, 76, 78, 79, 80}, 0},
+    {95,
+     {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 27, 28, 32, 33,
+      34, 36, 40, 41, 42, 43, 44, 48, 51, 75, 76, 78, 79, 80},
+     0},
     /* 3.15 */
-    {111, {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 30, 31, 40, 41,
-           42, 44, 48, 49, 50, 51, 52, 56, 59, 87, 88, 90, 91, 92}, 93},
+    {111,
+     {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 30, 31, 40, 41,
+      42, 44, 48, 49, 50, 51, 52, 56, 59, 87, 88, 90, 91, 92},
+     93},
 };
 
 /* The shape of 3.minor's debug offsets, or NULL before 3.13 and past the newest known. */
@@ -572,16 +578,16 @@ int hl_compat_remote_check(const char **field) {
     *field = "debug offsets";
     const debug_shape *shape = debug_shape_of((PY_VERSION_HEX >> 16) & 0xFF);
     if (shape == NULL || shape->words != sizeof(_Py_DebugOffsets) / 8) return 0;
-#define DEBUG_WORD_CHECK(name, member)                                                          \
-    if (shape->at[DO_##name] != offsetof(_Py_DebugOffsets, member) / 8) {                       \
-        *field = "debug offsets: " #member;                                                     \
-        return 0;                                                                               \
+#define DEBUG_WORD_CHECK(name, member)                                                             \
+    if (shape->at[DO_##name] != offsetof(_Py_DebugOffsets, member) / 8) {                          \
+        *field = "debug offsets: " #member;                                                        \
+        return 0;                                                                                  \
     }
     DEBUG_WORDS(DEBUG_WORD_CHECK)
 #undef DEBUG_WORD_CHECK
 #if PY_VERSION_HEX >= 0x030F0000
-    if (shape->str_compact_size != offsetof(_Py_DebugOffsets,
-                                            unicode_object.compactunicodeobject_size) / 8) {
+    if (shape->str_compact_size !=
+        offsetof(_Py_DebugOffsets, unicode_object.compactunicodeobject_size) / 8) {
         *field = "debug offsets: unicode_object.compactunicodeobject_size";
         return 0;
     }

@@ -182,14 +182,18 @@ def _compile_script(script: str, args: list[str], path: str) -> Program:
         argv=[script, *args],
         path0=os.path.dirname(os.path.realpath(path)),
         file=path,
-        module_attrs={
-            "__file__": path,
-            "__cached__": None,
-            "__loader__": loader,
-            "__spec__": None,
-            "__package__": None,
-        },
+        module_attrs=_script_attrs(path, loader),
     )
+
+
+def _script_attrs(path: str, loader: Any) -> dict[str, Any]:
+    """What python's script runner puts in ``__main__`` (Python/pythonrun.c): ``__cached__``
+    (None) before 3.15, which no longer sets it."""
+    attrs: dict[str, Any] = {"__file__": path}
+    if sys.version_info < (3, 15):
+        attrs["__cached__"] = None
+    attrs.update({"__loader__": loader, "__spec__": None, "__package__": None})
+    return attrs
 
 
 def _unmarshal_pyc(path: str, data: bytes) -> types.CodeType:
