@@ -43,16 +43,18 @@ def _control_dir(tmp_path):
     return tmp_path / f"heatline-{os.geteuid()}"
 
 
-def _start(tmp_path, target, *args, python=sys.executable, name="work", touch=()):
+def _start(tmp_path, target, *args, python=sys.executable, name="work", touch=(), options=(),
+           env=None):
     """target started on its own (nothing attached yet), in tmp_path/name with the files
-    named in touch made there first, once it says it is ready: (process, its directory)."""
+    named in touch made there first, once it says it is ready: (process, its directory).
+    options: the interpreter's (-X ...); env: variables added to its environment."""
     work = tmp_path / name
     work.mkdir(exist_ok=True)
     for file in touch:
         (work / file).touch()
-    process = subprocess.Popen([python, os.path.join(PROGRAMS, target), str(work), *args],
-                               env=_env(tmp_path), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([python, *options, os.path.join(PROGRAMS, target), str(work),
+                                *args], env={**_env(tmp_path), **(env or {})},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120  # a hang guard only
     while not (work / "ready").exists():
         assert process.poll() is None, process.communicate()
@@ -704,3 +706,69 @@ def test_an_attach_without_answer_says_how_far_heatlines_thread_came(tmp_path):
         sleeper.wait()
     assert _progress(sleeper.pid, str(tmp_path)) == (
         f"heatline's thread {sleeper.pid}: waiting for the GIL, ended")
+
+
+REMOTE_EXEC = hasattr(sys, "remote_exec")  # PEP 768, CPython 3.14+
+
+
+def test_the_first_line_and_the_profile_say_how_the_attach_came_in(tmp_path):
+    """3.14+: a program whose main thread runs Python is attached through sys.remote_exec, and
+    its script, having run, is not left behind. Before 3.14 the agent, with nothing to explain.
+    The program's output is its own either way."""
+    process, work = _start(tmp_path, "attach_steady.py")
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "0.3", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    first = done.stderr.splitlines()[0]
+    method = json.loads(out.read_text())["attached"]["method"]
+    if REMOTE_EXEC:
+        assert "ms through sys.remote_exec (PEP 768); profiling for 0.3 s" in first, first
+        assert method == "remote_exec"
+    else:
+        assert "ms through heatline's agent (ptrace); profiling for 0.3 s" in first, first
+        assert method == "agent"
+    assert os.listdir(_control_dir(tmp_path)) == []
+    code, stdout, stderr = _finish(process, work)
+    assert (code, stderr) == (0, ""), stderr
+    assert "\ndone\n" in stdout, stdout
+
+
+@pytest.mark.skipif(not REMOTE_EXEC, reason="sys.remote_exec (PEP 768) is CPython 3.14+")
+@pytest.mark.parametrize("how", ["PYTHON_DISABLE_REMOTE_DEBUG", "-X disable-remote-debug"])
+def test_a_program_that_refuses_remote_exec_gets_the_agent_and_the_reason(tmp_path, how):
+    options = ("-X", "disable-remote-debug") if how.startswith("-X") else ()
+    env = {"PYTHON_DISABLE_REMOTE_DEBUG": "1"} if not options else {}
+    process, work = _start(tmp_path, "attach_steady.py", options=options, env=env)
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "0.3", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    reason = ("PYTHON_DISABLE_REMOTE_DEBUG is set in it" if env
+              else "it runs with -X disable-remote-debug")
+    assert (f"through heatline's agent (ptrace); not sys.remote_exec: {reason}; profiling"
+            in done.stderr.splitlines()[0]), done.stderr
+    assert json.loads(out.read_text())["attached"]["method"] == "agent"
+    code, _, stderr = _finish(process, work)
+    assert (code, stderr) == (0, ""), stderr
+
+
+@pytest.mark.skipif(not REMOTE_EXEC, reason="sys.remote_exec (PEP 768) is CPython 3.14+")
+def test_a_blocked_main_thread_gets_the_agent_and_its_late_script_does_nothing(tmp_path):
+    """The main thread waits in a C call the whole attach: sys.remote_exec's script cannot run
+    within attach.REMOTE_EXEC_WAIT_S, so the agent takes the attach. When the main thread
+    wakes, long after the detach, it runs the pending script (the interpreter's audit event
+    says so), which finds the attach over and does nothing: nothing on the program's
+    stderr."""
+    process, work = _start(tmp_path, "attach_blocked_main.py")
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "0.3", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert ("through heatline's agent (ptrace); not sys.remote_exec: its main thread reached "
+            "no safe point within 1 s; profiling" in done.stderr.splitlines()[0]), done.stderr
+    profile = json.loads(out.read_text())
+    assert profile["attached"]["method"] == "agent"
+    assert "spin" in _functions(profile, "attach_blocked_main.py")
+    # The script stays while it may still run (the interpreter reports one it cannot open).
+    assert os.listdir(_control_dir(tmp_path)) == [f"remote-exec-{process.pid}.py"]
+    code, stdout, stderr = _finish(process, work)
+    assert (code, stderr) == (0, ""), stderr
+    assert stdout == "woken; remote_exec scripts run: 1\n", stdout

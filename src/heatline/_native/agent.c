@@ -55,8 +55,15 @@ typedef struct api {
 } api;
 
 /* What the thread runs with the GIL held, in a namespace of its own (the program's __main__ is
- * left alone): import heatline's attach module (from the attacher's install directory, on
- * sys.path only for that import) and start. Its errors go to DIR/error.
+ * left alone): claim the attach, import heatline's attach module (from the attacher's install
+ * directory, on sys.path only for that import) and start. Its errors go to DIR/error.
+ *
+ * The same code is the script heatline attach hands to sys.remote_exec on 3.14+ (PEP 768; the
+ * attacher reads it from this library's heatline_agent_code), run by the program's main thread
+ * at its next safe point with `method` 'remote_exec' instead of 'agent'. Where both ways are
+ * tried (the main thread did not get there soon), the first to create DIR/claimed starts the
+ * profile and writes its method there; the other, or a pending remote_exec that runs after
+ * the attach is over (its directory gone), does nothing. Nothing it raises leaves it.
  *
  * All of it under the fork guard, a module of its own in sys.modules ('_heatline_attach_guard',
  * made at the first attach; run/attached.py takes it for the stop too): a lock that a
@@ -67,7 +74,7 @@ typedef struct api {
  * the child does not have: the child hung at its exit, waiting for 'threading'), nor counts
  * that thread (CPython 3.12+ warns at a fork of a multi-threaded process). The wait is bounded
  * (10 s), in case the forking thread holds what the import needs. */
-static const char attach_code[] =
+EXPORT const char heatline_agent_code[] =
     "def _guard():\n"
     "    import sys\n"
     "    guard = sys.modules.get('_heatline_attach_guard')\n"
@@ -97,8 +104,14 @@ static const char attach_code[] =
     "                            after_in_child=after_in_child)\n"
     "        sys.modules['_heatline_attach_guard'] = guard\n"
     "    return guard\n"
-    "def _attach(directory, action):\n"
-    "    import sys\n"
+    "def _attach(directory, action, method):\n"
+    "    import os, sys\n"
+    "    try:\n"
+    "        fd = os.open(directory + '/claimed', os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)\n"
+    "    except OSError:\n"
+    "        return\n"
+    "    os.write(fd, method.encode())\n"
+    "    os.close(fd)\n"
     "    module = sys.modules.get('heatline.run.attached')\n"
     "    if module is None:\n"
     "        try:\n"
@@ -121,13 +134,17 @@ static const char attach_code[] =
     "                pass\n"
     "            return\n"
     "    module.act(directory, action)\n"
-    "def _guarded(directory, action):\n"
+    "def _guarded(directory, action, method):\n"
     "    import _thread\n"
     "    guard = _guard()\n"
     "    with guard.lock:\n"
-    "        guard.tids.add(_thread.get_native_id())\n"
-    "        _attach(directory, action)\n"
-    "_guarded(directory, action)\n";
+    "        if method == 'agent':\n"
+    "            guard.tids.add(_thread.get_native_id())\n"
+    "        _attach(directory, action, method)\n"
+    "try:\n"
+    "    _guarded(directory, action, method)\n"
+    "except Exception:\n"
+    "    pass\n";
 
 static int resolve(api *py) {
     void *any = RTLD_DEFAULT;
@@ -168,7 +185,7 @@ static void sleep_ns(long ns) {
     nanosleep(&wait, NULL);
 }
 
-/* Runs attach_code with the GIL for action ("start"). */
+/* Runs heatline_agent_code with the GIL for action ("start"). */
 static void act(const api *py, const char *directory, const char *action) {
     if (!py->is_initialized() || py->is_finalizing()) return;
     progress(directory, "waiting-gil");
@@ -177,14 +194,16 @@ static void act(const api *py, const char *directory, const char *action) {
     object globals = py->dict_new();
     object dir = py->decode(directory);
     object what = py->decode(action);
-    if (globals != NULL && dir != NULL && what != NULL &&
+    object how = py->decode("agent");
+    if (globals != NULL && dir != NULL && what != NULL && how != NULL &&
         py->dict_set(globals, "__builtins__", py->builtins()) == 0 &&
         py->dict_set(globals, "directory", dir) == 0 &&
-        py->dict_set(globals, "action", what) == 0) {
-        object result = py->run(attach_code, PY_FILE_INPUT, globals, globals, NULL);
+        py->dict_set(globals, "action", what) == 0 && py->dict_set(globals, "method", how) == 0) {
+        object result = py->run(heatline_agent_code, PY_FILE_INPUT, globals, globals, NULL);
         if (result != NULL) py->decref(result);
     }
     py->clear(); /* nothing of ours is left pending for the program */
+    if (how != NULL) py->decref(how);
     if (what != NULL) py->decref(what);
     if (dir != NULL) py->decref(dir);
     if (globals != NULL) py->decref(globals);

@@ -126,6 +126,23 @@ class _Lock:
             pass
 
 
+def _way_in(method: str, why_not: str) -> str:
+    """How the attach came in, for its first line: through sys.remote_exec, or the agent and
+    why not remote_exec (3.14+)."""
+    if method == "remote_exec":
+        return "through sys.remote_exec (PEP 768)"
+    return "through heatline's agent (ptrace)" + (f"; not sys.remote_exec: {why_not}"
+                                                   if why_not else "")
+
+
+def _read_text(directory: str, name: str) -> str:
+    try:
+        with open(os.path.join(directory, name), encoding="utf-8") as file:
+            return file.read()
+    except OSError:
+        return ""
+
+
 def _read_int(path: str) -> int | None:
     try:
         with open(path, encoding="utf-8") as file:
@@ -279,7 +296,16 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
     try:
         begun = time.monotonic()
         try:
-            attach.inject(pid, directory)
+            # CPython 3.14+: the interpreter's own way in first; the agent too when it is
+            # refused, or the main thread takes too long to reach a safe point.
+            sent, why_not = attach.remote_exec(pid, base, directory)
+            if sent and _wait_for(directory, ("claimed",), pid,
+                                  attach.REMOTE_EXEC_WAIT_S) is None:
+                why_not = (f"its main thread reached no safe point within "
+                           f"{attach.REMOTE_EXEC_WAIT_S:g} s")
+                sent = False
+            if not sent:
+                attach.inject(pid, directory)
             got = _wait_for(directory, ("started", "error"), pid, START_TIMEOUT_S)
         finally:
             attach.restore_switching(pid, switching)
@@ -294,8 +320,11 @@ def _attach(pid: int, version: str, base: str, options: Options, duration: float
                 "keeps heatline's from taking it); heatline dump PID shows what its threads do")
         attach_s = time.monotonic() - begun
         until = f"for {duration:g} s" if duration is not None else "until Ctrl-C"
-        _say(f"attached to process {pid} (Python {version}) in {attach_s * 1e3:.0f} ms; "
-             f"profiling {until}")
+        method = _read_text(directory, "claimed")
+        if method == "remote_exec":
+            attach.forget_remote_exec(base, pid)
+        _say(f"attached to process {pid} (Python {version}) in {attach_s * 1e3:.0f} ms "
+             f"{_way_in(method, why_not)}; profiling {until}")
         url = _read_json(directory, "started").get("pprof_url")
         if url:  # the server runs in the target, whose stderr is the program's
             _say(f"pprof server on {url}")

@@ -1,8 +1,10 @@
-"""``heatline attach``'s way into another process: the agent library (_native/agent.c, built
-as heatline/_agent*.so) loaded into it and called by _native.inject (inject.c), and what can
-be checked before touching it: that it is a CPython this heatline's engine can load into (read
-from outside, as heatline dump reads it), and why the kernel refused when it did.
-docs/design.md, "heatline attach"."""
+"""``heatline attach``'s ways into another process: on CPython 3.14+ the interpreter's own,
+PEP 768's ``sys.remote_exec`` (the attach's code run by the program's main thread at its next
+safe point), where the program allows it; and the agent library (_native/agent.c, built as
+heatline/_agent*.so) loaded into it and called by _native.inject (inject.c), on every version,
+where remote_exec is refused or does not run soon. Also what can be checked before touching
+it: that it is a CPython this heatline's engine can load into (read from outside, as heatline
+dump reads it), and why the kernel refused when it did. docs/design.md, "heatline attach"."""
 
 from __future__ import annotations
 
@@ -15,7 +17,12 @@ from heatline.engine import dump
 from heatline.engine.switching import QUICK_SWITCH_US
 
 AGENT_FUNCTION = "heatline_agent_attach"
+AGENT_CODE = "heatline_agent_code"
 INJECT_TIMEOUT_S = 10.0
+# How long the program's main thread has to run a sys.remote_exec script before the agent is
+# loaded as well (the first of the two to run takes the attach): a main thread blocked in a
+# long call (a sleep, a join, a C call) reaches no safe point meanwhile.
+REMOTE_EXEC_WAIT_S = 1.0
 
 
 class AttachError(Exception):
@@ -54,6 +61,90 @@ def check_target(pid: int) -> str:
             f"attach with the heatline installed for Python {'.'.join(parts[:2])} (its engine "
             "is built for one Python version and must be loaded by the same)")
     return version
+
+
+def agent_code() -> str:
+    """The Python code the agent runs in the target (agent.c's heatline_agent_code): the
+    attacher reads it from the library, so the two ways in run the same code."""
+    import ctypes
+
+    library = ctypes.CDLL(agent_path())
+    start = ctypes.c_char.in_dll(library, AGENT_CODE)
+    return ctypes.string_at(ctypes.addressof(start)).decode("utf-8")
+
+
+def remote_exec(pid: int, base: str, directory: str) -> tuple[bool, str]:
+    """Hand the attach in ``directory`` to process pid through PEP 768 (CPython 3.14+):
+    (True, "") once sent, else (False, why not; "" before 3.14). The script is the agent's
+    code, in ``base`` (the attacher's control directory), one file a process
+    (remote_exec_script), removed once it has run (forget_remote_exec) and kept while it may
+    still run: when the agent took the attach first, the main thread runs it later (it then
+    finds the attach over and does nothing), and the interpreter reports a script it cannot
+    open on the program's stderr. Kept files of processes that ended are removed here."""
+    send = getattr(sys, "remote_exec", None)
+    if send is None:
+        return False, ""
+    if os.stat(f"/proc/{pid}").st_uid != os.geteuid():
+        return False, "the target runs as another user, who could not read the script"
+    _remove_stale_scripts(base)
+    script = remote_exec_script(base, pid)
+    names = {"directory": directory, "action": "start", "method": "remote_exec"}
+    text = (f"exec(compile({agent_code()!r}, '<heatline attach>', 'exec'), "
+            f"{{'__builtins__': __builtins__, **{names!r}}})\n")
+    temporary = f"{script}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(temporary, script)  # whole: a pending call of an earlier attach may read it
+    try:
+        send(pid, script)
+    except Exception as exc:  # noqa: BLE001 -- any refusal: the agent is the way in then
+        return False, _remote_exec_refusal(pid, exc)
+    return True, ""
+
+
+def remote_exec_script(base: str, pid: int) -> str:
+    return os.path.join(base, f"remote-exec-{pid}.py")
+
+
+def forget_remote_exec(base: str, pid: int) -> None:
+    """Remove process pid's remote_exec script: the attach came in through it, so it ran."""
+    try:
+        os.unlink(remote_exec_script(base, pid))
+    except FileNotFoundError:
+        pass
+
+
+def _remote_exec_refusal(pid: int, exc: Exception) -> str:
+    """Why process pid refused sys.remote_exec, in the user's terms where they are known."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            environment = file.read().split(b"\0")
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            arguments = file.read().split(b"\0")
+    except OSError:
+        environment = arguments = []
+    setting = b"PYTHON_DISABLE_REMOTE_DEBUG="
+    if any(entry.startswith(setting) and entry != setting for entry in environment):
+        return "PYTHON_DISABLE_REMOTE_DEBUG is set in it"
+    if b"disable-remote-debug" in arguments or b"-Xdisable-remote-debug" in arguments:
+        return "it runs with -X disable-remote-debug"
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _remove_stale_scripts(base: str) -> None:
+    """The remote_exec scripts of processes that no longer run."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix("remote-exec-").removesuffix(".py")
+        if name.startswith("remote-exec-") and pid.isdigit() and not os.path.exists(
+                f"/proc/{pid}"):
+            try:
+                os.unlink(os.path.join(base, name))
+            except OSError:
+                pass
 
 
 def watch_for_detach(directory: str, callback: Any) -> None:

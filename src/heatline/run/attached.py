@@ -1,17 +1,22 @@
 """``heatline attach``'s side inside the attached process.
 
-The agent library (_native/agent.c), loaded into the process by ``heatline attach``, imports
-this module on a thread of its own, with the GIL, and calls :func:`act` with ``"start"``; that
-thread then ends. The stop is the engine's to notice (_native/detach.h): its sampler thread
-looks for the attacher's ``DIRECTORY/stop`` (or the directory gone) and starts a short-lived
-thread that calls ``act(DIRECTORY, "stop")``. So while attached the program has no thread of
+The agent's code (_native/agent.c) imports this module and calls :func:`act` with
+``"start"``: on a thread of its own, with the GIL, when ``heatline attach`` loaded the agent
+library into the process (that thread then ends); on the program's main thread, at a safe
+point, when it came through ``sys.remote_exec`` (CPython 3.14+, PEP 768). The stop is the
+engine's to notice (_native/detach.h): its sampler thread looks for the attacher's
+``DIRECTORY/stop`` (or the directory gone) and starts a short-lived thread that calls
+``act(DIRECTORY, "stop")``. So while attached the program has no thread of
 heatline's but the sampler, which the engine takes out of the program's forks. Everything goes
 through files in the attach's private directory (mode 0700, made by the attacher):
 
+- ``claimed`` (the agent's code): how the attach came in, ``agent`` or ``remote_exec``, written
+  by the first of the two to run (the other then does nothing).
 - ``request`` (attacher): JSON, ``{"options": {dest: value}}``, the run options given to
   ``heatline attach`` (as ``Options``' fields, without -o, which the attacher writes).
 - ``started`` (here): JSON, ``{"started_at": epoch seconds, "agent_tid": the kernel id of the
-  agent's thread, "pprof_url": the --pprof-server's address or null}``, once the profile runs.
+  agent's thread (null through remote_exec: the thread is the program's), "pprof_url": the
+  --pprof-server's address or null}``, once the profile runs.
 - ``children/`` (attacher): where the children the program starts while attached write their
   profiles (run/follow.py's follow_attached; the attacher merges them: run/collect.py).
 - ``stopping`` (here): JSON, ``{"tid": the kernel id of the thread that stops the profile}``,
@@ -49,6 +54,7 @@ _lock = threading.Lock()
 _directory: str | None = None  # the attach in progress
 _started_epoch = 0.0
 _attached_pid = 0
+_method = "agent"  # how the attach came in: DIRECTORY/claimed
 _heatline_tids: set[int] = set()  # the agent's thread and the stopping one: heatline's
 _carrier: Any = None  # run/carrier.py's Carrier following the children while attached
 # The program's GIL switch interval, which the attacher shortens while heatline's thread starts
@@ -105,9 +111,11 @@ def _write(directory: str, name: str, text: str) -> None:
 
 
 def _start(directory: str) -> None:
-    global _directory, _started_epoch, _attached_pid, _switch_interval_s, _carrier
+    global _directory, _started_epoch, _attached_pid, _switch_interval_s, _carrier, _method
     with open(os.path.join(directory, "request"), encoding="utf-8") as file:
         request = json.load(file)
+    with open(os.path.join(directory, "claimed"), encoding="utf-8") as file:
+        method = file.read()
     previous = request.get("switch_interval_us")
     _switch_interval_s = None if previous is None else previous / 1e6
     from heatline import api
@@ -136,8 +144,10 @@ def _start(directory: str) -> None:
         _directory = directory
         _started_epoch = time.time()
         _attached_pid = os.getpid()
+        _method = method
         _heatline_tids.clear()
-        _heatline_tids.add(threading.get_native_id())
+        if method == "agent":  # else the program's main thread, which goes on with its work
+            _heatline_tids.add(threading.get_native_id())
     atexit.register(_at_exit)
     # From now on the engine's sampler watches for the stop (or the attacher gone).
     attach.watch_for_detach(directory, lambda: act(directory, "stop"))
@@ -145,7 +155,8 @@ def _start(directory: str) -> None:
     # has ended, so that the process has only its own threads again when the command returns.
     server = run.server
     _write(directory, "started", json.dumps({
-        "started_at": _started_epoch, "agent_tid": threading.get_native_id(),
+        "started_at": _started_epoch,
+        "agent_tid": threading.get_native_id() if method == "agent" else None,
         "pprof_url": None if server is None else server.url}))
 
 
@@ -197,7 +208,7 @@ def _finish(directory: str, ended_by: str) -> None:
             tids |= run.server.native_ids
         reshape.without_threads(data, tids)
         data["attached"] = {"pid": os.getpid(), "started_at_epoch": _started_epoch,
-                            "ended_by": ended_by}
+                            "ended_by": ended_by, "method": _method}
         _write(directory, "process", json.dumps({
             "start_epoch": None if run is None else run.session.start_epoch,
             "ppid": os.getppid(), "heatline_tids": sorted(tids)}))
