@@ -6,7 +6,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test venvs suites unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool bench-regrtest clean
+.PHONY: demo test venvs suites unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool bench-versions bench-regrtest clean
 
 # The extras (pyproject.toml) the main virtualenv installs. `make test EXTRAS=test,torch` (what
 # .ci/run does) adds torch for the DataLoader-worker tests, which then must run: the optional
@@ -184,17 +184,43 @@ bench-pool: $(BENCH_VENV)/.installed
 		$(if $(OTHER),--other $(OTHER)) --out bench/results/pool.json
 	$(BENCH_VENV)/bin/python bench/render.py bench/results/pool.json --parts pool
 
+# heatline on several CPythons (VERSIONS_BENCH, 3.13 to 3.15 by default), one quick bench/run.py
+# run a version, each in its own .venv-bench-3.X (bench/requirements-versions.txt, heatline from
+# this tree): overhead on the quick benchmarks and accuracy on the ground-truth targets, beside
+# py-spy and, on 3.15, the interpreter's own profiling.sampling (at its default 1 kHz and at
+# heatline's 100 Hz). Rendered into docs/overhead.md and docs/accuracy.md ("versions" parts).
+VERSIONS_BENCH ?= 3.13 3.14 3.15
+VERSIONS_TOOLS := heatline,heatline-cpu,py-spy,profiling.sampling,profiling.sampling-100
+.venv-bench-3.%/.installed: bench/requirements-versions.txt pyproject.toml setup.py $(HEATLINE_SOURCES)
+	$(call in_place_of,3.$*) $(call version_python,3.$*) -m venv .venv-bench-3.$*
+	$(call in_place_of,3.$*) .venv-bench-3.$*/bin/pip install $(PIP_FLAGS) --upgrade pip
+	$(call in_place_of,3.$*) .venv-bench-3.$*/bin/pip install $(PIP_FLAGS) -r bench/requirements-versions.txt
+	$(call in_place_of,3.$*) env HEATLINE_WERROR=1 .venv-bench-3.$*/bin/pip install $(PIP_FLAGS) .
+	touch $@
+
+.PRECIOUS: .venv-bench-3.%/.installed
+
+bench-versions: $(foreach v,$(VERSIONS_BENCH),.venv-bench-$(v)/.installed)
+	$(foreach v,$(VERSIONS_BENCH),$(call in_place_of,$(v)) .venv-bench-$(v)/bin/python bench/run.py \
+	  --quick --skip-children --tools $(VERSIONS_TOOLS) --out bench/results/versions-$(v).json &&) true
+	$(PYTHON) bench/render_versions.py $(foreach v,$(VERSIONS_BENCH),bench/results/versions-$(v).json)
+
 # CPython's own regression tests, plain and under heatline, compared test by test
 # (bench/regrtest.py; figures in docs/accuracy.md, "CPython's own tests"). Not part of the tests:
 # hours on 2 cores for the whole list. PYTHONS names the versions; each runs in the virtualenv
-# the suite uses for it (.venv for $(PYTHON)'s, .venv-3.X for the others, made or refreshed here).
-# MODULES=test_os,test_sys narrows the list; the results go to bench/results/regrtest.json.
+# the suite uses for it (.venv for $(PYTHON)'s, .venv-3.X for the others, made or refreshed here),
+# 3.14 and 3.15 inside the chroot (.ci/sid). MODULES=test_os,test_sys narrows the list. Each
+# version's results are merged into bench/results/regrtest.json, replacing that version's.
 PYTHONS ?= $(MAIN_VERSION)
 version_venv = $(if $(filter $(1),$(MAIN_VERSION)),$(VENV),.venv-$(1))
 version_stamp = $(if $(filter $(1),$(MAIN_VERSION)),$(INSTALLED),.venv-$(1)/.installed)
+REGRTEST_OUT = bench/results/regrtest-$(1).json
 bench-regrtest: $(foreach v,$(PYTHONS),$(call version_stamp,$(v)))
-	$(PYTHON) bench/regrtest.py $(foreach v,$(PYTHONS),--python $(v)=$(call version_venv,$(v))/bin/python) \
-		$(if $(MODULES),--modules $(MODULES)) --out bench/results/regrtest.json
+	$(foreach v,$(PYTHONS),$(call in_place_of,$(v)) $(call version_venv,$(v))/bin/python \
+	  bench/regrtest.py --python $(v)=$(call version_venv,$(v))/bin/python \
+	  $(if $(MODULES),--modules $(MODULES)) --out $(call REGRTEST_OUT,$(v)) &&) true
+	$(PYTHON) bench/regrtest.py --merge $(wildcard bench/results/regrtest.json) \
+	  $(foreach v,$(PYTHONS),$(call REGRTEST_OUT,$(v))) --out bench/results/regrtest.json
 
 # The memory ground-truth targets under valgrind's memcheck, profiled with memory on
 # (tests/valgrind/run.sh; suppressions explained in tests/valgrind/python.supp).
@@ -202,5 +228,5 @@ valgrind: $(INSTALLED)
 	PYTHON=$(VENV)/bin/python tests/valgrind/run.sh
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) $(ASAN_VENV) $(BENCH_VENV) .venv-3.* build src/*.egg-info src/heatline/*.so
+	rm -rf $(VENV) $(DEMO_VENV) $(ASAN_VENV) $(BENCH_VENV) .venv-3.* .venv-bench-3.* build src/*.egg-info src/heatline/*.so
 	rm -rf $(SID_ROOT)

@@ -56,8 +56,16 @@ class Tool:
     def probe(self, ctx):
         """(available, reason, version)"""
         version = _version(self.dist) if self.dist else None
-        if self.module and importlib.util.find_spec(self.module) is None:
-            return False, f"{self.dist} is not installed", version
+        if self.module:
+            try:
+                found = importlib.util.find_spec(self.module) is not None
+            except ModuleNotFoundError:  # its package is missing (profiling before 3.15)
+                found = False
+            if not found and self.dist is None:
+                return False, (f"{self.module} is not in CPython "
+                               f"{sys.version_info[0]}.{sys.version_info[1]}"), version
+            if not found:
+                return False, f"{self.dist} is not installed", version
         if self.needs:
             reason = self.needs(ctx)
             if reason:
@@ -307,6 +315,12 @@ def _scalene(extra):
         ctx.python, "-m", "scalene", "run", *extra, "-o", os.path.join(out, "profile.json"), script]
 
 
+def _sampling(extra):
+    return lambda ctx, script, targets, out: [
+        ctx.python, "-m", "profiling.sampling", "run", "-a", *extra, "--pstats", "--no-summary",
+        "-o", os.path.join(out, "profile.pstats"), script]
+
+
 def _needs_cpu_only(ctx):
     if not ctx.heatline_has_cpu_only():
         return ("this heatline has no --cpu-only flag (no memory profiling yet), so its default "
@@ -359,6 +373,14 @@ TOOLS = [
              ctx.python, "-m", "pyinstrument", "-r", "json", "-o", os.path.join(out, "profile.json"),
              script],
          parse_pyinstrument, module="pyinstrument"),
+    # CPython 3.15's own sampling profiler (PEP 799): at its default rate, and at heatline's
+    # (100 Hz) for overhead at the same rate. Every thread (-a), wall time (its default mode).
+    Tool("profiling.sampling", "profiling.sampling", None,
+         "`python -m profiling.sampling run -a --pstats -o FILE` (1 kHz, 3.15+)",
+         _sampling([]), parse_pstats("profile.pstats"), module="profiling.sampling"),
+    Tool("profiling.sampling-100", "profiling.sampling 100 Hz", None,
+         "`python -m profiling.sampling run -a -r 100 --pstats -o FILE` (3.15+)",
+         _sampling(["-r", "100"]), parse_pstats("profile.pstats"), module="profiling.sampling"),
     Tool("cProfile", "cProfile", None, "`python -m cProfile -o FILE`",
          lambda ctx, script, targets, out: [
              ctx.python, "-m", "cProfile", "-o", os.path.join(out, "profile.prof"), script],
