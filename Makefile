@@ -188,7 +188,9 @@ bench-pool: $(BENCH_VENV)/.installed
 # run a version, each in its own .venv-bench-3.X (bench/requirements-versions.txt, heatline from
 # this tree): overhead on the quick benchmarks and accuracy on the ground-truth targets, beside
 # py-spy and, on 3.15, the interpreter's own profiling.sampling (at its default 1 kHz and at
-# heatline's 100 Hz). Rendered into docs/overhead.md and docs/accuracy.md ("versions" parts).
+# heatline's 100 Hz); on 3.15 also dump and attach against profiling.sampling's on one running
+# process (bench/vs_builtin.py). Rendered into docs/overhead.md and docs/accuracy.md
+# ("versions" and "builtin" parts).
 VERSIONS_BENCH ?= 3.13 3.14 3.15
 VERSIONS_TOOLS := heatline,heatline-cpu,py-spy,profiling.sampling,profiling.sampling-100
 .venv-bench-3.%/.installed: bench/requirements-versions.txt pyproject.toml setup.py $(HEATLINE_SOURCES)
@@ -204,6 +206,9 @@ bench-versions: $(foreach v,$(VERSIONS_BENCH),.venv-bench-$(v)/.installed)
 	$(foreach v,$(VERSIONS_BENCH),$(call in_place_of,$(v)) .venv-bench-$(v)/bin/python bench/run.py \
 	  --quick --skip-children --tools $(VERSIONS_TOOLS) --out bench/results/versions-$(v).json &&) true
 	$(PYTHON) bench/render_versions.py $(foreach v,$(VERSIONS_BENCH),bench/results/versions-$(v).json)
+	$(if $(filter 3.15,$(VERSIONS_BENCH)),$(call in_place_of,3.15) .venv-bench-3.15/bin/python \
+	  bench/vs_builtin.py --out bench/results/vs-builtin-3.15.json && \
+	  $(PYTHON) bench/vs_builtin.py --render bench/results/vs-builtin-3.15.json)
 
 # CPython's own regression tests, plain and under heatline, compared test by test
 # (bench/regrtest.py; figures in docs/accuracy.md, "CPython's own tests"). Not part of the tests:

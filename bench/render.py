@@ -694,6 +694,7 @@ def splice(text, generated, source, marker="bench"):
     how = {"children": "run `make bench` (this part alone: `make bench-children`)",
            "pool": "run `make bench-pool`",
            "versions": "run `make bench-versions`",
+           "builtin": "run `make bench-versions`",
            "workloads": "run the bench/run.py command given above it"}
     note = NOTE.format(source=source).replace("run `make bench`", how.get(marker, "run `make bench`"))
     block = f"{begin}\n{note}\n\n{generated.rstrip()}\n{end}"

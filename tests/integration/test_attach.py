@@ -24,6 +24,7 @@ import pytest
 import _tools
 from conftest import PROGRAMS
 from heatline import _native
+from heatline.engine import attach
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
@@ -763,7 +764,8 @@ def test_a_blocked_main_thread_gets_the_agent_and_its_late_script_does_nothing(t
     done = _attach(tmp_path, process.pid, "--duration", "0.3", "-q", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert ("through heatline's agent (ptrace); not sys.remote_exec: its main thread reached "
-            "no safe point within 1 s; profiling" in done.stderr.splitlines()[0]), done.stderr
+            f"no safe point within {attach.REMOTE_EXEC_WAIT_S:g} s; profiling"
+            in done.stderr.splitlines()[0]), done.stderr
     profile = json.loads(out.read_text())
     assert profile["attached"]["method"] == "agent"
     assert "spin" in _functions(profile, "attach_blocked_main.py")

@@ -22,7 +22,7 @@ INJECT_TIMEOUT_S = 10.0
 # How long the program's main thread has to run a sys.remote_exec script before the agent is
 # loaded as well (the first of the two to run takes the attach): a main thread blocked in a
 # long call (a sleep, a join, a C call) reaches no safe point meanwhile.
-REMOTE_EXEC_WAIT_S = 1.0
+REMOTE_EXEC_WAIT_S = 0.25
 
 
 class AttachError(Exception):
