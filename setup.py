@@ -8,8 +8,6 @@ import os
 import sys
 import sysconfig
 
-from setuptools import Extension, setup
-
 # A free-threaded CPython (3.13t, 3.14t) has no GIL and per-thread allocator state, which the
 # engine's sampler and allocation hooks assume; docs/design.md ("CPython versions") says what
 # supporting it would take. Refused here, in one line, rather than by a compile error.
@@ -18,6 +16,8 @@ if sysconfig.get_config_var("Py_GIL_DISABLED"):
         "heatline: free-threaded CPython (%s, built with --disable-gil) is not supported; "
         "use the default build of CPython 3.9 to 3.15" % sys.version.split()[0]
     )
+
+from setuptools import Extension, setup  # noqa: E402 -- after the refusal, which needs none
 
 NATIVE = "src/heatline/_native"
 SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhooks.c"]
