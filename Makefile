@@ -84,7 +84,7 @@ venvs: $(INSTALLED) $(ASAN_INSTALLED) $(foreach v,$(PRESENT),.venv-$(v)/.install
 suites: sanitize unit $(foreach v,$(PRESENT),suite-$(v))
 	@echo "heatline: whole suite on CPython $(MAIN_VERSION) and under ASan+UBSan;" \
 	  "interpreter-dependent tests on $(or $(PRESENT),no other version)"
-	@$(if $(ABSENT),echo "heatline: not installed, not tested: CPython $(ABSENT)")
+	@if [ -n "$(ABSENT)" ]; then echo "heatline: not installed, so not tested: CPython $(ABSENT)"; fi
 
 # Python lint (ruff, configured in pyproject.toml; installed by the test extras).
 lint: $(INSTALLED)
