@@ -308,3 +308,33 @@ def test_heatline_holds_none_of_the_modules_only_its_command_line_used_to_need(
                              + listing], capture_output=True, text=True, check=True)
     unneeded = {"typing", "shutil", "bz2", "lzma"} - set(json.loads(needed.stdout))
     assert not held & unneeded, sorted(held & unneeded)
+
+
+SUPPORTS = """\
+import os, sys
+sets = ("supports_fd", "supports_dir_fd", "supports_follow_symlinks", "supports_effective_ids")
+for name in ("execv", "execve", "posix_spawn", "posix_spawnp"):
+    function = getattr(os, name, None)
+    print(name, [s for s in sets if function in getattr(os, s)], flush=True)
+fd = os.open(sys.executable, os.O_RDONLY)
+pid = os.fork()
+if pid == 0:
+    os.execve(fd, [sys.executable, "-c", "print('the child exec ran')"], os.environ)
+os.waitpid(pid, 0)
+os.execve(fd, [sys.executable, "-c", "print('the main exec ran')"], dict(os.environ))
+"""
+
+
+def test_exec_functions_keep_their_place_in_os_supports_sets(run_heatline, run_python,
+                                                             tmp_path):
+    """heatline wraps os.execve (and execv, posix_spawn*) to follow children: the wrapper is
+    listed in os.supports_fd wherever the function is (CPython's test_posix skipped
+    test_fexecve under heatline, asking `os.execve in os.supports_fd`), and exec by descriptor
+    works through it, in a fork child and in the main process."""
+    script = tmp_path / "supports.py"
+    script.write_text(SUPPORTS)
+    expected = run_python(str(script))
+    assert expected.returncode == 0, expected.stderr
+    assert b"execve ['supports_fd']" in expected.stdout
+    result = run_heatline("-q", str(script))
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b"")
