@@ -56,25 +56,45 @@ def _header(runs, sources):
     return " ".join(lines)
 
 
-def render_overhead(runs, sources):
-    tools = _tools(runs, "overhead")
+def _matrix(runs, section, cell):
+    """The table of a section: a row per tool, a column per version, cell(per_tool entry)
+    in each (an empty entry: not measured there). None when no run measured the section."""
+    tools = _tools(runs, section)
     if not tools:
         return None
-    header = ["tool"] + [f"CPython {_version(r)}" for r in runs]
     rows = []
     for name in tools:
         row = [_label(runs[0], name) if name in runs[0]["tools"] else name]
         for results in runs:
-            p = (results.get("overhead") or {}).get("per_tool", {}).get(name, {})
-            wall, cpu = p.get("median_wall_ratio"), p.get("median_cpu_ratio")
-            row.append(f"{_num(wall)}× / {_num(cpu)}×" if wall is not None else "–")
+            entry = (results.get(section) or {}).get("per_tool", {}).get(name, {})
+            row.append(cell(entry))
         rows.append(row)
+    return _table(["tool"] + [f"CPython {_version(r)}" for r in runs], rows)
+
+
+def _overhead_cell(p):
+    wall, cpu = p.get("median_wall_ratio"), p.get("median_cpu_ratio")
+    return f"{_num(wall)}× / {_num(cpu)}×" if wall is not None else "–"
+
+
+def _accuracy_cell(p):
+    if p.get("mean_share_error") is None:
+        return "–"
+    split = p.get("mean_split_error")
+    return (f"{_num(p['mean_share_error'], 1)} / {_num(p.get('max_share_error'), 1)}; split "
+            + (f"{_num(split, 1)} / {_num(p.get('max_split_error'), 1)}"
+               if split is not None else "n/a"))
+
+
+def render_overhead(runs, sources):
+    table = _matrix(runs, "overhead", _overhead_cell)
+    if table is None:
+        return None
     benches = sorted({b for r in runs for b in (r.get("overhead") or {}).get("benchmarks", {})})
     out = [_header(runs, sources), "",
            f"Each cell: median over the benchmarks ({', '.join(benches)}) of the wall-time ratio "
            "/ CPU-time ratio to plain Python on that version, each benchmark's ratio the median "
-           "of its interleaved rounds. `–`: not measured there (below).", "",
-           _table(header, rows), ""]
+           "of its interleaved rounds. `–`: not measured there (below).", "", table, ""]
     missing = _unavailable(runs)
     if missing:
         out += ["Not measured:", ""] + missing + [""]
@@ -82,30 +102,14 @@ def render_overhead(runs, sources):
 
 
 def render_accuracy(runs, sources):
-    tools = _tools(runs, "accuracy")
-    if not tools:
+    table = _matrix(runs, "accuracy", _accuracy_cell)
+    if table is None:
         return None
-    header = ["tool"] + [f"CPython {_version(r)}" for r in runs]
-    rows = []
-    for name in tools:
-        row = [_label(runs[0], name) if name in runs[0]["tools"] else name]
-        for results in runs:
-            p = (results.get("accuracy") or {}).get("per_tool", {}).get(name, {})
-            share = p.get("mean_share_error")
-            if share is None:
-                row.append("–")
-                continue
-            split = p.get("mean_split_error")
-            row.append(f"{_num(share, 1)} / {_num(p.get('max_share_error'), 1)}; split "
-                       + (f"{_num(split, 1)} / {_num(p.get('max_split_error'), 1)}"
-                          if split is not None else "n/a"))
-        rows.append(row)
     targets = sorted({t for r in runs for t in (r.get("accuracy") or {}).get("targets", {})})
     out = [_header(runs, sources), "",
            f"Each cell, in percentage points against the targets' own clocks ({', '.join(targets)}): "
            "function-share error mean / max; then the Python / native / system split error mean / "
-           "max (`n/a`: the tool does not split time).", "",
-           _table(header, rows), ""]
+           "max (`n/a`: the tool does not split time).", "", table, ""]
     return "\n".join(out)
 
 
