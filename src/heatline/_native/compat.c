@@ -594,7 +594,6 @@ int hl_compat_remote_check(const char **field) {
 #else
     if (shape->str_compact_size != 0) return 0;
 #endif
-    *field = "debug offsets";
     table.version = PY_VERSION_HEX;
     if (hl_compat_apply_debug_offsets((const uint8_t *)&_PyRuntime, &table, &why) != 0) return 0;
 #endif

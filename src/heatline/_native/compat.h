@@ -137,8 +137,8 @@ int hl_compat_apply_debug_offsets(const uint8_t *bytes, hl_remote_layout *r, con
 
 /* Test hook: whether the table of the running CPython's minor version (with this process's own
  * debug offsets applied, 3.13+) holds the offsets of its headers, and (3.13+) whether the words
- * hl_compat_apply_debug_offsets reads are where the headers' _Py_DebugOffsets has them. Returns 1, or 0 with the
- * first field that differs in *field. */
+ * hl_compat_apply_debug_offsets reads are where the headers' _Py_DebugOffsets has them.
+ * Returns 1, or 0 with the first field that differs in *field. */
 int hl_compat_remote_check(const char **field);
 
 /* Which thread state holds the GIL right now: its address, or 0 if the GIL is free or the

@@ -81,20 +81,25 @@ def remote_exec(pid: int, base: str, directory: str) -> tuple[bool, str]:
     still run: when the agent took the attach first, the main thread runs it later (it then
     finds the attach over and does nothing), and the interpreter reports a script it cannot
     open on the program's stderr. Kept files of processes that ended are removed here."""
+    from heatline.engine import control
+
     send = getattr(sys, "remote_exec", None)
     if send is None:
         return False, ""
-    if os.stat(f"/proc/{pid}").st_uid != os.geteuid():
-        return False, "the target runs as another user, who could not read the script"
-    _remove_stale_scripts(base)
-    script = remote_exec_script(base, pid)
-    names = {"directory": directory, "action": "start", "method": "remote_exec"}
-    text = (f"exec(compile({agent_code()!r}, '<heatline attach>', 'exec'), "
-            f"{{'__builtins__': __builtins__, **{names!r}}})\n")
-    temporary = f"{script}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(temporary, script)  # whole: a pending call of an earlier attach may read it
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != os.geteuid():
+            return False, "the target runs as another user, who could not read the script"
+        control.remove_files_of_ended(base, _remote_exec_pid)
+        script = remote_exec_script(base, pid)
+        names = {"directory": directory, "action": "start", "method": "remote_exec"}
+        text = (f"exec(compile({agent_code()!r}, '<heatline attach>', 'exec'), "
+                f"{{'__builtins__': __builtins__, **{names!r}}})\n")
+        temporary = f"{script}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, script)  # whole: a pending call of an earlier attach may read it
+    except OSError as exc:  # the process gone, the control directory unwritable: the agent
+        return False, f"its script could not be written ({exc.strerror or exc})"
     try:
         send(pid, script)
     except Exception as exc:  # noqa: BLE001 -- any refusal: the agent is the way in then
@@ -131,20 +136,10 @@ def _remote_exec_refusal(pid: int, exc: Exception) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _remove_stale_scripts(base: str) -> None:
-    """The remote_exec scripts of processes that no longer run."""
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return
-    for name in names:
-        pid = name.removeprefix("remote-exec-").removesuffix(".py")
-        if name.startswith("remote-exec-") and pid.isdigit() and not os.path.exists(
-                f"/proc/{pid}"):
-            try:
-                os.unlink(os.path.join(base, name))
-            except OSError:
-                pass
+def _remote_exec_pid(name: str) -> int | None:
+    """The process a remote_exec script is for (remote_exec_script), from its file name."""
+    pid = name.removeprefix("remote-exec-").removesuffix(".py")
+    return int(pid) if name.startswith("remote-exec-") and pid.isdigit() else None
 
 
 def watch_for_detach(directory: str, callback: Any) -> None:

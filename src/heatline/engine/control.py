@@ -24,6 +24,10 @@ from __future__ import annotations
 import os
 import stat
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
 # How long `heatline ctl on|off` waits for the engine to apply a command: it polls every
 # 100 ms (or at each sample, when the sampling interval is longer), so only a stopped
 # (SIGSTOP) or hung process takes this long.
@@ -110,19 +114,31 @@ def _alive(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")
 
 
-def _remove_stale(directory: str) -> None:
-    """Remove the files of processes that no longer exist."""
+def remove_files_of_ended(directory: str, pid_of: Callable[[str], int | None]) -> None:
+    """Remove the files in directory that belong to a process that no longer exists:
+    ``pid_of(name)`` is the process a file name belongs to, or None for a file of no
+    process's."""
     try:
         names = os.listdir(directory)
     except OSError:
         return
     for name in names:
-        pid, dot, kind = name.partition(".")
-        if dot and kind in ("cmd", "state") and pid.isdigit() and not _alive(int(pid)):
+        pid = pid_of(name)
+        if pid is not None and not _alive(pid):
             try:
                 os.unlink(os.path.join(directory, name))
             except OSError:
                 pass
+
+
+def _control_file_pid(name: str) -> int | None:
+    pid, dot, kind = name.partition(".")
+    return int(pid) if dot and kind in ("cmd", "state") and pid.isdigit() else None
+
+
+def _remove_stale(directory: str) -> None:
+    """Remove the control files of processes that no longer exist."""
+    remove_files_of_ended(directory, _control_file_pid)
 
 
 def _write_private(path: str, text: str) -> None:

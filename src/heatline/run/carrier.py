@@ -402,19 +402,21 @@ def wrap_exec(carrier: Carrier, loaded: bool = False) -> None:
             _replace(carrier, os, name, spawner(name))
 
 
-# os's sets of the functions that take a descriptor, a dir_fd...: a program asks
-# `os.execve in os.supports_fd` (CPython's test_posix does), so a wrapper is listed where the
-# function it wraps is.
-_OS_SUPPORTS = ("supports_fd", "supports_dir_fd", "supports_follow_symlinks",
-                "supports_effective_ids")
+def _os_supports(module: Any) -> list[set[Any]]:
+    """os's sets of the functions that take a descriptor, a dir_fd...: a program asks
+    `os.execve in os.supports_fd` (CPython's test_posix does), so a wrapper is listed where the
+    function it wraps is. Empty for another module."""
+    if module is not os:
+        return []
+    names = ("supports_fd", "supports_dir_fd", "supports_follow_symlinks",
+             "supports_effective_ids")
+    return [s for s in (getattr(os, name, None) for name in names) if isinstance(s, set)]
 
 
 def _replace(carrier: Carrier, module: Any, name: str, wrapper: Any) -> None:
-    if module is os:
-        for listing in _OS_SUPPORTS:
-            functions = getattr(os, listing, None)
-            if isinstance(functions, set) and getattr(os, name) in functions:
-                functions.add(wrapper)
+    for functions in _os_supports(module):
+        if getattr(module, name) in functions:
+            functions.add(wrapper)
     setattr(module, name, wrapper)
     carrier.wrapped.append((module, name, wrapper))
 
@@ -426,11 +428,8 @@ def unwrap_exec(carrier: Carrier) -> None:
     for module, name, wrapper in carrier.wrapped:
         if getattr(module, name, None) is wrapper:
             setattr(module, name, real["fork_exec" if name == "_fork_exec" else name])
-        if module is os:
-            for listing in _OS_SUPPORTS:
-                functions = getattr(os, listing, None)
-                if isinstance(functions, set):
-                    functions.discard(wrapper)
+        for functions in _os_supports(module):
+            functions.discard(wrapper)
     carrier.wrapped = []
 
 
