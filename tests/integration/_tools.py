@@ -6,12 +6,18 @@ HEATLINE_REQUIRE_TOOLS=1, so in CI a missing tool fails the test instead of skip
 optional module fails its tests when it is named in HEATLINE_REQUIRE_MODULES (comma-separated),
 which `make unit` and `make sanitize` set to the optional extras asked for in EXTRAS (.ci/run
 asks for torch); elsewhere (plain `make test`, the other CPythons' virtualenvs, which never
-install it) those tests skip and say why.
+install it) those tests skip and say why. The native-frames tests need the kernel to allow
+heatline's perf event; where it refuses it they skip, or fail with HEATLINE_REQUIRE_PERF=1
+(.ci/run sets it, so a CI machine that refuses does not pass without testing them).
 """
 
+import ctypes
+import errno
 import importlib.util
 import os
+import platform
 import shutil
+import struct
 import subprocess
 
 import pytest
@@ -38,6 +44,51 @@ def require_module(name, extra):
                f"make test EXTRAS=test,{extra} as .ci/run does)")
     required = os.environ.get("HEATLINE_REQUIRE_MODULES", "").replace(",", " ").split()
     if name in required:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
+
+
+def perf_event_refused():
+    """Why the kernel refuses the event native frames come from (native.c: a user-space
+    CPU-clock sampling event on the calling thread), or None where it allows it. The event is
+    opened and closed again, so a refusal that the sysctl does not show (a seccomp profile, a
+    missing capability) is seen too."""
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            paranoid = int(f.read())
+    except (OSError, ValueError) as e:
+        return f"kernel.perf_event_paranoid unreadable ({e})"
+    if paranoid > 2:
+        return f"kernel.perf_event_paranoid is {paranoid} (2 or lower allows the event)"
+    if _PERF_EVENT_OPEN is None:
+        return None  # no call number known here: the sysctl is all there is to go on
+    attr = bytearray(128)  # struct perf_event_attr; unset fields zero
+    # type PERF_TYPE_SOFTWARE, size, config PERF_COUNT_SW_CPU_CLOCK, sample_period 1 ms,
+    # sample_type PERF_SAMPLE_IP; flags exclude_kernel | exclude_hv
+    struct.pack_into("IIQQQ", attr, 0, 1, len(attr), 0, 1_000_000, 1)
+    struct.pack_into("Q", attr, 40, (1 << 5) | (1 << 6))
+    buffer = (ctypes.c_char * len(attr)).from_buffer(attr)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(ctypes.c_long(_PERF_EVENT_OPEN), buffer, 0, -1, -1, 8)  # FD_CLOEXEC
+    if fd < 0:
+        code = ctypes.get_errno()
+        return f"perf_event_open refused ({errno.errorcode.get(code, code)}: {os.strerror(code)})"
+    os.close(fd)
+    return None
+
+
+def require_perf_event():
+    """Skip (or, with HEATLINE_REQUIRE_PERF=1, fail) a test that needs the event."""
+    reason = perf_event_refused()
+    if reason is None:
+        return
+    message = (f"{reason}: native frames need it (sysctl kernel.perf_event_paranoid=2, in a "
+               "container --cap-add PERFMON or a seccomp profile that allows perf_event_open)")
+    if os.environ.get("HEATLINE_REQUIRE_PERF"):
         pytest.fail(message)
     pytest.skip(message)
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 import pytest
+from _tools import require_perf_event
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 # native.c samples each thread SAMPLES_PER_INTERVAL times per mean sampling interval of CPU.
@@ -27,15 +28,11 @@ SAMPLES_PER_INTERVAL = 4
 TOLERANCE = 0.05
 
 
-def _perf_allowed():
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read()) <= 2
-    except (OSError, ValueError):
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _perf_allowed(), reason="perf_event_open is not allowed here")
+@pytest.fixture(scope="module", autouse=True)
+def _perf_event():
+    """The whole module needs the kernel to allow heatline's perf event: where it refuses it
+    every test skips, or fails with the reason under HEATLINE_REQUIRE_PERF=1 (CI)."""
+    require_perf_event()
 
 
 @pytest.fixture(scope="module")
