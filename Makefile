@@ -6,7 +6,7 @@ ASAN_VENV := .venv-asan
 BENCH_VENV := .venv-bench
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: demo test venvs suites unit sanitize versions lint format-check valgrind bench bench-quick bench-children bench-pool bench-versions bench-regrtest clean
+.PHONY: demo test venvs suites unit sanitize versions lint format-check docs valgrind bench bench-quick bench-children bench-pool bench-versions bench-regrtest clean
 
 # The extras (pyproject.toml) the main virtualenv installs. `make test EXTRAS=test,torch` (what
 # .ci/run does) adds torch for the DataLoader-worker tests, which then must run: the optional
@@ -89,6 +89,12 @@ suites: sanitize unit $(foreach v,$(PRESENT),suite-$(v))
 # Python lint (ruff, configured in pyproject.toml; installed by the test extras).
 lint: $(INSTALLED)
 	$(VENV)/bin/ruff check .
+
+# docs/cli.md, the reference of every command and option, generated from the commands' parsers
+# and the option tables of src/heatline/options.py (src/heatline/cli/reference.py);
+# tests/unit/test_cli_reference.py fails when it is out of date.
+docs: $(INSTALLED)
+	$(VENV)/bin/python -m heatline.cli.reference docs/cli.md
 
 # C style (.clang-format): the C sources must be as clang-format writes them (`clang-format -i` fixes).
 format-check: $(INSTALLED)
