@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from contextlib import contextmanager
 
@@ -202,7 +203,10 @@ def option_of(action: argparse.Action) -> table.Option | None:
     any: the same flags and the same help."""
     for options in _TABLES:
         for option in options:
-            if set(action.option_strings) <= set(option.all_flags) and action.help == option.help:
+            # startswith: argparse before 3.11 appends the default to a --FLAG/--no-FLAG help.
+            if set(action.option_strings) <= set(option.all_flags) and (
+                action.help or ""
+            ).startswith(option.help):
                 return option
     return None
 
@@ -220,6 +224,17 @@ def _default(option: table.Option) -> str:
 
 def _spelled(flags: list[str] | tuple[str, ...], metavar: str | None) -> str:
     return ", ".join(f"`{flag} {metavar}`" if metavar else f"`{flag}`" for flag in flags)
+
+
+# A guide's file name in a note or the introduction, made a link (relative to docs/).
+_GUIDE = re.compile(
+    r"(?<![\[/\w-])(?<!\]\()((?:running|live-tools|integrations|design|profile-format|overhead|accuracy)"
+    r"\.md)(?![\]\w])"
+)
+
+
+def _linked(text: str) -> str:
+    return _GUIDE.sub(r"[\1](\1)", text)
 
 
 def _sentence(text: str | None) -> str:
@@ -253,7 +268,7 @@ def _entry(command: str, action: argparse.Action, used: set[str]) -> list[str]:
         metavar = action.metavar if action.nargs != 0 else None
         lines = [f"- {_spelled(action.option_strings, metavar)}: {_sentence(action.help)}"]
     if note:
-        lines += ["", f"  {note}"]
+        lines += ["", f"  {_linked(note)}"]
     return lines
 
 
@@ -289,12 +304,15 @@ def render(used: set[str] | None = None) -> str:
         "",
         "# heatline's command line",
         "",
-        "Every command and every option, as `heatline COMMAND --help` gives them. heatline's "
-        "options come before the script; everything after the script (or `-m module`) is the "
-        "program's own command line. A mistake on the command line is one `heatline: error: ...` "
-        "line on stderr and exit status 2. The user guide: running.md (running a program, the "
-        "report, formats), live-tools.md (attach, dump, top, ctl, the pprof server), "
-        "integrations.md (the API, `@profile`, pytest, Jupyter, budgets).",
+        _linked(
+            "Every command and every option, as `heatline COMMAND --help` gives them. "
+            "heatline's options come before the script; everything after the script (or "
+            "`-m module`) is the program's own command line. A mistake on the command line is "
+            "one `heatline: error: ...` line on stderr and exit status 2. The user guide: "
+            "running.md (running a program, the report, formats), live-tools.md (attach, dump, "
+            "top, ctl, the pprof server), integrations.md (the API, `@profile`, pytest, Jupyter, "
+            "budgets)."
+        ),
         "",
         "Commands: "
         + ", ".join(f"[`heatline {name}`](#heatline-{name})" for name, _ in COMMANDS) + ".",
