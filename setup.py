@@ -4,6 +4,7 @@ Everything else about the package lives in pyproject.toml; setuptools needs this
 because the extension's sources and flags are computed here.
 """
 
+import ast
 import os
 import sys
 import sysconfig
@@ -44,6 +45,32 @@ if os.environ.get("HEATLINE_WERROR"):
 define_macros = []
 if os.environ.get("HEATLINE_DEBUG") or os.environ.get("HEATLINE_SANITIZE"):
     define_macros.append(("HEATLINE_DEBUG", "1"))
+
+# The ranges of the engine's start options are declared once, in heatline/options.py, whose
+# command-line parsers apply them; the engine is compiled with the same values (HL_MAX_...),
+# read here from the source without importing the package.
+RANGES = ("MAX_SAMPLING_INTERVAL_S", "MIN_MEMORY_SAMPLING_WINDOW_BYTES",
+          "MAX_MEMORY_SAMPLING_WINDOW_BYTES", "MAX_WRITE_INTERVAL_S")
+
+
+def _option_ranges():
+    with open("src/heatline/options.py", encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    found = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id in RANGES):
+            # Numbers and arithmetic on numbers only (1 << 30): evaluated with no names at all.
+            expression = compile(ast.Expression(node.value), "options.py", "eval")
+            found[node.targets[0].id] = eval(expression, {"__builtins__": {}})  # noqa: S307
+    missing = [name for name in RANGES if name not in found]
+    if missing:
+        sys.exit("heatline: src/heatline/options.py does not declare " + ", ".join(missing))
+    return [("HL_" + name, repr(found[name]) + ("ull" if isinstance(found[name], int) else ""))
+            for name in RANGES]
+
+
+define_macros += _option_ranges()
 
 setup(
     ext_modules=[

@@ -110,7 +110,7 @@ def main(argv=None):
                         help="also every selected heatline runner with heatline imported from DIR "
                              "(named RUNNER@other)")
     parser.add_argument("--heatline-interval", metavar="SECONDS",
-                        help="heatline's --cpu-sampling-interval in every heatline run")
+                        help="heatline's --sampling-interval in every heatline run")
     parser.add_argument("--target-scale", type=float,
                         help="HEATLINE_TARGET_SCALE for the accuracy targets (default 1)")
     parser.add_argument("--quiet-wait", type=float, default=20.0,
@@ -144,7 +144,7 @@ def main(argv=None):
     ctx.workdir = workdir
     ctx.quiet_wait_s = 0.0 if kind == "smoke" else args.quiet_wait
     if args.heatline_interval:
-        ctx.heatline_flags = ["--cpu-sampling-interval", args.heatline_interval]
+        ctx.heatline_flags = ["--sampling-interval", args.heatline_interval]
     env = dict(os.environ)
     for name in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "HEATLINE_TRUTH", "HEATLINE_TARGET_SCALE"):
         env.pop(name, None)

@@ -17,7 +17,9 @@ import sys
 import threading
 from typing import Any, Callable, NamedTuple, TypeVar, overload
 
-from heatline.options import DEFAULT_THRESHOLD_PCT, RUN_OPTIONS, Options, only_implies_all
+from heatline.options import (
+    DEFAULT_THRESHOLD_PCT, RENAMED_FLAGS, RUN_OPTIONS, Options, only_implies_all,
+)
 
 
 class HeatlineError(RuntimeError):
@@ -28,7 +30,7 @@ class HeatlineError(RuntimeError):
 # --- options ------------------------------------------------------------------------------
 
 # Each option's keyword names: every long flag spelled as a Python name
-# (--cpu-sampling-interval and Scalene's --cpu-sampling-rate, --memory-sampling-window...).
+# (sampling_interval for --sampling-interval, memory_sampling_window...).
 _KEYWORDS = {
     flag[2:].replace("-", "_"): option
     for option in RUN_OPTIONS
@@ -44,6 +46,10 @@ def options_from_keywords(keywords: dict[str, Any]) -> Options:
     values: dict[str, Any] = {}
     for name, value in keywords.items():
         option = _KEYWORDS.get(name)
+        renamed = RENAMED_FLAGS.get("--" + name.replace("_", "-"))
+        if option is None and renamed is not None:
+            new = renamed.split()[0][2:].replace("-", "_")
+            raise HeatlineError(f"option {name!r} is now {new!r}{renamed[len(new) + 2:]}")
         if option is None:
             known = ", ".join(sorted(_KEYWORDS))
             raise HeatlineError(f"unknown option {name!r}; the options are: {known}")

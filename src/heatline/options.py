@@ -1,8 +1,7 @@
-"""heatline's options, in one table: the command-line parser (cli.py), the split between
-heatline's options and the program's command line, the values the runner gets
-(:class:`Options`) and the engine's start arguments (``Session``) are all derived from it,
-and every default lives here. (The engine's own fallback for the sampling interval, in
-_native/engine.c, only applies when no interval is passed, which heatline never does.)
+"""heatline's options, in one table: the command-line parsers (heatline/cli/), the split
+between heatline's options and the program's command line, the values the runner gets
+(:class:`Options`), the engine's start arguments (``Session``) and the option reference
+(docs/cli.md) are all derived from it, and every default lives here.
 
 This module is imported with the CLI, before the program runs: it imports nothing but os.
 """
@@ -19,8 +18,10 @@ if TYPE_CHECKING:
 
 # One name, one default and one valid range per quantity, from the command line to the engine
 # and back: the option's dest, the Session keyword, the engine's start() keyword, the C field
-# (_ns where these say _s) and the profile's key say the same words; the defaults and ranges
-# are declared here only (the engine checks the same ranges: tests/unit/test_options.py).
+# (_ns where these say _s) and the profile's key say the same words, and the flag is that name
+# without its unit (--memory-sampling-window BYTES: memory_sampling_window_bytes). The defaults
+# and ranges are declared here only: setup.py compiles the engine with the ranges of its start
+# options (HL_MAX_SAMPLING_INTERVAL_S...), so it refuses exactly what the parsers below refuse.
 
 # Mean time between samples, seconds: greater than 0, at most MAX_SAMPLING_INTERVAL_S.
 DEFAULT_SAMPLING_INTERVAL_S = 0.01
@@ -34,8 +35,8 @@ MAX_MEMORY_SAMPLING_WINDOW_BYTES = 1 << 30
 # Lines and functions with at least this share of the time are highlighted (and kept by
 # --reduced-profile).
 DEFAULT_THRESHOLD_PCT = 1.0
-# --profile-interval: seconds between writes of the profile so far, greater than 0.
-MAX_PROFILE_INTERVAL_S = 1e6
+# --write-interval: seconds between writes of the profile so far, greater than 0.
+MAX_WRITE_INTERVAL_S = 1e6
 
 
 def _usage_error(message: str) -> Exception:
@@ -63,7 +64,7 @@ def _interval(text: str) -> float:
 
 def _seconds(text: str) -> float:
     value = _float(text)
-    if not 0 < value <= MAX_PROFILE_INTERVAL_S:  # also rejects nan and inf
+    if not 0 < value <= MAX_WRITE_INTERVAL_S:  # also rejects nan and inf
         raise _usage_error(f"must be a number of seconds greater than 0, not {text!r}")
     return value
 
@@ -94,7 +95,8 @@ def _window(text: str) -> int:
         value = 0
     if not MIN_MEMORY_SAMPLING_WINDOW_BYTES <= value <= MAX_MEMORY_SAMPLING_WINDOW_BYTES:
         raise _usage_error(
-            f"must be a number of bytes from 64 to 1G (e.g. 65536 or 64K), not {text!r}"
+            f"must be a number of bytes from {MIN_MEMORY_SAMPLING_WINDOW_BYTES} to "
+            f"{MAX_MEMORY_SAMPLING_WINDOW_BYTES >> 30}G (e.g. 65536 or 64K), not {text!r}"
         )
     return value
 
@@ -196,7 +198,7 @@ RUN_OPTIONS = (
         session="exclude",
     ),
     Option(
-        ("--cpu-sampling-rate", "--cpu-sampling-interval"),  # the first: Scalene's name
+        ("--sampling-interval",),
         f"mean time between samples (default: {DEFAULT_SAMPLING_INTERVAL_S:g})",
         dest="sampling_interval_s",
         default=DEFAULT_SAMPLING_INTERVAL_S,
@@ -272,10 +274,10 @@ RUN_OPTIONS = (
         "multiprocessing, subprocess of python); by default they are profiled and merged",
     ),
     Option(
-        ("--profile-interval",),
+        ("--write-interval",),
         "also write the profile (-o) every SECONDS while the program runs, each time "
         "replacing the file whole (default: only at the end)",
-        dest="profile_interval_s",
+        dest="write_interval_s",
         default=None,
         metavar="SECONDS",
         parse=_seconds,
@@ -410,26 +412,30 @@ DUMP_OPTIONS = (
            "moves meanwhile may show a torn stack, marked as such"),
 )
 
-# `heatline top PID`.
-DEFAULT_TOP_RATE_HZ = 100.0
-MAX_TOP_RATE_HZ = 1000.0
+# `heatline top PID`: it reads another process, each reading costing it nothing but taking
+# heatline's own CPU, so its interval has a floor the in-process sampler does not need.
+DEFAULT_TOP_SAMPLING_INTERVAL_S = 0.01
+MIN_TOP_SAMPLING_INTERVAL_S = 0.001
 DEFAULT_TOP_REFRESH_S = 1.0
 
 
-def _rate(text: str) -> float:
+def _top_interval(text: str) -> float:
     value = _float(text)
-    if not 0 < value <= MAX_TOP_RATE_HZ:  # also rejects nan
-        raise _usage_error(f"must be a number of readings per second greater than 0 and at "
-                           f"most {MAX_TOP_RATE_HZ:g}, not {text!r}")
+    if not MIN_TOP_SAMPLING_INTERVAL_S <= value <= MAX_SAMPLING_INTERVAL_S:  # also rejects nan
+        raise _usage_error(
+            f"must be a number of seconds from {MIN_TOP_SAMPLING_INTERVAL_S:g} to "
+            f"{MAX_SAMPLING_INTERVAL_S:g}, not {text!r}"
+        )
     return value
 
 
 TOP_OPTIONS = (
-    Option(("--rate",), "readings per second (mean; each interval is drawn from 0.5-1.5 times "
-           f"it); default {DEFAULT_TOP_RATE_HZ:g}", metavar="HZ", parse=_rate,
-           default=DEFAULT_TOP_RATE_HZ),
+    Option(("--sampling-interval",), "mean time between readings (each interval is drawn "
+           f"from 0.5-1.5 times it); default {DEFAULT_TOP_SAMPLING_INTERVAL_S:g}",
+           dest="sampling_interval_s", metavar="SECONDS", parse=_top_interval,
+           default=DEFAULT_TOP_SAMPLING_INTERVAL_S),
     Option(("--refresh",), "seconds between two views (each shows the time since the one "
-           f"before); default {DEFAULT_TOP_REFRESH_S:g}", metavar="S", parse=_seconds,
+           f"before); default {DEFAULT_TOP_REFRESH_S:g}", metavar="SECONDS", parse=_seconds,
            default=DEFAULT_TOP_REFRESH_S),
     Option(("--once",), "read for one --refresh interval, print that view as text and exit"),
     Option(("--rows",), "at most this many function rows per view (default: what the terminal "
@@ -441,6 +447,16 @@ ATTACH_OPTIONS = (
     Option(("--duration",), "detach after DURATION (e.g. 10, 30s, 2m; default: at Ctrl-C)",
            default=None, metavar="DURATION", parse=_duration),
 )
+
+# Flags of earlier releases, each with what replaced it: given one, any heatline command stops
+# with a one-line error naming the new flag (cli/common.py, refuse_renamed), never with the old
+# meaning (--rate counted readings per second, --sampling-interval takes seconds).
+RENAMED_FLAGS = {
+    "--cpu-sampling-rate": "--sampling-interval (seconds between samples)",
+    "--cpu-sampling-interval": "--sampling-interval",
+    "--profile-interval": "--write-interval",
+    "--rate": "--sampling-interval (seconds between readings: 0.01 is 100 a second)",
+}
 
 # heatline's own package directory, with a trailing separator.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -62,7 +62,7 @@ def _profile_target(run_heatline, tmp_path, name):
     truth_path = tmp_path / "truth.json"
     profile_path = tmp_path / "profile.json"
     result = run_heatline(
-        "-q", "--cpu-sampling-interval", str(INTERVAL), "-o", str(profile_path),
+        "-q", "--sampling-interval", str(INTERVAL), "-o", str(profile_path),
         os.path.join(TARGETS, name), env={"HEATLINE_TRUTH": str(truth_path)}, text=True,
         timeout=300,
     )

@@ -68,7 +68,7 @@ def test_start_in_a_thread_profiles_every_thread_within_tolerance(tmp_path, run_
         early = threading.Thread(target=lambda: (go.wait(), threads.hash_worker(buffer)))
         early.start()  # running before start()
         starter = threading.Thread(
-            target=heatline.start, kwargs={{"cpu_sampling_interval": {INTERVAL}}}
+            target=heatline.start, kwargs={{"sampling_interval": {INTERVAL}}}
         )
         starter.start(); starter.join()
         go.set(); early.join()
@@ -95,14 +95,14 @@ def test_decorator_and_context_manager_profile_within_tolerance(tmp_path, run_py
         import json
         import main_thread
 
-        @heatline.profile(quiet=True, cpu_sampling_interval={INTERVAL})
+        @heatline.profile(quiet=True, sampling_interval={INTERVAL})
         def run():
             main_thread.python_loop()
             main_thread.sleep_phase()
 
         assert run() is None
         decorated = run.heatline_profile.data
-        with heatline.profile(cpu_sampling_interval={INTERVAL}) as p:
+        with heatline.profile(sampling_interval={INTERVAL}) as p:
             try:
                 p.data
             except heatline.HeatlineError as exc:
@@ -127,7 +127,7 @@ def test_pause_and_resume_drive_the_api_session(tmp_path, run_python):
     out = _program(tmp_path, f"""
         import json
         import main_thread, threads
-        heatline.start(off=True, cpu_sampling_interval={INTERVAL})
+        heatline.start(off=True, sampling_interval={INTERVAL})
         threads.python_worker(3_000_000)   # paused from the start
         heatline.resume()
         main_thread.python_loop()
@@ -242,7 +242,7 @@ def test_misuse_raises_heatline_error(tmp_path, run_python):
         attempt("stop twice", heatline.stop)
         attempt("unknown option", lambda: heatline.start(intervall=0.1))
         attempt("bad window", lambda: heatline.start(memory_sampling_window="1x"))
-        attempt("bad interval", lambda: heatline.start(cpu_sampling_interval=5))
+        attempt("bad interval", lambda: heatline.start(sampling_interval=5))
         attempt("bad flag", lambda: heatline.start(cpu_only="yes"))
         print(json.dumps({"errors": errors, "running": heatline.is_running()}))
     """, run_python=run_python)
@@ -254,7 +254,7 @@ def test_misuse_raises_heatline_error(tmp_path, run_python):
     assert "already profiling" in errors["start twice"]
     assert "intervall" in errors["unknown option"]
     assert "memory_sampling_window" in errors["bad window"] and "'1x'" in errors["bad window"]
-    assert "cpu_sampling_interval" in errors["bad interval"]
+    assert "sampling_interval" in errors["bad interval"]
     assert out["running"] is False
 
 
@@ -272,7 +272,7 @@ def test_fork_while_started(tmp_path, run_python):
     parent's profile goes on and is the parent's."""
     out = _program(tmp_path, """
         import json, os
-        heatline.start(cpu_sampling_interval=0.002)
+        heatline.start(sampling_interval=0.002)
         pid = os.fork()
         if pid == 0:
             code = 0
@@ -280,7 +280,7 @@ def test_fork_while_started(tmp_path, run_python):
                 heatline.stop()
             except heatline.HeatlineError:
                 code += 1
-            heatline.start(cpu_sampling_interval=0.002)
+            heatline.start(sampling_interval=0.002)
             total = sum(i * i for i in range(300_000))  # child line
             if heatline.stop().lines():
                 code += 2
@@ -392,7 +392,7 @@ def test_profile_decorator_under_the_cli_limits_the_profile(
 ):
     path = tmp_path / "marked.py"
     path.write_text(MARKED)
-    result = run_heatline("-q", "--cpu-sampling-interval", "0.002", "-o", profile_path,
+    result = run_heatline("-q", "--sampling-interval", "0.002", "-o", profile_path,
                           str(path), text=True)
     assert result.returncode == 0, result.stderr
     assert "start: this program runs under the heatline command" in result.stdout

@@ -53,7 +53,7 @@ def _profiled(directory, target, *args):
     env = {key: value for key, value in os.environ.items()
            if key not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES")}
     result = subprocess.run(
-        [sys.executable, "-m", "heatline", "-q", "--cpu-sampling-interval", str(INTERVAL), "-o",
+        [sys.executable, "-m", "heatline", "-q", "--sampling-interval", str(INTERVAL), "-o",
          str(out), script, str(truth_path), *args],
         capture_output=True, text=True, timeout=300, env=env, check=False)
     assert result.returncode == 0, result.stderr

@@ -678,14 +678,14 @@ def test_bad_pid_text(tmp_path):
 
 
 def test_an_option_attach_cannot_honour_is_refused(tmp_path):
-    line = _error(_attach(tmp_path, 4194305 + 10, "--profile-interval", "1"))
-    assert "--profile-interval is not available with heatline attach" in line
+    line = _error(_attach(tmp_path, 4194305 + 10, "--write-interval", "1"))
+    assert "--write-interval is not available with heatline attach" in line
 
 
 def test_an_attach_without_answer_says_how_far_heatlines_thread_came(tmp_path):
     """The one-line error of an attach that got no answer names the agent's thread, its last
     step (DIR/progress, written by agent.c) and what the kernel says it is doing now."""
-    from heatline.cli.attach import _progress
+    from heatline.engine.attach import _progress
 
     assert _progress(os.getpid(), str(tmp_path)) == "heatline's thread never ran"
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

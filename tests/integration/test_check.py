@@ -180,7 +180,7 @@ def test_checking_a_run_keeps_the_programs_output_and_failing_status(
 
 
 def test_checking_a_run_within_budget_exits_0(run_heatline, program, tmp_path):
-    done = _check(run_heatline, "--max-peak", "1GB", "--cpu-sampling-interval", "0.02", "-q",
+    done = _check(run_heatline, "--max-peak", "1GB", "--sampling-interval", "0.02", "-q",
                   program("budget.py"), str(tmp_path / "t"))
     assert done.returncode == 0, done
     assert done.stdout == "budget program done\n"

@@ -20,18 +20,32 @@ def assert_one_error_line(result, contains=""):
     assert result.stdout == b""  # in particular, the program did not run
 
 
+@pytest.mark.parametrize("old, new", [
+    ("--cpu-sampling-rate", "--sampling-interval (seconds between samples)"),
+    ("--cpu-sampling-interval", "--sampling-interval"),
+    ("--profile-interval", "--write-interval"),
+    ("--rate", "--sampling-interval (seconds between readings: 0.01 is 100 a second)"),
+])
+def test_a_renamed_flag_names_its_new_name(run_heatline, program, old, new):
+    for options in ([old, "0.01"], [f"{old}=0.01"]):
+        result = run_heatline(*options, program("output.py"))
+        assert_one_error_line(result)
+        assert result.stderr.decode() == f"heatline: error: {old} is now {new}\n"
+        assert result.returncode == 2 and result.stdout == b""
+
+
 @pytest.mark.parametrize(
     "options",
     [
         ["--bogus"],
         ["-x"],
         ["--profile"],  # abbreviations are not accepted
-        ["--cpu-sampling-interval", "0"],
-        ["--cpu-sampling-interval", "1.5"],
-        ["--cpu-sampling-interval", "fast"],
+        ["--sampling-interval", "0"],
+        ["--sampling-interval", "1.5"],
+        ["--sampling-interval", "fast"],
         ["--cpu-percent-threshold", "101"],
         ["--cpu-percent-threshold", "-1"],
-        ["--cpu-sampling-interval=nan"],
+        ["--sampling-interval=nan"],
         ["--memory-sampling-window", "inf"],
         ["--memory-sampling-window", "1e400"],
         ["--memory-sampling-window", "-inf"],

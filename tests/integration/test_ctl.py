@@ -142,7 +142,7 @@ def test_a_symlinked_command_file_is_not_followed(tmp_path):
 @pytest.mark.parametrize("interval", ["0.01", "0.5"])
 def test_ctl_answers_whatever_the_sampling_interval(tmp_path, interval):
     env = _env(tmp_path)
-    process, work, profile_path = _start(tmp_path, env, "--cpu-sampling-interval", interval)
+    process, work, profile_path = _start(tmp_path, env, "--sampling-interval", interval)
     try:
         _wait_for(work / "ready", process)
         assert _ctl(env, "on", str(process.pid)).returncode == 0

@@ -24,7 +24,7 @@ SPIN_S = 0.005  # deep_recursion.py's default: each level spins this long
 def _run(run_heatline, program, tmp_path, *args):
     path, truth_path = tmp_path / "prof.json", tmp_path / "truth.json"
     script = program("deep_recursion.py")
-    result = run_heatline("--cpu-sampling-interval", str(INTERVAL), "-o", str(path), script,
+    result = run_heatline("--sampling-interval", str(INTERVAL), "-o", str(path), script,
                           str(truth_path), *args, text=True, env={"COLUMNS": "200"},
                           timeout=300)
     assert result.returncode == 0, result.stderr

@@ -81,7 +81,7 @@ def test_program_closing_all_descriptors_keeps_its_new_files(
 ):
     script = tmp_path / "closer.py"
     script.write_text(CLOSERANGE)
-    options = ["-q", "-o", profile_path, "--cpu-sampling-interval", "0.002"]
+    options = ["-q", "-o", profile_path, "--sampling-interval", "0.002"]
     if not memory:
         options.append("--cpu-only")
     plain = run_python(str(script), str(tmp_path), timeout=120)
@@ -101,7 +101,7 @@ def test_forty_waiting_threads_cost_the_program_no_descriptors(
     plain = run_python(str(script), timeout=120)
     assert plain.returncode == 0, plain.stderr
     result = run_heatline(
-        "-q", "-o", profile_path, "--cpu-sampling-interval", "0.002", str(script), timeout=120
+        "-q", "-o", profile_path, "--sampling-interval", "0.002", str(script), timeout=120
     )
     assert result.stdout == b"ok\n", result.stderr
     assert result.returncode == 0
@@ -165,7 +165,7 @@ def test_dup2_onto_a_free_number_never_meets_the_samplers_files(
 ):
     script = tmp_path / "dup2.py"
     script.write_text(DUP2)
-    options = ["-q", "-o", profile_path, "--cpu-sampling-interval", "0.002"]
+    options = ["-q", "-o", profile_path, "--sampling-interval", "0.002"]
     if not memory:
         options.append("--cpu-only")
     plain = run_python(str(script), timeout=120)
@@ -200,7 +200,7 @@ sys.path.insert(0, sys.argv[1])
 import _refuse
 _refuse.refuse({k: int(v) for k, v in (c.split("=") for c in sys.argv[2].split(","))})
 import heatline
-heatline.start(quiet=True, cpu_sampling_interval=0.002)
+heatline.start(quiet=True, sampling_interval=0.002)
 sys.argv[:] = sys.argv[3:]  # the program's own arguments follow its path
 runpy.run_path(sys.argv[0], run_name="__main__")
 profile = heatline.stop()
@@ -386,7 +386,7 @@ def test_deep_quick_stacks_are_charged_to_the_users_line_not_lost(
     script = tmp_path / "deep.py"
     script.write_text(DEEPCOPY)
     result = run_heatline(
-        "-q", "-o", profile_path, "--cpu-sampling-interval", "0.005", str(script), timeout=300
+        "-q", "-o", profile_path, "--sampling-interval", "0.005", str(script), timeout=300
     )
     assert result.returncode == 0, result.stderr
     profile = _profile(profile_path)

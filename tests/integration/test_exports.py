@@ -30,7 +30,7 @@ def phases_profile(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("phases")
     path = tmp / "profile.json"
     result = subprocess.run(
-        [sys.executable, "-m", "heatline", "-q", "--cpu-sampling-interval", "0.004", "-o",
+        [sys.executable, "-m", "heatline", "-q", "--sampling-interval", "0.004", "-o",
          str(path), os.path.join(TARGETS, "main_thread.py")],
         env=dict(os.environ, HEATLINE_TRUTH=str(tmp / "truth.json")),
         capture_output=True, text=True, timeout=300, check=False,

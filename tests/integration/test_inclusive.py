@@ -32,7 +32,7 @@ def test_inclusive_time_and_call_edges_match_the_program_own_timings(
 ):
     path, truth_path = tmp_path / "prof.json", tmp_path / "truth.json"
     script = program("nested_calls.py")
-    result = run_heatline("--cpu-sampling-interval", str(INTERVAL), "-o", str(path), script,
+    result = run_heatline("--sampling-interval", str(INTERVAL), "-o", str(path), script,
                           str(truth_path), text=True, env={"COLUMNS": "200"}, timeout=300)
     assert result.returncode == 0, result.stderr
     truth = json.loads(truth_path.read_text())

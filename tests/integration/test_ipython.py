@@ -35,7 +35,7 @@ def burn(seconds):
 """
 
 PROFILED = """\
-%%heatline --cpu-sampling-interval 0.01
+%%heatline --sampling-interval 0.01
 t0 = time.perf_counter()
 held = bytearray(64 * 1024 * 1024)
 native = np.ones(8 * 1024 * 1024)

@@ -260,7 +260,7 @@ def test_a_moving_process_read_fast_never_crashes_either_side(tmp_path):
         while not os.path.exists(ready):
             assert process.poll() is None
             time.sleep(0.01)
-        done = _top("--once", "--refresh", "3", "--rate", "1000", "--rows", "1000",
+        done = _top("--once", "--refresh", "3", "--sampling-interval", "0.001", "--rows", "1000",
                     str(process.pid))
         assert process.poll() is None
     finally:
@@ -327,8 +327,10 @@ def test_refused_another_users_process():
 
 @pytest.mark.parametrize("args, message", [
     (["abc"], "PID must be a process id (a whole number), not 'abc'"),
-    (["--rate", "0", "1"], "argument --rate: must be a number of readings per second greater "
-     "than 0 and at most 1000, not '0'"),
+    (["--sampling-interval", "0", "1"], "argument --sampling-interval: must be a number of "
+     "seconds from 0.001 to 1, not '0'"),
+    (["--rate", "100", "1"], "--rate is now --sampling-interval (seconds between readings: 0.01 "
+     "is 100 a second)"),
 ])
 def test_bad_arguments(args, message):
     done = _top(*args)

@@ -28,7 +28,7 @@ def saved_profile(tmp_path_factory):
             "-q",
             "-o",
             path,
-            "--cpu-sampling-interval",
+            "--sampling-interval",
             "0.001",
             BUSY,
         ],
@@ -148,7 +148,7 @@ def test_narrow_terminal_fits_the_width(saved_profile):
 
 def test_report_goes_to_stderr_after_the_run(run_heatline, run_python):
     plain = run_python(BUSY)
-    result = run_heatline("--cpu-sampling-interval", "0.001", BUSY, text=True)
+    result = run_heatline("--sampling-interval", "0.001", BUSY, text=True)
     assert result.returncode == 0
     assert result.stdout == plain.stdout.decode()
     assert "heatline profile of" in result.stderr and "hot_loop" in result.stderr
@@ -156,10 +156,10 @@ def test_report_goes_to_stderr_after_the_run(run_heatline, run_python):
 
 def test_report_says_so_when_nothing_was_sampled(run_heatline, program):
     # The first sample comes at least 0.5 s after the start: exits.py is over long before.
-    result = run_heatline("--cpu-sampling-interval", "1", program("exits.py"), "0", text=True)
+    result = run_heatline("--sampling-interval", "1", program("exits.py"), "0", text=True)
     assert result.returncode == 0
     assert "no samples were taken" in result.stderr
-    assert "--cpu-sampling-interval" in result.stderr
+    assert "--sampling-interval" in result.stderr
 
 
 HOSTILE = "\x1b[2J\x1b]0;owned\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\x9b1m\u202e"
@@ -407,7 +407,7 @@ def long_names_profile(tmp_path_factory):
     script.write_text(LONG_NAMES)
     path = str(directory / "long.json")
     result = subprocess.run(
-        [sys.executable, "-m", "heatline", "-q", "-o", path, "--cpu-sampling-interval", "0.001",
+        [sys.executable, "-m", "heatline", "-q", "-o", path, "--sampling-interval", "0.001",
          str(script)],
         check=False, capture_output=True, timeout=120, cwd=str(directory),
     )

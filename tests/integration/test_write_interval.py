@@ -1,4 +1,4 @@
-"""--profile-interval S: the profile is written every S seconds during the run (atomically),
+"""--write-interval S: the profile is written every S seconds during the run (atomically),
 without a thread the program could see, and without charging the writing to the program."""
 
 import json
@@ -12,7 +12,7 @@ from heatline.data import validate
 def test_profile_is_written_mid_run_and_whole_at_the_end(run_heatline, run_python, program,
                                                          tmp_path):
     out, copy = tmp_path / "prof.json", tmp_path / "mid.json"
-    result = run_heatline("-q", "--profile-interval", "0.2", "-o", str(out),
+    result = run_heatline("-q", "--write-interval", "0.2", "-o", str(out),
                           program("interval_writer.py"), str(out), str(copy), text=True,
                           timeout=120)
     assert result.returncode == 0, result.stderr
@@ -72,11 +72,11 @@ def test_time_spent_writing_is_not_charged_to_the_program(tmp_path):
     assert figures["charged_s"] > 0, figures
 
 
-def test_profile_interval_needs_a_file_and_a_positive_period(run_heatline, program):
+def test_write_interval_needs_a_file_and_a_positive_period(run_heatline, program):
     script = program("interval_writer.py")
-    for args in (["--profile-interval", "1", script], ["--profile-interval", "0", "-o", "x.json",
+    for args in (["--write-interval", "1", script], ["--write-interval", "0", "-o", "x.json",
                                                        script],
-                 ["--profile-interval", "soon", "-o", "x.json", script]):
+                 ["--write-interval", "soon", "-o", "x.json", script]):
         result = run_heatline(*args, text=True, timeout=120)
         assert result.returncode != 0, args
         assert result.stderr.startswith("heatline: error: "), result.stderr

@@ -1,4 +1,4 @@
-"""--profile-interval: works until heatline has written its -o file once, keeps a copy of that
+"""--write-interval: works until heatline has written its -o file once, keeps a copy of that
 mid-run profile, works some more, and prints its threads (which must be only its own)."""
 
 import os

@@ -18,8 +18,8 @@ from heatline.cli.common import split_argv
         (["-op.json", "app.py"], ["-op.json"], ["app.py"]),
         (["-qo", "p.json", "app.py"], ["-qo", "p.json"], ["app.py"]),
         (
-            ["--cpu-sampling-interval", "0.1", "app.py"],
-            ["--cpu-sampling-interval", "0.1"],
+            ["--sampling-interval", "0.1", "app.py"],
+            ["--sampling-interval", "0.1"],
             ["app.py"],
         ),
         (["-q", "-m", "pkg.mod", "-o", "x"], ["-q"], ["-m", "pkg.mod", "-o", "x"]),
@@ -142,7 +142,7 @@ def _plain_command_lines():
     lines += [["--html"], ["--json"], ["--json", "--format", "terminal"], ["--html", "--json"],
               ["--profile-only", "a", "--profile-only=b"], ["--native", "--no-native"],
               ["--no-gpu", "--gpu"], ["-q", "-q", "-o", "a.json", "-o", "b.html"],
-              ["--cpu-sampling-rate", "0.5", "--cpu-sampling-interval", "0.25"], everything]
+              ["--sampling-interval", "0.5", "--sampling-interval", "0.25"], everything]
     return lines
 
 

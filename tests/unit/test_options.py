@@ -47,7 +47,7 @@ def test_the_memory_window_range_is_the_same_in_the_parser_and_the_engine(value)
 
 
 @pytest.mark.parametrize("value", [0.5, 1e6, 1e6 + 1, 1e7])
-def test_the_profile_interval_range_is_the_same_in_the_parser_and_the_engine(value):
+def test_the_write_interval_range_is_the_same_in_the_parser_and_the_engine(value):
     try:
         _native._set_periodic(value, None)
         engine_refuses = False
@@ -58,17 +58,16 @@ def test_the_profile_interval_range_is_the_same_in_the_parser_and_the_engine(val
 
 def test_each_quantity_has_one_name_from_the_command_line_to_the_engine():
     by_flag = {flag: option for option in RUN_OPTIONS for flag in option.flags}
-    assert by_flag["--cpu-sampling-interval"].dest == "sampling_interval_s"
-    assert by_flag["--cpu-sampling-rate"] is by_flag["--cpu-sampling-interval"]  # Scalene's name
+    assert by_flag["--sampling-interval"].dest == "sampling_interval_s"
     assert by_flag["--memory-sampling-window"].dest == "memory_sampling_window_bytes"
     assert by_flag["--cpu-percent-threshold"].dest == "threshold_pct"
-    assert by_flag["--profile-interval"].dest == "profile_interval_s"
+    assert by_flag["--write-interval"].dest == "write_interval_s"
     session_arguments = Options().session_arguments()
     session_parameters = inspect.signature(Session).parameters
     for name in ("sampling_interval_s", "memory_sampling_window_bytes"):
         assert name in session_arguments and name in session_parameters
         assert name in _native.start.__text_signature__
-    assert "profile_interval_s" in _native._set_periodic.__text_signature__
+    assert "write_interval_s" in _native._set_periodic.__text_signature__
 
 
 def test_each_default_is_declared_once():

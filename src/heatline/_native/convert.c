@@ -142,8 +142,9 @@ static PyObject *peak_at(const hl_stats *s, uint32_t line, uint64_t t_ns) {
 static PyObject *memory_dict(const hl_stats *s, const hl_memory_totals *m) {
     return Py_BuildValue(
         "{s:O,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:K}", "enabled",
-        m->enabled ? Py_True : Py_False, "sampling_window_bytes", (unsigned long long)m->window,
-        "alloc_python_bytes", (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
+        m->enabled ? Py_True : Py_False, "sampling_window_bytes",
+        (unsigned long long)m->sampling_window_bytes, "alloc_python_bytes",
+        (unsigned long long)m->alloc[HL_ALLOC_PYTHON], "alloc_native_bytes",
         (unsigned long long)m->alloc[HL_ALLOC_NATIVE], "freed_bytes", (unsigned long long)m->freed,
         "live_bytes_at_end", (long long)m->live, "peak_bytes", (long long)m->peak, "peak_at",
         peak_at(s, m->peak_line, m->peak_t_ns), "copy_bytes", (unsigned long long)m->copied,

@@ -452,8 +452,8 @@ void hl_engine_pause(int paused) {
     hl_control_set_paused(paused); /* the record is the control part's */
 }
 
-void hl_engine_set_periodic(uint64_t profile_interval_ns, PyObject *callback) {
-    hl_periodic_set(profile_interval_ns, callback);
+void hl_engine_set_periodic(uint64_t write_interval_ns, PyObject *callback) {
+    hl_periodic_set(write_interval_ns, callback);
 }
 
 int hl_engine_watch_detach(const char *stop_path, const char *request_path, PyObject *callback) {

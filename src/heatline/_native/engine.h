@@ -5,7 +5,7 @@
  * The engine is made of the sampler thread (sampler.c, the tick), which charges time, and of
  * parts that charge into the same tables: the memory part (memory.c, memhooks.c, livetable.c),
  * the GPU part (gpu.c, nvml.c, cupti.c), heatline ctl's on/off control (control.c) and
- * --profile-interval's writes (periodic.c). The engine calls the parts at its lifecycle points
+ * --write-interval's writes (periodic.c). The engine calls the parts at its lifecycle points
  * through hl_engine_part, and the parts call the engine only through the narrow functions of
  * engine_part.h (a new part adds one to the list in engine.c). The binding calls the engine
  * through this header only: what it asks of a part (pause's record, the periodic callback,
@@ -63,10 +63,10 @@ void hl_engine_stop(void);
  * hl_engine_wait_for_tick (engine_part.h) with the GIL released. */
 void hl_engine_pause(int paused);
 
-/* --profile-interval: with the GIL, every profile_interval_ns (0: never) from now, callback() is called
+/* --write-interval: with the GIL, every write_interval_ns (0: never) from now, callback() is called
  * in the main thread, the engine paused meanwhile (periodic.h). */
 struct _object; /* PyObject, as in periodic.h */
-void hl_engine_set_periodic(uint64_t profile_interval_ns, struct _object *callback);
+void hl_engine_set_periodic(uint64_t write_interval_ns, struct _object *callback);
 
 /* heatline attach: with the GIL, while running: callback() is called on a short-lived thread
  * of the engine's once stop_path exists or request_path does not (detach.h). 0 or -errno. */

@@ -68,7 +68,7 @@ typedef struct hl_engine_part {
 extern const hl_engine_part hl_memory_part; /* memory.c */
 extern const hl_engine_part hl_gpu_part; /* gpu.c */
 extern const hl_engine_part hl_control_part; /* control.c: heatline ctl, the on/off record */
-extern const hl_engine_part hl_periodic_part; /* periodic.c (--profile-interval) */
+extern const hl_engine_part hl_periodic_part; /* periodic.c (--write-interval) */
 extern const hl_engine_part hl_asyncwait_part; /* asyncwait.c: event loop waits to awaits */
 extern const hl_engine_part hl_detach_part;    /* detach.c: heatline attach's stop */
 

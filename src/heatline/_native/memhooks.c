@@ -70,7 +70,7 @@ static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
 
 static struct {
     int active; /* read by the slow paths and frees: relaxed atomic */
-    uint64_t window;
+    uint64_t sampling_window_bytes; /* mean bytes between samples */
     /* Python allocations of 1 to python_fast_largest bytes take the countdown's fast path:
      * min(W - 1, PYMALLOC_LARGEST). Set before the hooks go in. */
     size_t python_fast_largest;
@@ -83,7 +83,7 @@ static struct {
 } mem;
 /* A distance drawn uniformly from [W/2, 3W/2). */
 static int64_t next_distance(hl_thread_memory *m) {
-    uint64_t w = mem.window;
+    uint64_t w = mem.sampling_window_bytes;
     return (int64_t)(w / 2 + hl_next_random(&m->rng) % (w ? w : 1)) + 1;
 }
 
@@ -91,8 +91,12 @@ static void thread_init(hl_thread_memory *m) {
     m->rng = hl_now_ns() ^ ((uint64_t)gettid() << 32) ^ (uintptr_t)m ^ 0x9E3779B97F4A7C15ULL;
     if (m->rng == 0) m->rng = 1;
     /* Start as if the process had been running: a uniform position within a spacing. */
-    m->countdown = (int64_t)(hl_next_random(&m->rng) % (mem.window ? mem.window : 1)) + 1;
-    m->copy_countdown = (int64_t)(hl_next_random(&m->rng) % (mem.window ? mem.window : 1)) + 1;
+    m->countdown = (int64_t)(hl_next_random(&m->rng) %
+                             (mem.sampling_window_bytes ? mem.sampling_window_bytes : 1)) +
+                   1;
+    m->copy_countdown = (int64_t)(hl_next_random(&m->rng) %
+                                  (mem.sampling_window_bytes ? mem.sampling_window_bytes : 1)) +
+                        1;
     m->ready = 1;
 }
 
@@ -117,14 +121,14 @@ static uint64_t weigh(hl_thread_memory *m, int64_t *countdown, size_t size, int 
         thread_init(m); /* a fresh countdown: what the fast path took off is gone with it */
         charged = 0;
     }
-    if (size >= mem.window) return sampling() ? size : 0;
+    if (size >= mem.sampling_window_bytes) return sampling() ? size : 0;
     if (!charged && (*countdown -= (int64_t)size) > 0) return 0;
     uint64_t points = 0;
     while (*countdown <= 0) {
         points++;
         *countdown += next_distance(m);
     }
-    return sampling() ? points * mem.window : 0;
+    return sampling() ? points * mem.sampling_window_bytes : 0;
 }
 
 static void record_allocation(void *p, uint64_t weight, int kind) {
@@ -136,14 +140,14 @@ static void record_allocation(void *p, uint64_t weight, int kind) {
 /* The slow paths are out of line, and the fast paths below forced inline into each hook: left
  * to itself, gcc split on_allocation and called its countdown part on every allocation. */
 static __attribute__((noinline)) void slow_allocation(void *p, size_t size, int kind) {
-    uint64_t weight = weigh(&tls, &tls.countdown, size, size < mem.window);
+    uint64_t weight = weigh(&tls, &tls.countdown, size, size < mem.sampling_window_bytes);
     if (weight != 0 && p != NULL) record_allocation(p, weight, kind);
 }
 
 /* For hooks that call the allocator first (the native ones): p is the block, or NULL. */
 static inline __attribute__((always_inline)) void on_allocation(void *p, size_t size, int kind) {
     hl_thread_memory *m = &tls;
-    if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return;
+    if (size < mem.sampling_window_bytes && (m->countdown -= (int64_t)size) > 0) return;
     slow_allocation(p, size, kind);
 }
 
@@ -164,7 +168,7 @@ static inline __attribute__((always_inline)) void on_free(void *p) {
 }
 
 static __attribute__((noinline)) void slow_copy(size_t size) {
-    uint64_t weight = weigh(&tls, &tls.copy_countdown, size, size < mem.window);
+    uint64_t weight = weigh(&tls, &tls.copy_countdown, size, size < mem.sampling_window_bytes);
     if (weight == 0) return;
     tls.inside++;
     mem.sink->copy(weight);
@@ -174,7 +178,7 @@ static __attribute__((noinline)) void slow_copy(size_t size) {
 /* A copy's fast path: 1 if the countdown settled it (not sampled); else slow_copy decides. */
 static inline __attribute__((always_inline)) int copy_not_sampled(size_t size) {
     hl_thread_memory *m = &tls;
-    return size < mem.window && (m->copy_countdown -= (int64_t)size) > 0;
+    return size < mem.sampling_window_bytes && (m->copy_countdown -= (int64_t)size) > 0;
 }
 
 /* ---- native hooks (installed in other libraries' GOTs) ------------------------------------- */
@@ -220,7 +224,8 @@ HL_HOOKED_FUNCTIONS(HOOK_PROTOTYPE)
     }                                                                                              \
     static void *hook_##name params {                                                              \
         hl_thread_memory *m = &tls;                                                                \
-        if (size < mem.window && (m->countdown -= (int64_t)size) > 0) return real_##name args;     \
+        if (size < mem.sampling_window_bytes && (m->countdown -= (int64_t)size) > 0)               \
+            return real_##name args;                                                               \
         return slow_##name args;                                                                   \
     }
 ALLOCATOR_HOOK(malloc, (size_t size), (size))
@@ -609,9 +614,10 @@ int hl_memhooks_resolve(void) {
     return resolve_real_functions() == 0 ? 0 : -ENOSYS;
 }
 
-int hl_memhooks_install(uint64_t window, const hl_memhooks_sink *sink) {
-    mem.window = window;
-    mem.python_fast_largest = window - 1 < PYMALLOC_LARGEST ? window - 1 : PYMALLOC_LARGEST;
+int hl_memhooks_install(uint64_t sampling_window_bytes, const hl_memhooks_sink *sink) {
+    mem.sampling_window_bytes = sampling_window_bytes;
+    mem.python_fast_largest =
+        sampling_window_bytes - 1 < PYMALLOC_LARGEST ? sampling_window_bytes - 1 : PYMALLOC_LARGEST;
     mem.sink = sink;
     /* The hooks wrap whatever allocator is installed (pymalloc, the debug hooks, tracemalloc). */
     if (!mem.python_hooked) {

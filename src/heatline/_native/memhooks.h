@@ -23,7 +23,7 @@ int hl_memhooks_resolve(void);
 
 /* Puts the hooks in (GIL held, after hl_memhooks_resolve) with the given mean window (bytes)
  * and sink. Returns the number of GOT slots redirected. */
-int hl_memhooks_install(uint64_t window, const hl_memhooks_sink *sink);
+int hl_memhooks_install(uint64_t sampling_window_bytes, const hl_memhooks_sink *sink);
 
 /* Takes them out (GIL held): the GOT slots and, if ours are still the installed ones, the
  * Python allocators. Idempotent. */

@@ -131,16 +131,16 @@ static void slots_patched(int written) {
 static const hl_memhooks_sink sink = {record_allocation, record_free, record_copy, slots_patched};
 
 static int memory_start(const hl_config *config) {
-    uint64_t window = config->memory_sampling_window_bytes;
-    if (window == 0) return 0; /* memory profiling is off */
+    uint64_t sampling_window_bytes = config->memory_sampling_window_bytes;
+    if (sampling_window_bytes == 0) return 0; /* memory profiling is off */
     if (hl_memhooks_resolve() != 0) return -ENOSYS;
     hl_engine_lock(); /* the tables were just reset by hl_engine_start (memory_reset) */
     mem.totals.enabled = 1;
-    mem.totals.window = window;
+    mem.totals.sampling_window_bytes = sampling_window_bytes;
     mem.start_ns = hl_now_ns();
     mem.totals.origin_ns = mem.start_ns;
     hl_engine_unlock();
-    (void)hl_memhooks_install(window, &sink);
+    (void)hl_memhooks_install(sampling_window_bytes, &sink);
     /* In a fork child the parent's redirections are still in place: they count too. */
     mem.totals.slots_patched = (uint64_t)hl_got_redirected_slots();
     return 0;

@@ -21,7 +21,7 @@
 
 typedef struct hl_memory_totals {
     int enabled;
-    uint64_t window;                 /* mean bytes between samples */
+    uint64_t sampling_window_bytes;  /* mean bytes between samples */
     uint64_t alloc[HL_NALLOC_KINDS]; /* all allocations, attributed to a line or not */
     uint64_t freed;
     int64_t live, peak;

@@ -12,6 +12,17 @@
 #include "convert.h"
 #include "engine.h"
 
+/* The ranges of the start options are declared once, in heatline/options.py, whose parsers
+ * apply them; setup.py compiles this file with them: HL_MAX_SAMPLING_INTERVAL_S (seconds, and
+ * greater than 0), HL_MIN_ and HL_MAX_MEMORY_SAMPLING_WINDOW_BYTES (or 0: memory profiling off)
+ * and HL_MAX_WRITE_INTERVAL_S. So the engine refuses exactly what the command line refuses. */
+#if !defined(HL_MAX_SAMPLING_INTERVAL_S) || !defined(HL_MAX_WRITE_INTERVAL_S) ||                   \
+    !defined(HL_MIN_MEMORY_SAMPLING_WINDOW_BYTES) || !defined(HL_MAX_MEMORY_SAMPLING_WINDOW_BYTES)
+#error "build the engine with setup.py: it defines the option ranges from heatline/options.py"
+#endif
+#define HL_TEXT_(x) #x
+#define HL_TEXT(x) HL_TEXT_(x) /* a macro's value as a string literal, for messages */
+
 /* Copies a sequence of str into a malloc'ed array of UTF-8 strings. Returns 0, or -1 with a
  * Python exception set. */
 static int strings_from_sequence(PyObject *sequence, char ***out, size_t *count) {
@@ -85,16 +96,18 @@ static PyObject *native_start(PyObject *module, PyObject *args, PyObject *kwargs
         !PyArg_ParseTuple(control, "ss;control must be (command_path, state_path) or None",
                           &config.control_command, &config.control_state))
         goto fail;
-    /* The ranges heatline/options.py declares (tests/unit/test_options.py holds the two
-     * together): the engine refuses what the command line would. */
-    if (!(sampling_interval_s > 0.0) || sampling_interval_s > 1.0) {
-        PyErr_SetString(PyExc_ValueError, "sampling_interval_s must be in (0, 1]");
+    /* engine.h's ranges, which the command line's parsers also apply (heatline/options.py). */
+    if (!(sampling_interval_s > 0.0) || sampling_interval_s > HL_MAX_SAMPLING_INTERVAL_S) {
+        PyErr_SetString(PyExc_ValueError, "sampling_interval_s must be in (0, " HL_TEXT(
+                                              HL_MAX_SAMPLING_INTERVAL_S) "]");
         goto fail;
     }
     if (memory_sampling_window_bytes != 0 &&
-        (memory_sampling_window_bytes < 64 || memory_sampling_window_bytes > (1ull << 30))) {
-        PyErr_SetString(PyExc_ValueError,
-                        "memory_sampling_window_bytes must be 0 (off) or in [64, 2**30]");
+        (memory_sampling_window_bytes < HL_MIN_MEMORY_SAMPLING_WINDOW_BYTES ||
+         memory_sampling_window_bytes > HL_MAX_MEMORY_SAMPLING_WINDOW_BYTES)) {
+        PyErr_Format(PyExc_ValueError,
+                     "memory_sampling_window_bytes must be 0 (off) or in [%llu, %llu]",
+                     HL_MIN_MEMORY_SAMPLING_WINDOW_BYTES, HL_MAX_MEMORY_SAMPLING_WINDOW_BYTES);
         goto fail;
     }
     if (opcodes.buf != NULL && opcodes.len != 0 && opcodes.len != 256) {
@@ -241,21 +254,22 @@ static PyObject *native_environ(PyObject *module, PyObject *unused) {
 
 PyDoc_STRVAR(
     set_periodic_doc,
-    "_set_periodic($module, profile_interval_s, callback, /)\n--\n\n"
-    "Call callback() in the main thread every profile_interval_s seconds (0: never), the engine\n"
-    "paused meanwhile (--profile-interval).");
+    "_set_periodic($module, write_interval_s, callback, /)\n--\n\n"
+    "Call callback() in the main thread every write_interval_s seconds (0: never), the engine\n"
+    "paused meanwhile (--write-interval).");
 static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
-    double profile_interval_s;
+    double write_interval_s;
     PyObject *callback;
     (void)module;
-    if (!PyArg_ParseTuple(args, "dO:_set_periodic", &profile_interval_s, &callback)) return NULL;
-    if (!(profile_interval_s >= 0.0) || profile_interval_s > 1e6 || /* options.py's range */
+    if (!PyArg_ParseTuple(args, "dO:_set_periodic", &write_interval_s, &callback)) return NULL;
+    if (!(write_interval_s >= 0.0) || write_interval_s > HL_MAX_WRITE_INTERVAL_S ||
         (callback != Py_None && !PyCallable_Check(callback))) {
         PyErr_SetString(PyExc_ValueError,
-                        "profile_interval_s must be in [0, 1e6] and callback callable or None");
+                        "write_interval_s must be in [0, " HL_TEXT(
+                            HL_MAX_WRITE_INTERVAL_S) "] and callback callable or None");
         return NULL;
     }
-    hl_engine_set_periodic((uint64_t)(profile_interval_s * 1e9), callback);
+    hl_engine_set_periodic((uint64_t)(write_interval_s * 1e9), callback);
     Py_RETURN_NONE;
 }
 

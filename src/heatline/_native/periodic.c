@@ -7,7 +7,7 @@
 #include "engine_part.h"
 
 static PyObject *callback;    /* owned; touched only with the GIL */
-static uint64_t profile_interval_ns;    /* 0: off */
+static uint64_t write_interval_ns;    /* 0: off */
 static uint64_t next_ns;
 static int requested;         /* a pending call is queued and has not run yet */
 
@@ -15,12 +15,12 @@ void hl_periodic_set(uint64_t period, PyObject *new_callback) {
     HL_ASSERT(PyGILState_Check()); /* the callback's references are the GIL's to change */
     PyObject *old = callback;
     callback = NULL;
-    __atomic_store_n(&profile_interval_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&write_interval_ns, 0, __ATOMIC_RELAXED);
     if (period != 0 && new_callback != NULL && new_callback != Py_None) {
         Py_INCREF(new_callback);
         callback = new_callback;
         __atomic_store_n(&next_ns, hl_now_ns() + period, __ATOMIC_RELAXED);
-        __atomic_store_n(&profile_interval_ns, period, __ATOMIC_RELAXED);
+        __atomic_store_n(&write_interval_ns, period, __ATOMIC_RELAXED);
     }
     Py_XDECREF(old);
 }
@@ -42,7 +42,7 @@ static int run(void *unused) {
         Py_DECREF(function);
         if (value == NULL) result = -1;
         Py_XDECREF(value);
-        uint64_t period = __atomic_load_n(&profile_interval_ns, __ATOMIC_RELAXED);
+        uint64_t period = __atomic_load_n(&write_interval_ns, __ATOMIC_RELAXED);
         /* the next period starts after this write: a slow write never queues writes */
         if (period != 0) __atomic_store_n(&next_ns, hl_now_ns() + period, __ATOMIC_RELAXED);
     }
@@ -51,7 +51,7 @@ static int run(void *unused) {
 }
 
 static void tick(uint64_t now) {
-    uint64_t period = __atomic_load_n(&profile_interval_ns, __ATOMIC_RELAXED);
+    uint64_t period = __atomic_load_n(&write_interval_ns, __ATOMIC_RELAXED);
     if (period == 0 || now < __atomic_load_n(&next_ns, __ATOMIC_RELAXED)) return;
     hl_engine_request_pending_call(&requested, run);
 }
@@ -63,7 +63,7 @@ static void stop(void) {
 /* In a forked child: no call is ever requested there (the callback is not released: no
  * Python call is allowed in an atfork handler). */
 static void after_fork_child(void) {
-    __atomic_store_n(&profile_interval_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&write_interval_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&requested, 0, __ATOMIC_RELAXED);
 }
 

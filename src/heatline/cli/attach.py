@@ -58,8 +58,8 @@ def run(args: list[str]) -> int:
     pid = parse_pid(pid_text)
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"
-    if values["profile_interval_s"] is not None:
-        fail("--profile-interval is not available with heatline attach (use --duration)")
+    if values["write_interval_s"] is not None:
+        fail("--write-interval is not available with heatline attach (use --duration)")
     only_implies_all(values)
     options = Options(**values)
     if options.outfile is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from heatline.options import RUN_OPTIONS, Option
+from heatline.options import RENAMED_FLAGS, RUN_OPTIONS, Option
 
 # typing and collections.abc only for the annotations (strings here): see cli/__init__.py.
 TYPE_CHECKING = False
@@ -37,6 +37,10 @@ def _parser_class() -> type:
                 return formatter_class(prog, width=terminal_columns() - 2, **more)
 
             super().__init__(*args, formatter_class=formatter, **kwargs)
+
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            refuse_renamed(sys.argv[1:] if args is None else args)
+            return super().parse_known_args(args, namespace)
 
         def error(self, message: str) -> NoReturn:
             fail(message)
@@ -70,6 +74,14 @@ def fail(message: str, status: int = 2) -> NoReturn:
     sys.stderr.write(f"heatline: error: {message}\n")
     sys.stderr.flush()
     raise SystemExit(status)
+
+
+def refuse_renamed(option_args: Sequence[str]) -> None:
+    """A usage error naming the new flag when heatline's options use a renamed one."""
+    for argument in option_args:
+        flag = argument.partition("=")[0]
+        if flag in RENAMED_FLAGS:
+            fail(f"{flag} is now {RENAMED_FLAGS[flag]}")
 
 
 def add_pid(parser: argparse.ArgumentParser) -> None:

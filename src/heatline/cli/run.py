@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from heatline._version import __version__
 from heatline.cli.common import add_format_shortcuts, add_option, check_outfile, fail
-from heatline.cli.common import option_default, split_argv
+from heatline.cli.common import option_default, refuse_renamed, split_argv
 from heatline.options import RUN_OPTIONS, Options, only_implies_all
 from heatline.run import launch
 
@@ -26,7 +26,7 @@ heatline [options] script.py [args...]
        heatline check [limits] [options] script.py [args...]   (or -m module [args...])
        heatline ctl on|off|status PID
        heatline dump [--json] [--no-pause] PID
-       heatline top [--rate HZ] [--once] PID
+       heatline top [--sampling-interval SECONDS] [--once] PID
        heatline attach [--duration S] [-o FILE] [options] PID"""
 
 
@@ -136,6 +136,7 @@ def parse_plainly(option_args: list[str]) -> dict[str, Any] | None:
 def prepare(args: list[str]) -> launch.Launch:
     """The program ready to run, the profiler started; a usage error exits."""
     option_args, program = split_argv(args)
+    refuse_renamed(option_args)
     values = parse_plainly(option_args)
     if values is None:
         values = vars(parser().parse_args(option_args))
@@ -150,8 +151,8 @@ def prepare(args: list[str]) -> launch.Launch:
     if values["outfile"] is None and values["format"] in ("html", "json"):
         values["outfile"] = f"profile.{values['format']}"  # as Scalene's --html / --json
     only_implies_all(values)
-    if values["profile_interval_s"] is not None and values["outfile"] is None:
-        fail("--profile-interval needs a file to write: give -o FILE (or --json, --html)")
+    if values["write_interval_s"] is not None and values["outfile"] is None:
+        fail("--write-interval needs a file to write: give -o FILE (or --json, --html)")
     run_options = Options(**values)
     if run_options.outfile is not None:
         run_options.outfile = check_outfile(run_options.outfile)

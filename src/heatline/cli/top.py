@@ -51,7 +51,7 @@ def run(args: list[str]) -> int:
         reader = top.Reader(pid)
     except dump_reader.DumpError as exc:
         fail(str(exc), 1)
-    sampler = top.Sampler(reader, options.rate)
+    sampler = top.Sampler(reader, options.sampling_interval_s)
     live = sys.stdout.isatty() and not options.once
     sampler.start()
     try:

@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterable
 
 from heatline import units
+from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.data.memory import value_at
 from heatline.data.queries import stacks as _stacks
 
@@ -114,7 +115,7 @@ class _Facts:
         self.files = profile.get("files") or {}
         self.frames = (profile.get("stacks") or {}).get("frames", [])
         self.threads = profile.get("threads", [])
-        self.interval = profile.get("sampling_interval_s") or 0.01
+        self.interval = profile.get("sampling_interval_s") or DEFAULT_SAMPLING_INTERVAL_S
         self.min_s = MIN_SAMPLES * self.interval
         self.processes = profile.get("processes") or []
         self.own = profile.get("process_profiles") or {}

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 _KINDS = ("python_s", "native_s", "system_s")
 
 
@@ -56,7 +62,7 @@ def between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             indexes.append(frame_index[id(frame)])
         entries.append({"stack": indexes, "thread": stack["entry"]["thread"], **values})
     return {
-        "sampling_interval_s": after.get("sampling_interval_s", 0.01),
+        "sampling_interval_s": after.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S),
         "elapsed_s": max(after.get("elapsed_s", 0.0) - before.get("elapsed_s", 0.0), 0.0),
         "threads": after.get("threads", []),
         "stacks": {"frames": frames, "entries": entries, "dropped_s": 0.0},

@@ -395,14 +395,14 @@ class Session:
 
             _native.resume()
 
-    def every(self, profile_interval_s: float, callback: Any) -> None:
-        """Call ``callback()`` in the main thread every ``profile_interval_s`` seconds while
+    def every(self, write_interval_s: float, callback: Any) -> None:
+        """Call ``callback()`` in the main thread every ``write_interval_s`` seconds while
         sampling runs, the engine paused during the call (no thread is made: the sampler thread
         asks for it with Py_AddPendingCall). Cleared by stop()."""
         if self._running:
             from heatline import _native
 
-            _native._set_periodic(profile_interval_s, callback)
+            _native._set_periodic(write_interval_s, callback)
 
     def profile(self) -> dict[str, Any]:
         """The profile of the run so far (normally called after stop())."""

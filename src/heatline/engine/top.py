@@ -197,14 +197,14 @@ class Window:
 
 
 class Sampler:
-    """Reads a process at about rate_hz (intervals drawn from [0.5, 1.5) x the mean, as the
-    engine's, so readings cannot lock onto a period of the program) on a thread of this
-    process, and charges the time between readings to each thread's innermost frame;
+    """Reads a process every sampling_interval_s on average (intervals drawn from [0.5, 1.5)
+    x the mean, as the engine's, so readings cannot lock onto a period of the program) on a
+    thread of this process, and charges the time between readings to each thread's innermost frame;
     :meth:`take` hands over the window so far and starts a new one."""
 
-    def __init__(self, reader: Reader, rate_hz: float = DEFAULT_RATE_HZ) -> None:
+    def __init__(self, reader: Reader, sampling_interval_s: float) -> None:
         self.reader = reader
-        self.interval_s = 1.0 / rate_hz
+        self.sampling_interval_s = sampling_interval_s
         self.gone = False  # the process has exited
         self.total_own_ns: dict[tuple[int, int], int] = {}  # (thread, function) since start
         self._lock = threading.Lock()
@@ -238,7 +238,7 @@ class Sampler:
     def _run(self) -> None:
         rng = random.Random()
         last = time.monotonic()
-        while not self._stop.wait(self.interval_s * (0.5 + rng.random())):
+        while not self._stop.wait(self.sampling_interval_s * (0.5 + rng.random())):
             before = time.monotonic()
             samples = self.reader.read()
             now = time.monotonic()

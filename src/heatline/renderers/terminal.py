@@ -16,6 +16,7 @@ from rich.text import Text
 
 from heatline.renderers import View, gpu_terminal
 from heatline.renderers.visible import visible
+from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.data import native as native_report
 
 # At most this many rows in the function summary; the rest are counted in one line.
@@ -77,7 +78,7 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
             reason = ("profiling was never on (started with --off, and neither "
                       "heatline.resume() nor heatline ctl on turned it on)")
         else:
-            reason = "no samples were taken; try a smaller --cpu-sampling-interval"
+            reason = "no samples were taken; try a smaller --sampling-interval"
         console.print(
             f"heatline: the program ran for {_duration(profile['elapsed_s'])}; {reason}"
         )
@@ -386,7 +387,7 @@ def _native_functions(line: dict[str, Any], shown: int = 3) -> str:
 def _native_threads(profile: dict[str, Any]) -> list[str]:
     """The threads without a Python thread state (a BLAS pool, a C library's thread) that used
     at least a sampling interval of CPU: their time is in no line, so they get a line each."""
-    least = profile.get("sampling_interval_s", 0.01)
+    least = profile.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S)
     rows = []
     for thread in profile.get("threads", []):
         if thread.get("python") is not False or thread.get("cpu_s", 0) < least:

@@ -1,5 +1,5 @@
 """Finishing a run: the atexit handler that stops the engine, merges the children's profiles,
-and writes the profile and the report (and the periodic writes of --profile-interval)."""
+and writes the profile and the report (and the periodic writes of --write-interval)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class Finisher:
         # How the program ended, as a process's `exit` in the profile: "exit N" once launch.py
         # knows the status, "exit" while it does not.
         self.exit = "exit"
-        self.warned = False  # --profile-interval: a failed write was reported
+        self.warned = False  # --write-interval: a failed write was reported
         # Whether heatline knows the program's exit status (it ran the program: launch.py).
         # Not in a program the run was handed over to at an exec, which the interpreter runs
         # itself, nor when the run ends at an exec, whose program's status will be the
@@ -93,7 +93,7 @@ class Finisher:
             internal_error(one_line(exc))
 
     def write_so_far(self) -> None:
-        """--profile-interval: write the profile of the run so far to -o, replacing the file
+        """--write-interval: write the profile of the run so far to -o, replacing the file
         whole. Called by the engine in the main thread, between two of the program's
         instructions, with the engine paused. A failure is one warning line and the program
         goes on; KeyboardInterrupt or SystemExit (from the program's own signal handlers,

@@ -117,8 +117,8 @@ def _start_main_session(carrier: Carrier, finisher: Any, program: str, argv: Any
     session.start()
     finisher.session = session
     carrier.main_epoch = session.start_epoch
-    if options.profile_interval_s is not None and options.outfile:
-        session.every(options.profile_interval_s, finisher.write_so_far)
+    if options.write_interval_s is not None and options.outfile:
+        session.every(options.write_interval_s, finisher.write_so_far)
 
 
 def continue_run(config: dict[str, Any]) -> None:

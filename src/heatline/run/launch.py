@@ -98,8 +98,8 @@ def start(program: Program, options: Options) -> Launch:
     finisher.own_modules = set_aside_own_modules(wrapped)
     SigtermGuard(finisher).install()
     follow.install(carrier)  # its fork hook must run after the guard's (in a child)
-    if options.profile_interval_s is not None and options.outfile:
-        session.every(options.profile_interval_s, finisher.write_so_far)
+    if options.write_interval_s is not None and options.outfile:
+        session.every(options.write_interval_s, finisher.write_so_far)
     if finisher.server is not None:
         finisher.server.start()
         if options.pprof_server[1] == 0:  # a port picked by the kernel: say which
