@@ -36,17 +36,17 @@ def _cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def one_round(python, seconds, rate, nice=0):
-    """(loops per wall second, loops per CPU second, top's CPU seconds) for one round; rate 0:
-    nothing reads the target."""
+def one_round(python, seconds, interval, nice=0):
+    """(loops per wall second, loops per CPU second, top's CPU seconds) for one round; interval
+    0: nothing reads the target."""
     target = subprocess.Popen([python, "-c", BUSY_TARGET, str(seconds)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert target.stdout.readline() == "ready\n"
     top = None
-    if rate:
+    if interval:
         prefix = ["nice", "-n", str(nice)] if nice else []
-        top = subprocess.Popen([*prefix, sys.executable, "-m", "heatline", "top", "--rate",
-                                str(rate), str(target.pid)], stdout=subprocess.PIPE,
+        top = subprocess.Popen([*prefix, sys.executable, "-m", "heatline", "top",
+                                "--sampling-interval", str(interval), str(target.pid)], stdout=subprocess.PIPE,
                                stdin=subprocess.DEVNULL)
         top.stdout.readline()  # its first view: started (on a loaded machine, seconds) and reading
         top_cpu = _cpu_s(top.pid)
@@ -70,7 +70,7 @@ def main():
     parser.add_argument("--top-nice", type=int, default=0, metavar="N",
                         help="run heatline top under nice -n N")
     options = parser.parse_args()
-    modes = (0, 100, 1000)
+    modes = (0, 0.01, 0.001)
     figures = {mode: [] for mode in modes}
     load_before = os.getloadavg()[0]
     for _ in range(options.rounds):
@@ -90,7 +90,7 @@ def main():
         cpu = statistics.median(f[1] for f in figures[mode])
         top_cpu = statistics.median(f[2] for f in figures[mode]) / options.seconds
         nice = f"nice -n {options.top_nice} " if options.top_nice else ""
-        label = f"{nice}heatline top --rate {mode}" if mode else "nothing"
+        label = f"{nice}heatline top --sampling-interval {mode:g}" if mode else "nothing"
         slow_wall = f"{(base_wall / wall - 1) * 100:+.1f}%" if mode else "-"
         slow_cpu = f"{(base_cpu / cpu - 1) * 100:+.1f}%" if mode else "-"
         print(f"| {label} | {wall / 1e6:.2f} M | {slow_wall} | {cpu / 1e6:.2f} M | {slow_cpu} | "
