@@ -26,7 +26,11 @@ REQUIRED_MODULES := $(subst $(space),$(comma),$(OPTIONAL_EXTRAS))
 INSTALLED := $(VENV)/.installed$(if $(filter-out test,$(EXTRA_LIST)),-$(subst $(comma),-,$(EXTRAS)))
 ASAN_INSTALLED := $(ASAN_VENV)/.installed$(if $(OPTIONAL_EXTRAS),-$(subst $(space),-,$(OPTIONAL_EXTRAS)))
 
-$(INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+# What an editable install compiles: the engine's sources, and options.py, whose ranges setup.py
+# compiles into it.
+ENGINE_SOURCES := $(wildcard src/heatline/_native/*.[ch]) src/heatline/options.py
+
+$(INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
 	HEATLINE_WERROR=1 $(VENV)/bin/pip install $(PIP_FLAGS) -e '.[$(EXTRAS)]'
@@ -34,7 +38,7 @@ $(INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
 
 # Profile the bundled example program. Its own virtualenv with heatline and what the example
 # imports (the demo extra: numpy), none of the test tools, so a first run builds only that.
-$(DEMO_VENV)/.installed: pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+$(DEMO_VENV)/.installed: pyproject.toml setup.py $(ENGINE_SOURCES)
 	$(PYTHON) -m venv $(DEMO_VENV)
 	$(DEMO_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
 	$(DEMO_VENV)/bin/pip install $(PIP_FLAGS) -e '.[demo]'
@@ -122,7 +126,7 @@ suite-3.%: .venv-3.%/.installed
 versions:
 	$(MAKE) --no-print-directory -j2 -k --output-sync=target $(foreach v,$(PRESENT),suite-$(v))
 
-$(ASAN_INSTALLED): pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+$(ASAN_INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
 	$(PYTHON) -m venv $(ASAN_VENV)
 	$(ASAN_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
 	$(ASAN_VENV)/bin/pip install $(PIP_FLAGS) pytest numpy rich
@@ -155,7 +159,7 @@ sanitize: $(ASAN_INSTALLED)
 # (its CPU split by process, the same tasks in one process, heatline's per-child phases; add
 # OTHER=DIR to compare with another heatline tree) and renders only docs/overhead.md's "Child
 # processes" tables.
-$(BENCH_VENV)/.installed: bench/requirements.txt pyproject.toml setup.py $(wildcard src/heatline/_native/*.[ch])
+$(BENCH_VENV)/.installed: bench/requirements.txt pyproject.toml setup.py $(ENGINE_SOURCES)
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
 	$(BENCH_VENV)/bin/pip install $(PIP_FLAGS) -r bench/requirements.txt
