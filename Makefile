@@ -74,7 +74,7 @@ ABSENT := $(filter-out $(PRESENT),$(OTHER_VERSIONS))
 # $(PYTHON) and against an ASan+UBSan build, and on every other supported CPython the tests of
 # what depends on the interpreter (all but those marked `interpreter_independent`; see
 # `versions`). Each suite's output is printed whole when it ends; all run even if one fails.
-test: lint format-check
+test: lint format-check test-c
 	$(MAKE) --no-print-directory venvs
 	$(MAKE) --no-print-directory -j2 -k --output-sync=target suites
 
@@ -103,6 +103,28 @@ docs: $(INSTALLED)
 # C style (.clang-format): the C sources must be as clang-format writes them (`clang-format -i` fixes).
 format-check: $(INSTALLED)
 	$(VENV)/bin/clang-format --dry-run --Werror $(wildcard src/heatline/_native/*.[ch] tests/*/*.c)
+
+# The C tier (tests/c): the engine's parts that need no interpreter (elf.c's symbol reading,
+# linetable.c's decoders, compat.c's tables for another process), tested in C without the
+# extension, against the dynamic loader and answers recorded from each CPython (tests/c/cases.h).
+# Built with warnings as errors and run twice: plain, and under ASan+UBSan. compat.c is compiled
+# against $(PYTHON)'s headers and linked with its libpython (the tested functions call none of it).
+C_TESTS := build/c-tests
+C_TEST_SOURCES = $(filter-out tests/c/fixture.c,$(wildcard tests/c/*.c)) \
+	$(addprefix src/heatline/_native/,elf.c linetable.c compat.c)
+C_TEST_FLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror
+C_TEST_PYTHON = $(shell $(PYTHON) -c 'import sysconfig as s; v = s.get_config_var; \
+	print("-I" + s.get_paths()["include"], "-L" + v("LIBDIR"), "-L" + v("LIBPL"), \
+	"-Wl,-rpath," + v("LIBDIR"), "-lpython" + v("LDVERSION"), v("LIBS"), v("SYSLIBS"))')
+test-c:
+	@mkdir -p $(C_TESTS)
+	$(CC) $(C_TEST_FLAGS) -shared -fPIC -Wl,--build-id=sha1 -o $(C_TESTS)/libfixture.so tests/c/fixture.c
+	$(CC) $(C_TEST_FLAGS) -o $(C_TESTS)/run $(C_TEST_SOURCES) $(C_TEST_PYTHON) -ldl
+	$(CC) $(C_TEST_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
+	  -o $(C_TESTS)/run-sanitized $(C_TEST_SOURCES) $(C_TEST_PYTHON) -ldl
+	@echo "== C tests" && $(C_TESTS)/run $(C_TESTS)/libfixture.so
+	@echo "== C tests under ASan+UBSan" && ASAN_OPTIONS=abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(C_TESTS)/run-sanitized $(C_TESTS)/libfixture.so
 
 # -rx: an expected failure prints its reason (test_attach's known start defect, issue 22, says
 # there how far heatline's thread in the program came), so a CI log keeps it.
