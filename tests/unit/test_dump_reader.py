@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from heatline import _native
-from heatline.cli import dump as cli
+from heatline.renderers import dump_text
 from heatline.engine import dump as reader
 
 
@@ -123,7 +123,7 @@ def _sample():
 
 
 def test_the_text():
-    text = cli.as_text(_sample())
+    text = dump_text.as_text(_sample())
     assert text == (
         "Process 10: python3 x.py\n"
         "Python 3.11.7 (/usr/lib/libpython3.11.so)\n"
@@ -149,11 +149,11 @@ def test_the_text():
 def test_the_text_shows_control_characters_as_escapes():
     dump = _sample()
     dump.threads[0].frames = [reader.Frame("/app/\x1b[2Jx.py", "f", "f", 1)]
-    assert "\x1b" not in cli.as_text(dump) and "\\x1b[2Jx.py" in cli.as_text(dump)
+    assert "\x1b" not in dump_text.as_text(dump) and "\\x1b[2Jx.py" in dump_text.as_text(dump)
 
 
 def test_the_json():
-    data = cli.as_json(_sample())
+    data = dump_text.as_json(_sample())
     assert data["format"] == "heatline-dump" and data["pause_ms"] == 0.4
     assert data["pause_note"] is None and data["threads_complete"] is False
     main, loader, native, idle = data["threads"]

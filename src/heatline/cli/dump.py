@@ -1,21 +1,14 @@
 """``heatline dump [--json] [--no-pause] PID``: every thread's Python stack of a running
 process, read from outside it (engine/dump.py), as text or as JSON for tools (the shape is
-docs/profile-format.md's "heatline dump's JSON")."""
+docs/profile-format.md's "heatline dump's JSON"), made by renderers/dump_text.py."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
 
 from heatline.cli.common import Parser, add_option, add_pid, fail, parse_pid
 from heatline.options import DUMP_OPTIONS
-
-if TYPE_CHECKING:
-    from heatline.engine.dump import Dump, Thread
-
-FORMAT_VERSION = 1
-
 
 def _parser() -> Parser:
     parser = Parser(
@@ -36,6 +29,7 @@ def _parser() -> Parser:
 def run(args: list[str]) -> int:
     """Show the stacks; the exit status."""
     from heatline.engine import dump as reader
+    from heatline.renderers.dump_text import as_json, as_text
 
     options = _parser().parse_args(args)
     pid = parse_pid(options.pid)
@@ -49,96 +43,3 @@ def run(args: list[str]) -> int:
         sys.stdout.write(as_text(result))
     sys.stdout.flush()
     return 0
-
-
-def as_json(dump: Dump) -> dict[str, Any]:
-    """The JSON document (docs/profile-format.md, "heatline dump's JSON")."""
-    return {
-        "format": "heatline-dump",
-        "format_version": FORMAT_VERSION,
-        "pid": dump.pid,
-        "command": dump.command,
-        "python": {"version": dump.version, "binary": dump.binary},
-        "paused": dump.paused,
-        "pause_ms": round(dump.pause_s * 1e3, 3),
-        "pause_note": dump.pause_note or None,
-        "read_ms": round(dump.read_s * 1e3, 3),
-        "threads_complete": dump.threads_complete,
-        "threads": [_thread_json(thread) for thread in dump.threads],
-    }
-
-
-def _thread_json(thread: Thread) -> dict[str, Any]:
-    return {
-        "native_id": thread.native_id or None,
-        "name": thread.name or None,
-        "python": thread.python,
-        "thread_id": thread.thread_id,
-        "interpreter": thread.interpreter,
-        "main": thread.main,
-        "holds_gil": thread.holds_gil,
-        "state": thread.state,
-        "kernel_state": thread.kernel_state or None,
-        "syscall": thread.syscall,
-        "wchan": thread.wchan,
-        "stopped": thread.stopped,
-        "stack_complete": thread.complete,
-        "stack_truncated": thread.truncated,
-        "frames": [
-            {"function": f.qualname, "name": f.name, "file": f.file, "line": f.line}
-            for f in thread.frames
-        ],
-    }
-
-
-def _what(thread: Thread, process_name: str) -> str:
-    parts = []
-    if thread.name and thread.name != process_name:
-        parts.append(f'"{thread.name}"')
-    if thread.main:
-        parts.append("main thread")
-    if thread.interpreter:
-        parts.append(f"interpreter {thread.interpreter}")
-    if not thread.python:
-        parts.append("no Python")
-    head = f"Thread {thread.native_id or '?'}" + (f" ({', '.join(parts)})" if parts else "")
-    doing = []
-    if thread.holds_gil:
-        doing.append("holds the GIL")
-    if thread.state == "idle":
-        doing.append(f"idle in {thread.syscall}" if thread.syscall else "idle")
-    elif thread.kernel_state:
-        doing.append(thread.state)
-    return head + (": " + ", ".join(doing) if doing else "")
-
-
-def as_text(dump: Dump) -> str:
-    from heatline.renderers.visible import visible
-
-    main = next((t for t in dump.threads if t.native_id == dump.pid), None)
-    process_name = main.name if main else ""
-    command = " ".join(dump.command) or "?"
-    lines = [visible(f"Process {dump.pid}: {command}"),
-             visible(f"Python {dump.version} ({dump.binary})")]
-    if dump.paused:
-        lines.append(f"Threads stopped for {dump.pause_s * 1e3:.2f} ms while read "
-                     f"({dump.read_s * 1e3:.2f} ms reading); stacks innermost first.")
-    else:
-        lines.append("Read without stopping the threads; stacks innermost first.")
-    if dump.pause_note:
-        lines.append(visible(f"Not stopped: {dump.pause_note}."))
-    if not dump.threads_complete:
-        lines.append("Some threads may be missing: the thread list changed while read.")
-    for thread in dump.threads:
-        lines.append("")
-        lines.append(visible(_what(thread, process_name)))
-        for frame in thread.frames:
-            lines.append(visible(f"    {frame.qualname} ({frame.file}:{frame.line})"))
-        if thread.python and not thread.frames and thread.complete:
-            lines.append("    (no Python code running)")
-        if thread.truncated:
-            lines.append("    (deeper frames left out)")
-        if not thread.complete:
-            lines.append("    (torn: the thread moved while its stack was read; "
-                         "the frames above were read before)")
-    return "\n".join(lines) + "\n"

@@ -5,6 +5,10 @@ The interface: each format is one module of this package with ``render(profile, 
 live stream (``print_report``), the only place colour and the terminal's width matter. One
 writer: :func:`render_to` writes any format's bytes atomically (data/io.py), whether at the end
 of a run (``-o``), by ``heatline view`` or by ``Profile.save``.
+
+Beside the formats, the views of a live process: dump_text.py (``heatline dump``'s text and
+JSON, from a dump) and top_text.py (``heatline top``'s text and tables, from a window of
+readings); they are not formats of a profile.
 """
 
 from __future__ import annotations
