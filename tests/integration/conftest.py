@@ -1,10 +1,13 @@
 """Fixtures for the end-to-end tests: run a program under heatline and under plain python."""
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from heatline.data import model
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 
@@ -24,7 +27,45 @@ def _run(command, *, env=None, timeout=60, **kwargs):
 def run_heatline():
     """run_heatline(*args, **subprocess_kwargs): `python -m heatline ARGS`, output as bytes
     unless text=True."""
-    return lambda *args, **kwargs: _run([sys.executable, "-m", "heatline", *args], **kwargs)
+    def run(*args, **kwargs):
+        result = _run([sys.executable, "-m", "heatline", *args], **kwargs)
+        _check_profile_written(args, kwargs.get("cwd"))
+        return result
+
+    return run
+
+
+# Suffixes -o writes in another format than the profile's JSON (cli/run.py's list).
+_OTHER_FORMATS = (".html", ".pb.gz", ".speedscope.json", ".collapsed", ".trace.json")
+
+
+def _check_profile_written(args, cwd):
+    """The profile a run_heatline call wrote with -o (a run, attach, or view --format json)
+    must match data/model.py exactly: one that does not fails the test. Files of other
+    formats, and a profile file the call did not write, are left alone."""
+    args = [str(arg) for arg in args]
+    formats = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--format"]
+    if any(fmt != "json" for fmt in formats) or "--html" in args:
+        return
+    outputs = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-o", "--outfile")]
+    outputs += [arg.split("=", 1)[1] for arg in args if arg.startswith("--outfile=")]
+    for output in outputs[:1]:
+        if not formats and output.endswith(_OTHER_FORMATS):
+            return
+        path = os.path.join(cwd or os.getcwd(), output)
+        if not os.path.isfile(path):  # not written, or a device (-o /dev/full)
+            return
+        try:
+            with open(path, "rb") as file:
+                text = file.read()
+        except OSError:
+            return
+        if not text.startswith(b'{"schema_version":'):
+            return
+        problems = model.validate(json.loads(text))
+        if problems:
+            pytest.fail(f"the profile {output} does not match heatline/data/model.py:\n"
+                        + "\n".join(problems), pytrace=False)
 
 
 @pytest.fixture
