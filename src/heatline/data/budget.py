@@ -21,6 +21,10 @@ from typing import Any
 from heatline import units
 from heatline.data import memory
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 
 class BudgetError(Exception):
     """A budget or a profile that cannot be checked; str() is one line."""
@@ -125,7 +129,7 @@ def apply(budget: Budget, data: dict[str, Any]) -> None:
             raise ValueError(f"{name}: {exc}") from None
 
 
-def breaches(profile: dict[str, Any], budget: Budget) -> list[str]:
+def breaches(profile: Profile, budget: Budget) -> list[str]:
     """One line per limit the profile exceeds. BudgetError when a memory limit is asked of a
     profile recorded without memory (--cpu-only)."""
     found = []
@@ -164,13 +168,13 @@ def breaches(profile: dict[str, Any], budget: Budget) -> list[str]:
     return found
 
 
-def unmatched_line_limits(profile: dict[str, Any], budget: Budget) -> list[str]:
+def unmatched_line_limits(profile: Profile, budget: Budget) -> list[str]:
     """The FILE parts of --max-line-peak that name no file of the profile (likely typos)."""
     return [f"{file}:{line}" for file, line, _ in budget.max_line_peak
             if not any(_same_file(path, file) for path in profile["files"])]
 
 
-def summary(profile: dict[str, Any], budget: Budget) -> str:
+def summary(profile: Profile, budget: Budget) -> str:
     """One line: the figures the budget limits, for a run within budget."""
     parts = []
     if budget.max_peak is not None:
@@ -200,13 +204,13 @@ def _same_file(path: str, name: str) -> bool:
     return path == name or path.endswith("/" + name.lstrip("./"))
 
 
-def _lines(profile: dict[str, Any]):  # noqa: ANN202 -- an iterator of (path, line)
+def _lines(profile: Profile):  # noqa: ANN202 -- an iterator of (path, line)
     for path, entry in profile["files"].items():
         for line in entry["lines"]:
             yield path, line
 
 
-def _peak_blame(profile: dict[str, Any], top: int = 3) -> str:
+def _peak_blame(profile: Profile, top: int = 3) -> str:
     """'; at the peak: a.py:12 400.0 MiB, ...': the lines holding the most memory when the
     program peaked (by their own peaks when the profile has no peak time). With child
     processes, the lines of every process at the combined peak, each with its pid."""

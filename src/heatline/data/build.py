@@ -20,6 +20,9 @@ from heatline.data.summary import with_summary
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
+    from heatline.data.model import (
+        Asyncio, FileRecord, FunctionRecord, LineRecord, Profile, Stacks,
+    )
 
 # A file's lines are listed only where they have time or memory, with this many lines of
 # context either side (and the first line of each listed function), so the profile and the
@@ -90,7 +93,7 @@ def build_profile(
     steal_s: float | None = None,
     cpu_count: int = 1,
     read_lines: Callable[[str], Sequence[str]] = read_source_lines,
-) -> dict[str, Any]:
+) -> Profile:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
 
     Pure apart from ``read_lines``, so it can be tested with synthetic snapshots.
@@ -388,12 +391,12 @@ def _add(into: list[int], times: Sequence[int]) -> None:
         into[i] += times[i]
 
 
-def _total(entry: dict[str, Any]) -> float:
+def _total(entry: FileRecord | FunctionRecord | LineRecord) -> float:
     return entry["python_s"] + entry["native_s"] + entry["system_s"]
 
 
 def _stacks(snapshot: dict[str, Any], files: list, functions: list,
-            other_threads: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+            other_threads: Sequence[dict[str, Any]] = ()) -> Stacks:
     """Re-index the engine's (function id, line) frames into a shared frame table.
 
     A deep stack's elided middle is one marker frame for every stack of a thread with the same
@@ -491,7 +494,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
     }
 
 
-def _cut_stack_warnings(stack_table: dict[str, Any]) -> list[str]:
+def _cut_stack_warnings(stack_table: Stacks) -> list[str]:
     """Stacks deeper than the engine keeps had their middle elided: how much time, how deep,
     and whether any function's inclusive time can miss some of it."""
     from heatline.data.queries import cut_stacks
@@ -514,7 +517,7 @@ def _cut_stack_warnings(stack_table: dict[str, Any]) -> list[str]:
             "inclusive time"]
 
 
-def _asyncio_summary(snapshot: dict[str, Any]) -> dict[str, Any]:
+def _asyncio_summary(snapshot: dict[str, Any]) -> dict[str, Asyncio]:
     """The profile's "asyncio" figures, present when an event loop was seen waiting: the main
     thread's loop waits, how much of them went to the awaits its tasks were suspended at, and
     other threads' loop waits (charged where they were sampled)."""

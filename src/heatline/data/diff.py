@@ -18,6 +18,10 @@ from typing import Any, Iterable, TextIO
 
 from heatline.data.queries import function_of_line
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 KINDS = ("python_s", "native_s", "system_s")
 
 
@@ -30,7 +34,7 @@ def _values(entry: dict[str, Any]) -> list[float]:
     return [entry.get(kind, 0.0) for kind in KINDS] + list(_memory(entry))
 
 
-def _file_keys(before: dict[str, Any], after: dict[str, Any]) -> dict[str, str]:
+def _file_keys(before: Profile, after: Profile) -> dict[str, str]:
     """after path -> the key both sides use for that file."""
     names_before = [os.path.basename(p) for p in before]
     names_after = [os.path.basename(p) for p in after]
@@ -83,7 +87,7 @@ def _rows(before: dict[tuple, Any], after: dict[tuple, Any]) -> list[tuple]:
     return rows
 
 
-def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def compare(before: Profile, after: Profile) -> dict[str, Any]:
     rename = _file_keys(before.get("files", {}), after.get("files", {}))
     same = {p: p for p in before.get("files", {})}
     return {

@@ -12,6 +12,7 @@ from heatline.data.snapshot import seconds as _seconds
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
+    from heatline.data.model import GpuFields, GpuOn, Profile
 
 # Kernels listed in the profile's kernels table (the most expensive first).
 MAX_KERNELS = 50
@@ -35,12 +36,12 @@ _NO_TIME = {f"{c}_{u}": 0.0 for c in ("python", "native", "system") for u in ("s
 _EMPTY = {key: 0.0 if key == "gpu_s" else 0 for key in LINE_KEYS}
 
 
-def empty_fields() -> dict[str, Any]:
+def empty_fields() -> GpuFields:
     """The GPU fields of a line or function that launched nothing."""
     return dict(_EMPTY)
 
 
-def _line_fields(record: dict[str, Any]) -> dict[str, Any]:
+def _line_fields(record: dict[str, Any]) -> GpuFields:
     """A line's GPU fields from its engine record: the same names, gpu_ns in seconds, and the
     copies in every direction summed into gpu_copy_bytes."""
     fields = in_seconds(record)
@@ -57,10 +58,10 @@ def _add_fields(into: dict[str, Any], fields: dict[str, Any]) -> None:
 
 
 def with_gpu(
-    profile: dict[str, Any],
+    profile: Profile,
     snapshot: dict[str, Any],
     read_lines: Callable[[str], Sequence[str]],
-) -> dict[str, Any]:
+) -> Profile:
     """Add the GPU fields to a profile built from ``snapshot``: per line and function, the
     top-level ``gpu`` object and the GPU warnings. Returns ``profile`` (changed in place)."""
     from heatline.data import memory as memory_report
@@ -130,7 +131,7 @@ def with_gpu(
     return profile
 
 
-def gpu_fields(gpu: dict[str, Any], files: list) -> dict[str, Any]:
+def gpu_fields(gpu: dict[str, Any], files: list) -> GpuOn:
     """The top-level ``gpu`` object of the profile from the snapshot's ``gpu`` part."""
     from heatline.data import memory as memory_report
 

@@ -12,6 +12,7 @@ from heatline.data.memory import TOTAL_KEYS as MEMORY_TOTAL_KEYS
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any, Callable
+    from heatline.data.model import Profile, Stacks
 
 SCHEMA_VERSION = 5
 # Versions this heatline can still show: version 3 differs only in listing every line of files
@@ -201,7 +202,7 @@ class ProfileError(Exception):
     """A profile file cannot be used; str() is a one-line message naming the file."""
 
 
-def load(path: str) -> dict[str, Any]:
+def load(path: str) -> Profile:
     """Read and validate a profile written by :func:`dump` (at most MAX_PROFILE_BYTES)."""
     try:
         with open(path, "rb") as f:
@@ -311,7 +312,7 @@ def validate(data: Any, path: str = "profile") -> None:
         validate(own_profile, f"{path}: process_profiles[{pid}]")
 
 
-def _check_stack_references(stacks: dict[str, Any], threads: int) -> None:
+def _check_stack_references(stacks: Stacks, threads: int) -> None:
     """The stacks' entries index the frame table and the thread list: an index outside them
     would fail (or, negative, silently mislabel) in every renderer that follows it."""
     frames = len(stacks["frames"])
@@ -399,7 +400,7 @@ def _describe(spec: Any) -> str:
     return {str: "a string", bool: "true or false", int: "an integer"}.get(spec, "a number")
 
 
-def encode(profile: dict[str, Any]) -> bytes:
+def encode(profile: Profile) -> bytes:
     """The bytes of ``profile`` as a profile file: JSON, UTF-8. Strings that are not valid
     Unicode (the surrogates Python makes of undecodable bytes in argv or paths, PEP 383)
     are written as JSON ``\\udcXX`` escapes, so the file stays UTF-8 and reading it back gives
@@ -435,7 +436,7 @@ def _not_serialisable(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def dump(profile: dict[str, Any], path: str) -> None:
+def dump(profile: Profile, path: str) -> None:
     """Write ``profile`` to ``path`` as JSON (:func:`encode`), the way :func:`write_bytes`
     writes. Raises OSError if the profile cannot be written."""
     write_bytes(encode(profile), path)

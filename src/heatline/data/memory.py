@@ -34,6 +34,7 @@ from heatline.data.snapshot import Timeline  # [[t_s, bytes], ...], sorted by ti
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
+    from heatline.data.model import Leak, MemoryFields, Profile
 
 LEAK_THRESHOLD = 0.5
 LEAK_MIN_SAMPLES = 3
@@ -111,7 +112,7 @@ def leak_likelihood(t0: float, t25: float, t75: float, t100: float, end_s: float
 
 def leak_of(
     timeline: Timeline, *, peak: int, live_end: int, surviving_samples: int, end_s: float
-) -> dict[str, float] | None:
+) -> Leak | None:
     """Apply the leak rule (module docstring) to one line; None when it is not a likely leak."""
     if not timeline or peak <= 0 or surviving_samples < LEAK_MIN_SAMPLES:
         return None
@@ -138,12 +139,12 @@ def leak_of(
 _ZEROS = dict.fromkeys(LINE_KEYS, 0)
 
 
-def empty_fields() -> dict[str, Any]:
+def empty_fields() -> MemoryFields:
     """The memory fields of a line or function that has none."""
     return {**_ZEROS, "timeline": [], "leak": None}
 
 
-def below_malloc_threshold(profile: dict[str, Any], threshold: int) -> dict[str, Any]:
+def below_malloc_threshold(profile: Profile, threshold: int) -> Profile:
     """The profile as reported with --malloc-threshold N (Scalene's flag: "only report profiles
     with at least this many allocations"). Scalene counts allocation samples, one per window of
     bytes allocated; heatline samples by bytes with the same kind of window (large allocations
@@ -174,7 +175,7 @@ def below_malloc_threshold(profile: dict[str, Any], threshold: int) -> dict[str,
     return {**profile, "files": files}
 
 
-def line_fields(record: dict[str, Any], end_s: float) -> dict[str, Any]:
+def line_fields(record: dict[str, Any], end_s: float) -> MemoryFields:
     """The memory fields of one line from its engine record (docs/engine-api.md): the same
     names; what the line holds at the end and its peak never below 0, and its leak verdict."""
     fields = empty_fields()
@@ -190,7 +191,7 @@ def line_fields(record: dict[str, Any], end_s: float) -> dict[str, Any]:
     return fields
 
 
-def function_fields(lines: Sequence[dict[str, Any]], end_s: float) -> dict[str, Any]:
+def function_fields(lines: Sequence[MemoryFields], end_s: float) -> MemoryFields:
     """A function's memory fields from its lines' fields: sums, and a peak and leak verdict
     taken from the sum of the lines' timelines (the peak of a sum is not the sum of peaks)."""
     fields = empty_fields()

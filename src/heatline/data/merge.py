@@ -17,6 +17,10 @@ from heatline.data.summary import with_summary
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
+    from heatline.data.model import (
+        FileRecord, FunctionRecord, HeldLine, LineRecord, ProcessRecord, Profile, StackFrame,
+        Stacks,
+    )
 
 _TIME_KEYS = ("python_s", "native_s", "system_s")
 # Points kept in a merged line's or function's memory timeline.
@@ -24,13 +28,13 @@ TIMELINE_POINTS = 64
 # Lines listed as holding memory at the combined peak (combined_peak.lines), most first.
 PEAK_LINES = 10
 
-Process = tuple[dict[str, "Any"], dict[str, "Any"]]  # (info, profile); info: pid, ppid, role...
+Process = tuple[dict[str, "Any"], "Profile"]  # (info, profile); info: pid, ppid, role...
 
 
 def merge_processes(
     main: Process, children: Sequence[Process], *, missing: int = 0,
     end: str = "when the program ended",
-) -> dict[str, Any]:
+) -> Profile:
     """The merged profile. ``main`` and each child are (info, profile) where info has pid,
     ppid, role, argv, exit and offset_s (when the process started, in seconds after the main
     process did). ``missing``: children that started but left no profile; ``end``: when the
@@ -57,7 +61,7 @@ def merge_processes(
     return with_summary(merged)
 
 
-def merge_segments(segments: Sequence[Process]) -> dict[str, Any]:
+def merge_segments(segments: Sequence[Process]) -> Profile:
     """One process's profile from the profiles of its consecutive parts, in order (an exec
     replaced the program and the run went on in the same process: run/handover.py). Summed
     as merge_processes sums processes, on the first part's clock; ``program``, ``argv`` and
@@ -82,7 +86,7 @@ def merge_segments(segments: Sequence[Process]) -> dict[str, Any]:
     return merged
 
 
-def _memory_freed_at_end(profile: dict[str, Any]) -> dict[str, Any]:
+def _memory_freed_at_end(profile: Profile) -> Profile:
     """``profile`` with its memory timelines (the program's, each line's and function's)
     dropping to 0 at its end; shares what it does not change."""
     end = profile["elapsed_s"]
@@ -103,7 +107,7 @@ def _memory_freed_at_end(profile: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _copy_to_merge_into(profile: dict[str, Any]) -> dict[str, Any]:
+def _copy_to_merge_into(profile: Profile) -> Profile:
     """A copy of ``profile`` that merging (and --use-virtual-time after it) may change while
     ``profile`` stays as it was, as the main process's own: every dict and list they change is
     new, what they only read is shared. (copy.deepcopy took most of the merge's time, and grows
@@ -126,7 +130,7 @@ def _copy_to_merge_into(profile: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def process_view(profile: dict[str, Any], pid: int) -> dict[str, Any]:
+def process_view(profile: Profile, pid: int) -> Profile:
     """The profile of one process of a merged profile; KeyError if it has none."""
     own = profile.get("process_profiles", {})
     if str(pid) not in own:
@@ -134,7 +138,7 @@ def process_view(profile: dict[str, Any], pid: int) -> dict[str, Any]:
     return own[str(pid)]
 
 
-def _process_entry(info: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
+def _process_entry(info: dict[str, Any], profile: Profile) -> ProcessRecord:
     totals = profile["totals"]
     return {
         "pid": info["pid"],
@@ -150,7 +154,7 @@ def _process_entry(info: dict[str, Any], profile: dict[str, Any]) -> dict[str, A
     }
 
 
-def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str, Any],
+def _add_profile(merged: Profile, profile: Profile, info: dict[str, Any],
                  end_s: float) -> None:
     offset = info["offset_s"]
     for key in ("samples", "sampled_s", "lost_s", "cpu_s"):
@@ -192,7 +196,7 @@ def _add_profile(merged: dict[str, Any], profile: dict[str, Any], info: dict[str
                                   "profile (view --pid), not in the merged one")
 
 
-def _add_stacks(into: dict[str, Any], stacks: dict[str, Any], thread_base: int) -> None:
+def _add_stacks(into: Stacks, stacks: Stacks, thread_base: int) -> None:
     # A frame is all its fields: an elided middle's marker is told apart by its own (how many
     # frames, whether their functions were kept), a function's by file, names and line.
     index = {_frame_key(f): i for i, f in enumerate(into["frames"])}
@@ -211,7 +215,7 @@ def _add_stacks(into: dict[str, Any], stacks: dict[str, Any], thread_base: int) 
     into["dropped_s"] = _round(into["dropped_s"] + stacks["dropped_s"])
 
 
-def _frame_key(frame: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+def _frame_key(frame: StackFrame) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(frame.items()))
 
 
@@ -255,7 +259,7 @@ def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: S
     return merged
 
 
-def _add_program_memory(merged: dict[str, Any], processes: Sequence[Process]) -> None:
+def _add_program_memory(merged: Profile, processes: Sequence[Process]) -> None:
     """The program's memory timeline and peak: the sum over the processes alive at each
     moment (each process's timeline on the main process's clock, and nothing after it ended).
     The combined peak gets its own moment and the lines of every process that held memory
@@ -294,7 +298,7 @@ def _add_program_memory(merged: dict[str, Any], processes: Sequence[Process]) ->
         "file": held[0]["file"], "line": held[0]["line"], "t_s": peak_t, "pid": held[0]["pid"]}
 
 
-def _held_at(processes: Sequence[Process], t: float) -> list[dict[str, Any]]:
+def _held_at(processes: Sequence[Process], t: float) -> list[HeldLine]:
     """The lines of every process holding memory at time t of the main process's clock, most
     first: each line's own timeline (its process's clock) read at that moment; nothing for a
     process not started yet or already ended."""
@@ -316,7 +320,7 @@ def _held_at(processes: Sequence[Process], t: float) -> list[dict[str, Any]]:
     return held
 
 
-def _set_percentages(profile: dict[str, Any]) -> None:
+def _set_percentages(profile: Profile) -> None:
     total = sum(profile["totals"][key] for key in _TIME_KEYS)
 
     def fill(entry: dict[str, Any]) -> None:
@@ -333,7 +337,7 @@ def _set_percentages(profile: dict[str, Any]) -> None:
     )
 
 
-def _total(entry: dict[str, Any]) -> float:
+def _total(entry: FileRecord | FunctionRecord | LineRecord) -> float:
     return sum(entry[key] for key in _TIME_KEYS)
 
 

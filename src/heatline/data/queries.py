@@ -10,7 +10,8 @@ from collections import namedtuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
-    from typing import Any, Iterator
+    from typing import Iterator
+    from heatline.data.model import FileRecord, LineRecord, Profile, StackFrame
 
 # heatline's package directory (this file is in heatline/data/).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,7 +25,7 @@ _OWN_FILES = tuple(
 )
 
 
-def is_own_frame(frame: dict[str, Any]) -> bool:
+def is_own_frame(frame: StackFrame) -> bool:
     path = frame.get("file", "")
     return path.startswith(_PACKAGE_DIR + os.sep) or path.replace("\\", "/").endswith(_OWN_FILES)
 
@@ -41,7 +42,7 @@ class Stack(namedtuple("Stack", "frames thread python_s native_s system_s")):
         return self.python_s + self.native_s + self.system_s
 
 
-def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
+def stacks(profile: Profile) -> Iterator[Stack]:
     """The profile's stacks without heatline's own frames.
 
     Every recorded stack starts with the launcher (``python -m heatline`` / the ``heatline``
@@ -65,7 +66,7 @@ def stacks(profile: dict[str, Any]) -> Iterator[Stack]:
         yield Stack(kept, entry["thread"], entry["python_s"], entry["native_s"], entry["system_s"])
 
 
-def is_elided(frame: dict[str, Any]) -> bool:
+def is_elided(frame: StackFrame) -> bool:
     """Whether a stack frame is the marker of a deep stack's elided middle (its ``elided``
     frames were not kept), not a function."""
     return "elided" in frame
@@ -84,7 +85,7 @@ class CutStacks(namedtuple("CutStacks",
     __slots__ = ()
 
 
-def cut_stacks(profile: dict[str, Any]) -> CutStacks:
+def cut_stacks(profile: Profile) -> CutStacks:
     """The stacks whose middle was elided (all frames counted, heatline's own too)."""
     table = profile.get("stacks") or {}
     frames = table.get("frames", [])
@@ -109,7 +110,7 @@ def cut_stacks(profile: dict[str, Any]) -> CutStacks:
                      kept, outer, inner)
 
 
-def frame_label(frame: dict[str, Any]) -> str:
+def frame_label(frame: StackFrame) -> str:
     """``qualname (file.py:line)``, the usual spelling of a Python frame in flame graphs; an
     elided middle's marker by its name alone (``… 273 frames elided …``)."""
     if is_elided(frame):
@@ -121,11 +122,11 @@ def frame_label(frame: dict[str, Any]) -> str:
     return f"{name} ({os.path.basename(frame.get('file', ''))}:{frame.get('line', 0)})"
 
 
-def function_key(frame: dict[str, Any]) -> tuple[str, str]:
+def function_key(frame: StackFrame) -> tuple[str, str]:
     return (frame.get("file", ""), frame.get("qualname") or frame.get("name") or "?")
 
 
-def inclusive_times(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
+def inclusive_times(profile: Profile) -> dict[tuple[str, str], float]:
     """Inclusive (cumulative) time per function, (file, qualname) -> seconds.
 
     A stack's time counts once for every distinct function on it (recursion counts once), so
@@ -142,7 +143,7 @@ def inclusive_times(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
     return result
 
 
-def call_edges(profile: dict[str, Any]) -> dict[tuple[tuple[str, str], tuple[str, str]], float]:
+def call_edges(profile: Profile) -> dict[tuple[tuple[str, str], tuple[str, str]], float]:
     """(caller, callee) function pairs -> seconds spent with that call on the stack."""
     frames = (profile.get("stacks") or {}).get("frames", [])
     result: dict[tuple[tuple[str, str], tuple[str, str]], float] = {}
@@ -154,7 +155,7 @@ def call_edges(profile: dict[str, Any]) -> dict[tuple[tuple[str, str], tuple[str
     return result
 
 
-def calling_only(profile: dict[str, Any]) -> dict[tuple[str, str], int]:
+def calling_only(profile: Profile) -> dict[tuple[str, str], int]:
     """Functions of the profile's files that are on stacks but have no function entry (none
     of their lines was ever the innermost user line: a dispatcher, main()), (file, qualname)
     -> the first of their lines seen on a stack (their first line is not recorded)."""
@@ -175,7 +176,7 @@ def calling_only(profile: dict[str, Any]) -> dict[tuple[str, str], int]:
     return first_seen
 
 
-def thread_name(profile: dict[str, Any], index: int) -> str:
+def thread_name(profile: Profile, index: int) -> str:
     threads = profile.get("threads", [])
     if 0 <= index < len(threads):
         thread = threads[index]
@@ -185,7 +186,7 @@ def thread_name(profile: dict[str, Any], index: int) -> str:
     return f"thread {index}"
 
 
-def function_of_line(entry: dict[str, Any], line: dict[str, Any]) -> str:
+def function_of_line(entry: FileRecord, line: LineRecord) -> str:
     """The function a line of a file entry belongs to: the one the engine charged it to (the
     line's ``function``); for a line without one (context lines, profiles before schema 4), the
     one whose ``def`` is the last at or before the line (nested and later functions win),
@@ -207,7 +208,7 @@ _STOP_SLACK_S = 0.05
 _STOP_SLACK_SHARE = 0.02
 
 
-def profiled_s(profile: dict[str, Any]) -> float | None:
+def profiled_s(profile: Profile) -> float | None:
     """How much of the elapsed time profiling was on, when it was paused for part of it
     (``--off``, ``heatline.pause()``/``resume()``, ``heatline ctl``); None when it ran the whole
     time or the profile does not say (no ``profiled_periods``: older files)."""

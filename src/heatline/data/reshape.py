@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Collection, Mapping
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 _TIME_KEYS = ("python_s", "native_s", "system_s")
 
 
-def without_threads(profile: dict[str, Any], left_out: Collection[int]) -> dict[str, Any]:
+def without_threads(profile: Profile, left_out: Collection[int]) -> Profile:
     """``profile`` (in place) without the threads whose ``native_id`` is in ``left_out`` and
     whose time was all outside user code: their rows of ``threads``, their stacks (the flame
     graph's), and their time from ``totals.unattributed_s``. A thread that charged time to a
@@ -38,7 +42,7 @@ def without_threads(profile: dict[str, Any], left_out: Collection[int]) -> dict[
     return profile
 
 
-def renamed_files(profile: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+def renamed_files(profile: Profile, names: Mapping[str, str]) -> Profile:
     """``profile`` (in place) with each source path in ``names`` replaced by its name there,
     wherever the profile names a file: the keys of ``files`` (a child process's too) and every
     ``file`` field (stack frames, peaks, combined peak lines, GPU kernels, the summary's

@@ -25,6 +25,7 @@ from heatline.data.queries import stacks as _stacks
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
+    from heatline.data.model import Profile, SummaryItem
 
 # At most this many sentences; more rules firing than this keep the most telling (RANK).
 MAX_SENTENCES = 6
@@ -87,7 +88,7 @@ _POOL_ROLES = ("Pool worker", "ProcessPoolExecutor worker")
 _SOURCE_WIDTH = 60  # source quoted in a sentence, at most (then cut with an ellipsis)
 
 
-def summarise(profile: dict[str, Any]) -> list[dict[str, Any]]:
+def summarise(profile: Profile) -> list[SummaryItem]:
     """The summary of ``profile`` (docs/profile-format.md): at most MAX_SENTENCES items."""
     facts = _Facts(profile)
     found: dict[str, dict[str, Any]] = {}
@@ -100,7 +101,7 @@ def summarise(profile: dict[str, Any]) -> list[dict[str, Any]]:
     return [found[rule] for rule in ORDER if rule in kept]
 
 
-def with_summary(profile: dict[str, Any]) -> dict[str, Any]:
+def with_summary(profile: Profile) -> Profile:
     """``profile`` with its ``summary`` (re)computed, in place; returns it."""
     profile["summary"] = summarise(profile)
     return profile
@@ -110,7 +111,7 @@ class _Facts:
     """What several rules read, worked out once: the stacks by thread, each thread's process,
     the main thread, and how to name places."""
 
-    def __init__(self, profile: dict[str, Any]) -> None:
+    def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self.files = profile.get("files") or {}
         self.frames = (profile.get("stacks") or {}).get("frames", [])
@@ -215,7 +216,7 @@ class _Facts:
                 return process["elapsed_s"]
         return self.profile.get("elapsed_s", 0.0)
 
-    def busiest_line(self, profiles: Iterable[dict[str, Any]]) -> tuple[str, int, float] | None:
+    def busiest_line(self, profiles: Iterable[Profile]) -> tuple[str, int, float] | None:
         """(file, line, running seconds) of the line with the most running time over these
         processes' own profiles."""
         busy: dict[tuple[str, int], float] = {}
@@ -432,7 +433,7 @@ def _starvation(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     return {"text": text + ".", "file": path, "line": line}
 
 
-def _busiest_function(profiles: list[dict[str, Any]]) -> tuple[str, str, float] | None:
+def _busiest_function(profiles: list[Profile]) -> tuple[str, str, float] | None:
     """(function, file:line, running seconds) of the function with the most running time over
     these processes' own profiles, the comprehensions and closures it defines counted as its
     own (``blur``, not ``blur.<locals>.<listcomp>``), located at its busiest line."""
@@ -457,7 +458,7 @@ def _busiest_function(profiles: list[dict[str, Any]]) -> tuple[str, str, float] 
     return key[1], _where_of(profiles, key[0], number), seconds
 
 
-def _where_of(profiles: list[dict[str, Any]], path: str, line: int) -> str:
+def _where_of(profiles: list[Profile], path: str, line: int) -> str:
     program = profiles[0].get("program", "") if profiles else ""
     base = os.path.dirname(program) if os.path.isabs(program) else ""
     if base and path.startswith(base + os.sep):

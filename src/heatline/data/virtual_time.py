@@ -15,10 +15,14 @@ from typing import Any
 
 from heatline.data.summary import with_summary
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 _KINDS = ("python", "native", "system")
 
 
-def running_time_only(profile: dict[str, Any]) -> dict[str, Any]:
+def running_time_only(profile: Profile) -> Profile:
     """``profile`` with blocked time removed, in place; returns it."""
     totals = profile["totals"]
     totals["system_s"] = 0.0

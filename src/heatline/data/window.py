@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # annotations only: the model imports typing
 _KINDS = ("python_s", "native_s", "system_s")
 
 
-def _keyed(profile: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+def _keyed(profile: Profile) -> dict[tuple, dict[str, Any]]:
     table = profile.get("stacks") or {}
     frames = table.get("frames", [])
     threads = profile.get("threads", [])
@@ -41,7 +41,7 @@ def _keyed(profile: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
     return keyed
 
 
-def between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def between(before: Profile, after: Profile) -> Profile:
     """A profile holding the stacks' time from ``before`` to ``after`` (two profiles of one
     session, ``after`` taken later), with ``after``'s threads and settings and the window's
     elapsed time. Memory is not windowed: the result has none."""

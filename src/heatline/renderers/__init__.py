@@ -22,6 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
 
+    from heatline.data.model import Profile
+
 # Format -> the module of this package that renders it.
 MODULES = {"terminal": "terminal", "json": "profile_json", "html": "html",
            "collapsed": "collapsed", "speedscope": "speedscope", "pprof": "pprof",
@@ -69,7 +71,7 @@ def format_for_path(path: str) -> str:
     return "json"
 
 
-def render_bytes(profile: dict[str, Any], fmt: str, view: View = View()) -> bytes:
+def render_bytes(profile: Profile, fmt: str, view: View = View()) -> bytes:
     """``profile`` in format ``fmt``."""
     if fmt not in MODULES:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
@@ -77,7 +79,7 @@ def render_bytes(profile: dict[str, Any], fmt: str, view: View = View()) -> byte
     return module.render(profile, view)
 
 
-def render_to(profile: dict[str, Any], fmt: str | None, path: str, view: View = View()) -> None:
+def render_to(profile: Profile, fmt: str | None, path: str, view: View = View()) -> None:
     """Write ``profile`` to ``path`` in ``fmt`` (None: from the suffix), atomically (a reader
     never sees half a file; data.io.write_bytes). Raises OSError if it cannot be written."""
     from heatline.data.io import write_bytes

@@ -18,11 +18,15 @@ from typing import Any
 from heatline._version import __version__
 from heatline.data.queries import thread_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 PID = 1
 TOP_LINES = 10
 
 
-def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
+def to_dict(profile: Profile) -> dict[str, Any]:
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
          "args": {"name": f"heatline: {profile.get('program', '')}"}},
@@ -84,5 +88,5 @@ def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render(profile: dict[str, Any], view: Any = None) -> bytes:
+def render(profile: Profile, view: Any = None) -> bytes:
     return json.dumps(to_dict(profile), ensure_ascii=True).encode()

@@ -11,6 +11,10 @@ from typing import Any
 
 from heatline.data.queries import frame_label, stacks, thread_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 _UNSAFE = re.compile(r"[;\r\n\x00-\x1f]")
 
 
@@ -19,7 +23,7 @@ def _clean(label: str) -> str:
     return _UNSAFE.sub("_", label)
 
 
-def folded(profile: dict[str, Any]) -> dict[str, float]:
+def folded(profile: Profile) -> dict[str, float]:
     """Folded stack -> seconds, the thread as the root frame."""
     frames = (profile.get("stacks") or {}).get("frames", [])
     result: dict[str, float] = {}
@@ -31,7 +35,7 @@ def folded(profile: dict[str, Any]) -> dict[str, float]:
     return result
 
 
-def render(profile: dict[str, Any], view: Any = None) -> bytes:
+def render(profile: Profile, view: Any = None) -> bytes:
     lines = []
     for key, seconds in folded(profile).items():
         micros = round(seconds * 1e6)

@@ -15,12 +15,16 @@ from rich.text import Text
 
 from heatline.renderers.visible import visible
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import GpuDevice, Kernel, Profile
+
 MAX_LINE_ROWS = 15
 MAX_KERNEL_ROWS = 10
 MAX_LAUNCHERS = 3  # launching lines named per kernel
 
 
-def render(console: Console, profile: dict[str, Any], short_path: Callable[[str], str]) -> None:
+def render(console: Console, profile: Profile, short_path: Callable[[str], str]) -> None:
     """Print the GPU section to ``console`` (no output when GPU profiling was off)."""
     gpu = profile.get("gpu") or {}
     if not gpu.get("enabled"):
@@ -65,7 +69,7 @@ def _ms(seconds: float) -> str:
     return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
 
 
-def _device_line(device: dict[str, Any]) -> str:
+def _device_line(device: GpuDevice) -> str:
     return (
         f"GPU {device['index']} ({visible(device['name'])}): "
         f"utilisation {device['utilisation_pct']:.0f}% "
@@ -75,7 +79,7 @@ def _device_line(device: dict[str, Any]) -> str:
     )
 
 
-def _gpu_lines(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _gpu_lines(profile: Profile) -> list[tuple[str, dict[str, Any]]]:
     rows = [
         (path, line)
         for path, entry in profile["files"].items()
@@ -119,7 +123,7 @@ def _line_table(rows: list[tuple[str, dict[str, Any]]], short_path: Callable[[st
     return table
 
 
-def _kernel_table(kernels: list[dict[str, Any]], short_path: Callable[[str], str]) -> Table:
+def _kernel_table(kernels: list[Kernel], short_path: Callable[[str], str]) -> Table:
     table = _new_table("Top kernels")
     table.add_column("Kernel", overflow="fold", ratio=2)
     for header in ("calls", "GPU ms"):

@@ -26,6 +26,10 @@ from heatline.data.queries import (
     thread_name,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import LineRecord, Profile
+
 MIN_NODE_SHARE = 1 / 5000
 
 
@@ -37,7 +41,7 @@ MIN_NODE_SHARE = 1 / 5000
 IDLE_RUNNING_SHARE = 0.05
 
 
-def _thread_label(profile: dict[str, Any], index: int) -> str:
+def _thread_label(profile: Profile, index: int) -> str:
     """The thread's name; in a profile of several processes, with its process (pid, role)."""
     name = thread_name(profile, index)
     processes = profile.get("processes") or []
@@ -49,7 +53,7 @@ def _thread_label(profile: dict[str, Any], index: int) -> str:
     return f"{name} of pid {pid} ({role})"
 
 
-def _flame_tree(profile: dict[str, Any]) -> list[Any]:
+def _flame_tree(profile: Profile) -> list[Any]:
     """[label, seconds, children, [python_s, native_s, system_s], idle] with, under the root,
     one node per process (in a profile of several processes: "pid 123 (DataLoader worker)"),
     then one per thread (``idle`` 1 on an idle thread's node, else 0), then the frames."""
@@ -95,7 +99,7 @@ def _flame_tree(profile: dict[str, Any]) -> list[Any]:
     return pack("all", root, 0, "")
 
 
-def _line_row(line: dict[str, Any]) -> list[Any]:
+def _line_row(line: LineRecord) -> list[Any]:
     return [
         line["line"],
         line.get("source", ""),
@@ -113,7 +117,7 @@ def _line_row(line: dict[str, Any]) -> list[Any]:
     ]
 
 
-def _gpu(profile: dict[str, Any]) -> dict[str, Any] | None:
+def _gpu(profile: Profile) -> dict[str, Any] | None:
     """What the page shows of the profile's ``gpu`` object (as the terminal's GPU section),
     or None when GPU profiling was off."""
     gpu = profile.get("gpu") or {}
@@ -134,7 +138,7 @@ def _gpu(profile: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _native(profile: dict[str, Any], shown: int = 30) -> list[list[Any]]:
+def _native(profile: Profile, shown: int = 30) -> list[list[Any]]:
     """The top native functions over the whole program: [symbol, library, seconds, [[file,
     line, seconds], ...] (the lines whose native time went to it, most first; a thread without
     a Python thread state as [its name, None, seconds])]."""
@@ -160,7 +164,7 @@ def _native(profile: dict[str, Any], shown: int = 30) -> list[list[Any]]:
     return rows
 
 
-def _peak(profile: dict[str, Any]) -> dict[str, Any] | None:
+def _peak(profile: Profile) -> dict[str, Any] | None:
     """When and where memory peaked, as the terminal's memory footer says it: the allocating
     line, or with child processes the combined peak's moment, the lines of every process
     holding memory then ([file, line, bytes, process]) and the main process's own peak."""
@@ -182,7 +186,7 @@ def _peak(profile: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def page_data(
-    profile: dict[str, Any], threshold_pct: float = DEFAULT_THRESHOLD_PCT
+    profile: Profile, threshold_pct: float = DEFAULT_THRESHOLD_PCT
 ) -> dict[str, Any]:
     """What the page shows; lines at or above ``threshold_pct`` of the time are highlighted."""
     inclusive = inclusive_times(profile)
@@ -262,7 +266,7 @@ def embed_json(data: Any) -> str:
     return text
 
 
-def render(profile: dict[str, Any], view: View = View()) -> bytes:
+def render(profile: Profile, view: View = View()) -> bytes:
     from heatline.renderers._html_page import PAGE
 
     data = page_data(profile, view.threshold_pct)

@@ -21,6 +21,10 @@ from typing import Any
 
 from heatline.data.queries import function_of_line, stacks, thread_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile, StackFrame
+
 TIME_TYPES = (("cpu", "nanoseconds"), ("python", "nanoseconds"), ("native", "nanoseconds"),
               ("system", "nanoseconds"))
 MEMORY_TYPES = (("alloc_space", "bytes"), ("inuse_space", "bytes"))
@@ -69,7 +73,7 @@ class _Builder:
             self.strings[text] = len(self.strings)
         return self.strings[text]
 
-    def location(self, frame: dict[str, Any]) -> int:
+    def location(self, frame: StackFrame) -> int:
         # pprof drops "<...>" from names as C++ template arguments: "<module>" would show
         # as "<unknown>", so angle brackets become parentheses.
         name = (frame.get("qualname") or frame.get("name") or "?").replace("<", "(")
@@ -90,7 +94,7 @@ class _Builder:
                                + _bytes(4, _int(1, function_id) + _int(2, line)))
         return location_id
 
-    def mapping(self, frame: dict[str, Any]) -> int:
+    def mapping(self, frame: StackFrame) -> int:
         """The id of the Mapping a native frame's address was in (0: none known)."""
         if "mapping_start" not in frame:
             return 0
@@ -110,7 +114,7 @@ class _Builder:
         self.out += _bytes(2, _packed(1, locations) + _packed(2, values) + label)
 
 
-def encode(profile: dict[str, Any], *, what: str = "all") -> bytes:
+def encode(profile: Profile, *, what: str = "all") -> bytes:
     """The uncompressed profile.proto message. what: "all" (the file: time, and memory and GPU
     when the profile has them); "cpu" (the pull endpoint's CPU profile, as Go's: the first type,
     ``cpu``, is the time on a CPU only, Python + native, without the blocked ``system`` time,
@@ -179,5 +183,5 @@ def encode(profile: dict[str, Any], *, what: str = "all") -> bytes:
     return bytes(head + b.out + tail)
 
 
-def render(profile: dict[str, Any], view: Any = None) -> bytes:
+def render(profile: Profile, view: Any = None) -> bytes:
     return gzip.compress(encode(profile), mtime=0)

@@ -10,9 +10,10 @@ from heatline.data.summary import summarise
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
+    from heatline.data.model import Profile
 
 
-def render(profile: dict[str, Any], view: Any = None) -> bytes:
+def render(profile: Profile, view: Any = None) -> bytes:
     """The profile file's bytes; ``view`` does not apply (the file keeps every figure). The
     summary is worked out again, as the terminal and HTML reports do, so `heatline view
     --format json` of a profile written without one (or by an older heatline) has the summary

@@ -13,10 +13,14 @@ from typing import Any
 from heatline._version import __version__
 from heatline.data.queries import stacks, thread_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import Profile
+
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
+def to_dict(profile: Profile) -> dict[str, Any]:
     source = (profile.get("stacks") or {}).get("frames", [])
     frames: list[dict[str, Any]] = []
     index_of: dict[int, int] = {}
@@ -64,5 +68,5 @@ def to_dict(profile: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render(profile: dict[str, Any], view: Any = None) -> bytes:
+def render(profile: Profile, view: Any = None) -> bytes:
     return json.dumps(to_dict(profile), ensure_ascii=True).encode()

@@ -19,6 +19,10 @@ from heatline.renderers.visible import visible
 from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.data import native as native_report
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the model imports typing
+    from heatline.data.model import CombinedPeak, FileRecord, LineRecord, ProcessRecord, Profile
+
 # At most this many rows in the function summary; the rest are counted in one line.
 MAX_FUNCTION_ROWS = 30
 
@@ -45,7 +49,7 @@ _GAP = "   "  # between the columns of the line table
 _MEMORY_SHARE_PCT = 1.0
 
 
-def render(profile: dict[str, Any], view: View = View()) -> bytes:
+def render(profile: Profile, view: View = View()) -> bytes:
     """The report as text (what ``-o report.txt`` holds): no colour, the default width."""
     import io
 
@@ -54,7 +58,7 @@ def render(profile: dict[str, Any], view: View = View()) -> bytes:
     return out.getvalue().encode()
 
 
-def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View = View()) -> None:
+def print_report(profile: Profile, file: TextIO | None = None, view: View = View()) -> None:
     """Print ``profile`` to ``file`` (sys.stderr by default), in colour on a terminal.
 
     ``view.reduced`` shows only lines and functions whose share of the time is at least
@@ -145,7 +149,7 @@ def print_report(profile: dict[str, Any], file: TextIO | None = None, view: View
     _print_warnings(console, profile)
 
 
-def _print_summary(console: Console, profile: dict[str, Any]) -> None:
+def _print_summary(console: Console, profile: Profile) -> None:
     """The summary's sentences (data/summary.py), first: what the tables below show in detail.
     Worked out from the profile being shown, so an older profile (or one edited) gets the
     summary of what it holds."""
@@ -183,7 +187,7 @@ def _console(file: TextIO) -> Console:
     )
 
 
-def _line_pct(line: dict[str, Any]) -> float:
+def _line_pct(line: LineRecord) -> float:
     return line["python_pct"] + line["native_pct"] + line["system_pct"]
 
 
@@ -198,7 +202,7 @@ def _pct(value: float) -> str:
     return "<0.1" if value < 0.05 else f"{value:.1f}"
 
 
-def _file_header(path: str, entry: dict[str, Any]) -> Text:
+def _file_header(path: str, entry: FileRecord) -> Text:
     shares = ", ".join(
         f"{kind} {_pct(entry[kind + '_pct'])}%" for kind in _KINDS if entry[kind + "_pct"]
     )
@@ -306,7 +310,7 @@ def _line_table(
     return Text("\n").join(rows)
 
 
-def _native_row(line: dict[str, Any], total: float, threshold_pct: float, line_width: int,
+def _native_row(line: LineRecord, total: float, threshold_pct: float, line_width: int,
                 width: int) -> list[Text]:
     """Under a hot line with native time: the native functions it went to (none otherwise),
     wrapped to the table's width as the source is, never cut."""
@@ -370,7 +374,7 @@ def _wrap(source: Text, width: int) -> list[Text]:
     return [pieces[0], *(Text.assemble(" " * hang, piece) for piece in pieces[1:])]
 
 
-def _native_functions(line: dict[str, Any], shown: int = 3) -> str:
+def _native_functions(line: LineRecord, shown: int = 3) -> str:
     """Where a hot line's native time went: its top native functions, with their shares of the
     time the samples named (`dgemm_kernel_HASWELL (libopenblas) 71%`)."""
     entries = line["native_functions"]
@@ -384,7 +388,7 @@ def _native_functions(line: dict[str, Any], shown: int = 3) -> str:
     return "native: " + ", ".join(parts)
 
 
-def _native_threads(profile: dict[str, Any]) -> list[str]:
+def _native_threads(profile: Profile) -> list[str]:
     """The threads without a Python thread state (a BLAS pool, a C library's thread) that used
     at least a sampling interval of CPU: their time is in no line, so they get a line each."""
     least = profile.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S)
@@ -399,11 +403,11 @@ def _native_threads(profile: dict[str, Any]) -> list[str]:
     return rows
 
 
-def _memory_on(profile: dict[str, Any]) -> bool:
+def _memory_on(profile: Profile) -> bool:
     return bool(profile.get("memory", {}).get("enabled"))
 
 
-def _allocated(profile: dict[str, Any]) -> int:
+def _allocated(profile: Profile) -> int:
     memory = profile.get("memory", {})
     return memory.get("alloc_python_bytes", 0) + memory.get("alloc_native_bytes", 0)
 
@@ -416,7 +420,7 @@ def _has_memory(entry: dict[str, Any]) -> bool:
     )
 
 
-def _is_big(line: dict[str, Any], allocated: int) -> bool:
+def _is_big(line: LineRecord, allocated: int) -> bool:
     mine = line.get("alloc_python_bytes", 0) + line.get("alloc_native_bytes", 0)
     return allocated > 0 and mine * 100.0 >= _MEMORY_SHARE_PCT * allocated
 
@@ -433,7 +437,7 @@ def _mb(value: float) -> str:
     return f"{mebibytes:.1f}" if abs(mebibytes) < 1000 else f"{mebibytes:.0f}"
 
 
-def _memory_cells(entry: dict[str, Any], profile: dict[str, Any]) -> list[str]:
+def _memory_cells(entry: dict[str, Any], profile: Profile) -> list[str]:
     elapsed = profile["elapsed_s"]
     copy_rate = entry.get("copy_bytes", 0) / elapsed if elapsed > 0 else 0.0
     return [  # in the order of _MEMORY_HEADERS
@@ -471,7 +475,7 @@ def sparkline(timeline: list[list[float]], end_s: float, width: int = _SPARK_WID
     )
 
 
-def _source_lines(lines: list[dict[str, Any]]) -> list[str]:
+def _source_lines(lines: list[LineRecord]) -> list[str]:
     """The lines' source, tabs expanded and control characters made visible, dedented by the
     indentation they all share."""
     sources = [visible(line["source"].expandtabs(4)).rstrip() for line in lines]
@@ -502,7 +506,7 @@ def _highlighted(sources: list[str], highlight: bool) -> list[Text]:
 
 
 def _functions(
-    profile: dict[str, Any],
+    profile: Profile,
     reduced: bool,
     threshold_pct: float,
     inclusive: dict[tuple[str, str], float] | None = None,
@@ -535,7 +539,7 @@ def _functions(
 
 
 def _calling_only(
-    profile: dict[str, Any],
+    profile: Profile,
     reduced: bool,
     threshold_pct: float,
     inclusive: dict[tuple[str, str], float],
@@ -556,7 +560,7 @@ def _calling_only(
     return rows
 
 
-def _inclusive_pct(profile: dict[str, Any]) -> dict[tuple[str, str], float]:
+def _inclusive_pct(profile: Profile) -> dict[tuple[str, str], float]:
     """Each function's inclusive (cumulative) time from the stacks, in % of the attributed
     time like the other columns (data/queries.py, inclusive_times)."""
     from heatline.data.queries import inclusive_times
@@ -666,7 +670,7 @@ def _fit(console: Console, priority: list[str], *builders: Any) -> Table:
     return table
 
 
-def _leaks(profile: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _leaks(profile: Profile) -> list[tuple[str, dict[str, Any]]]:
     found = [
         (path, line)
         for path, entry in profile["files"].items()
@@ -720,7 +724,7 @@ def _leak_table(leaks: list[tuple[str, dict[str, Any]]], console: Console) -> Ta
 _PEAK_LINES_SHOWN = 3
 
 
-def _memory_footer(profile: dict[str, Any]) -> str:
+def _memory_footer(profile: Profile) -> str:
     memory = profile["memory"]
     parts = [f"peak memory {_mb(profile['peak_bytes']) or '0'} MiB"]
     at = profile.get("peak_at")
@@ -738,7 +742,7 @@ def _memory_footer(profile: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _combined_peak(profile: dict[str, Any], combined: dict[str, Any]) -> str:
+def _combined_peak(profile: Profile, combined: CombinedPeak) -> str:
     """'peak memory 202.6 MiB at 0.397 s (all processes together), held by a.py:6 157.3 MiB
     (pid 7, Pool worker), ...; main process alone 158.5 MiB at 0.042 s, a.py:12'."""
     roles = {p["pid"]: p["role"] for p in profile.get("processes", [])}
@@ -775,7 +779,7 @@ def _short_path(path: str) -> str:
     return visible(path if relative.startswith("..") else relative)
 
 
-def _process_table(processes: list[dict[str, Any]]) -> Table:
+def _process_table(processes: list[ProcessRecord]) -> Table:
     """The processes of a run with children (one line each; `view --pid` shows one)."""
     # Py s and nat s are sampled time running or ready to run (a thread waiting for a CPU is
     # busy with its own work: sampler.c); CPU s is time on a CPU. More runnable threads than
@@ -812,7 +816,7 @@ def _process_table(processes: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _footer(profile: dict[str, Any]) -> str:
+def _footer(profile: Profile) -> str:
     from heatline.data.queries import profiled_s
 
     elapsed = f"elapsed {_duration(profile['elapsed_s'])}"
@@ -844,7 +848,7 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _print_warnings(console: Console, profile: dict[str, Any]) -> None:
+def _print_warnings(console: Console, profile: Profile) -> None:
     warnings: Iterable[str] = profile.get("warnings", [])
     for warning in warnings:
         console.print(Text(f"warning: {visible(warning)}", "yellow"))
