@@ -126,8 +126,7 @@ test-c:
 	@echo "== C tests under ASan+UBSan" && ASAN_OPTIONS=abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(C_TESTS)/run-sanitized $(C_TESTS)/libfixture.so
 
-# -rx: an expected failure prints its reason (test_attach's known start defect, issue 22, says
-# there how far heatline's thread in the program came), so a CI log keeps it.
+# -rx: an expected failure prints its reason, so a CI log keeps it.
 unit: $(INSTALLED)
 	HEATLINE_REQUIRE_MODULES='$(REQUIRED_MODULES)' $(VENV)/bin/python -m pytest -q -rx
 

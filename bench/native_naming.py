@@ -1,5 +1,5 @@
-"""What naming native frames costs at the end of a run of a program that imports torch (issue
-23's budget: under 0.5 s): heatline.stop() (snapshot, naming, profile) timed with native frames
+"""What naming native frames costs at the end of a run of a program that imports torch (the
+budget: under 0.5 s): heatline.stop() (snapshot, naming, profile) timed with native frames
 on and off, in fresh processes, interleaved. Needs torch (`pip install -e '.[test,torch]'`).
 
     python bench/native_naming.py [ROUNDS]

@@ -37,8 +37,8 @@ tests run (their ids start with the driver's name instead of test.).
 
 Results go to --out (JSON: per version and module, both runs' verdicts, figures and timings,
 and the differing ids); the runs' logs, JUnit files and profiles stay in --workdir when one is
-given. The figures and what they show are in docs/design.md ("Running the program", CPython's
-own tests).
+given. The figures and what they show are in docs/accuracy.md ("CPython's own regression
+tests").
 """
 
 import argparse
@@ -62,7 +62,9 @@ from run import git_info, loadavg, machine_info  # noqa: E402
 
 SCHEMA = "heatline-regrtest/1"
 
-# The modules issue 19 names; the multiprocessing drivers last (the longest with test_asyncio).
+# The modules whose tests touch what heatline changes in a process (threads, signals, children,
+# allocators, tracing, imports, shutdown); the multiprocessing drivers last (the longest, with
+# test_asyncio).
 MODULES = [
     "test_threading", "test_signal", "test_subprocess", "test_os", "test_mmap", "test_ctypes",
     "test_faulthandler", "test_tracemalloc", "test_sys_settrace", "test_gc", "test_weakref",
@@ -440,7 +442,7 @@ def main(argv=None):
     parser.add_argument("--python", action="append", default=[], metavar="X.Y=PYTHON",
                         help="an interpreter whose environment has heatline installed (a "
                              "virtualenv's bin/python); repeat for several versions")
-    parser.add_argument("--modules", help="comma-separated test modules (default: issue 19's list)")
+    parser.add_argument("--modules", help="comma-separated test modules (default: MODULES)")
     parser.add_argument("--timeout", type=float, default=3600,
                         help="seconds per module and run before its processes are killed "
                              "(default 3600)")
@@ -449,8 +451,8 @@ def main(argv=None):
     parser.add_argument("--workdir", help="keep the runs' logs, JUnit files and profiles here "
                                           "(default: a temporary directory, removed)")
     parser.add_argument("--together", action="store_true",
-                        help="all the modules in one regrtest run per mode (issue 19's own "
-                             "command) instead of one run per module; its --timeout is the "
+                        help="all the modules in one regrtest run per mode (one "
+                             "`python -m test` command) instead of one run per module; its --timeout is the "
                              "whole run's")
     parser.add_argument("--resume", action="store_true",
                         help="keep the modules --out already has for a version, run the others")

@@ -14,8 +14,8 @@ task moved on to its next await would reverse (the truths differ threefold).
 An await line's time is all of its time, not its system time alone: the awaited call runs on
 that line before the task is suspended, and run_in_executor's first call starts the executor's
 thread, Python and native time that grows with the machine's load (4-13 ms of the executor's
-line beside two busy loops, where its system time alone once fell 40 ms short of the await's
-wall time on 3.13). An await's wall time also holds the moments after its wait ended and
+line beside two busy loops, where its system time alone can fall tens of ms short of the
+await's wall time). An await's wall time also holds the moments after its wait ended and
 before its task resumed: the loop's callbacks, and on a busy machine the queue for a CPU while
 it runs them, on the loop's frames and so the loop's line's. So an await line's time is held
 between what its task must have waited (the target's NAME_low: the timer's delay, or the wall

@@ -362,8 +362,8 @@ def test_a_program_that_forks_while_attached(tmp_path):
 def test_a_program_forking_during_the_attach_never_hangs_a_child(tmp_path):
     """Forking every 20 ms all along the attach: heatline's thread imports heatline while the
     program forks, and a child that inherited a module half imported (its lock held by a
-    thread the child does not have) hung at its exit; a fork now waits until heatline's
-    thread is done (agent.c's fork guard). Every child exits 0 and the program ends as
+    thread the child does not have) would hang at its exit, so a fork waits until
+    heatline's thread is done (agent.c's fork guard). Every child exits 0 and the program ends as
     usual. (On 3.12+ a fork in the moment the agent's thread exists may be warned about: the
     one line allowed besides.)"""
     process, work = _start(tmp_path, "attach_forks.py")

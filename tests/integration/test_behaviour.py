@@ -31,9 +31,9 @@ print(sum(1 for o in gc.get_objects() if isinstance(o, type) and o.__module__ ==
 
 
 def test_the_program_finds_no_classes_of_the_ast_module(run_heatline, run_python, tmp_path):
-    """python runs a script without the ast module's classes; heatline compiled the script with
-    compile(), whose test of whether its source is an AST made them (over a hundred, in
-    gc.get_objects()): now it compiles as python does (engine/session.py, compile_program).
+    """python runs a script without the ast module's classes; compile()'s test of whether its
+    source is an AST would make them (over a hundred, in gc.get_objects()), so heatline
+    compiles the script as python does (engine/session.py, compile_program).
     heatline runs from a copy with its bytecode, as an installed one does (the suite's own may
     have none, and importlib then compiles heatline's modules with compile() too)."""
     import compileall

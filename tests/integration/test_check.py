@@ -190,7 +190,7 @@ def test_checking_a_run_within_budget_exits_0(run_heatline, program, tmp_path):
 def test_the_report_and_check_print_the_same_peak_in_the_same_unit(run_heatline, recorded):
     """One unit system: the report's peak (and the line's peak column) is what `check` says
     and reads, in MiB, so a figure copied from the report into a budget means the same bytes
-    (the report printed MB of 10^6 bytes: 67.1 MB in the report was 64.0 MiB in check)."""
+    (MB of 10^6 bytes in the report would show 64.0 MiB as 67.1)."""
     path, _ = recorded
     report = run_heatline("view", path, text=True, env={"COLUMNS": "200"}).stdout
     footer = next(line for line in report.splitlines() if line.startswith("peak memory "))

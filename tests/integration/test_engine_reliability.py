@@ -404,7 +404,8 @@ def test_deep_quick_stacks_are_charged_to_the_users_line_not_lost(
 # lock 8 times for 30 ms (as a tick preempted on a busy machine does). The loop's allocation
 # hooks then wait for the lock; they must stay runnable while they wait (the sampler charges
 # that time as busy, so a hook asleep on the mutex would make the profile disagree with the
-# kernel), and the wait must be reported. Before the fix: about 240 ms blocked.
+# kernel), and the wait must be reported. A hook asleep on the mutex would show about 240 ms
+# blocked.
 HELD_LOCK = r"""
 import json, sys, threading, time
 sys.path.insert(0, sys.argv[1])

@@ -123,8 +123,9 @@ def _rendered_flame_root(dom):
 
 def test_idle_threads_leave_the_flame_graph_until_asked_for(run_heatline, program, tmp_path):
     """Six threads blocked for the whole run beside a main thread busy for about 1 s: the flame
-    graph's root is the main thread's time, not seven threads' (issue 20: a 10.6 s run's root
-    was 78.5 s), and a box offers to show them. Frames are coloured by their time's kind."""
+    graph's root is the main thread's time, not seven threads' (which would make the root
+    about seven times the run's wall time), and a box offers to show them. Frames are coloured
+    by their time's kind."""
     recorded = tmp_path / "idle.json"
     result = run_heatline("-q", "-o", str(recorded), program("idle_threads.py"), text=True)
     assert result.returncode == 0, result.stderr

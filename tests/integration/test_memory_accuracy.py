@@ -48,8 +48,8 @@ pytest.importorskip("numpy")
 
 SANITIZED = bool(os.environ.get("HEATLINE_SANITIZED"))
 # Full size under ASan too: at half size the program's fixed baseline (imports, the truth's
-# own bookkeeping, about 1.5 MB) came to 2.4-3.1% of the peak, at the 3% criterion's edge
-# (failed CI once); at full size the suite takes about 20 s more under ASan.
+# own bookkeeping, about 1.5 MB) comes to 2.4-3.1% of the peak, at the 3% criterion's edge;
+# at full size the suite takes about 20 s more under ASan.
 SCALE = float(os.environ.get("HEATLINE_TARGET_SCALE", "1"))
 WINDOW = max(4096, int(32768 * SCALE))
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")

@@ -5,10 +5,10 @@ missed), and pymalloc's own bookkeeping is never the program's native memory
 are left unhooked (a sampled small block is made one whose free reaches the RAW domain); the
 test checks which way each allocator's frees went.
 
-The first check once failed about one run in six with the frees unhooked: not a missed free but
-pymalloc growing its table of arenas (PyMem_RawRealloc) from an unsampled allocation whose hook
-did not mark the call as pymalloc's, so a sample of it was native growth on the line. The
-second check makes that certain: its line grows the table past 32 entries, a 3 KiB realloc,
+With the frees unhooked, the first check can fail without a missed free: pymalloc growing its
+table of arenas (PyMem_RawRealloc) from an unsampled allocation whose hook did not mark the call
+as pymalloc's would make a sample of it native growth on the line. The second check makes that
+growth certain: its line grows the table past 32 entries, a 3 KiB realloc,
 larger than its 2 KiB window, so recorded every time it is counted."""
 
 import json

@@ -83,8 +83,8 @@ def test_go_tool_pprof_reads_the_cpu_profile_of_a_window(service, tmp_path):
     thread's time at most; the helper's sleep is not CPU time: it is charged at most the time
     it was awake, as its own record of its wake-ups says. (On a loaded machine a thread waiting
     for a CPU counts as running, sampler.c: a helper waiting to take the GIL from the spinning
-    thread after each sleep was 37% of the window at load 10, so the bound is what it measured,
-    not a share.) The window lasts 2 s: pprof's Duration says so."""
+    thread after each sleep can be 37% of the window at load 10, so the bound is what it
+    measured, not a share.) The window lasts 2 s: pprof's Duration says so."""
     process, url = service
     begun = time.monotonic()
     out = pprof_top(url + "profile?seconds=2", tmp_path)

@@ -1,4 +1,4 @@
-"""The program must not notice heatline at a process's edges (issue 19, items 1, 2, 3, 9, 11):
+"""The program must not notice heatline at a process's edges:
 an exec of the main process, the real C environment a child inherits, a simulated SIGTERM,
 an interpreter heatline cannot follow, a child ending in the middle of an import."""
 
@@ -154,7 +154,7 @@ def _line_time(profile, path, text):
 def _assert_spun(profile, script, *markers):
     """exec_main.py's parts each spin 0.2 s of CPU time, so at least that long on the wall: a
     sample falls in each unless one gap between samples spanned it whole (a sampler kept off
-    the CPUs, which CI saw once; the run says how long its longest gap was)."""
+    the CPUs on a busy machine; the run says how long its longest gap was)."""
     gap = profile["max_sample_gap_s"]
     for marker in markers:
         assert _line_time(profile, script, marker) > 0 or gap >= 0.2, (marker, gap)

@@ -1,5 +1,5 @@
 """The program's __main__, its streams, tracebacks, modules and warnings are python's, whether it
-is a script, ``-m module``, a directory or a zip archive (issue 19).
+is a script, ``-m module``, a directory or a zip archive.
 
 Each test runs the same program under python and under heatline and compares what a user sees:
 stdout and stderr byte for byte (heatline's report is turned off with -q), the exit status and

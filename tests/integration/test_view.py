@@ -466,8 +466,8 @@ def test_at_80_columns_every_function_name_and_leak_location_is_whole(
 
 
 def test_view_as_json_of_a_profile_with_undecodable_argv_is_the_file_itself(tmp_path):
-    """Undecodable bytes in argv are surrogates in the profile; `view --format json` once died
-    of UnicodeEncodeError on them (a second JSON writer). One writer: the same bytes as -o."""
+    """Undecodable bytes in argv are surrogates in the profile; a JSON writer that encodes them
+    strictly dies of UnicodeEncodeError. One writer: the same bytes as -o."""
     path = tmp_path / "p.json"
     written = subprocess.run(
         [os.fsencode(sys.executable), b"-m", b"heatline", b"-q", b"-o", os.fsencode(path),
@@ -483,8 +483,8 @@ def test_view_as_json_of_a_profile_with_undecodable_argv_is_the_file_itself(tmp_
 
 
 def test_the_threshold_reaches_the_html_page(saved_profile, tmp_path):
-    """--cpu-percent-threshold highlights lines in the HTML report as in the terminal (the
-    page once hard-coded 1%)."""
+    """--cpu-percent-threshold highlights lines in the HTML report as in the terminal (not a
+    threshold of the page's own)."""
     from heatline.renderers.html import page_data
 
     out = tmp_path / "p.html"
@@ -560,7 +560,7 @@ def test_the_hot_source_line_is_shown_whole_at_any_width(tmp_path, monkeypatch, 
     lines = data["files"][DEEP_LINE]["lines"]
     # The line the program spends its time on, found by its text: which line a short run's
     # samples make the hottest is up to them (one tick after a long gap charges the whole gap:
-    # `with self.lock:` came first once beside two busy loops and two other suites).
+    # beside busy loops, `with self.lock:` can come first).
     hot = next(line for line in lines if "CACHE[(round_number, key)]" in line["source"])
     assert hot["python_pct"] + hot["native_pct"] > 0, hot
     for columns in (40, 60, 80, 100, 120, 160, 200):

@@ -26,11 +26,11 @@ from each switch-in to the next switch-out), not its CPU time (time.thread_time)
 in a virtual machine: when the hypervisor takes the vCPU away (steal time), the guest kernel
 leaves that time out of the thread's CPU time (CONFIG_PARAVIRT_TIME_ACCOUNTING) and out of its
 run-queue wait (the thread is the one running), so CPU time + run-queue wait counts it as
-blocked, although the thread never stopped and nothing in the guest could see it stop. On this
-project's VMs that was 5-22% of a 0.4 s phase in bursts (seen: thread_time 0.350 s, task clock
-0.449 s, wall 0.450 s, 10 ticks of steal in /proc/stat meanwhile). Where perf_event_open is
-refused (kernel.perf_event_paranoid 3 without privileges) the truth falls back to thread_time
-and says so in its file ("busy_clock").
+blocked, although the thread never stopped and nothing in the guest could see it stop. On a
+VM with steal that can be 5-22% of a 0.4 s phase in bursts (for example thread_time
+0.350 s, task clock 0.449 s, wall 0.450 s, 10 ticks of steal in /proc/stat meanwhile). Where
+perf_event_open is refused (kernel.perf_event_paranoid 3 without privileges) the truth falls
+back to thread_time and says so in its file ("busy_clock").
 
 At exit the truths are written as JSON to the file named by $HEATLINE_TRUTH (when set):
 {qualname: {"wall_s", "cpu_s", "on_cpu_s", "python_s", "native_s", "system_s", "busy_clock",

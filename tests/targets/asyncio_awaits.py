@@ -1,4 +1,4 @@
-"""asyncio: where the event loop's waiting goes (issue 21). One coroutine after another, each
+"""asyncio: where the event loop's waiting goes. One coroutine after another, each
 timing its own awaits with time.perf_counter, so the truth of every await line is measured in
 the same run; written as JSON to argv[1]: {name: seconds}. Beside each await's wall time, NAME_low
 is the part of it the loop must have spent waiting: the wall time less the time from the wait's

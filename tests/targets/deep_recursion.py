@@ -1,4 +1,4 @@
-"""A deep recursion under a caller (issue 21, item 2), which measures its own truth: every
+"""A deep recursion under a caller, which measures its own truth: every
 function on the stack is on it for the whole call, so the inclusive time of outer, of deep and
 of the module is the wall time of the call (and of the module's run). Each level spins for a
 fixed wall time before it recurses, so the run lasts as long on a loaded machine.

@@ -12,7 +12,7 @@ import time
 # Each spins for at least 0.2 s of CPU time in its own loop, however loaded the machine is,
 # so that its lines must have samples. Both lines of a loop carry its marker: the time splits
 # between them by what each costs (process_time() is a system call), and one of them alone can
-# get no sample (3.9 once gave the body none of 12).
+# get no sample (a loop of a dozen samples can give its body none).
 
 
 def before_exec():

@@ -1,4 +1,4 @@
-"""A combined memory peak that is not the main process's own (issue 21, item 3), which notes
+"""A combined memory peak that is not the main process's own, which notes
 its own truth: the main process first holds 150 MiB alone and frees it (its own peak), then
 holds 40 MiB while a fork Pool worker allocates 150 MiB inside pool.apply: the processes'
 combined peak (190 MiB and what else they hold) is reached when the worker allocates, during

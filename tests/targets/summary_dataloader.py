@@ -1,8 +1,8 @@
-"""A small CNN trained on the CPU from a DataLoader(num_workers=2), the case of issue 20's
-summary: with "starved" (argv[1]) each image is augmented in pure Python in the workers
-(jitter, then a box blur, then torch.tensor), so the training loop mostly waits for batches;
-with "fed" the Dataset hands out ready tensors and the step is the larger model's, so the
-workers keep ahead of the loop and the loop never waits long.
+"""A small CNN trained on the CPU from a DataLoader(num_workers=2), the case of the summary's
+DataLoader starvation finding: with "starved" (argv[1]) each image is augmented in pure Python
+in the workers (jitter, then a box blur, then torch.tensor), so the training loop mostly waits
+for batches; with "fed" the Dataset hands out ready tensors and the step is the larger model's,
+so the workers keep ahead of the loop and the loop never waits long.
 
 Prints the loss of the last step (the same under python and under heatline). With a second
 argument, writes there how long the loop truly waited for its workers ({"waited_s", "loop_s",

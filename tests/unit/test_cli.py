@@ -84,7 +84,7 @@ def test_parser_defaults_are_the_options_defaults():
 
 def test_the_usage_names_every_subcommand():
     # `heatline --help` is where a user learns the commands: each one the dispatcher knows is
-    # spelled in its usage lines (top and attach were missing once).
+    # spelled in its usage lines.
     from heatline.cli import SUBCOMMANDS
     from heatline.cli.run import USAGE
 

@@ -137,8 +137,8 @@ def test_sleep_is_charged_as_system_time_to_the_sleeping_line():
 def test_the_longest_gap_between_samples_and_the_longest_tick_are_reported():
     # The lock held for 0.5 s (as a long snapshot would): no tick can run meanwhile, so one
     # sample covers at least that long, and the report says so. A tick is waited for before and
-    # after the hold (a fixed sleep was not enough: at load 11 the sampler thread once got no
-    # CPU in the whole run, and the report had no tick at all).
+    # after the hold (a fixed sleep is not enough: on a loaded machine the sampler thread can get
+    # no CPU in the whole run, and the report then has no tick at all).
     def tick():
         seen = _native.snapshot()["samples"]
         while _native.snapshot()["samples"] == seen:

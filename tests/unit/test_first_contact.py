@@ -1,4 +1,4 @@
-"""The first five minutes (issue 20, item 13): README's opening, `make demo`'s own light
+"""The first five minutes: README's opening, `make demo`'s own light
 install, a build without setuptools' deprecation warning, and the demo's one-line message when
 numpy is missing."""
 

@@ -346,7 +346,7 @@ def test_waiting_for_heatlines_lock_below_what_the_samples_resolve_is_no_warning
     snap = snapshot()
     snap["threads"][0]["engine_wait_ns"] = 20 * MS
     assert build(snap)["warnings"] == []
-    # As seen: a few ms of waiting in a short run (here 4 ms, 6.7% of its 60 ms of thread time).
+    # A few ms of waiting in a short run (here 4 ms, 6.7% of its 60 ms of thread time).
     snap = snapshot(sampling_interval_ns=1 * MS)
     snap["threads"][0].update(python_ns=30 * MS, native_ns=10 * MS, system_ns=10 * MS,
                               engine_wait_ns=4 * MS)

@@ -1,4 +1,4 @@
-"""The terminal report's wording where it used to be noise (issue 20, item 10): plurals, files
+"""The terminal report's wording, each word carrying information: plurals, files
 listed for memory alone, the unattributed time explained, leaks biggest first, the Processes
 table's CPU column against its sampled columns."""
 

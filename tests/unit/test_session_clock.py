@@ -1,7 +1,7 @@
 """A profile's times are seconds since its started_at (docs/profile-format.md): started_at is
-time 0 of its timelines however long the session took to get the engine going. It was read
-before that work (the engine's tables, the control files), which took 150 ms once on a loaded
-machine: the memory accuracy test then found the peak 156 ms before the spike that made it."""
+time 0 of its timelines however long the session takes to get the engine going. Read before
+that work (the engine's tables, the control files), which can take over 0.1 s on a loaded
+machine, it would place a memory peak that long before the spike that made it."""
 
 import datetime
 import time

@@ -185,8 +185,8 @@ def test_gil_contention_is_threads_blocked_on_lines_that_only_run_python():
 
 def test_gil_contention_judges_a_line_over_all_the_threads_that_ran_it():
     """Six short threads with two samples of Python each on the line (under the three a line
-    needs): together they ran it 0.12 s as Python, so it is a pure-Python line (CI once saw the
-    rule stay silent on its own target when it judged each thread's few samples alone)."""
+    needs): together they ran it 0.12 s as Python, so it is a pure-Python line (judged thread by
+    thread, each one's few samples would keep the rule silent on its own target)."""
     entries = [(0, _main(30, (f"{LIB}/threading.py", "Thread.join", 1100)), 0.0, 0.0, 0.6)]
     for thread in range(1, 7):
         entries.append((thread, [(f"{LIB}/threading.py", "Thread.run", 990),

@@ -39,8 +39,7 @@ int hl_elf_symbols(const char *path, hl_elf_symbol *symbols, size_t count, uint6
  *
  * One pass over the symbol tables, read a piece at a time, with the offsets sorted: the time is
  * the tables' size times log(count), and only the names found are read. libtorch_cpu's tables
- * are tens of MB: sorting and copying them whole, as this once did, took 160-190 ms of a torch
- * program's end. Returns 0, or -errno / -ENOEXEC as hl_elf_symbols does (names all NULL). */
+ * are tens of MB: sorting and copying them whole would take ~0.2 s of a torch program's end. Returns 0, or -errno / -ENOEXEC as hl_elf_symbols does (names all NULL). */
 int hl_elf_name_offsets(const char *path, const uint64_t *offsets, size_t count, char **names,
                         uint8_t *build_id, size_t *build_id_size);
 

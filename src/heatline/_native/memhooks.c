@@ -366,8 +366,8 @@ static const hl_got_symbol *symbols(size_t *count) {
  * rather than assumes (frees_reach_raw: a 513-byte block got through malloc, calloc and
  * realloc from a pool block must reach the RAW domain at the address returned, and its free
  * too). It fails under the debug hooks (a header moves the address), PYTHONMALLOC=malloc and
- * other allocators; there the MEM/OBJ free is hooked and asks the live table, as every free
- * did before. tracemalloc started first passes, and keeps working: it wraps pymalloc in both
+ * other allocators; there the MEM/OBJ free is hooked and asks the live table for every free.
+ * tracemalloc started first passes, and keeps working: it wraps pymalloc in both
  * domains, without headers.
  *
  * RAW calls that pymalloc makes from inside a MEM/OBJ hook must not be counted as native: a
@@ -375,10 +375,9 @@ static const hl_got_symbol *symbols(size_t *count) {
  * Not only a sampled block or a request above 512 bytes reaches RAW: an unsampled request of a
  * few bytes does too, when pymalloc needs a new arena for its pool and grows its table of
  * arenas (PyMem_RawRealloc, 16 x 2^k entries of 48 bytes) or its radix tree of arena addresses
- * (PyMem_RawCalloc), memory it never frees. An allocation fast path that was a tail call
- * without the depth counted those as native on the line that happened to need the arena: with
- * the frees unhooked, one run in six of tests/targets/memory_frees.py showed a window of
- * growth that way (tests/targets/memory_arena_growth.py makes it certain). The depth costs
+ * (PyMem_RawCalloc), memory it never frees. Without the depth, those would count as native
+ * on whichever line happened to need the arena, a window of growth no line asked for
+ * (tests/targets/memory_arena_growth.py makes that allocation certain). The depth costs
  * about 5 instructions per allocation. A free needs no mark: pymalloc's free reaches RAW only
  * with the block itself, which is then the event to see. */
 #define PYMALLOC_LARGEST 512

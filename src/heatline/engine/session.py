@@ -299,8 +299,9 @@ class Session:
         # The program run may itself be a launcher outside the scripts directories.
         program = scope.launcher_files_among([self.program])
         # The start of what is measured, read last, just before the engine starts: the work
-        # above (the tables, the control files) took 150 ms once on a loaded machine, which
-        # put the profile's started_at that far before time 0 of its timelines.
+        # above (the tables, the control files) can take over 0.1 s on a loaded machine, and
+        # reading the clocks before it would put the profile's started_at that far before
+        # time 0 of its timelines.
         self._steal_start = machine_steal_s()
         # Time 0 of the engine's memory timelines is taken during start (the snapshot gives
         # it as CLOCK_MONOTONIC, time.monotonic's clock): this pair turns it into wall time.
