@@ -1,6 +1,6 @@
-"""One profiling run: drives the engine (the only module that imports heatline._native) and
-hands its raw snapshot to heatline.data.build, which turns it into the profile dict
-described in docs/profile-format.md."""
+"""One profiling run: drives the engine (heatline._native, which only the engine package's
+modules import) and hands its raw snapshot to heatline.data.build, which turns it into the
+profile dict described in docs/profile-format.md."""
 
 from __future__ import annotations
 
