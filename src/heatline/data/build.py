@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
     from heatline.data.model import (
-        Asyncio, FileRecord, FunctionRecord, LineRecord, Profile, Stacks,
+        Asyncio, FileRecord, FunctionRecord, LineRecord, Profile, Stacks, ThreadRecord, Totals,
     )
 
 # A file's lines are listed only where they have time or memory, with this many lines of
@@ -96,148 +96,226 @@ def build_profile(
 ) -> Profile:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
 
-    Pure apart from ``read_lines``, so it can be tested with synthetic snapshots.
-    """
+    Pure apart from ``read_lines``, so it can be tested with synthetic snapshots. Each
+    section is built by its own step below; the GPU fields (gpu.py) and the summary
+    (summary.py) are added to the whole."""
     from heatline.data import gpu as gpu_report
-    from heatline.data import memory as memory_report
-    from heatline.data import native as native_report
-    from heatline.data import SCHEMA_VERSION
 
-    files = snapshot["files"]
-    functions = snapshot["functions"]
     memory = snapshot.get("memory") or {"enabled": False, "lines": []}
-    memory_on = bool(memory.get("enabled"))
+    charges = _Charges(snapshot, memory, elapsed_s)
+    attributed_ns = charges.attributed_ns()
+    threads, unattributed_ns, other_threads = _threads(snapshot)
+    interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
+    stack_table = _stacks(snapshot, snapshot["files"], snapshot["functions"], other_threads)
+    profile = {
+        **_run_fields(snapshot, program=program, argv=argv, started_at=started_at,
+                      elapsed_s=elapsed_s, cpu_s=cpu_s, interval_ns=interval_ns,
+                      steal_s=steal_s),
+        **_profiled_periods(snapshot),
+        **_asyncio_summary(snapshot),
+        "totals": _totals(charges, attributed_ns, unattributed_ns),
+        "threads": threads,
+        "files": _files(charges, attributed_ns, elapsed_s, read_lines),
+        "stacks": stack_table,
+        **_memory_summary(memory, snapshot["files"]),
+        "warnings": _all_warnings(snapshot, memory, stack_table, attributed_ns=attributed_ns,
+                                  unattributed_ns=unattributed_ns, interval_ns=interval_ns,
+                                  steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count),
+    }
+    return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
 
-    # Sum the engine's (file, line, function) cells per line and per function. Functions are
-    # keyed by what the user sees, so two code objects of one function merge.
-    line_ns: dict[str, dict[int, list[int]]] = {}  # path -> line -> ns
-    line_function: dict[tuple[str, int], tuple[str, int]] = {}  # (path, line) -> function key
-    function_ns: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}  # path -> key -> entry
 
-    def function_entry(path: str, function_id: int) -> tuple[str, int]:
-        function = functions[function_id]
+class _Charges:
+    """The engine's (file, line, function) cells summed per line and per function, with the
+    native functions and memory fields of each line. Functions are keyed by what the user
+    sees, (qualname, first line), so two code objects of one function merge."""
+
+    __slots__ = ("functions", "line_ns", "line_function", "function_ns", "line_native",
+                 "line_memory")
+
+    def __init__(self, snapshot: dict[str, Any], memory: dict[str, Any],
+                 elapsed_s: float) -> None:
+        from heatline.data import memory as memory_report
+        from heatline.data import native as native_report
+
+        files = snapshot["files"]
+        self.functions = snapshot["functions"]
+        self.line_ns: dict[str, dict[int, list[int]]] = {}  # path -> line -> ns
+        # (path, line) -> the key of the function its cost is charged to
+        self.line_function: dict[tuple[str, int], tuple[str, int]] = {}
+        # path -> function key -> {"name", "ns"}
+        self.function_ns: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+        for file_id, line, function_id, python_ns, native_ns, system_ns in snapshot["lines"]:
+            path = files[file_id]["path"]
+            times = (python_ns, native_ns, system_ns)
+            _add(self.line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0]), times)
+            key = self.function_key(path, function_id)
+            self.line_function.setdefault((path, line), key)
+            _add(self.function_ns[path][key]["ns"], times)
+
+        # path -> line -> {(symbol, library): ns}
+        self.line_native: dict[str, dict[int, dict]] = {}
+        for (file_id, number), cells in native_report.by_line(snapshot.get("native")).items():
+            into = self.line_native.setdefault(files[file_id]["path"], {}).setdefault(number, {})
+            for key, ns in cells.items():
+                into[key] = into.get(key, 0) + ns
+
+        # path -> line -> memory fields; a line that only allocated is listed too
+        self.line_memory: dict[str, dict[int, dict[str, Any]]] = {}
+        for record in memory["lines"] if memory.get("enabled") else ():
+            path = files[record["file"]]["path"]
+            fields = memory_report.line_fields(record, elapsed_s)
+            self.line_memory.setdefault(path, {})[record["line"]] = fields
+            self.line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0])
+            self.line_function.setdefault((path, record["line"]),
+                                          self.function_key(path, record["function"]))
+
+    def function_key(self, path: str, function_id: int) -> tuple[str, int]:
+        """The key of the engine's function ``function_id`` in ``path``, its entry made."""
+        function = self.functions[function_id]
         key = (function["qualname"], function["first_line"])
-        function_ns.setdefault(path, {}).setdefault(
+        self.function_ns.setdefault(path, {}).setdefault(
             key, {"name": function["name"], "ns": [0, 0, 0]}
         )
         return key
 
-    for file_id, line, function_id, python_ns, native_ns, system_ns in snapshot["lines"]:
-        path = files[file_id]["path"]
-        times = (python_ns, native_ns, system_ns)
-        _add(line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0]), times)
-        key = function_entry(path, function_id)
-        line_function.setdefault((path, line), key)
-        _add(function_ns[path][key]["ns"], times)
+    def attributed_ns(self) -> int:
+        return sum(sum(ns) for lines in self.line_ns.values() for ns in lines.values())
 
-    native_cells = native_report.by_line(snapshot.get("native"))
-    line_native: dict[str, dict[int, dict]] = {}  # path -> line -> {(symbol, library): ns}
-    for (file_id, number), cells in native_cells.items():
-        into = line_native.setdefault(files[file_id]["path"], {}).setdefault(number, {})
-        for key, ns in cells.items():
-            into[key] = into.get(key, 0) + ns
 
-    line_memory: dict[str, dict[int, dict[str, Any]]] = {}  # path -> line -> memory fields
-    for record in memory["lines"] if memory_on else ():
-        path = files[record["file"]]["path"]
-        fields = memory_report.line_fields(record, elapsed_s)
-        line_memory.setdefault(path, {})[record["line"]] = fields
-        line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0])
-        line_function.setdefault((path, record["line"]), function_entry(path, record["function"]))
+_UNTIMED = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0, "python_pct": 0.0,
+            "native_pct": 0.0, "system_pct": 0.0}
 
-    attributed_ns = sum(sum(ns) for lines in line_ns.values() for ns in lines.values())
 
-    def pct(ns: float) -> float:
-        return round(ns * 100.0 / attributed_ns, 3) if attributed_ns else 0.0
+def _timed(ns: Sequence[int], attributed_ns: int) -> dict[str, float]:
+    """The time fields of a line, function or file from its [python, native, system] ns."""
+    if not (ns[0] or ns[1] or ns[2]):  # a context line: most of a large program's lines
+        return _UNTIMED
+    return {
+        "python_s": _seconds(ns[0]),
+        "native_s": _seconds(ns[1]),
+        "system_s": _seconds(ns[2]),
+        "python_pct": _pct(ns[0], attributed_ns),
+        "native_pct": _pct(ns[1], attributed_ns),
+        "system_pct": _pct(ns[2], attributed_ns),
+    }
 
-    untimed = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0, "python_pct": 0.0,
-               "native_pct": 0.0, "system_pct": 0.0}
 
-    def timed(ns: Sequence[int]) -> dict[str, float]:
-        if not (ns[0] or ns[1] or ns[2]):  # a context line: most of a large program's lines
-            return untimed
-        return {
-            "python_s": _seconds(ns[0]),
-            "native_s": _seconds(ns[1]),
-            "system_s": _seconds(ns[2]),
-            "python_pct": pct(ns[0]),
-            "native_pct": pct(ns[1]),
-            "system_pct": pct(ns[2]),
-        }
+def _pct(ns: float, attributed_ns: int) -> float:
+    """A share of all attributed time, in percent (docs/profile-format.md, Conventions)."""
+    return round(ns * 100.0 / attributed_ns, 3) if attributed_ns else 0.0
 
-    file_entries: list[tuple[int, int, str, dict[str, Any]]] = []
-    for path, lines in line_ns.items():
+
+def _files(charges: _Charges, attributed_ns: int, elapsed_s: float,
+           read_lines: Callable[[str], Sequence[str]]) -> dict[str, FileRecord]:
+    """The profile's ``files``: most time first, then most bytes allocated, then by path."""
+    entries = []
+    for path, lines in charges.line_ns.items():
         file_total = [sum(ns[i] for ns in lines.values()) for i in range(3)]
-        memories = line_memory.get(path, {})
-        natives = line_native.get(path, {})
-        source = read_lines(path)
-        numbers = set(lines)
-        for number in lines:
-            low, high = max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES)
-            numbers.update(range(low, high + 1))
-        numbers.update(first for _, first in function_ns[path] if 1 <= first <= len(source))
-        line_list = []
-        for number in sorted(numbers):
-            text = source[number - 1] if 1 <= number <= len(source) else ""
-            charged_to = line_function.get((path, number))
-            line_list.append(
-                {
-                    "line": number,
-                    "source": text,
-                    "function": charged_to[0] if charged_to else None,
-                    **timed(lines.get(number, (0, 0, 0))),
-                    **memories.get(number, memory_report.empty_fields()),
-                }
-            )
-            if number in natives:
-                functions_here = native_report.function_list(natives[number])
-                if functions_here:
-                    line_list[-1]["native_functions"] = functions_here
-        native_by_function: dict[tuple[str, int], dict] = {}  # key -> {(symbol, library): ns}
-        for number, cells in natives.items():
-            into = native_by_function.setdefault(line_function.get((path, number)), {})
-            for key, ns in cells.items():
-                into[key] = into.get(key, 0) + ns
-        by_function: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for number, fields in memories.items():
-            by_function.setdefault(line_function[(path, number)], []).append(fields)
-        function_list = [
-            {
-                "name": entry["name"],
-                "qualname": qualname,
-                "first_line": first_line,
-                **timed(entry["ns"]),
-                **memory_report.function_fields(
-                    by_function.get((qualname, first_line), []), elapsed_s
-                ),
-            }
-            for (qualname, first_line), entry in function_ns[path].items()
-        ]
-        for function in function_list:
-            cells = native_by_function.get((function["qualname"], function["first_line"]))
-            listed = native_report.function_list(cells) if cells else []
-            if listed:
-                function["native_functions"] = listed
-        function_list.sort(
-            key=lambda f: (
-                -_total(f),
-                -f["alloc_python_bytes"] - f["alloc_native_bytes"],
-                f["first_line"],
-                f["qualname"],
-            )
-        )
+        memories = charges.line_memory.get(path, {})
         allocated = sum(
             m["alloc_python_bytes"] + m["alloc_native_bytes"] for m in memories.values()
         )
-        entry = {**timed(file_total), "lines": line_list, "functions": function_list}
-        file_entries.append((sum(file_total), allocated, path, entry))
-    file_entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
+        entry = {
+            **_timed(file_total, attributed_ns),
+            "lines": _listed_lines(charges, path, attributed_ns, read_lines(path)),
+            "functions": _function_list(charges, path, attributed_ns, elapsed_s),
+        }
+        entries.append((sum(file_total), allocated, path, entry))
+    entries.sort(key=lambda item: (-item[0], -item[1], item[2]))
+    return {path: entry for _, _, path, entry in entries}
 
-    # Threads without a Python thread state (native frames): after the Python ones, their CPU
-    # time unattributed (no line of the program ran it), with the native functions it went to.
-    # One whose id is a Python thread's is that thread before it had its thread state or after
-    # it gave it up (starting, ending, or a C thread calling into Python for a while): its time
-    # is that thread's, unattributed.
+
+def _listed_lines(charges: _Charges, path: str, attributed_ns: int,
+                  source: Sequence[str]) -> list[LineRecord]:
+    """A file's ``lines``: those with time or memory, CONTEXT_LINES either side of each, and
+    the first line of each of its functions, by line number."""
+    from heatline.data import memory as memory_report
+    from heatline.data import native as native_report
+
+    lines = charges.line_ns[path]
+    memories = charges.line_memory.get(path, {})
+    natives = charges.line_native.get(path, {})
+    numbers = set(lines)
+    for number in lines:
+        low, high = max(1, number - CONTEXT_LINES), min(len(source), number + CONTEXT_LINES)
+        numbers.update(range(low, high + 1))
+    numbers.update(first for _, first in charges.function_ns[path] if 1 <= first <= len(source))
+    line_list = []
+    for number in sorted(numbers):
+        text = source[number - 1] if 1 <= number <= len(source) else ""
+        charged_to = charges.line_function.get((path, number))
+        line_list.append(
+            {
+                "line": number,
+                "source": text,
+                "function": charged_to[0] if charged_to else None,
+                **_timed(lines.get(number, (0, 0, 0)), attributed_ns),
+                **memories.get(number, memory_report.empty_fields()),
+            }
+        )
+        if number in natives:
+            functions_here = native_report.function_list(natives[number])
+            if functions_here:
+                line_list[-1]["native_functions"] = functions_here
+    return line_list
+
+
+def _function_list(charges: _Charges, path: str, attributed_ns: int,
+                   elapsed_s: float) -> list[FunctionRecord]:
+    """A file's ``functions``: each function's time, its lines' memory fields and native
+    functions summed; most time first, then most bytes allocated."""
+    from heatline.data import memory as memory_report
+    from heatline.data import native as native_report
+
+    memories = charges.line_memory.get(path, {})
+    native_by_function: dict[tuple[str, int], dict] = {}  # key -> {(symbol, library): ns}
+    for number, cells in charges.line_native.get(path, {}).items():
+        into = native_by_function.setdefault(charges.line_function.get((path, number)), {})
+        for key, ns in cells.items():
+            into[key] = into.get(key, 0) + ns
+    by_function: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for number, fields in memories.items():
+        by_function.setdefault(charges.line_function[(path, number)], []).append(fields)
+    function_list = [
+        {
+            "name": entry["name"],
+            "qualname": qualname,
+            "first_line": first_line,
+            **_timed(entry["ns"], attributed_ns),
+            **memory_report.function_fields(
+                by_function.get((qualname, first_line), []), elapsed_s
+            ),
+        }
+        for (qualname, first_line), entry in charges.function_ns[path].items()
+    ]
+    for function in function_list:
+        cells = native_by_function.get((function["qualname"], function["first_line"]))
+        listed = native_report.function_list(cells) if cells else []
+        if listed:
+            function["native_functions"] = listed
+    function_list.sort(
+        key=lambda f: (
+            -_total(f),
+            -f["alloc_python_bytes"] - f["alloc_native_bytes"],
+            f["first_line"],
+            f["qualname"],
+        )
+    )
+    return function_list
+
+
+def _threads(snapshot: dict[str, Any]
+             ) -> tuple[list[ThreadRecord], int, list[dict[str, Any]]]:
+    """The profile's ``threads``, the threads' unattributed time (ns), and the threads
+    without a Python thread state (native.other_threads, each given its ``thread_index``).
+
+    Those threads come after the Python ones, their CPU time unattributed (no line of the
+    program ran it), with the native functions it went to. One whose id is a Python thread's
+    is that thread before it had its thread state or after it gave it up (starting, ending, or
+    a C thread calling into Python for a while): its time is that thread's, unattributed."""
+    from heatline.data import native as native_report
+
     records = [dict(t) for t in snapshot["threads"]]
     python_index = {t["native_id"]: i for i, t in enumerate(records)}
     other_threads = native_report.other_threads(snapshot.get("native"))
@@ -258,13 +336,16 @@ def build_profile(
         threads.append({**in_seconds(record), "native_functions":
                         native_report.function_list(other["functions"])})
     unattributed_ns = sum(t["unattributed_ns"] for t in (*records, *listed))
-    totals_ns = [
-        sum(ns[i] for lines in line_ns.values() for ns in lines.values()) for i in range(3)
-    ]
+    return threads, unattributed_ns, other_threads
 
-    interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
-    stack_table = _stacks(snapshot, files, functions, other_threads)
-    profile = {
+
+def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
+                started_at: str, elapsed_s: float, cpu_s: float, interval_ns: float,
+                steal_s: float | None) -> dict[str, Any]:
+    """The profile's fields about the run: what ran, where, when, and how it was sampled."""
+    from heatline.data import SCHEMA_VERSION
+
+    return {
         "schema_version": SCHEMA_VERSION,
         "heatline_version": __version__,
         "program": program,
@@ -284,26 +365,36 @@ def build_profile(
         "long_gaps": snapshot.get("long_gaps", 0),
         "long_gap_s": _seconds(snapshot.get("long_gap_ns", 0)),
         **({} if steal_s is None else {"steal_s": round(steal_s, 6)}),
-        **_profiled_periods(snapshot),
-        **_asyncio_summary(snapshot),
-        "totals": {
-            "python_s": _seconds(totals_ns[0]),
-            "native_s": _seconds(totals_ns[1]),
-            "system_s": _seconds(totals_ns[2]),
-            "attributed_s": _seconds(attributed_ns),
-            "unattributed_s": _seconds(unattributed_ns),
-        },
-        "threads": threads,
-        "files": {path: entry for _, _, path, entry in file_entries},
-        "stacks": stack_table,
-        **_memory_summary(memory, files),
-        "warnings": _warnings(snapshot, attributed_ns, unattributed_ns, interval_ns)
+    }
+
+
+def _totals(charges: _Charges, attributed_ns: int, unattributed_ns: int) -> Totals:
+    totals_ns = [
+        sum(ns[i] for lines in charges.line_ns.values() for ns in lines.values())
+        for i in range(3)
+    ]
+    return {
+        "python_s": _seconds(totals_ns[0]),
+        "native_s": _seconds(totals_ns[1]),
+        "system_s": _seconds(totals_ns[2]),
+        "attributed_s": _seconds(attributed_ns),
+        "unattributed_s": _seconds(unattributed_ns),
+    }
+
+
+def _all_warnings(snapshot: dict[str, Any], memory: dict[str, Any], stack_table: Stacks, *,
+                  attributed_ns: int, unattributed_ns: int, interval_ns: float,
+                  steal_s: float | None, elapsed_s: float, cpu_count: int) -> list[str]:
+    """The profile's ``warnings`` (the GPU's are added with its fields), in this order."""
+    from heatline.data import native as native_report
+
+    return (
+        _warnings(snapshot, attributed_ns, unattributed_ns, interval_ns)
         + _memory_warnings(memory)
         + _control_warnings(snapshot) + _steal_warnings(steal_s, elapsed_s, cpu_count)
         + native_report.warnings(snapshot.get("native"))
-        + _cut_stack_warnings(stack_table) + _asyncio_warnings(snapshot),
-    }
-    return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
+        + _cut_stack_warnings(stack_table) + _asyncio_warnings(snapshot)
+    )
 
 
 def _profiled_periods(snapshot: dict[str, Any]) -> dict[str, Any]:
