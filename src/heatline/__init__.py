@@ -29,10 +29,17 @@ from __future__ import annotations
 
 import sys
 
-# typing only for the annotations (strings here): importing it costs a child process about
-# 10 ms (re, functools, collections...), and this module is on a child's start path.
 from heatline._version import __version__
 
+# typing (and collections.abc) is imported only for type checkers, the annotations being
+# strings, here and in every module on a run's path: what the main process imports to run the
+# program and finish a -q run (tests/unit/test_cli.py), and what a followed child imports
+# before its program runs (run/follow.py; run/handover.py for an exec of the main process;
+# tests/unit/test_start_path.py). typing and what it imports (re, functools, collections,
+# enum...) would double a child interpreter's start: `python -X importtime -c "import typing"`
+# gives it about 10 ms, where `python -c pass` takes about 12 ms in all (CPython 3.11, x86-64
+# Linux). In the main process it would hold about 2 MB (/proc/self/statm's resident pages
+# before and after `import typing`), which every fork child (a Pool's workers) maps again.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports them
     from typing import Any
@@ -56,7 +63,8 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext heatline``: the %heatline and %%heatline magics (heatline/ipython.py)."""
+    """``%load_ext heatline``: the %heatline and %%heatline magics
+    (heatline/integrations/ipython.py)."""
     from heatline.integrations.ipython import load
 
     load(ipython)

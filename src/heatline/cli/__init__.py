@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-# typing and collections.abc only for the annotations (strings here): typing alone is about
-# 1.5 MB of the main process's memory, which every fork child (a Pool's workers) maps again.
+# typing and collections.abc only for type checkers: a run's path imports neither
+# (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -9,7 +9,8 @@ import sys
 
 from heatline.options import RENAMED_FLAGS, RUN_OPTIONS, Option
 
-# typing and collections.abc only for the annotations (strings here): see cli/__init__.py.
+# typing and collections.abc only for type checkers: a run's path imports neither
+# (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse

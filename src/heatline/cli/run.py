@@ -9,6 +9,7 @@ from heatline.cli.common import option_default, refuse_renamed, split_argv
 from heatline.options import RUN_OPTIONS, Options, only_implies_all
 from heatline.run import launch
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

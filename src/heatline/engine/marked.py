@@ -14,7 +14,7 @@ profile`` (heatline/api.py).
 
 from __future__ import annotations
 
-# typing only for the annotations (strings here): see cli/__init__.py.
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

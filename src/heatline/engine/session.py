@@ -11,8 +11,8 @@ import time
 
 from heatline.engine import scope
 
-# typing and collections.abc only for the annotations (strings here): importing them costs a
-# child process about 10 ms (re, functools, collections...); this module is on its start path.
+# typing and collections.abc only for type checkers: a run's path imports neither
+# (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

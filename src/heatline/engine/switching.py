@@ -16,10 +16,7 @@ meanwhile (the interval is then no longer the quick one)."""
 from __future__ import annotations
 
 import sys
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 QUICK_SWITCH_US = 100
 QUICK_SWITCH_S = QUICK_SWITCH_US * 1e-6  # as sys.getswitchinterval() gives it back

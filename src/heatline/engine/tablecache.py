@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 
+# collections.abc only for type checkers: a run's path imports none of it (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -14,8 +14,7 @@ from heatline.run.isolation import own_imports
 from heatline.run.output import internal_error, one_line, stderr_fd, write_stderr
 from heatline.run.sigterm import terminating
 
-# typing only for the annotations (strings here): importing it costs a child process about
-# 10 ms (re, functools, collections...), and this module is on a child's start path.
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -8,8 +8,7 @@ import sys
 
 from heatline.run import sigterm
 
-# typing only for the annotations (strings here): importing it costs a child process about
-# 10 ms (re, functools, collections...), and this module is on a child's start path.
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
