@@ -91,14 +91,16 @@ def _value(option: Any, value: Any) -> Any:
 # --- one profile at a time ---------------------------------------------------------------------
 
 
-class _Run(NamedTuple):
+class Run(NamedTuple):
+    """The profile :func:`start` began (:func:`current_run`)."""
+
     session: Any  # heatline.engine.session.Session
     options: Options
     server: Any = None  # heatline.serve.PprofServer (pprof_server=...)
 
 
 _lock = threading.Lock()
-_run: _Run | None = None
+_run: Run | None = None
 
 
 def _forget_in_child() -> None:
@@ -133,14 +135,16 @@ def start(**options: Any) -> None:
     :func:`stop`. ``options`` are the command line's, named as keywords (see
     :func:`options_from_keywords`). Raises HeatlineError if a profile is already being taken
     in this process, including the one of ``heatline script.py``."""
-    _start(options_from_keywords(options))
+    start_with_options(options_from_keywords(options))
 
 
-def _start(options: Options, program: str | None = None, announce: bool = True) -> None:
-    """start(): ``program`` names what is profiled in the profile's header (default: the
-    ``__main__`` script's path). ``announce`` False: the address of a --pprof-server on a
-    port the kernel picked is not written to stderr (heatline attach: the attacher says it,
-    the program's stderr stays its own)."""
+def start_with_options(options: Options, program: str | None = None,
+                       announce: bool = True) -> None:
+    """:func:`start` with its options parsed already (the pytest plugin, the IPython magics,
+    heatline attach's side in the target: run/attached.py). ``program`` names what is profiled
+    in the profile's header (default: the ``__main__`` script's path). ``announce`` False: the
+    address of a --pprof-server on a port the kernel picked is not written to stderr (heatline
+    attach: the attacher says it, the program's stderr stays its own)."""
     global _run
     with _lock:
         if _run is not None:
@@ -183,7 +187,7 @@ def _start(options: Options, program: str | None = None, announce: bool = True) 
             server.start()
             if announce and options.pprof_server[1] == 0:  # a port picked by the kernel
                 sys.stderr.write(f"heatline: pprof server on {server.url}\n")
-        _run = _Run(session, options, server)
+        _run = Run(session, options, server)
 
 
 def stop() -> Profile:
@@ -218,6 +222,12 @@ def stop() -> Profile:
 def is_running() -> bool:
     """Whether a profile started by :func:`start` is being taken in this process."""
     return _run is not None
+
+
+def current_run() -> Run | None:
+    """The profile :func:`start` began (its engine session, options and pprof server), or
+    None when none is being taken."""
+    return _run
 
 
 # --- with heatline.profile() / @heatline.profile ---------------------------------------------
@@ -259,7 +269,7 @@ class Profiler:
         self._profiles: list[Profile] = []
 
     def __enter__(self) -> Profile:
-        _start(self.options)
+        start_with_options(self.options)
         result = Profile(None)
         self._profiles.append(result)
         return result
@@ -287,7 +297,7 @@ class Profiler:
         @functools.wraps(function)
         def profiled(*args: Any, **kwargs: Any) -> Any:
             try:
-                _start(options)
+                start_with_options(options)
             except HeatlineError:
                 if _run is None and _cli_session() is None:
                     raise  # the engine could not start: say so

@@ -44,11 +44,11 @@ def _candidates() -> list[str]:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime):
         found.append(os.path.join(runtime, "heatline"))
-    found.append(os.path.join(_temp_dir(), f"heatline-{os.geteuid()}"))
+    found.append(os.path.join(temp_dir(), f"heatline-{os.geteuid()}"))
     return found
 
 
-def _temp_dir() -> str:
+def temp_dir() -> str:
     """tempfile.gettempdir()'s choice on Linux, without importing tempfile (and its imports)
     into the profiled process: $TMPDIR, $TEMP or $TMP when a directory, else /tmp."""
     for name in ("TMPDIR", "TEMP", "TMP"):

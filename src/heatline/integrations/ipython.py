@@ -118,7 +118,7 @@ def run_magic(shell: Any, line: str, cell: str | None, local_ns: Any) -> Any:
     # quiet only decides whether the report is shown.
     recorded = Options(**{**{option.dest: getattr(options, option.dest)
                              for option in RUN_OPTIONS}, "outfile": None})
-    api._start(recorded, program=cell_name(shell, filename) or filename)
+    api.start_with_options(recorded, program=cell_name(shell, filename) or filename)
     try:
         exec(code, shell.user_global_ns, namespace)  # noqa: S102 -- running the cell is the point
     finally:

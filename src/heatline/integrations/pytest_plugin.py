@@ -100,7 +100,7 @@ def pytest_runtest_call(item: Any) -> Any:
     from heatline import api
 
     try:
-        api._start(api.options_from_keywords({}), program=_test_label(item))
+        api.start_with_options(api.options_from_keywords({}), program=_test_label(item))
     except api.HeatlineError as exc:  # e.g. pytest itself runs under the heatline command
         item.stash[_BREACHES] = [f"cannot profile this test: {exc}"] if limits else []
         if not limits:

@@ -127,10 +127,10 @@ def _start(directory: str) -> None:
         if _directory is not None:
             raise RuntimeError("heatline attach is already profiling this process")
         try:
-            api._start(options, announce=False)
+            api.start_with_options(options, announce=False)
         except api.HeatlineError as exc:
             raise RuntimeError(str(exc).split(";")[0]) from None
-        run = api._run
+        run = api.current_run()
         children = os.path.join(directory, "children")
         if not options.no_children and os.path.isdir(children):
             from heatline.run import follow
@@ -198,7 +198,7 @@ def _finish(directory: str, ended_by: str) -> None:
         if ended_by == "detach":
             _heatline_tids.add(threading.get_native_id())
             _write(directory, "stopping", json.dumps({"tid": threading.get_native_id()}))
-        run = api._run
+        run = api.current_run()
         data: dict[str, Any] = api.stop().data
         # The agent's thread (which started the profile), the one stopping it and the pprof
         # server's ran heatline's code only: they are heatline's, not the program's, and

@@ -318,9 +318,9 @@ def _make_run_dir() -> str:
     """A new directory heatline-XXXXXXXXXXXX, mode 0700, in the temporary directory, as
     tempfile.mkdtemp makes it, without importing tempfile (and shutil, random...) into the
     program."""
-    from heatline.engine.control import _temp_dir
+    from heatline.engine.control import temp_dir
 
-    parent = _temp_dir()
+    parent = temp_dir()
     while True:
         path = os.path.join(parent, "heatline-" + os.urandom(6).hex())
         try:

@@ -119,7 +119,7 @@ def _after_fork_in_child(carrier: Carrier) -> None:
         session.release_after_fork()
         return
     if carrier.guard is not None:  # the parent child's: the child gets its own
-        carrier.guard._in_child()
+        carrier.guard.in_child()
         carrier.guard = None
     if _thread.get_ident() in carrier.exec_forks:
         # subprocess's child, which only runs the program's preexec_fn and execs (the thread
@@ -160,7 +160,7 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
     previous = carrier.finisher
     if previous is not None:
         previous.session.stopped_by_fork()  # the parent's: the engine's fork handler stopped it
-    session = session_module.Session(program=_program_label(), argv=list(sys.argv), **arguments)
+    session = session_module.Session(program=program_label(), argv=list(sys.argv), **arguments)
     token = f"{os.getpid()}-{time.monotonic_ns():x}"
     finisher = ChildFinisher(carrier, session, role, ppid, token)
     session.start()
@@ -181,7 +181,9 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
         session_module.watch_removal(carrier.config["dir"], finisher)
 
 
-def _program_label() -> str:
+def program_label() -> str:
+    """What a profile's header names as the program: the script's absolute path, else
+    argv[0] (-c, -m) or the interpreter."""
     argv0 = sys.argv[0] if sys.argv else ""
     if argv0 and argv0 not in ("-c", "-m") and os.path.exists(argv0):
         return os.path.abspath(argv0)

@@ -150,7 +150,7 @@ def continue_run(config: dict[str, Any]) -> None:
     carrier.main, carrier.main_exec = finisher, before_exec
     carriers.adopt(carrier)
     try:
-        _start_main_session(carrier, finisher, follow._program_label(), list(sys.argv),
+        _start_main_session(carrier, finisher, follow.program_label(), list(sys.argv),
                             marked.keep_marked)
     except (RuntimeError, OSError) as exc:  # as launch.start: the engine could not start
         collect.discard()  # nothing of the run may be left behind

@@ -67,7 +67,7 @@ class SigtermGuard:
         self.armed = True
         module.signal, module.getsignal = self.signal, self.getsignal
         if at_fork:
-            os.register_at_fork(after_in_child=self._in_child)
+            os.register_at_fork(after_in_child=self.in_child)
 
     def signal(self, signalnum: Any, handler: Any) -> Any:
         module = self._module
@@ -113,7 +113,9 @@ class SigtermGuard:
             return self._module.SIG_DFL
         return self._getsignal(signalnum)
 
-    def _in_child(self) -> None:
+    def in_child(self) -> None:
+        """In a forked child (run/follow.py): the plain default, and the signal module's own
+        functions back."""
         module = self._module
         if self.armed:
             try:
