@@ -1,5 +1,5 @@
-"""The pytest plugin (heatline/pytest_plugin.py), run as a user runs it: pytest in its own
-process (pytester), finding the plugin through its pytest11 entry point."""
+"""The pytest plugin (heatline/integrations/pytest_plugin.py), run as a user runs it: pytest
+in its own process (pytester), finding the plugin through its pytest11 entry point."""
 
 import json
 import os

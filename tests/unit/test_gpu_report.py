@@ -1,4 +1,4 @@
-"""profile/gpu.py: the GPU fields of the profile from synthetic engine snapshots."""
+"""data/gpu.py: the GPU fields of the profile from synthetic engine snapshots."""
 
 import pytest
 import test_profile

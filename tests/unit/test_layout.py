@@ -121,7 +121,7 @@ def test_every_file_names_its_room_in_its_header_comment():
 
 def test_the_scope_rule_lives_in_one_room():
     """Which files are user code is decided in scope.c alone (its rule in scope.h's header);
-    the walker only asks, and heatline/scope.py only computes the directories it is given."""
+    the walker only asks, and heatline/engine/scope.py only computes the directories it is given."""
     defining = {
         p.name for p in _sources()
         if re.search(r"^int hl_scope_is_user\([^;]*\{", p.read_text(encoding="utf-8"), re.MULTILINE)

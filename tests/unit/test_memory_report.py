@@ -1,4 +1,4 @@
-"""The leak rule and the timeline helpers (heatline/profile/memory.py) on synthetic timelines
+"""The leak rule and the timeline helpers (heatline/data/memory.py) on synthetic timelines
 whose verdict is known by construction."""
 
 import pytest

@@ -122,7 +122,7 @@ def test_table_on_other_installed_python_versions(minor):
 
 
 def _run_with_table(python, script):
-    """What ``script`` prints, run by ``python`` with _opcodes.py's path as its argument."""
+    """What ``script`` prints, run by ``python`` with engine/opcodes.py's path as its argument."""
     result = subprocess.run(
         [python, "-c", script, os.path.abspath(_opcodes.__file__)],
         check=False,

@@ -2,7 +2,7 @@
  *
  * Every field is named as the profile names it (docs/profile-format.md), with _ns where the
  * profile has _s and timelines as [t_ns, value] lists, so the Python side renames nothing
- * (heatline/profile/snapshot.py converts the units). Runs with the engine lock held (between
+ * (heatline/data/snapshot.py converts the units). Runs with the engine lock held (between
  * hl_engine_snapshot_begin and _end), so the tables stay still while they are read; the GIL is
  * held too, and nothing here waits for anything else.
  */

@@ -110,7 +110,7 @@ typedef struct hl_walker {
     uint8_t ahead_leaf_bytes[HL_LEAF_BYTES];
 } hl_walker;
 
-/* Opcode flags (the table comes from heatline/_opcodes.py). */
+/* Opcode flags (the table comes from heatline/engine/opcodes.py). */
 #define HL_OP_CALL 1   /* calls into other code: the thread is inside what the frame called */
 #define HL_OP_SWITCH 2 /* checks for a GIL drop request: where threads hand the GIL over */
 /* < 3.10: checks after it, but may also run C code that released the GIL (an operator) */

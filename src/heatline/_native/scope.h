@@ -13,7 +13,7 @@
  *      entry that ends with a separator is a directory; one that does not is a single file,
  *      a console-script launcher such as venv/bin/pytest, and must be the whole path).
  *
- * The engine holds no list of directories: the shell (heatline/scope.py) passes the prefixes
+ * The engine holds no list of directories: the shell (heatline/engine/scope.py) passes the prefixes
  * that mean "not the user's" (the standard library, site-packages, heatline's own package,
  * each as spelled and with symlinks resolved, and the console-script launchers, which only
  * call into an installed package) and the options pass `only`, `exclude` and

@@ -251,7 +251,7 @@ class Session:
         self._warnings: list[str] = []
         self.main_native_id = main_native_id
         # Applied to the engine's snapshot before the profile is built (@profile under the
-        # CLI keeps only the decorated functions: heatline/marked.py).
+        # CLI keeps only the decorated functions: heatline/engine/marked.py).
         self.snapshot_filter: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         # time.time() and time.monotonic_ns() read together just before the engine started,
         # and the engine's memory clock origin (CLOCK_MONOTONIC) once a snapshot gave it.
