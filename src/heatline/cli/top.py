@@ -1,6 +1,6 @@
-"""``heatline top [--rate HZ] [--refresh S] [--once] [--rows N] PID``: a live view of the
-functions and lines taking time now in a running Python process, per thread, split into Python,
-native and system time, read from outside it without stopping it (engine/top.py), shown as
+"""``heatline top [--sampling-interval S] [--refresh S] [--once] [--rows N] PID``: a live view
+of the functions and lines taking time now in a running Python process, per thread, split into
+Python, native and system time, read from outside it without stopping it (engine/top.py), shown as
 renderers/top_text.py renders it.
 
 On a terminal the view is redrawn every --refresh seconds (rich's Live display); `q` or Ctrl-C
@@ -30,7 +30,7 @@ def _parser() -> Parser:
         prog="heatline top",
         description="A live view of the functions and lines taking time now in a running "
         "Python process, per thread, split into Python, native and system time, read from "
-        "outside it about 100 times a second without stopping it (nothing is loaded into it). "
+        "outside it every --sampling-interval without stopping it (nothing is loaded into it). "
         "q or Ctrl-C quits. Needs the permission a debugger would (the same user, and Yama's "
         "ptrace_scope allowing it, or CAP_SYS_PTRACE). Not on a terminal, or with --once, each "
         "view is printed as text.",
