@@ -33,7 +33,6 @@ from heatline.engine import opcodes
 
 PYTHON, NATIVE, SYSTEM = 0, 1, 2
 KINDS = ("python", "native", "system")
-DEFAULT_RATE_HZ = 100.0
 READ_ATTEMPTS = 3  # a reading with a thread torn before its first frame is tried again
 
 
