@@ -158,7 +158,7 @@ $(ASAN_INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
 # The interpreter is not instrumented, so the ASan runtime is preloaded. Leak checking is off
 # because CPython itself keeps memory alive at exit. The sanitizers' reports go to files under
 # SANITIZER_LOGS, printed at the end: a report written to descriptor 2 by the sampler thread,
-# whose descriptor table is its own (docs/design.md), would reach no one.
+# whose descriptor table is its own (docs/design-engine.md), would reach no one.
 SANITIZER_LOGS := build/sanitizer-logs
 sanitize: $(ASAN_INSTALLED)
 	rm -rf $(SANITIZER_LOGS) && mkdir -p $(SANITIZER_LOGS)
@@ -242,10 +242,10 @@ bench-versions: $(foreach v,$(VERSIONS_BENCH),.venv-bench-$(v)/.installed)
 	  $(PYTHON) bench/vs_builtin.py --render bench/results/vs-builtin-3.15.json)
 
 # CPython's own regression tests, plain and under heatline, compared test by test
-# (bench/regrtest.py; figures in docs/accuracy.md, "CPython's own tests"). Not part of the tests:
-# hours on 2 cores for the whole list. PYTHONS names the versions; each runs in the virtualenv
-# the suite uses for it (.venv for $(PYTHON)'s, .venv-3.X for the others, made or refreshed here),
-# 3.14 and 3.15 inside the chroot (.ci/sid). MODULES=test_os,test_sys narrows the list. Each
+# (bench/regrtest.py; figures in docs/accuracy.md, "CPython's own regression tests"). Not part
+# of the tests: hours on 2 cores for the whole list. PYTHONS names the versions; each runs in
+# the virtualenv the suite uses for it (.venv for $(PYTHON)'s, .venv-3.X for the others, made
+# or refreshed here), 3.14 and 3.15 inside the chroot (.ci/sid). MODULES=test_os,test_sys narrows the list. Each
 # version's results are merged into bench/results/regrtest.json, replacing that version's.
 PYTHONS ?= $(MAIN_VERSION)
 version_venv = $(if $(filter $(1),$(MAIN_VERSION)),$(VENV),.venv-$(1))

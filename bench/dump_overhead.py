@@ -17,7 +17,7 @@ main thread waiting for it; every thread asleep), read --idle-dumps times with i
 stopped: how long they stay stopped, and one dump's time.
 
 The target runs on --python (default: this one), which heatline reads whatever its version.
-Prints Markdown tables (docs/design.md, "heatline dump"); --out writes the raw numbers as JSON.
+Prints Markdown tables (docs/design-live.md, "heatline dump"); --out writes the raw numbers as JSON.
 """
 
 import argparse

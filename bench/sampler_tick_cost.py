@@ -1,7 +1,7 @@
 """What one tick of the sampler thread costs while the program runs Python: the sampler's own
 CPU time per tick (its /proc/self/task/TID/schedstat over 3 s) in a process whose main thread
 loops ten calls deep, with --cpu-only (the tick is the same in both modes) and the default
-interval. Fresh processes, trees interleaved; docs/overhead.md, "Fewer system calls per tick".
+interval. Fresh processes, trees interleaved; docs/overhead.md, "Diagnostics".
 With --idle-threads N the process also has N threads that wait on an event throughout (a
 pool's helper threads, an executor's idle workers).
 

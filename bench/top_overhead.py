@@ -12,7 +12,7 @@ CPU that top takes from the target on a busy machine) and loops per CPU second o
 main thread (the reading's effect on the target itself: nothing stops it, so only caches and
 memory traffic could slow it). top's own CPU time over the window is given too.
 
-Prints a Markdown table (docs/design.md, "heatline top"); --out writes the raw numbers as JSON.
+Prints a Markdown table (docs/design-live.md, "heatline top"); --out writes the raw numbers as JSON.
 """
 
 import argparse

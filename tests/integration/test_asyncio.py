@@ -1,5 +1,5 @@
 """asyncio: the time the main thread's event loop waits goes to the awaits its tasks are
-suspended at (docs/design.md, "asyncio: waits charged to awaits"), against the wall time each
+suspended at (docs/design-engine.md, "asyncio: waits charged to awaits"), against the wall time each
 await took, measured by the program in the same run (tests/targets/asyncio_awaits.py).
 
 Tolerance: a line's time is the sum of the samples that saw the thread there. Each sample

@@ -71,9 +71,9 @@ def _env(extra):
     # The targets use no BLAS, but importing numpy starts OpenBLAS's thread pool, and OpenBLAS
     # 0.3.27 (numpy 2.0.2, the last numpy for 3.9) maps a 32 MiB buffer from one of its
     # threads while the library loads. tracemalloc never sees that mapping; heatline counts it
-    # only when the thread maps it after the library's GOT was rewritten, a race (3 or 4 runs in 6
-    # on 3.9: peak +5.3%; docs/design.md, known limits). One BLAS thread maps no buffer at
-    # load, so both runs measure the same program.
+    # only when the thread maps it after the library's GOT was rewritten, a race (on 3.9 the
+    # peak can read 5.3% high; docs/design-memory.md, "Where allocations are seen"). One BLAS
+    # thread maps no buffer at load, so both runs measure the same program.
     env["OPENBLAS_NUM_THREADS"] = "1"
     env.update(extra)
     return env

@@ -43,7 +43,7 @@ def _as_in_a_log(command, cwd, **extra_env):
 
 HEATLINE = [sys.executable, "-m", "heatline", "-q"]
 # The `heatline` command (a script pip made): Python's script runner flushes sys.stderr and
-# sys.stdout when a script ends, which matters to the order of the streams (docs/design.md).
+# sys.stdout when a script ends, which matters to the order of the streams (docs/design-running.md).
 COMMAND = os.path.join(os.path.dirname(sys.executable), "heatline")
 
 
@@ -101,7 +101,7 @@ def test_output_and_traceback_are_pythons_byte_for_byte(tmp_path, ending):
         if os.path.exists(COMMAND) and ending in ("raises", "broken excepthook",
                                                   "nested call raises"):
             # Started as the `heatline` command the traceback is the same (the streams' order
-            # differs only for what python -m writes at shutdown: docs/design.md).
+            # differs only for what python -m writes at shutdown: docs/design-running.md).
             got = _as_in_a_log([COMMAND, "-q", *args], str(tmp_path))
             assert got == expected, (form, "command", expected[1].decode(), got[1].decode())
 

@@ -102,7 +102,7 @@ def _imported(*args):
 
 @pytest.mark.parametrize("mode", [(), ("--cpu-only",)])
 def test_a_run_imports_neither_typing_nor_shutil_nor_json_nor_re(tmp_path, mode):
-    # Every run pays for what its own path imports (docs/overhead.md, "A run's fixed cost"):
+    # Every run pays for what its own path imports (bench/fixed_cost.py; docs/overhead.md):
     # typing only served annotations, and shutil (with bz2, lzma...) only the help's width,
     # which argparse asked for at every option added; json, which imports re and compiles six
     # patterns (31 M instructions), only wrote the profile, which its C encoder does alone

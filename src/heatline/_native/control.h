@@ -1,7 +1,7 @@
 /* control.h: on/off control of a running profile from another process (`heatline ctl`), and
  * the record of when profiling was on.
  *
- * The shell creates two files private to the user (docs/design.md, "On/off control"): a
+ * The shell creates two files private to the user (docs/design-live.md, "On/off control"): a
  * command file that `heatline ctl` replaces with "SEQ on" or "SEQ off", and a state file the
  * engine rewrites with "SEQ on|off" (the last command applied, and the state now). The sampler
  * thread polls the command file at most every HL_CONTROL_POLL_NS: open, read, close. No

@@ -1,7 +1,7 @@
 /* gpu.h: the GPU part of the engine, NVIDIA GPUs: the glue that starts, stops and reports its
  * two libraries together: device utilisation and memory over time (nvml.h, sampled by the
  * sampler thread) and each kernel's, copy's and memset's device time charged to the Python line
- * that launched it (cupti.h). See the GPU section of docs/design.md.
+ * that launched it (cupti.h). See docs/design-gpu.md.
  *
  * Both libraries are loaded here with dlopen when a session starts (libnvidia-ml.so.1 and
  * libcupti.so, or the paths in HEATLINE_NVML_LIBRARY / HEATLINE_CUPTI_LIBRARY), so nothing

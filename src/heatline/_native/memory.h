@@ -3,7 +3,7 @@
  * Python allocations are seen through CPython's allocator hooks (PyMem_SetAllocator on the
  * MEM and OBJ domains); native ones (malloc family, anonymous mmap/munmap) and copies
  * (memcpy/memmove) through GOT redirection of every other loaded library (got.h). See the
- * comment at the top of memhooks.c for the sampling maths and docs/design.md for the reasons.
+ * comment at the top of memhooks.c for the sampling maths and docs/design-memory.md for the reasons.
  *
  * Results are charged into the engine's tables (stats.h) under the engine lock (engine_part.h); the
  * hooks' fast paths take no lock.

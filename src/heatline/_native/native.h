@@ -9,7 +9,7 @@
  * process's mappings (/proc/self/maps, read again when an address is in none of the cached
  * ones) as (library, file offset) when first seen, so that a library unloaded later can still
  * be read from its file. Names are found at the end (hl_native_symbolise, from the files'
- * symbol tables, elf.c). See docs/design.md, "Native frames".
+ * symbol tables, elf.c). See docs/design-engine.md, "Native frames".
  *
  * Threads without a Python thread state (a BLAS or OpenMP pool, a C library's own pthread) are
  * found at each tick in /proc/self/task (hl_native_others_tick): each one's CPU time since the

@@ -612,7 +612,7 @@ static void tick(hl_sampler *e, uint64_t dt) {
  * GPU part's own instead: gpu.c) and the memory reader, whose fallback pipe is made here anew
  * (memread.c). A thread this thread created shares its table: the only one is heatline
  * attach's stopping thread (detach.c), which therefore must not use the program's descriptors
- * by number (serve.py's close checks; docs/design.md, "heatline attach"). After
+ * by number (serve.py's close checks; docs/design-live.md, "heatline attach"). After
  * fork() only the forking thread, one of the program's, goes on; the sampler started again in
  * the child or in the parent runs this again. Descriptor 2 in this table is not the program's
  * stderr (holding it would keep a daemon's reader from its EOF): a report written there from

@@ -1,6 +1,7 @@
 """Module isolation: the program imports its own modules (a local json.py, re.py, typing.py)
-exactly as under python, while heatline's work at exit imports heatline's (docs/design.md,
-"Running the program", Modules). Imported before the program's directory is put on sys.path."""
+exactly as under python, while heatline's work at exit imports heatline's
+(docs/design-running.md, "Running the program", Modules). Imported before the program's
+directory is put on sys.path."""
 
 from __future__ import annotations
 
