@@ -1,5 +1,5 @@
 """The SIGTERM guard: a profiled process killed by SIGTERM writes its profile first, while the
-program sees SIGTERM exactly as under python (docs/design.md, "SIGTERM"). On a child's start
+program sees SIGTERM exactly as under python (docs/design-running.md, "SIGTERM"). On a child's start
 path: imports nothing beyond the interpreter's start-up."""
 
 from __future__ import annotations
