@@ -285,7 +285,7 @@ static void place_unplaced(void);
 /* Reads /proc/self/maps: its executable mappings become the active ones. */
 /* One line of /proc/self/maps, "START-END PERMS OFFSET DEV INODE   PATH", when its mapping is
  * executable: 1 with the fields set (*path: "" when it has none), else 0. Parsed by hand:
- * sscanf took 4,000 instructions a line, a third of a tick's cost on the ticks that read the
+ * sscanf takes 4,000 instructions a line, a third of a tick's cost on the ticks that read the
  * mappings again. */
 static int executable_mapping(char *line, unsigned long long *start, unsigned long long *end,
                               unsigned long long *offset, unsigned long *inode, const char **path) {

@@ -428,8 +428,8 @@ static uint32_t stack_keys(const hl_sampled_stack *stack, int depth, int complet
  * stack at any later moment the clock still reads c: a thread that has not run since its
  * previous sample (blocked in a wait, a lock, a sleep, or queued for a CPU) is not read again,
  * its memo is used instead. Of the threads a program has, most wait most of the time (a
- * pool's helper threads, executors, a DataLoader's): each sample of one cost two or three
- * process_vm_readv calls and the decoding of its frames, and now costs neither. Only a
+ * pool's helper threads, executors, a DataLoader's): each sample of one would cost two or
+ * three process_vm_readv calls and the decoding of its frames, and the memo costs neither. Only a
  * complete stack is kept (a torn walk is read again next time), with the thread state it was
  * read from; the memo goes when the thread does, and with the results (hl_sampler_reset). */
 static void remember_stack(hl_thread *t, const hl_sampled_stack *stack, int depth, int complete) {
@@ -767,8 +767,8 @@ void hl_sampler_release(hl_sampler *e) {
 /* pthread_join() returns once the kernel has cleared the thread's id, which is a little before
  * the process stops counting the thread (/proc/self/stat, /proc/self/task). CPython 3.12+
  * counts threads right before fork() and warns when there is more than one, so the fork
- * handler waits, a bounded 100 ms at most, until the joined thread is no longer listed (seen:
- * a DeprecationWarning in the program's output under load). */
+ * handler waits, a bounded 100 ms at most, until the joined thread is no longer listed (without
+ * the wait, a DeprecationWarning can reach the program's output under load). */
 void hl_sampler_wait_until_gone(int tid) {
     if (tid <= 0) return;
     char path[64];
