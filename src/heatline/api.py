@@ -362,7 +362,7 @@ class FunctionStats(  # type: ignore[misc]
 
 
 class Leak(NamedTuple):
-    """A line whose held memory grew steadily until the end (the leak rule: docs/design.md)."""
+    """A line whose held memory grew steadily until the end (leak rule: docs/design-memory.md)."""
 
     file: str
     line: int

@@ -5,7 +5,7 @@ target cannot tell from a plain run, and every bad input.
 
 The targets are children of the test, but `heatline attach` is not their parent: under Yama's
 ptrace_scope 1 it could not attach, so each target first allows any process of its user to
-(prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)), as a user would (README, "Permissions").
+(prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)), as a user would (docs/live-tools.md, "Permissions").
 """
 
 import glob
@@ -324,7 +324,7 @@ def test_a_program_that_forks_while_attached(tmp_path):
     (each in the profile once, as a fork child that exited 0) and do not end the parent's
     attach (the at-exit writer is the attached process's only). The program starts forking
     once attached: a fork during the attach itself may still be counted with the agent's
-    thread (README, known limits)."""
+    thread (docs/live-tools.md, known limits)."""
     plain, plain_work = _start(tmp_path, "attach_forks.py", name="plain", touch=("go",))
     time.sleep(1.5)
     _, *plain_out = _finish(plain, plain_work)

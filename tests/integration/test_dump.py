@@ -9,7 +9,7 @@ layout.
 The targets are children of the test, but `heatline dump` is not their parent: under Yama's
 ptrace_scope 1 it could not read them, so each target first allows any process of its user to
 (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)), as a user would for a program they mean to
-inspect (README, "Permissions").
+inspect (docs/live-tools.md, "Permissions").
 """
 
 import glob

@@ -168,7 +168,7 @@ static int resolve(api *py) {
 
 /* DIRECTORY/progress: "TID STEP", rewritten at each step of the thread (thread, no-python,
  * waiting-gil, gil, done), so that an attacher that got no answer can say how far the thread
- * came and, from /proc, what it is doing (cli/attach.py). Best effort: a failed write is let be. */
+ * came and, from /proc, what it is doing (engine/attach.py). Best effort: a failed write is let be. */
 static void progress(const char *directory, const char *step) {
     char path[4200], text[64];
     snprintf(path, sizeof(path), "%s/progress", directory);

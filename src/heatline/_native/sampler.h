@@ -3,7 +3,7 @@
  *
  * The sampler knows nothing of the engine around it: the engine (engine.c) owns its state,
  * hands it the lock, the tables and three callbacks, and starts and joins the thread. See the
- * block comment at the top of sampler.c for how each sample is classified, and docs/design.md
+ * block comment at the top of sampler.c for how each sample is classified, and docs/design-engine.md
  * for why the engine samples from its own thread instead of using signals.
  */
 #ifndef HEATLINE_SAMPLER_H

@@ -5,7 +5,7 @@ and -o, as ``heatline script.py`` does at the end of a run.
 This side parses the arguments, and reports: the attach itself, the engine loaded into the
 process and the handshake with it through the attach's private directory, is engine/attach.py's
 (the target's side is run/attached.py); the profile it hands back is merged with the children's
-(run/collect.py), written (-o) and printed. docs/design.md, "heatline attach"."""
+(run/collect.py), written (-o) and printed. docs/design-live.md, "heatline attach"."""
 
 from __future__ import annotations
 

@@ -9,14 +9,11 @@ import argparse
 import importlib
 import re
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from heatline import options as table
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
 
 # The commands, in the order of the reference: (command, the module whose parser it uses).
 COMMANDS = (

@@ -17,6 +17,7 @@ from heatline.data.snapshot import seconds as _seconds
 from heatline.data.snapshot import timeline as _timeline
 from heatline.data.summary import with_summary
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any

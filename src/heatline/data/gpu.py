@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from heatline.data.snapshot import in_seconds, place
 from heatline.data.snapshot import seconds as _seconds
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any

@@ -9,6 +9,7 @@ from heatline.data.gpu import LINE_KEYS as GPU_LINE_KEYS
 from heatline.data.memory import LINE_KEYS as MEMORY_LINE_KEYS
 from heatline.data.memory import TOTAL_KEYS as MEMORY_TOTAL_KEYS
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any, Callable

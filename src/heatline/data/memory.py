@@ -7,7 +7,7 @@ on it, and a bounded timeline of what it holds. This module turns those into the
 fields (docs/profile-format.md) and applies the leak rule below. It runs once per profile, not
 per event, so it is Python.
 
-The leak rule (docs/design.md, "Leaks"): a line is a likely leak when the memory it allocated
+The leak rule (docs/design-memory.md, "Leaks"): a line is a likely leak when the memory it allocated
 and still holds at the end was accumulated steadily over the rest of the run, not at once.
 From the line's first allocation t0 to the end of the run T, take the first times its live
 bytes reached 25%, 75% and 100% of what it holds at the end. The spread (t75 - t25) / (T - t0)
@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from heatline.data import snapshot as engine_units
 from heatline.data.snapshot import Timeline  # [[t_s, bytes], ...], sorted by time
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any

@@ -14,6 +14,7 @@ from heatline.data import native as native_report
 from heatline.data.gpu import LINE_KEYS as _GPU_KEYS
 from heatline.data.summary import with_summary
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any

@@ -1,7 +1,7 @@
 """Native frames in the profile: which C functions a line's native time went to.
 
 The engine gives, per line id, the time charged to each sampled instruction address, and for
-each address its function and library (docs/design.md, "Native frames"); a line's
+each address its function and library (docs/design-engine.md, "Native frames"); a line's
 ``native_functions`` list sums those by (symbol, library), largest first
 (docs/profile-format.md).
 """
@@ -9,6 +9,7 @@ each address its function and library (docs/design.md, "Native frames"); a line'
 from __future__ import annotations
 
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Iterator

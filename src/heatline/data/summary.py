@@ -2,7 +2,7 @@
 each pointing at a file:line, computed from the profile dict alone (so `heatline view` of a
 profile written before the summary existed gets one too).
 
-Every sentence comes from one rule (docs/design.md, "The summary", lists each rule's condition
+Every sentence comes from one rule (docs/design-reports.md, "The summary": each rule's condition
 and thresholds). A rule that is not sure stays silent: a wrong diagnosis sends the reader to
 optimise the wrong thing, which is worse than saying nothing. The thresholds are the module's
 constants below, and each rule's test program (tests/targets/summary_*.py) shows it firing on a
@@ -22,6 +22,7 @@ from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.data.memory import value_at
 from heatline.data.queries import stacks as _stacks
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any
@@ -324,7 +325,7 @@ _LIBRARY_WAITS = (
 # Else the waiting line's own source (a C function called directly leaves no frame).
 _SOURCE_WAITS = (
     # An await whose task waits on a thread (asyncio charges the wait to the await line, with
-    # nothing below it: docs/design.md, "asyncio: waits charged to awaits").
+    # nothing below it: docs/design-engine.md, "asyncio: waits charged to awaits").
     (r"\.run_in_executor\(|\bto_thread\(", "a thread pool (awaited)"),
     (r"\bsleep\(", "a sleep"),
     (r"\.acquire\(|^\s*with\b.*lock\b", "a lock"),

@@ -7,7 +7,7 @@ it: that it is a CPython this heatline's engine can load into (read from outside
 dump reads it), and why the kernel refused when it did. And the attacher's side of the
 handshake with the target's (run/attached.py), through the attach's private directory
 (:func:`attach_and_profile`); cli/attach.py parses the arguments and reports.
-docs/design.md, "heatline attach"."""
+docs/design-live.md, "heatline attach"."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """On/off control of a running profile from another process: ``heatline ctl on|off|status PID``.
 
 No signals and no socket: each profiled process has two files in a directory private to the
-user (docs/design.md, "On/off control"):
+user (docs/design-live.md, "On/off control"):
 
 - ``PID.cmd``: written by ``heatline ctl`` (a new file renamed over the old one), holding
   ``SEQ on`` or ``SEQ off``; the engine's sampler thread reads it at most every 100 ms
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import stat
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable

@@ -1,7 +1,7 @@
 """``heatline dump PID``'s reading of another process: every thread's Python stack from the C
 engine's remote reader (_native.dump: remote.c), and what the kernel says of each thread
 (/proc/PID/task/TID: its state, the system call it waits in). Nothing is loaded into the
-process and none of its code runs (docs/design.md, "heatline dump").
+process and none of its code runs (docs/design-live.md, "heatline dump").
 
 The kernel allows the reading where it would allow a debugger to attach; when it refuses,
 :func:`refusal_message` says why (Yama's ptrace_scope, another user, a missing CAP_SYS_PTRACE)

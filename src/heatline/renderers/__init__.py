@@ -18,6 +18,7 @@ from collections import namedtuple
 
 from heatline.options import DEFAULT_THRESHOLD_PCT, FORMATS
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any

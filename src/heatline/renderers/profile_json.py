@@ -7,6 +7,7 @@ from __future__ import annotations
 from heatline.data.io import encode
 from heatline.data.summary import summarise
 
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Any

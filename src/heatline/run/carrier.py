@@ -1,5 +1,5 @@
 """Child processes: carrying the profiler into every Python child the program starts, and
-collecting what they saw (docs/design.md, "Child processes").
+collecting what they saw (docs/design-running.md, "Child processes").
 
 - **fork** (``os.fork``, multiprocessing's fork start method, the fork server's children): an
   ``os.register_at_fork(after_in_child=...)`` hook starts a fresh engine in the child (the
@@ -12,7 +12,7 @@ collecting what they saw (docs/design.md, "Child processes").
   none, the C environment, as exec passes it on): ``HEATLINE_CHILD`` (the run's settings,
   marshal in hex: the child decodes it with built-in modules only, no json or re) and
   ``PYTHONPATH`` with heatline's hook directory first. The interpreter imports
-  ``sitecustomize`` from there (heatline/_child/sitecustomize.py), which puts PYTHONPATH back
+  ``sitecustomize`` from there (heatline/run/_child/sitecustomize.py), which puts PYTHONPATH back
   as it was, takes the hook directory out of sys.path, runs the real sitecustomize if any, and
   starts profiling. The program's own os.environ never holds heatline's variables, so neither
   a child nor anything the child passes its environment to sees them.
@@ -39,8 +39,7 @@ import marshal
 import os
 import sys
 
-# typing only for the annotations (strings here): importing it costs a child process about
-# 10 ms (re, functools, collections...), and this module is on a child's start path.
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -276,7 +275,7 @@ def _fresh_bytecode(cached: str, source: str, bootstrap: Any) -> bool:
 
 
 def encode_config(config: dict[str, Any]) -> bytes:
-    """HEATLINE_CHILD's value: marshal (plain values only), in hex; heatline/_child/
+    """HEATLINE_CHILD's value: marshal (plain values only), in hex; heatline/run/_child/
     sitecustomize.py decodes it with built-in modules only (json would import re, enum...)."""
     return marshal.dumps(config).hex().encode()
 

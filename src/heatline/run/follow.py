@@ -16,8 +16,7 @@ from heatline.run.carrier import Carrier
 from heatline.run.output import one_line
 from heatline.run.sigterm import SigtermGuard, terminating
 
-# typing only for the annotations (strings here): importing it costs a child process about
-# 10 ms (re, functools, collections...), and this module is on a child's start path.
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -133,7 +132,7 @@ def _after_fork_in_child(carrier: Carrier) -> None:
 
 
 def start_spawned(config: dict[str, Any]) -> None:
-    """Called by heatline/_child/sitecustomize.py in an exec'd Python child."""
+    """Called by heatline/run/_child/sitecustomize.py in an exec'd Python child."""
     carrier = Carrier(config)
     if config.get("tables") is not None:
         from heatline.engine import session

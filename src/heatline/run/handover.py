@@ -1,4 +1,4 @@
-"""An exec in the run's main process (docs/design.md, "Running the program", exec).
+"""An exec in the run's main process (docs/design-running.md, "Running the program", exec).
 
 Under python an exec replaces the program: nothing of it runs again, no atexit handler, no
 flush. heatline keeps the run, and what ran before the exec, in one of two ways:
@@ -33,8 +33,7 @@ from heatline.run import collect, follow
 from heatline.run.carrier import Carrier
 from heatline.run.output import set_exec_pending, write_stderr
 
-# typing only for the annotations (strings here): importing it costs a child process about
-# 10 ms (re, functools, collections...), and this module is on a child's start path.
+# typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -122,7 +121,7 @@ def _start_main_session(carrier: Carrier, finisher: Any, program: str, argv: Any
 
 
 def continue_run(config: dict[str, Any]) -> None:
-    """In the Python program the run's main process exec'd, as it starts (heatline/_child/
+    """In the Python program the run's main process exec'd, as it starts (heatline/run/_child/
     sitecustomize.py, for the role "main"): go on with the run as its main process, as
     launch.start begins it. The program itself is run by the interpreter, as under python."""
     import atexit
