@@ -62,7 +62,7 @@ def _check_profile_written(args, cwd):
             return
         if not text.startswith(b'{"schema_version":'):
             return
-        problems = model.validate(json.loads(text))
+        problems = model.mismatches(json.loads(text))
         if problems:
             pytest.fail(f"the profile {output} does not match heatline/data/model.py:\n"
                         + "\n".join(problems), pytrace=False)

@@ -24,6 +24,7 @@ import pytest
 import _tools
 from conftest import PROGRAMS
 from heatline import _native
+from heatline.data import model
 from heatline.engine import attach
 
 pytestmark = pytest.mark.skipif(
@@ -87,6 +88,13 @@ def _attach(tmp_path, pid, *args, timeout=300, **kwargs):
     return done
 
 
+def _profile(path):
+    """The profile heatline attach wrote, which must match the profile's model exactly."""
+    profile = json.loads(path.read_text())
+    assert model.mismatches(profile) == []
+    return profile
+
+
 def _finish(process, work):
     (work / "finish").touch()
     stdout, stderr = process.communicate(timeout=120)
@@ -128,7 +136,7 @@ def test_a_window_of_a_phased_program_is_attributed_to_its_phases(tmp_path):
     status, _, stderr = _finish(process, work)
     assert status == 0, stderr
 
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     assert profile["attached"]["ended_by"] == "detach"
     assert profile["attached"]["pid"] == process.pid
     assert profile["attached"]["attach_s"] > 0 and profile["attached"]["detach_s"] > 0
@@ -170,7 +178,7 @@ def test_memory_is_counted_from_the_attach_on(tmp_path):
     assert done.returncode == 0, done.stderr
     status, _, stderr = _finish(process, work)
     assert status == 0, stderr
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     truth = json.loads((work / "truth.json").read_text())
     start = _epoch(profile["started_at"])
     end = start + _window_s(profile)
@@ -215,7 +223,7 @@ def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_p
     with open(f"/proc/{pid}/task/{pid}/syscall") as file:
         call = int(file.read().split()[0])
     assert call in (35, 230, 23, 270), call  # nanosleep, clock_nanosleep, select, pselect6
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     spin = _functions(profile, "attach_sleeper.py")["spin"]
     spun = spin["python_s"] + spin["native_s"] + spin["system_s"]
     # The worker ran all along the window: its time is the window's, less at most a gap.
@@ -278,7 +286,7 @@ def test_every_thread_of_a_multi_threaded_target_is_profiled(tmp_path):
     assert done.returncode == 0, done.stderr
     status, stdout, stderr = _finish(process, work)
     assert (status, stdout) == (0, "done\n"), stderr
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     window = _window_s(profile)
     slack = 0.05 * window + 2 * profile["max_sample_gap_s"]
     # Each worker ran (or waited for the GIL, its own time too) all along the window.
@@ -307,7 +315,7 @@ def test_twenty_attach_detach_cycles_leave_the_program_as_it_was(tmp_path):
         done = _attach(tmp_path, process.pid, "--duration", "0.2", "-q", "-o", str(out))
         assert done.returncode == 0, (cycle, done.stderr)
         assert _thread_tasks(process.pid) == before, cycle
-        profile = json.loads(out.read_text())
+        profile = _profile(out)
         assert profile["attached"]["ended_by"] == "detach"
         assert _functions(profile, "attach_steady.py")  # each window saw the program
     status, stdout, stderr = _finish(process, work)
@@ -344,7 +352,7 @@ def test_a_program_that_forks_while_attached(tmp_path):
     time.sleep(0.3)  # forks after the detach too
     status, stdout, stderr = _finish(process, work)
     assert (status, stdout, stderr) == (0, *plain_out)
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     assert profile["attached"]["ended_by"] == "detach"
     assert profile["attached"]["pid"] == process.pid
     assert _window_s(profile) >= 0.9  # profiled until the detach, not until a child's exit
@@ -440,7 +448,7 @@ def test_children_started_while_attached_are_followed_and_merged(tmp_path):
     stderr = re.sub(r"\(pid=\d+\)", "(pid=N)", stderr)
     assert (status, stdout, stderr) == (0, *plain_out)
 
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     assert profile["attached"]["ended_by"] == "detach"
     processes = {p["pid"]: p for p in profile["processes"]}
     assert len(processes) == len(profile["processes"])  # each process once
@@ -615,7 +623,7 @@ def test_a_target_that_exits_while_attached_still_gives_its_profile(tmp_path):
     _, stderr = attacher.communicate(timeout=120)
     assert attacher.returncode == 0, stderr
     assert f"process {process.pid} exited while attached" in stderr
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     assert profile["attached"]["ended_by"] == "exit"
     assert _functions(profile, "attach_steady.py")
 
@@ -766,7 +774,7 @@ def test_a_blocked_main_thread_gets_the_agent_and_its_late_script_does_nothing(t
     assert ("through heatline's agent (ptrace); not sys.remote_exec: its main thread reached "
             f"no safe point within {attach.REMOTE_EXEC_WAIT_S:g} s; profiling"
             in done.stderr.splitlines()[0]), done.stderr
-    profile = json.loads(out.read_text())
+    profile = _profile(out)
     assert profile["attached"]["method"] == "agent"
     assert "spin" in _functions(profile, "attach_blocked_main.py")
     # The script stays while it may still run (the interpreter reports one it cannot open).

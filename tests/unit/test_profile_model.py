@@ -151,20 +151,20 @@ def test_the_validator_reports_missing_unknown_and_mistyped_keys():
             **dict.fromkeys(model.keys_of(model.MemoryFields)[0], 0),
             "timeline": [[0.5, 10]], "leak": None,
             **dict.fromkeys(model.keys_of(model.GpuFields)[0], 0)}
-    assert model.validate(line, model.LineRecord) == []
+    assert model.mismatches(line, model.LineRecord) == []
     broken = {**line, "source": 3, "extra": 1, "timeline": [[0.5]], "leak": {"likelihood": 1}}
     del broken["line"]
-    assert sorted(model.validate(broken, model.LineRecord)) == [
+    assert sorted(model.mismatches(broken, model.LineRecord)) == [
         "profile.leak: missing growth_bytes_per_s",
         "profile.source: should be a string, not int",
         "profile.timeline[0]: should be a list of 2",
         "profile: missing line",
         "profile: unknown extra",
     ]
-    assert model.validate({**line, "python_s": True}, model.LineRecord) == [
+    assert model.mismatches({**line, "python_s": True}, model.LineRecord) == [
         "profile.python_s: should be a number, not bool"]
-    assert model.validate({"enabled": False}, model.MemorySection) == []
-    assert model.validate({"enabled": False, "samples": 3}, model.MemorySection) != []
+    assert model.mismatches({"enabled": False}, model.MemorySection) == []
+    assert model.mismatches({"enabled": False, "samples": 3}, model.MemorySection) != []
 
 
 def _run(tmp_path, name, *args, options=()):
@@ -192,20 +192,20 @@ def _run(tmp_path, name, *args, options=()):
 def test_profiles_of_real_runs_match_the_model(tmp_path, name, args, options):
     profile = _run(tmp_path, name, *args, options=options)
     assert profile["files"]
-    assert model.validate(profile) == []
+    assert model.mismatches(profile) == []
 
 
 def test_a_merged_profile_and_each_process_profile_match_the_model(tmp_path):
     profile = _run(tmp_path, "mem_fork.py")
     assert len(profile["processes"]) > 1
     assert any("pid" in thread for thread in profile["threads"])  # a child's threads
-    assert model.validate(profile) == []
+    assert model.mismatches(profile) == []
 
 
 def test_a_profile_merged_across_an_exec_matches_the_model(tmp_path):
     profile = _run(tmp_path, "mem_exec.py", "thread")
     assert profile["files"] and profile["memory"]["enabled"]
-    assert model.validate(profile) == []
+    assert model.mismatches(profile) == []
 
 
 def test_a_profile_view_writes_again_matches_the_model(tmp_path):
@@ -214,7 +214,7 @@ def test_a_profile_view_writes_again_matches_the_model(tmp_path):
     subprocess.run([sys.executable, "-m", "heatline", "view", "--format", "json", "-o",
                     str(again), str(tmp_path / "busy.py.json")], check=True, timeout=120,
                    capture_output=True)
-    assert model.validate(json.loads(again.read_text(encoding="utf-8"))) == []
+    assert model.mismatches(json.loads(again.read_text(encoding="utf-8"))) == []
 
 
 def test_synthetic_gpu_profiles_match_the_model():
@@ -232,5 +232,5 @@ def test_synthetic_gpu_profiles_match_the_model():
         alloc_peak_at={"file": 0, "line": 5, "t_ns": 5 * MS})
     profile = build(snapshot(gpu=gpu))
     assert profile["gpu"]["enabled"] and profile["gpu"]["kernels"]
-    assert model.validate(profile) == []
-    assert model.validate(build(snapshot())) == []
+    assert model.mismatches(profile) == []
+    assert model.mismatches(build(snapshot())) == []

@@ -1,12 +1,12 @@
 """The profile (docs/profile-format.md) as types: one TypedDict per object of the format, and
-``validate``, which checks a profile against them exactly (every required key, no key the
+``mismatches``, which checks a profile against them exactly (every required key, no key the
 model lacks, every value of its type).
 
 The writers (build.py, gpu.py, memory.py, merge.py, summary.py, run/attached.py, cli/attach.py)
 and the readers (the renderers, summary.py, queries.py) name these types in their annotations.
 They import this module only for type checkers (``if TYPE_CHECKING:``): defining TypedDicts
 imports typing, which costs a run's end about 4 ms, so nothing imports this module at run
-time but ``validate``'s callers (the tests).
+time but ``mismatches``' callers (the tests).
 
 A key the format calls optional (absent from older files, or present only in some profiles:
 merged ones, attached ones, runs with native frames) is in a ``total=False`` class; the rest
@@ -418,7 +418,7 @@ class Profile(_ProfileRequired, total=False):
 MAX_ERRORS = 50
 
 
-def validate(profile: Any, type_: Any = Profile) -> list[str]:
+def mismatches(profile: Any, type_: Any = Profile) -> list[str]:
     """What in ``profile`` does not match the model (``type_``, the whole profile by default):
     one line per problem, ``where: what`` (``files['/a.py'].lines[3].source: should be a
     string``); empty when it matches exactly. Unknown keys are problems too. Stricter than
