@@ -92,9 +92,9 @@ static long waiting[WAITING_SLOTS];
  * blocked (to the kernel and to any measurement) while the sampler charges it as busy. So a
  * hook spins briefly, then yields its CPU while staying runnable (which lets a preempted
  * holder run), and sleeps on the mutex only after HOOK_YIELD_NS (a snapshot holds the lock
- * for as long as it takes to build). Measured on a loaded 2-core machine (load average 6,
- * 3.10, a Python loop under `with heatline.profile()`): sleeping at once, the loop spent up
- * to 10% of its time waiting and up to 3.7% of it blocked; see docs/design-memory.md. */
+ * for as long as it takes to build). On a loaded 2-core machine (load average 6, a Python
+ * loop under `with heatline.profile()`), hooks that slept at once left the loop up to 10% of
+ * its time waiting and up to 3.7% of it blocked. */
 #define HOOK_SPIN_NS 100000
 #define HOOK_YIELD_NS 50000000
 
