@@ -311,6 +311,13 @@ def render(used: set[str] | None = None) -> str:
             "budgets)."
         ),
         "",
+        "An option's value has one name from the command line to the profile: the flag is "
+        "that name without its unit, which the value's placeholder gives (`--sampling-interval "
+        "SECONDS` is `sampling_interval_s` in the API's Session, the engine and the profile, "
+        "`--memory-sampling-window BYTES` is `memory_sampling_window_bytes`). A flag of an "
+        "earlier release (" + ", ".join(f"`{old}`" for old in table.RENAMED_FLAGS)
+        + ") stops with an error that names the flag that replaced it.",
+        "",
         "Commands: "
         + ", ".join(f"[`heatline {name}`](#heatline-{name})" for name, _ in COMMANDS) + ".",
         "",
