@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from heatline.data import model
+from heatline.data import io, model
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 
@@ -66,6 +66,24 @@ def _check_profile_written(args, cwd):
         if problems:
             pytest.fail(f"the profile {output} does not match heatline/data/model.py:\n"
                         + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _written_profiles_match_the_model(request, tmp_path_factory, monkeypatch):
+    """Every profile heatline writes during a test (any process: runs, children, attach
+    targets, view --format json) is held against data/model.py by heatline itself, in the
+    self-check mode HEATLINE_MODEL_CHECK turns on (data/io.py); a mismatch fails the test.
+    A test that writes malformed profiles on purpose sets ``model_check = False`` in its
+    module."""
+    if getattr(request.module, "model_check", True) is False:
+        yield
+        return
+    log = tmp_path_factory.mktemp("model-check") / "mismatches.log"
+    monkeypatch.setenv(io.MODEL_CHECK_ENV, str(log))
+    yield
+    if log.exists() and log.read_text(encoding="utf-8"):
+        pytest.fail("profiles written that do not match heatline/data/model.py:\n"
+                    + log.read_text(encoding="utf-8"), pytrace=False)
 
 
 @pytest.fixture

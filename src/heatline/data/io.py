@@ -411,7 +411,35 @@ def encode(profile: Profile) -> bytes:
     Without indentation: json's C encoder writes only that (with an indent json runs its
     pure-Python encoder, about 4 times slower: 0.12 s of a large program's end of run,
     bench/end_of_run.py); ``heatline view`` is the way to read a profile."""
+    log = os.environ.get(MODEL_CHECK_ENV)
+    if log:
+        _check_model(profile, log)
     return _to_json(profile).encode("utf-8", "backslashreplace") + b"\n"
+
+
+# The developers' self-check: with this variable naming a file (the integration tests set it,
+# tests/integration/conftest.py), every profile written is held against data/model.py, and
+# each one that does not match is described in a line appended to that file.
+MODEL_CHECK_ENV = "HEATLINE_MODEL_CHECK"
+
+
+def _check_model(profile: Profile, log: str) -> None:
+    """Append what in ``profile`` does not match the model to ``log``. Never raises: the
+    write goes on whatever the check finds (or however it fails)."""
+    try:
+        from heatline.data.model import mismatches  # imports typing: only in this mode
+
+        problems = mismatches(profile)
+    except Exception as exc:  # noqa: BLE001 -- a failed check is reported, not raised
+        problems = [f"the check failed: {exc!r}"]
+    if not problems:
+        return
+    try:
+        with open(log, "a", encoding="utf-8") as file:
+            file.write(f"process {os.getpid()}, {profile.get('program')!r}: "
+                       + "; ".join(problems) + "\n")
+    except OSError:
+        pass
 
 
 def _to_json(value: Any) -> str:
