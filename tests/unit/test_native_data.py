@@ -87,6 +87,9 @@ def test_library_names_are_short():
         "libscipy_openblas64_-1")
     assert native_report.library_name("[vdso]") == "[vdso]"
     assert native_report.library_name(None) == "anonymous"
+    assert native_report.library_name(
+        "/v/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so") == "_multiarray_umath"
+    assert native_report.library_name("/v/x/_speedups.abi3.so") == "_speedups"
 
 
 def test_a_native_frame_of_heatlines_own_library_keeps_the_stack_above_it():

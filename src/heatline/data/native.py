@@ -192,10 +192,15 @@ def merged(one: list[dict[str, Any]], other: list[dict[str, Any]]) -> list[dict[
 
 
 def library_name(path: str | None) -> str:
-    """A library's short name for a report: libopenblas.so.0 -> libopenblas."""
+    """A library's short name for a report: libopenblas.so.0 -> libopenblas; an extension
+    module without its ABI tag: _multiarray_umath.cpython-311-x86_64-linux-gnu.so ->
+    _multiarray_umath."""
     if not path:
         return "anonymous"
     base = path.rsplit("/", 1)[-1]
+    for tag in (".cpython-", ".abi3.", ".pypy"):
+        if tag in base:
+            return base.split(tag, 1)[0]
     return base.split(".so", 1)[0] if ".so" in base else base
 
 
