@@ -376,16 +376,111 @@ def _wrap(source: Text, width: int) -> list[Text]:
 
 def _native_functions(line: LineRecord, shown: int = 3) -> str:
     """Where a hot line's native time went: its top native functions, with their shares of the
-    time the samples named (`dgemm_kernel_HASWELL (libopenblas) 71%`)."""
+    time the samples named (`dgemm_kernel_HASWELL (libopenblas) 71%`); the functions summed
+    past the profile's list ("[other]") come last, as "other functions"."""
     entries = line["native_functions"]
     total = sum(entry["seconds"] for entry in entries)
+    named = [entry for entry in entries if entry["symbol"] != native_report.OTHER]
+    rest = [entry for entry in entries if entry["symbol"] == native_report.OTHER]
     parts = [
-        f"{visible(entry['symbol'])} ({visible(native_report.library_name(entry['library']))}) "
+        f"{visible(short_symbol(entry['symbol']))} "
+        f"({visible(native_report.library_name(entry['library']))}) "
         f"{entry['seconds'] * 100.0 / total:.0f}%"
-        for entry in entries[:shown]
+        for entry in named[:shown]
         if total > 0 and entry["seconds"] * 100.0 / total >= 0.5
     ]
+    parts += [
+        f"{native_report.OTHER_LABEL} {entry['seconds'] * 100.0 / total:.0f}%"
+        for entry in rest
+        if len(named) <= shown and total > 0 and entry["seconds"] * 100.0 / total >= 0.5
+    ]
     return "native: " + ", ".join(parts)
+
+
+# A native function's name in the terminal report is cut to this many characters.
+_SYMBOL_WIDTH = 48
+_QUALIFIERS = ("const", "volatile", "&", "&&", "noexcept")
+
+
+def short_symbol(symbol: str, width: int = _SYMBOL_WIDTH) -> str:
+    """A demangled C++ name as one short row: its template arguments and parameters elided
+    (`partition_unrolled<…>(…)`), its return type and the compiler's clone suffixes
+    (`[clone .constprop.0]`) left out, then cut to ``width`` characters. A C name is kept as it
+    is, cut alike. The profile and the HTML report keep the full name."""
+    while symbol.endswith("]") and " [clone " in symbol:
+        symbol = symbol[:symbol.rindex(" [clone ")]
+    if "<" in symbol or "(" in symbol:
+        symbol = _elided(symbol)
+    if len(symbol) > width:
+        symbol = symbol[:width - 1] + "…"
+    return symbol
+
+
+def _elided(symbol: str) -> str:
+    """``symbol`` with each outermost <...> written <…>, its parameter list (the last
+    outermost (...), before any qualifiers) (…), and the return type before its name left
+    out. An operator's own characters (`operator<<`, `operator()`) are kept."""
+    out: list[str] = []
+    depth, i = 0, 0
+    while i < len(symbol):
+        char = symbol[i]
+        if depth == 0 and symbol.startswith("operator", i):
+            # the operator's own characters: `operator()`, `operator<<`, `operator[]`
+            end = i + len("operator")
+            if symbol.startswith("()", end):
+                end += 2
+            while end < len(symbol) and symbol[end] in "<>=!+-*/%^&|~[],":
+                end += 1
+            out.append(symbol[i:end])
+            i = end
+            continue
+        if char == "<":
+            if depth == 0:
+                out.append("<…")
+            depth += 1
+        elif char == ">" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                out.append(">")
+        elif depth == 0:
+            out.append(char)
+        i += 1
+    text = "".join(out)
+    # the parameter list: the last outermost (...) before any qualifiers
+    tail = text.rstrip()
+    suffix = ""
+    for word in _QUALIFIERS:
+        if tail.endswith(" " + word):
+            suffix = tail[len(tail) - len(word) - 1:] + suffix
+            tail = tail[:len(tail) - len(word) - 1]
+    if tail.endswith(")") and not tail.endswith("operator()"):
+        level = 0
+        for at in range(len(tail) - 1, -1, -1):
+            level += {")": 1, "(": -1}.get(tail[at], 0)
+            if level == 0:
+                head = tail[:at]
+                params = "()" if at == len(tail) - 2 else "(…)"
+                # the return type: what precedes the name's last outermost space
+                space = _last_outer_space(head)
+                if space >= 0:
+                    head = head[space + 1:]
+                return head + params + suffix
+    return text
+
+
+def _last_outer_space(head: str) -> int:
+    """Where the return type ends in ``head`` (a name without its parameters): its last space
+    outside parentheses, not within an operator's name (`operator new`, `operator<< <…>`); -1
+    for none."""
+    level, at = 0, -1
+    for index, char in enumerate(head):
+        level += {"(": 1, ")": -1}.get(char, 0)
+        if char == " " and level == 0:
+            at = index
+    operator = head.rfind("operator")
+    if operator >= 0 and at > operator:
+        at = head.rfind(" ", 0, operator)
+    return at
 
 
 def _native_threads(profile: Profile) -> list[str]:
