@@ -582,8 +582,10 @@ def _function_table(
 ) -> Table:
     """The busiest functions. Names and locations come first: at a narrow width the number
     columns are dropped (least telling first) until every name fits whole, then each name's
-    location moves under it; names are never cut or wrapped while numbers remain. "incl %":
-    the time the function was anywhere on the stack (itself and what it called)."""
+    location moves under it; names are never cut or wrapped while optional numbers remain.
+    "total %" and "incl %" (the time the function was anywhere on the stack: itself and what
+    it called) are always shown: a name or location too long for the room they leave folds
+    onto the next rows."""
     inclusive = inclusive or {}
     shown = rows[:MAX_FUNCTION_ROWS]
     cells = []
@@ -627,7 +629,10 @@ def _function_table(
             table.caption_justify = "left"
         return table
 
-    return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True))
+    # The total and the inclusive time are always kept: where even the stacked table with only
+    # them is too wide (a name or location longer than the room left), its first column folds.
+    return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True),
+                keep=2)
 
 
 def _column_priority(rows: list[tuple], headers: list[str]) -> list[str]:
@@ -658,13 +663,14 @@ _COLUMN_KEYS = {
 }
 
 
-def _fit(console: Console, priority: list[str], *builders: Any) -> Table:
+def _fit(console: Console, priority: list[str], *builders: Any, keep: int = 1) -> Table:
     """The first table, from the first builder that can, with as many of the optional columns
-    (most important first) as fit the console's width; the last try when none fits."""
+    (most important first, the first ``keep`` always kept) as fit the console's width; the
+    last try when none fits."""
     table = None
     unbounded = console.options.update_width(1 << 20)  # measure the width the table wants
     for build in builders:
-        for count in range(len(priority), 0, -1):
+        for count in range(len(priority), min(keep, len(priority)) - 1, -1):
             table = build(priority[:count])
             if Measurement.get(console, unbounded, table).maximum <= console.width:
                 return table
