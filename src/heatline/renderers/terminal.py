@@ -143,7 +143,8 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
     gpu_terminal.render(console, profile, _short_path)
     if len(profile.get("processes", ())) > 1:
         console.print()
-        console.print(_process_table(profile["processes"]), no_wrap=True, overflow="ellipsis")
+        console.print(_process_table(profile["processes"], console.width), no_wrap=True,
+                      overflow="ellipsis")
     console.print()
     console.print(_footer(profile), style="dim")
     _print_warnings(console, profile)
@@ -676,8 +677,10 @@ def _function_table(
 ) -> Table:
     """The busiest functions. Names and locations come first: at a narrow width the number
     columns are dropped (least telling first) until every name fits whole, then each name's
-    location moves under it; names are never cut or wrapped while numbers remain. "incl %":
-    the time the function was anywhere on the stack (itself and what it called)."""
+    location moves under it; names are never cut or wrapped while optional numbers remain.
+    "total %" and "incl %" (the time the function was anywhere on the stack: itself and what
+    it called) are always shown: a name or location too long for the room they leave folds
+    onto the next rows."""
     inclusive = inclusive or {}
     shown = rows[:MAX_FUNCTION_ROWS]
     cells = []
@@ -721,7 +724,10 @@ def _function_table(
             table.caption_justify = "left"
         return table
 
-    return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True))
+    # The total and the inclusive time are always kept: where even the stacked table with only
+    # them is too wide (a name or location longer than the room left), its first column folds.
+    return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True),
+                keep=2)
 
 
 def _column_priority(rows: list[tuple], headers: list[str]) -> list[str]:
@@ -752,13 +758,14 @@ _COLUMN_KEYS = {
 }
 
 
-def _fit(console: Console, priority: list[str], *builders: Any) -> Table:
+def _fit(console: Console, priority: list[str], *builders: Any, keep: int = 1) -> Table:
     """The first table, from the first builder that can, with as many of the optional columns
-    (most important first) as fit the console's width; the last try when none fits."""
+    (most important first, the first ``keep`` always kept) as fit the console's width; the
+    last try when none fits."""
     table = None
     unbounded = console.options.update_width(1 << 20)  # measure the width the table wants
     for build in builders:
-        for count in range(len(priority), 0, -1):
+        for count in range(len(priority), min(keep, len(priority)) - 1, -1):
             table = build(priority[:count])
             if Measurement.get(console, unbounded, table).maximum <= console.width:
                 return table
@@ -874,41 +881,116 @@ def _short_path(path: str) -> str:
     return visible(path if relative.startswith("..") else relative)
 
 
-def _process_table(processes: list[ProcessRecord]) -> Table:
-    """The processes of a run with children (one line each; `view --pid` shows one)."""
+# The Processes table's number columns that may be left out at a narrow width, kept longest
+# first; PID, exit and the command line are always shown (the command line shortened).
+_PROCESS_OPTIONAL = ("role", "CPU s", "Py s", "nat s", "ppid", "peak MiB", "sys s")
+_PROCESS_HEADERS = ("PID", "ppid", "role", "CPU s", "Py s", "nat s", "sys s", "peak MiB",
+                    "exit", "command line")
+# The command line's column is given at least this many columns (or its longest command,
+# when shorter) before optional columns are left out to make room for it.
+_MIN_COMMAND = 24
+
+
+def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
+    """The processes of a run with children (one line each; `view --pid` shows one), at most
+    ``width`` columns wide. PID and exit are always whole; the command line takes the room
+    left, shortened in the middle (its start names the program, its end often a file), and the
+    optional columns (_PROCESS_OPTIONAL) go, least telling first, until it has _MIN_COMMAND. A
+    command line too long loses its program's directory first (the role and the pid say which
+    process it is; `view --pid` and the profile keep the whole command).
+    The caption wraps at spaces."""
     # Py s and nat s are sampled time running or ready to run (a thread waiting for a CPU is
     # busy with its own work: sampler.c); CPU s is time on a CPU. More runnable threads than
     # cores make the first larger, which the caption says where it is seen (beyond 5%, more
     # than sampling noise on a process of a few hundred samples).
     busy = any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"] for p in processes)
-    caption = ("Py s + nat s above CPU s: threads ready to run but waiting for a CPU (more "
-               "runnable threads than cores) count as running; CPU s is only time on a CPU"
-               if busy else None)
-    table = _new_table(title="Processes (heatline view --pid PID shows one)", caption=caption,
-                       caption_justify="left")
-    widest_pid = max(len(str(p[key])) for p in processes for key in ("pid", "ppid"))
-    for header in ("PID", "ppid"):
-        table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
-    widest_role = max(len(p["role"]) for p in processes)
-    table.add_column("role", no_wrap=True, min_width=min(26, widest_role))
-    _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s", "peak MiB")
-    widest_exit = max(len(p["exit"]) for p in processes)
-    table.add_column("exit", no_wrap=True, min_width=min(14, widest_exit))
-    table.add_column("command line", no_wrap=True, overflow="ellipsis", min_width=12)
-    for process in processes:
-        table.add_row(
-            str(process["pid"]),
-            str(process["ppid"]),
-            visible(process["role"]),
-            f"{process['cpu_s']:.2f}",
-            f"{process['python_s']:.2f}",
-            f"{process['native_s']:.2f}",
-            f"{process['system_s']:.2f}",
-            _mb(process["peak_bytes"]),
-            visible(process["exit"]),
-            visible(" ".join(process["argv"])),
-        )
-    return table
+    rows = [
+        {
+            "PID": str(process["pid"]),
+            "ppid": str(process["ppid"]),
+            "role": visible(process["role"]),
+            "CPU s": f"{process['cpu_s']:.2f}",
+            "Py s": f"{process['python_s']:.2f}",
+            "nat s": f"{process['native_s']:.2f}",
+            "sys s": f"{process['system_s']:.2f}",
+            "peak MiB": _mb(process["peak_bytes"]),
+            "exit": visible(process["exit"]),
+            "command line": visible(" ".join(process["argv"])),
+            "short command": visible(" ".join([os.path.basename(process["argv"][0]),
+                                               *process["argv"][1:]])
+                                     if process["argv"] else ""),
+        }
+        for process in processes
+    ]
+    widths = {header: max(len(header), *(len(row[header]) for row in rows))
+              for header in _PROCESS_HEADERS}
+    # PID and ppid share a width, so that a child's ppid lines up under its parent's PID.
+    widths["PID"] = widths["ppid"] = max(widths["PID"], widths["ppid"])
+    needed = widths["command line"]
+
+    def build(kept: tuple[str, ...], command_width: int) -> Table:
+        shown = [h for h in _PROCESS_HEADERS if h not in _PROCESS_OPTIONAL or h in kept]
+        caption = None
+        if busy and {"CPU s", "Py s", "nat s"} <= set(shown):
+            # Text wrapping at spaces, whatever the print's no_wrap (which keeps cells whole).
+            caption = Text("Py s + nat s above CPU s: threads ready to run but waiting for a "
+                           "CPU (more runnable threads than cores) count as running; CPU s is "
+                           "only time on a CPU", no_wrap=False, overflow="fold")
+        table = _new_table(title="Processes (heatline view --pid PID shows one)",
+                           caption=caption, caption_justify="left")
+        for header in shown:
+            if header == "command line":
+                table.add_column(header, no_wrap=True, width=command_width)
+            else:
+                right = header not in ("role", "exit")
+                table.add_column(header, justify="right" if right else "left", no_wrap=True,
+                                 width=widths[header])
+        for row in rows:
+            cells = [row[h] if h != "command line" else _command(row, command_width)
+                     for h in shown]
+            table.add_row(*cells)
+        return table
+
+    console = Console(width=1 << 20, file=_Discard())  # measures only
+    options = console.options
+    room = 0
+    for count in range(len(_PROCESS_OPTIONAL), -1, -1):
+        kept = _PROCESS_OPTIONAL[:count]
+        others = Measurement.get(console, options, build(kept, 1)).maximum - 1
+        room = width - others
+        if room >= min(needed, _MIN_COMMAND):
+            return build(kept, min(room, needed))
+    return build((), max(room, len("command line")))
+
+
+class _Discard:
+    """A file that drops what is written (a console used only to measure)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _command(row: dict[str, str], width: int) -> str:
+    """A process's command line in ``width`` columns: whole when it fits, else with its
+    program's directory left out, then cut in the middle (_shorten)."""
+    if len(row["command line"]) <= width:
+        return row["command line"]
+    return _shorten(row["short command"], width)
+
+
+def _shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters by an ellipsis in the middle: the start and the
+    end kept, the start given the larger part."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) * 2 // 3
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
 def _footer(profile: Profile) -> str:
