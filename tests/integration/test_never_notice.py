@@ -339,3 +339,23 @@ def test_exec_functions_keep_their_place_in_os_supports_sets(run_heatline, run_p
     assert b"execve ['supports_fd']" in expected.stdout
     result = run_heatline("-q", str(script))
     assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b"")
+
+
+def test_exec_arguments_the_real_call_refuses_fail_as_under_python(run_heatline, run_python,
+                                                                   program, profile_path):
+    """heatline's wrappers of _posixsubprocess.fork_exec, os.execv/execve and posix_spawn read
+    only lists and tuples of paths: anything else goes to the real call untouched and fails as
+    under python (CPython's test_capi passes fork_exec an object claiming sys.maxsize items,
+    which python refuses with MemoryError and a wrapper walking it never finished). The run is
+    neither ended nor handed over by a refused exec: the hot loop after them is profiled."""
+    script = program("exec_bad_arguments.py")
+    expected = run_python(script, timeout=120)
+    assert expected.returncode == 0, expected.stderr
+    assert b"fork_exec huge executable_list: MemoryError" in expected.stdout
+    result = run_heatline("-q", "-o", profile_path, script, timeout=120)
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b"")
+    found = profile.load(profile_path)
+    assert found["samples"] > 0
+    lines = found["files"][script]["lines"]
+    busiest = max(lines, key=lambda line: line["python_s"] + line["native_s"])
+    assert busiest["source"].strip() == "total += i % 7"
