@@ -126,7 +126,9 @@ class Carrier:
     def variables(self, role: str, pythonpath: bytes | None) -> dict[bytes, bytes]:
         """heatline's two variables for a followed child of ``role`` whose environment has
         ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
-        first (the hook takes it out again)."""
+        first (the hook takes it out again). An empty PYTHONPATH, which python takes as none,
+        gives the directory alone with a trailing separator ("DIR:" would put the child's
+        working directory on its sys.path): the hook puts back the empty value."""
         from heatline.engine.session import tables_for_children
 
         if "pycache" not in self.config:  # once per process; a child passes its parent's on
@@ -141,7 +143,9 @@ class Carrier:
             config.pop("main", None)
         hook = os.fsencode(self.config["hook"])
         return {ENV_CONFIG.encode(): encode_config(config),
-                b"PYTHONPATH": hook + (b":" + pythonpath if pythonpath is not None else b"")}
+                b"PYTHONPATH": (hook if pythonpath is None else
+                                hook + os.sep.encode() if not pythonpath else
+                                hook + b":" + pythonpath)}
 
     def preexec_for(self, args: Any, preexec_fn: Any) -> Any:
         """For subprocess with the inherited environment and the program's own ``preexec_fn``:
