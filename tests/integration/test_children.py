@@ -451,3 +451,26 @@ def test_a_childs_start_imports_only_the_modules_its_bytecode_is_made_for(run_he
     _, run = _profile(run_heatline, tmp_path, str(parent), str(child))
     imported = set(json.loads(run.stdout)) - {"heatline._native"}
     assert imported == set(CHILD_MODULES)
+
+
+def test_child_sys_path_is_pythons_with_pythonpath_unset_empty_or_set(run_heatline, run_python,
+                                                                       tmp_path):
+    """heatline follows a Python child by putting its hook directory first on PYTHONPATH; the
+    child's sys.path and PYTHONPATH must still be python's, PYTHONPATH="" included (python
+    takes it as unset; "HOOK:" would have put the working directory on sys.path), whether the
+    environment is given, inherited, or left by a preexec_fn."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    script = _target("child_pythonpath.py")
+    expected = run_python(script, str(extra), cwd=str(work), text=True)
+    assert expected.returncode == 0, expected.stderr
+    assert expected.stdout.count("\n") == 18
+    assert str(work) not in expected.stdout
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), script, str(extra), cwd=str(work), text=True)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout == expected.stdout
+    profile = json.loads(out.read_text())
+    assert len(profile["processes"]) == 1 + 9  # every child was followed

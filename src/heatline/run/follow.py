@@ -192,8 +192,9 @@ def program_label() -> str:
 def _wrap_exit(carrier: Carrier, finisher: ChildFinisher) -> None:
     real_exit = carrier.real.setdefault("_exit", os._exit)
 
-    def _exit(status: int) -> Any:
-        if finisher.pid == os.getpid():
+    def _exit(status: Any) -> Any:
+        # A status os._exit refuses (it raises) leaves the child running, and profiled.
+        if finisher.pid == os.getpid() and isinstance(status, int) and -(2**31) <= status < 2**31:
             finisher.exit = f"os._exit({status})"
             finisher()
         return real_exit(status)

@@ -24,7 +24,7 @@ from heatline.run import carrier as carriers
 from heatline.run import follow, handover
 from heatline.run.isolation import OWN_PATH, set_aside_own_modules
 from heatline.run.errors import SkipOnce, report_uncaught
-from heatline.run.finish import Finisher
+from heatline.run.finish import Finisher, wrap_os_exit
 from heatline.run.program import Program, ProgramError, find_module, find_script
 from heatline.run.output import flush
 from heatline.run.sigterm import SigtermGuard
@@ -96,6 +96,7 @@ def start(program: Program, options: Options) -> Launch:
     wrapped = () if options.no_children else carriers.WRAPPED_MODULES
     finisher.own_modules = set_aside_own_modules(wrapped)
     SigtermGuard(finisher).install()
+    wrap_os_exit(finisher, carrier.real)
     follow.install(carrier)  # its fork hook must run after the guard's (in a child)
     if options.write_interval_s is not None and options.outfile:
         session.every(options.write_interval_s, finisher.write_so_far)
