@@ -94,13 +94,18 @@ def build_profile(
     steal_s: float | None = None,
     cpu_count: int = 1,
     read_lines: Callable[[str], Sequence[str]] = read_source_lines,
+    fork_stack: Sequence[Sequence[Any]] | None = None,
 ) -> Profile:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
 
     Pure apart from ``read_lines``, so it can be tested with synthetic snapshots. Each
     section is built by its own step below; the GPU fields (gpu.py) and the summary
-    (summary.py) are added to the whole."""
+    (summary.py) are added to the whole. ``fork_stack``: a fork child's inherited frames
+    (run/follow.py); its time under them with no user frame of its own is its ``idle_s``
+    (release_inherited)."""
     from heatline.data import gpu as gpu_report
+
+    idle_ns = None if fork_stack is None else release_inherited(snapshot, fork_stack)
 
     memory = snapshot.get("memory") or {"enabled": False, "lines": []}
     charges = _Charges(snapshot, memory, elapsed_s)
@@ -114,6 +119,7 @@ def build_profile(
                       steal_s=steal_s),
         **_profiled_periods(snapshot),
         **_asyncio_summary(snapshot),
+        **({} if idle_ns is None else {"idle_s": _seconds(idle_ns)}),
         "totals": _totals(charges, attributed_ns, unattributed_ns),
         "threads": threads,
         "files": _files(charges, attributed_ns, elapsed_s, read_lines),
@@ -124,6 +130,95 @@ def build_profile(
                                   steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count),
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
+
+
+def release_inherited(snapshot: dict[str, Any], fork_stack: Sequence[Sequence[Any]]) -> int:
+    """A fork child's time in library code under the frames it inherited from its parent,
+    taken off the user line it was charged to; the ns taken (changes ``snapshot``).
+
+    A fork child starts inside its parent's stack: every frame above the one that called
+    fork stays suspended at the line it was on (that one goes on: multiprocessing's calls
+    the process's bootstrap, which ends with os._exit), and the engine charges the child's
+    time to the innermost user frame, which for a Pool or DataLoader worker waiting for a
+    task in the library's worker loop is the parent's ``with Pool(...)`` or
+    ``for batch in loader:`` line. The child never runs that line: that time is the
+    worker's own, waiting for work or handing results back, and becomes its thread's
+    unattributed time. Only stacks that still hold every inherited frame at its fork-time
+    line (the frame that called fork in its function, at any line), with no user frame
+    below them, are taken; a child whose fork was called from user code goes on in that
+    frame, whose time stays its own. ``fork_stack``: (file, function name, line) per
+    inherited frame, outermost first. The stacks taken keep only the child's own frames."""
+    depth = len(fork_stack)
+    files, functions = snapshot["files"], snapshot["functions"]
+    if not depth or not snapshot["stacks"]:
+        return 0
+
+    def user(function_id: int) -> bool:
+        return not is_elided(function_id) and bool(files[functions[function_id]["file"]]["user"])
+
+    def inherited(frame: Sequence[int], expected: Sequence[Any], forked_here: bool) -> bool:
+        function_id, line = frame
+        if is_elided(function_id) or line != expected[2] and not forked_here:
+            return False
+        function = functions[function_id]
+        path = files[function["file"]]["path"]
+        return function["name"] == expected[1] and (
+            path == expected[0] or path.endswith("/" + expected[0]))
+
+    taken: dict[tuple[int, int, int], list[int]] = {}  # the line cell -> ns taken off it
+    stack_cells: dict[int, tuple[int, int]] = {}  # stack id -> the (file, line) it was charged
+    stacks = []
+    for stack_id, (frames, thread, python_ns, native_ns, system_ns) in enumerate(
+            snapshot["stacks"]):
+        own = frames[depth:]
+        if (len(frames) < depth or any(is_elided(f) or user(f) for f, _ in own)
+                or not all(inherited(frames[i], fork_stack[i], i == depth - 1)
+                           for i in range(depth))):
+            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            continue
+        # Where the engine charged it: the innermost inherited user frame; the frame that
+        # called fork being user code, the child goes on in it (an os.fork() of the program).
+        at = next((i for i in range(depth - 1, -1, -1) if user(frames[i][0])), None)
+        if at is None or at == depth - 1:
+            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            continue
+        function_id, line = frames[at]
+        cell = (functions[function_id]["file"], line, function_id)
+        _add(taken.setdefault(cell, [0, 0, 0]), (python_ns, native_ns, system_ns))
+        stack_cells[stack_id] = cell[:2]
+        record = snapshot["threads"][thread]
+        for key, ns in zip(("python_ns", "native_ns", "system_ns"),
+                           (python_ns, native_ns, system_ns)):
+            record[key] -= ns
+            record["unattributed_ns"] += ns
+        stacks.append((tuple(own) or tuple(frames[depth - 1:]), thread, python_ns, native_ns,
+                       system_ns))
+    if not taken:
+        return 0
+    snapshot["stacks"] = stacks
+    lines = []
+    for file_id, line, function_id, *times in snapshot["lines"]:
+        off = taken.get((file_id, line, function_id))
+        if off is not None:
+            times = [max(ns - by, 0) for ns, by in zip(times, off)]
+        if any(times):
+            lines.append((file_id, line, function_id, *times))
+    snapshot["lines"] = lines
+    native = snapshot.get("native")
+    if native and native.get("enabled") and native.get("stacks"):
+        # The native functions the taken stacks named leave their line with them.
+        named: dict[tuple[int, int, int], int] = {}
+        for stack_id, address, ns in native["stacks"]:
+            if stack_id in stack_cells:
+                key = (*stack_cells[stack_id], address)
+                named[key] = named.get(key, 0) + ns
+        cells = []
+        for file_id, line, address, ns in native.get("lines", ()):
+            ns -= min(ns, named.pop((file_id, line, address), 0))
+            if ns:
+                cells.append((file_id, line, address, ns))
+        native["lines"] = cells
+    return sum(sum(ns) for ns in taken.values())
 
 
 class _Charges:

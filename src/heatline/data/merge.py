@@ -151,6 +151,7 @@ def _process_entry(info: dict[str, Any], profile: Profile) -> ProcessRecord:
         "elapsed_s": profile["elapsed_s"],
         "cpu_s": profile["cpu_s"],
         **{key: totals[key] for key in _TIME_KEYS},
+        "idle_s": profile.get("idle_s", 0.0),
         "peak_bytes": profile["peak_bytes"],
     }
 

@@ -94,6 +94,7 @@ def _read_children(directory: str) -> tuple[list[Any], set[str], set[str], list[
                 elapsed_s=payload["elapsed_s"],
                 cpu_s=payload["cpu_s"],
                 sampling_interval_s=payload["sampling_interval_s"],
+                fork_stack=payload.get("fork_stack") or None,
             )
         except Exception as exc:  # noqa: BLE001 -- a torn or foreign file costs only that child
             problems.append(f"the profile of child process {name.split('-')[0]} could not be "
