@@ -504,3 +504,24 @@ def test_pool_workers_waiting_for_work_is_their_idle_time_not_the_parents_line(r
         assert process["idle_s"] == pytest.approx(idle, abs=tolerance), (
             process, tasks, tolerance)
         assert worker["idle_s"] == process["idle_s"]
+
+
+@timing
+def test_joblib_workers_time_in_functions_of_main_is_charged_to_their_lines(run_heatline,
+                                                                           tmp_path):
+    """loky workers run functions of __main__ that cloudpickle rebuilt (file <dynamic-code>):
+    their time goes to the script's lines, as much as the workers measured, and a child left
+    without a profile is named with why (tests/targets/joblib_main.py)."""
+    require_module("joblib", "test")
+    path = _target("joblib_main.py")
+    profile, run = _profile(run_heatline, tmp_path, path)
+    truth = json.loads(run.stdout)
+    spin = _function(profile, "spin", path)
+    tolerance = _worker_tolerance_s(profile, stretches=4)
+    assert spin["python_s"] + spin["native_s"] == pytest.approx(truth["busy_s"], abs=tolerance), (
+        spin, truth, tolerance, profile["warnings"])
+    assert "<dynamic-code>" not in profile["files"]
+    for warning in profile["warnings"]:
+        if "left no profile" in warning:
+            assert re.search(r"process \d+ (was still running \(.+\)|ended without writing)",
+                             warning), warning

@@ -95,6 +95,7 @@ def build_profile(
     cpu_count: int = 1,
     read_lines: Callable[[str], Sequence[str]] = read_source_lines,
     fork_stack: Sequence[Sequence[Any]] | None = None,
+    dynamic_sources: Sequence[str] = (),
 ) -> Profile:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
 
@@ -102,10 +103,13 @@ def build_profile(
     section is built by its own step below; the GPU fields (gpu.py) and the summary
     (summary.py) are added to the whole. ``fork_stack``: a fork child's inherited frames
     (run/follow.py); its time under them with no user frame of its own is its ``idle_s``
-    (release_inherited)."""
+    (release_inherited). ``dynamic_sources``: the files where code cloudpickle rebuilt
+    (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code)."""
     from heatline.data import gpu as gpu_report
 
     idle_ns = None if fork_stack is None else release_inherited(snapshot, fork_stack)
+    dynamic_warnings = (charge_dynamic_code(snapshot, dynamic_sources, read_lines)
+                        if dynamic_sources else [])
 
     memory = snapshot.get("memory") or {"enabled": False, "lines": []}
     charges = _Charges(snapshot, memory, elapsed_s)
@@ -127,7 +131,8 @@ def build_profile(
         **_memory_summary(memory, snapshot["files"]),
         "warnings": _all_warnings(snapshot, memory, stack_table, attributed_ns=attributed_ns,
                                   unattributed_ns=unattributed_ns, interval_ns=interval_ns,
-                                  steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count),
+                                  steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count)
+        + dynamic_warnings,
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
 
@@ -219,6 +224,105 @@ def release_inherited(snapshot: dict[str, Any], fork_stack: Sequence[Sequence[An
                 cells.append((file_id, line, address, ns))
         native["lines"] = cells
     return sum(sum(ns) for ns in taken.values())
+
+
+# The file name cloudpickle gives every code object it pickles by value (a function of
+# __main__, a lambda, a closure): joblib's loky workers run such functions.
+DYNAMIC_CODE = "<dynamic-code>"
+# How many lines past a function's first line (its first decorator) its `def` may be.
+DEFINITION_LINES = 20
+
+
+def charge_dynamic_code(snapshot: dict[str, Any], sources: Sequence[str],
+                        read_lines: Callable[[str], Sequence[str]]) -> list[str]:
+    """Charge the time of code cloudpickle rebuilt to its source lines (changes
+    ``snapshot``); a warning for the time whose source was not found.
+
+    cloudpickle pickles a function of ``__main__`` (or a lambda, a closure) by value and
+    names its code's file ``<dynamic-code>``; name, qualname, first line and line numbers
+    are the source's. The engine takes that file for no user code, so a loky worker running
+    such a function charged none of its time to a line. Each such function is looked up in
+    ``sources`` (the main script first): the first whose source defines it at its first
+    line (``def NAME``, past decorators, or ``lambda``) is its file. A stack whose innermost
+    such frame is deeper than its innermost user frame is charged to that frame's line
+    instead (moved from the user line, or from the thread's unattributed time)."""
+    files, functions = snapshot["files"], snapshot["functions"]
+    if not any(f["path"] == DYNAMIC_CODE for f in files):
+        return []
+    file_ids = {f["path"]: i for i, f in enumerate(files)}
+    resolved: dict[int, int] = {}  # a <dynamic-code> function id -> its copy in its file
+    unresolved: set[int] = set()
+    for function_id, function in enumerate(list(functions)):
+        if files[function["file"]]["path"] != DYNAMIC_CODE:
+            continue
+        path = next((p for p in sources if _defines(read_lines(p), function)), None)
+        if path is None:
+            unresolved.add(function_id)
+            continue
+        if path not in file_ids:
+            file_ids[path] = len(files)
+            files.append({"path": path, "user": True})
+        resolved[function_id] = len(functions)
+        functions.append(dict(function, file=file_ids[path]))
+
+    def user(function_id: int) -> bool:
+        return not is_elided(function_id) and bool(files[functions[function_id]["file"]]["user"])
+
+    moved: dict[tuple[int, int, int], list[int]] = {}  # line cell -> ns added (or taken: < 0)
+    unfound_ns = 0
+    stacks = []
+    for frames, thread, *times in snapshot["stacks"]:
+        dynamic = [i for i, (f, _) in enumerate(frames) if f in resolved or f in unresolved]
+        charged = max((i for i, (f, _) in enumerate(frames) if user(f)), default=None)
+        if not dynamic or charged is not None and charged > dynamic[-1]:
+            stacks.append((frames, thread, *times))
+            continue
+        function_id, line = frames[dynamic[-1]]
+        if function_id in unresolved:
+            unfound_ns += sum(times)
+            stacks.append((frames, thread, *times))
+            continue
+        target = resolved[function_id]
+        _add(moved.setdefault((functions[target]["file"], line, target), [0, 0, 0]), times)
+        if charged is None:  # it was the thread's unattributed time
+            record = snapshot["threads"][thread]
+            record["unattributed_ns"] -= sum(times)
+            for key, ns in zip(("python_ns", "native_ns", "system_ns"), times):
+                record[key] += ns
+        else:
+            at, at_line = frames[charged]
+            _add(moved.setdefault((functions[at]["file"], at_line, at), [0, 0, 0]),
+                 [-ns for ns in times])
+        stacks.append((tuple((resolved.get(f, f), n) for f, n in frames), thread, *times))
+    snapshot["stacks"] = stacks
+    lines = []
+    for file_id, line, function_id, *times in snapshot["lines"]:
+        change = moved.pop((file_id, line, function_id), None)
+        if change is not None:
+            times = [max(ns + by, 0) for ns, by in zip(times, change)]
+        lines.append((file_id, line, function_id, *times))
+    lines += [(*cell, *times) for cell, times in moved.items() if any(ns > 0 for ns in times)]
+    snapshot["lines"] = lines
+    if not unfound_ns:
+        return []
+    return [f"{_seconds(unfound_ns):.3f} s ran in code cloudpickle rebuilt (file "
+            f"{DYNAMIC_CODE}: a function sent by value, such as one of __main__ run by joblib's "
+            "workers) whose source file was not found: charged to no line"]
+
+
+def _defines(source: Sequence[str], function: dict[str, Any]) -> bool:
+    """Whether ``source`` defines ``function`` (name, first line) at its first line."""
+    first, name = function["first_line"], function["name"]
+    if not 1 <= first <= len(source):
+        return False
+    if name == "<lambda>":
+        return "lambda" in source[first - 1]
+    for number in range(first, min(first + DEFINITION_LINES, len(source) + 1)):
+        text = source[number - 1].strip()
+        if text.startswith(("def ", "async def ", "class ")):
+            return text.startswith((f"def {name}(", f"async def {name}(", f"class {name}(",
+                                    f"class {name}:"))
+    return False
 
 
 class _Charges:
