@@ -362,6 +362,7 @@ class ProcessRecord(TypedDict):
     python_s: float
     native_s: float
     system_s: float
+    idle_s: float
     peak_bytes: int
 
 
@@ -399,6 +400,7 @@ class Profile(_ProfileRequired, total=False):
     long_gaps: int
     long_gap_s: float
     steal_s: float
+    idle_s: float
     asyncio: Asyncio
     profiled_periods: list[Period]
     paused: bool

@@ -883,9 +883,11 @@ def _short_path(path: str) -> str:
 
 # The Processes table's number columns that may be left out at a narrow width, kept longest
 # first; PID, exit and the command line are always shown (the command line shortened).
-_PROCESS_OPTIONAL = ("role", "CPU s", "Py s", "nat s", "ppid", "peak MiB", "sys s")
-_PROCESS_HEADERS = ("PID", "ppid", "role", "CPU s", "Py s", "nat s", "sys s", "peak MiB",
-                    "exit", "command line")
+# "idle s" (a fork child's time in its library's loop under its parent's frames: a pool
+# worker waiting for work) is shown only where a process has some.
+_PROCESS_OPTIONAL = ("role", "CPU s", "Py s", "nat s", "idle s", "ppid", "peak MiB", "sys s")
+_PROCESS_HEADERS = ("PID", "ppid", "role", "CPU s", "Py s", "nat s", "sys s", "idle s",
+                    "peak MiB", "exit", "command line")
 # The command line's column is given at least this many columns (or its longest command,
 # when shorter) before optional columns are left out to make room for it.
 _MIN_COMMAND = 24
@@ -904,6 +906,7 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
     # cores make the first larger, which the caption says where it is seen (beyond 5%, more
     # than sampling noise on a process of a few hundred samples).
     busy = any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"] for p in processes)
+    idle = any(p.get("idle_s", 0.0) > 0 for p in processes)
     rows = [
         {
             "PID": str(process["pid"]),
@@ -913,6 +916,7 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
             "Py s": f"{process['python_s']:.2f}",
             "nat s": f"{process['native_s']:.2f}",
             "sys s": f"{process['system_s']:.2f}",
+            "idle s": f"{process.get('idle_s', 0.0):.2f}",
             "peak MiB": _mb(process["peak_bytes"]),
             "exit": visible(process["exit"]),
             "command line": visible(" ".join(process["argv"])),
@@ -929,7 +933,8 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
     needed = widths["command line"]
 
     def build(kept: tuple[str, ...], command_width: int) -> Table:
-        shown = [h for h in _PROCESS_HEADERS if h not in _PROCESS_OPTIONAL or h in kept]
+        shown = [h for h in _PROCESS_HEADERS
+                 if (h not in _PROCESS_OPTIONAL or h in kept) and (idle or h != "idle s")]
         caption = None
         if busy and {"CPU s", "Py s", "nat s"} <= set(shown):
             # Text wrapping at spaces, whatever the print's no_wrap (which keeps cells whole).
@@ -1011,8 +1016,11 @@ def _footer(profile: Profile) -> str:
     if unattributed:
         # Time of threads whose stack held no line of the user's code: threads started by
         # libraries (pools, queue feeders), the interpreter starting up and finishing.
+        idle = any(p.get("idle_s", 0.0) > 0 for p in profile.get("processes", ()))
+        workers = ", workers waiting for work (idle s)" if idle else ""
         parts.append(f"{_duration(unattributed)} of thread time in no line of yours (library "
-                     "threads, interpreter start-up and exit; --profile-all shows where)")
+                     f"threads{workers}, interpreter start-up and exit; --profile-all shows "
+                     "where)")
     return "; ".join(parts)
 
 
