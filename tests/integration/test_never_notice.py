@@ -9,6 +9,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 from heatline import data as profile
 
 
@@ -324,3 +326,23 @@ def test_exec_functions_keep_their_place_in_os_supports_sets(run_heatline, run_p
     assert b"execve ['supports_fd']" in expected.stdout
     result = run_heatline("-q", str(script))
     assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, b"")
+
+
+def test_allocators_name_is_pythons_under_memory_profiling(run_heatline, run_python, program,
+                                                           profile_path):
+    """CPython's test C API names the installed allocators by comparing them with the ones it
+    knows (pymalloc, malloc, their debug variants); heatline's memory hooks wrap them, so it
+    would find none. Under heatline the program and its children (PYTHONMALLOC=malloc, debug,
+    -X dev...; profiled too) get the name they get under python."""
+    target = program("allocators_name.py")
+    expected = run_python(target, timeout=120)
+    assert expected.returncode == 0, expected.stderr.decode()
+    if expected.stdout == b"no test C API\n":
+        pytest.skip("this Python has neither _testcapi nor _testinternalcapi")
+    names = dict(line.split(" ", 1) for line in expected.stdout.decode().splitlines())
+    assert names["malloc"] == "malloc" and names["dev_mode"].endswith("_debug"), names
+    result = run_heatline("-q", "-o", profile_path, target, timeout=120)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == expected.stdout
+    run = profile.load(profile_path)
+    assert len(run["processes"]) == 1 + 7, run["processes"]  # the children were profiled
