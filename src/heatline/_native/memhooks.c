@@ -74,6 +74,14 @@ static struct {
     const hl_memhooks_sink *sink;
     int python_hooked;
     PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW: the allocators found in place */
+<<<<<<< HEAD
+=======
+    /* MEM, OBJ: whether a block of more than PYMALLOC_LARGEST bytes from that allocator is a
+     * RAW block whose free reaches the RAW domain (checked at install, below). */
+    int python_frees_reach_raw[2];
+    /* What _PyMem_GetCurrentAllocatorName said just before our Python hooks went in. */
+    const char *python_allocators_name;
+>>>>>>> i35-capi
 } mem;
 /* A distance drawn uniformly from [W/2, 3W/2). */
 static int64_t next_distance(hl_thread_memory *m) {
@@ -288,6 +296,7 @@ static int hook_munmap(void *address, size_t length) {
 }
 
 static const hl_got_symbol *symbols(size_t *count);
+static const char *hook_allocators_name(void);
 
 /* A library loaded while sampling gets the same redirections as those loaded before. */
 static void *hook_dlopen(const char *file, int flags) {
@@ -304,6 +313,10 @@ static void *hook_dlopen(const char *file, int flags) {
     return handle;
 }
 
+/* CPython's _PyMem_GetCurrentAllocatorName: "pymalloc", "malloc", "pymalloc_debug" or
+ * "malloc_debug" when the installed allocators are exactly those, else NULL. */
+static const char *(*real_allocators_name)(void);
+
 static int resolve_real_functions(void) {
 #define REAL_ENTRY(name, symbol, type, params, everywhere) {symbol, (void **)&real_##name},
     static const struct {
@@ -319,16 +332,22 @@ static int resolve_real_functions(void) {
         if (f == NULL) return -1;
         *table[i].slot = f;
     }
+    /* Not every version need export it: without it, the name is not asked for. */
+    if (real_allocators_name == NULL)
+        *(void **)&real_allocators_name = dlsym(RTLD_DEFAULT, "_PyMem_GetCurrentAllocatorName");
     return 0;
 }
 
 static const hl_got_symbol *symbols(size_t *count) {
 #define GOT_ENTRY(name, symbol, type, params, everywhere) {symbol, (void *)hook_##name, everywhere},
 #define ALIAS_ENTRY(name, symbol, everywhere) {symbol, (void *)hook_##name, everywhere},
+/* Not an allocator: what extension modules see of the allocators (hook_allocators_name). */
+#define ALLOCATORS_NAME_ENTRY {"_PyMem_GetCurrentAllocatorName", (void *)hook_allocators_name, 0},
     static const hl_got_symbol table[] = {HL_HOOKED_FUNCTIONS(GOT_ENTRY)
-                                              HL_HOOK_ALIASES(ALIAS_ENTRY)};
+                                              HL_HOOK_ALIASES(ALIAS_ENTRY) ALLOCATORS_NAME_ENTRY};
 #undef GOT_ENTRY
 #undef ALIAS_ENTRY
+#undef ALLOCATORS_NAME_ENTRY
     *count = sizeof(table) / sizeof(*table);
     return table;
 }
@@ -506,6 +525,7 @@ static PyMemAllocatorEx python_hooks(int i) {
 /* Puts our allocators in, RAW first (pymalloc's calls into it are then seen from the first
  * block the MEM/OBJ hooks ask for). The GIL is held. */
 static void install_python_hooks(void) {
+    mem.python_allocators_name = real_allocators_name != NULL ? real_allocators_name() : NULL;
     for (int i = 0; i < 3; i++) PyMem_GetAllocator(python_domains[i], &mem.python_previous[i]);
     for (int i = 2; i >= 0; i--) {
         PyMemAllocatorEx hooks = python_hooks(i);
@@ -520,6 +540,22 @@ static int python_hooks_installed(int i) {
     return current.ctx == ours.ctx && current.malloc == ours.malloc &&
            current.calloc == ours.calloc && current.realloc == ours.realloc &&
            current.free == ours.free;
+}
+
+/* _PyMem_GetCurrentAllocatorName as the program would see it without heatline: it names the
+ * allocators it finds installed by comparing them with the ones it knows, and ours, wrapped
+ * around them, are none of those. While ours are the installed ones, the name is the one the
+ * allocators they wrap had (NULL for tracemalloc's, as under python); once another allocator
+ * is installed over ours, or ours are gone, CPython's own answer. Extension modules call it
+ * through their GOT (_testcapi and _testinternalcapi's pymem_getallocatorsname, which
+ * CPython's own tests and test.pythoninfo ask). The GIL is held. */
+static const char *hook_allocators_name(void) {
+    if (mem.python_hooked) {
+        int ours = 1;
+        for (int i = 0; i < 3; i++) ours = ours && python_hooks_installed(i);
+        if (ours) return mem.python_allocators_name;
+    }
+    return real_allocators_name != NULL ? real_allocators_name() : NULL;
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
