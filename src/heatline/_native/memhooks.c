@@ -74,14 +74,8 @@ static struct {
     const hl_memhooks_sink *sink;
     int python_hooked;
     PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW: the allocators found in place */
-<<<<<<< HEAD
-=======
-    /* MEM, OBJ: whether a block of more than PYMALLOC_LARGEST bytes from that allocator is a
-     * RAW block whose free reaches the RAW domain (checked at install, below). */
-    int python_frees_reach_raw[2];
     /* What _PyMem_GetCurrentAllocatorName said just before our Python hooks went in. */
     const char *python_allocators_name;
->>>>>>> i35-capi
 } mem;
 /* A distance drawn uniformly from [W/2, 3W/2). */
 static int64_t next_distance(hl_thread_memory *m) {
@@ -557,8 +551,6 @@ static const char *hook_allocators_name(void) {
     }
     return real_allocators_name != NULL ? real_allocators_name() : NULL;
 }
-
-/* ---- lifecycle ----------------------------------------------------------------------------- */
 
 /* ---- installing and removing ------------------------------------------------------------------ */
 
