@@ -1,5 +1,5 @@
 """``python -m heatline``: the program is started from this module's own frame, on a fresh frame
-stack (run/program.py, fresh_stack_main): none of heatline's frames, nor runpy's that run this
+stack (engine/session.py, fresh_stack_main): none of heatline's frames, nor runpy's that run this
 module, lie below the program's. A ``-m`` module, directory or zip archive runs through runpy's
 ``_run_module_as_main``, called as python calls it, whose frames are then the bottom ones."""
 

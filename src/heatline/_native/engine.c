@@ -618,3 +618,7 @@ int hl_engine_inject(int pid, const char *library, const char *function, const c
 int hl_engine_remote_layout_check(const char **field) {
     return hl_compat_remote_check(field);
 }
+
+void *hl_engine_on_fresh_stack(void *(*run)(void *), void *context) {
+    return hl_compat_on_fresh_stack(run, context);
+}

@@ -162,6 +162,11 @@ void hl_engine_read_pieces(int pid, size_t n, const uintptr_t *addresses, const 
 
 /* ---- heatline dump: another process's stacks ------------------------------------------------ */
 
+/* Runs run(context) with the calling thread's Python frame chain and recursion count set
+ * aside, as python has them when it runs the main module, and returns what it returned; both
+ * are put back after (compat.h, hl_compat_on_fresh_stack). The GIL is held. */
+void *hl_engine_on_fresh_stack(void *(*run)(void *), void *context);
+
 /* Not the engine's state: remote.c reads another process with a walker of its own, so these
  * need neither the engine lock nor the GIL (call them with it released), and work while a
  * session runs. hl_engine_dump fills *out (free it with hl_engine_dump_free in every case);

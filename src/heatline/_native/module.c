@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compat.h"
 #include "convert.h"
 #include "engine.h"
 
@@ -665,7 +664,7 @@ static PyObject *native_run_on_fresh_stack(PyObject *module, PyObject *const *ar
         PyErr_SetString(PyExc_TypeError, "_run_on_fresh_stack(code, globals): a dict of globals");
         return NULL;
     }
-    return hl_compat_on_fresh_stack(run_fresh, &run);
+    return hl_engine_on_fresh_stack(run_fresh, &run);
 }
 
 PyDoc_STRVAR(hold_lock_doc,

@@ -25,8 +25,7 @@ from heatline.run import follow, handover
 from heatline.run.isolation import OWN_PATH, set_aside_own_modules
 from heatline.run.errors import SkipOnce, report_uncaught
 from heatline.run.finish import Finisher, wrap_os_exit
-from heatline.run.program import (Program, ProgramError, find_module, find_script,
-                                  fresh_stack_main)
+from heatline.run.program import Program, ProgramError, find_module, find_script
 from heatline.run.output import flush
 from heatline.run.sigterm import SigtermGuard
 
@@ -47,7 +46,7 @@ def run_module(module: str, args: list[str], options: Options) -> Launch:
 
 
 def start(program: Program, options: Options) -> Launch:
-    from heatline.engine.session import Session
+    from heatline.engine.session import Session, fresh_stack_main
 
     _check_outfile_is_not_the_program(options.outfile, program.file)
     main = _fresh_main_module(program.module_attrs)
@@ -155,9 +154,9 @@ class Launch:
     ``launch.ended(exc)`` with whatever escaped it (None if nothing did).
 
     ``main`` runs the script's code, or runpy's ``_run_module_as_main`` for a module, a
-    directory or a zip archive, as python runs them, on a fresh frame stack (program.py,
-    fresh_stack_main): the program sees none of heatline's frames below its own
-    (sys._getframe(), faulthandler, the recursion limit, warnings' stacklevel)."""
+    directory or a zip archive, as python runs them, on a fresh frame stack
+    (engine/session.py, fresh_stack_main): the program sees none of heatline's frames below its
+    own (sys._getframe(), faulthandler, the recursion limit, warnings' stacklevel)."""
 
     def __init__(
         self, main: Any, arguments: tuple[Any, ...], finisher: Any, *, flush_at_end: bool
