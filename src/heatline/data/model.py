@@ -467,6 +467,12 @@ def _describe(type_: Any) -> str:
 def _check(value: Any, type_: Any, where: str, errors: list[str]) -> None:
     if len(errors) >= MAX_ERRORS:
         return
+    if isinstance(type_, typing.ForwardRef):
+        type_ = type_.__forward_arg__
+    if isinstance(type_, str):
+        # A name in quotes inside a builtin generic (dict[str, "Profile"]): before 3.11,
+        # get_type_hints leaves it unresolved there. It names a type of this module.
+        type_ = globals()[type_]
     origin = typing.get_origin(type_)
     if origin is Union:
         options = typing.get_args(type_)
