@@ -230,6 +230,17 @@ done:
     return result;
 }
 
+/* An attribute of an object of the loop's (the loop, its selector, a handle), read only where
+ * its type looks attributes up the generic way: a class defining __getattr__ or
+ * __getattribute__ is not asked (its code would run here). NULL without an exception when
+ * absent. */
+static PyObject *loop_attribute(PyObject *object, const char *name) {
+    if (Py_TYPE(object)->tp_getattro != PyObject_GenericGetAttr) return NULL;
+    PyObject *value = PyObject_GetAttrString(object, name);
+    PyErr_Clear();
+    return value;
+}
+
 /* ---- which tasks the wait's end wakes --------------------------------------------------- */
 
 /* The tasks and the futures they await, by address, for finding them among the objects a
@@ -305,8 +316,7 @@ static void push_values(walk *w, PyObject *dict, int depth) {
 }
 
 static void push_attribute(walk *w, PyObject *object, const char *name, int depth) {
-    PyObject *value = PyObject_GetAttrString(object, name);
-    PyErr_Clear();
+    PyObject *value = loop_attribute(object, name);
     push(w, value, depth);
     Py_XDECREF(value);
 }
@@ -375,7 +385,7 @@ static void walk_handle(task_list *list, const chain_index *x, const walk_types 
 }
 
 static double attribute_double(PyObject *object, const char *name, double otherwise) {
-    PyObject *value = PyObject_GetAttrString(object, name);
+    PyObject *value = loop_attribute(object, name);
     double d = value != NULL && PyFloat_Check(value)  ? PyFloat_AsDouble(value)
                : value != NULL && PyLong_Check(value) ? PyLong_AsDouble(value)
                                                       : otherwise;
@@ -387,7 +397,7 @@ static double attribute_double(PyObject *object, const char *name, double otherw
 /* Appends to handles the loop's timers that are due (a heap: a due entry's children may be
  * due, a later one's are not). */
 static void due_timers(PyObject *loop, PyObject *handles) {
-    PyObject *scheduled = PyObject_GetAttrString(loop, "_scheduled");
+    PyObject *scheduled = loop_attribute(loop, "_scheduled");
     PyErr_Clear();
     if (scheduled == NULL || !PyList_Check(scheduled)) {
         Py_XDECREF(scheduled);
@@ -406,7 +416,7 @@ static void due_timers(PyObject *loop, PyObject *handles) {
         Py_INCREF(timer);
         double when = attribute_double(timer, "_when", now + 1.0);
         if (when <= now) {
-            PyObject *cancelled = PyObject_GetAttrString(timer, "_cancelled");
+            PyObject *cancelled = loop_attribute(timer, "_cancelled");
             PyErr_Clear();
             if (cancelled != Py_True && PyList_Append(handles, timer) != 0) PyErr_Clear();
             Py_XDECREF(cancelled);
@@ -424,8 +434,8 @@ static void due_timers(PyObject *loop, PyObject *handles) {
  * now (asyncio's selectors are level-triggered: what the wait returned is still ready until
  * the callbacks read or write it). A zero-timeout poll(). */
 static void ready_descriptors(PyObject *loop, PyObject *handles) {
-    PyObject *selector = PyObject_GetAttrString(loop, "_selector");
-    PyObject *keys = selector != NULL ? PyObject_GetAttrString(selector, "_fd_to_key") : NULL;
+    PyObject *selector = loop_attribute(loop, "_selector");
+    PyObject *keys = selector != NULL ? loop_attribute(selector, "_fd_to_key") : NULL;
     PyErr_Clear();
     PyObject *values = keys != NULL && PyDict_Check(keys) ? PyDict_Values(keys) : NULL;
     Py_XDECREF(keys);
@@ -484,7 +494,7 @@ static size_t find_woken(task_list *list) {
         index_put(&x, list->chains[i].task, i);
         index_put(&x, list->chains[i].waiter, i);
     }
-    PyObject *ready = PyObject_GetAttrString(list->loop, "_ready");
+    PyObject *ready = loop_attribute(list->loop, "_ready");
     PyErr_Clear();
     PyObject *items = ready != NULL && !PyUnicode_Check(ready) ? PySequence_List(ready) : NULL;
     PyErr_Clear();
