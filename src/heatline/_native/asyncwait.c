@@ -19,9 +19,12 @@
 /* Handles whose callbacks are followed per wait at most, and registered descriptors polled. */
 #define MAX_HANDLES 1024
 #define MAX_FDS 4096
-/* From one handle's callback and arguments, objects followed at most, and how far. */
+/* From one handle's callback and arguments, objects followed at most, and how far; a task met
+ * wakes only this near the callback (its step, the task a timeout cancels), not as the task
+ * that a connection's protocol serves, which may await something else. */
 #define MAX_WALK 256
 #define MAX_WALK_DEPTH 6
+#define MAX_TASK_DEPTH 2
 /* Items of one container followed at most. */
 #define MAX_ITEMS 64
 
@@ -244,7 +247,7 @@ static PyObject *loop_attribute(PyObject *object, const char *name) {
 /* ---- which tasks the wait's end wakes --------------------------------------------------- */
 
 /* The tasks and the futures they await, by address, for finding them among the objects a
- * callback reaches: an open-addressing table of chain indexes. */
+ * callback reaches: an open-addressing table of chain indexes, times two, plus one for a task. */
 typedef struct chain_index {
     uintptr_t *keys;
     size_t *chains;
@@ -264,13 +267,15 @@ static void index_put(chain_index *x, uintptr_t key, size_t chain) {
     x->chains[i] = chain;
 }
 
-/* Marks woken every chain whose task or awaited future is object; whether one was. */
-static int index_wake(const chain_index *x, task_list *list, PyObject *object) {
+/* Marks woken every chain whose awaited future is object, or whose task is object when
+ * tasks count (depth); whether object is either. */
+static int index_wake(const chain_index *x, task_list *list, PyObject *object, int depth) {
     uintptr_t key = (uintptr_t)object;
     int found = 0;
     for (size_t i = pointer_hash(key) & x->mask; x->keys[i] != 0; i = (i + 1) & x->mask)
         if (x->keys[i] == key) {
-            list->chains[x->chains[i]].woken = 1;
+            int task = x->chains[i] & 1;
+            if (!task || depth <= MAX_TASK_DEPTH) list->chains[x->chains[i] >> 1].woken = 1;
             found = 1;
         }
     return found;
@@ -346,7 +351,8 @@ static void walk_handle(task_list *list, const chain_index *x, const walk_types 
     for (int i = 0; i < w.count; i++) {
         PyObject *o = w.queue[i];
         int depth = w.depth[i] + 1;
-        if (index_wake(x, list, o) || leaf(o, list->loop, t) || depth > MAX_WALK_DEPTH) continue;
+        if (index_wake(x, list, o, w.depth[i]) || leaf(o, list->loop, t) || depth > MAX_WALK_DEPTH)
+            continue;
         if (PyMethod_Check(o)) {
             push(&w, PyMethod_GET_SELF(o), depth);
         } else if (PyCFunction_Check(o)) {
@@ -491,8 +497,8 @@ static size_t find_woken(task_list *list) {
     x.chains = PyMem_RawCalloc(size, sizeof(*x.chains));
     if (handles == NULL || x.keys == NULL || x.chains == NULL) goto done;
     for (size_t i = 0; i < list->count; i++) {
-        index_put(&x, list->chains[i].task, i);
-        index_put(&x, list->chains[i].waiter, i);
+        index_put(&x, list->chains[i].task, 2 * i + 1);
+        index_put(&x, list->chains[i].waiter, 2 * i);
     }
     PyObject *ready = loop_attribute(list->loop, "_ready");
     PyErr_Clear();

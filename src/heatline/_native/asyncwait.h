@@ -27,8 +27,8 @@
  * selector's descriptors that are ready now (level-triggered: still ready until the callbacks
  * read or write them). From each callback and its arguments, a bounded walk through the objects
  * they reach (bound methods' objects, containers, weak references, functools.partial, instance
- * dictionaries; not the loop, a server, or into a future) finds the tasks woken: a task met,
- * or a task whose awaited future (_fut_waiter) is met. Those share the wait evenly. When none
+ * dictionaries; not the loop, a server, or into a future) finds the tasks woken: a task whose
+ * awaited future (_fut_waiter) is met, or a task met within two steps of the callback. Those share the wait evenly. When none
  * is found (a loop written in C, a callback reaching no task), the wait is split evenly among
  * the tasks that wait on something other than tasks: a task awaiting another Task, a gather(),
  * asyncio.wait(), wait_for() or a TaskGroup's end gets none of it itself (the tasks it waits
