@@ -6,6 +6,7 @@
 #include "asyncwait.h"
 
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,6 +37,7 @@ typedef struct task_chain {
     int length;
     int waits_on_tasks; /* awaits a Task, gather(), wait(), wait_for() or a TaskGroup's end */
     int woken;          /* a callback that ended the wait wakes it */
+    double due; /* when the earliest of those was due: a timer's time, else the wait's end */
     uintptr_t task, waiter; /* the task and the future it awaits (0: none), both held */
 } task_chain;
 
@@ -269,13 +271,17 @@ static void index_put(chain_index *x, uintptr_t key, size_t chain) {
 
 /* Marks woken every chain whose awaited future is object, or whose task is object when
  * tasks count (depth); whether object is either. */
-static int index_wake(const chain_index *x, task_list *list, PyObject *object, int depth) {
+static int index_wake(const chain_index *x, task_list *list, PyObject *object, int depth,
+                      double due) {
     uintptr_t key = (uintptr_t)object;
     int found = 0;
     for (size_t i = pointer_hash(key) & x->mask; x->keys[i] != 0; i = (i + 1) & x->mask)
         if (x->keys[i] == key) {
             int task = x->chains[i] & 1;
-            if (!task || depth <= MAX_TASK_DEPTH) list->chains[x->chains[i] >> 1].woken = 1;
+            task_chain *chain = &list->chains[x->chains[i] >> 1];
+            if (task && depth > MAX_TASK_DEPTH) continue;
+            if (!chain->woken || due < chain->due) chain->due = due;
+            chain->woken = 1;
             found = 1;
         }
     return found;
@@ -342,7 +348,7 @@ static int leaf(PyObject *o, PyObject *loop, const walk_types *t) {
  * and the tasks awaiting the futures met. Only C code runs: no attribute of a class the
  * program defines is read through getattr. */
 static void walk_handle(task_list *list, const chain_index *x, const walk_types *t,
-                        PyObject *handle) {
+                        PyObject *handle, double due) {
     walk w;
     w.count = 0;
     memset(w.seen, 0, sizeof(w.seen));
@@ -351,7 +357,8 @@ static void walk_handle(task_list *list, const chain_index *x, const walk_types 
     for (int i = 0; i < w.count; i++) {
         PyObject *o = w.queue[i];
         int depth = w.depth[i] + 1;
-        if (index_wake(x, list, o, w.depth[i]) || leaf(o, list->loop, t) || depth > MAX_WALK_DEPTH)
+        if (index_wake(x, list, o, w.depth[i], due) || leaf(o, list->loop, t) ||
+            depth > MAX_WALK_DEPTH)
             continue;
         if (PyMethod_Check(o)) {
             push(&w, PyMethod_GET_SELF(o), depth);
@@ -402,17 +409,14 @@ static double attribute_double(PyObject *object, const char *name, double otherw
 
 /* Appends to handles the loop's timers that are due (a heap: a due entry's children may be
  * due, a later one's are not). */
-static void due_timers(PyObject *loop, PyObject *handles) {
+static void due_timers(PyObject *loop, PyObject *handles, double now) {
     PyObject *scheduled = loop_attribute(loop, "_scheduled");
     PyErr_Clear();
     if (scheduled == NULL || !PyList_Check(scheduled)) {
         Py_XDECREF(scheduled);
         return;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* the default loop's time(): time.monotonic() */
-    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec +
-                 attribute_double(loop, "_clock_resolution", 0.0);
+    now += attribute_double(loop, "_clock_resolution", 0.0);
     Py_ssize_t stack[64], depth = 0;
     stack[depth++] = 0;
     while (depth > 0 && PyList_GET_SIZE(handles) < MAX_HANDLES) {
@@ -483,7 +487,7 @@ done:
 /* Marks the tasks that the callbacks ending the wait wake: the loop's ready callbacks (put
  * there by the wait's end, or by other threads), its due timers and the callbacks of its
  * ready descriptors. Returns how many tasks are woken. */
-static size_t find_woken(task_list *list) {
+static size_t find_woken(task_list *list, double now) {
     PyObject *handles = PyList_New(0);
     PyObject *futures = imported("asyncio.futures"), *events = imported("asyncio.events");
     PyObject *base = imported("asyncio.base_events"), *collections = imported("collections");
@@ -508,7 +512,7 @@ static size_t find_woken(task_list *list) {
         if (PyList_Append(handles, PyList_GET_ITEM(items, i)) != 0) PyErr_Clear();
     Py_XDECREF(items);
     Py_XDECREF(ready);
-    due_timers(list->loop, handles);
+    due_timers(list->loop, handles, now);
     ready_descriptors(list->loop, handles);
 
     PyObject *held[6] = {futures != NULL ? PyObject_GetAttrString(futures, "Future") : NULL,
@@ -521,7 +525,8 @@ static size_t find_woken(task_list *list) {
     PyErr_Clear();
     t = (walk_types){held[0], held[1], held[2], held[3], held[4], held[5]};
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(handles); i++)
-        walk_handle(list, &x, &t, PyList_GET_ITEM(handles, i));
+        walk_handle(list, &x, &t, PyList_GET_ITEM(handles, i),
+                    attribute_double(PyList_GET_ITEM(handles, i), "_when", now));
     for (size_t i = 0; i < sizeof(held) / sizeof(*held); i++) Py_XDECREF(held[i]);
     for (size_t i = 0; i < list->count; i++) woken += list->chains[i].woken;
 done:
@@ -572,29 +577,75 @@ static int charge_task_locked(const hl_loop_wait *wait, const task_chain *chain,
     return 0;
 }
 
-/* Splits the wait among the tasks (asyncwait.h's rule): the woken ones when the wait's end
- * was traced to tasks, else those that wait on something other than tasks, else all. Lock
- * held. */
-static void charge_locked(const hl_loop_wait *wait, const task_list *list, size_t woken) {
+static int by_due(const void *a, const void *b) {
+    double x = (*(const task_chain *const *)a)->due, y = (*(const task_chain *const *)b)->due;
+    return x < y ? -1 : x > y;
+}
+
+/* Charges the woken tasks (asyncwait.h's rule): the wait, from its start until end (the
+ * monotonic time now), in the order the callbacks were due: the part until the earliest due
+ * time to the tasks it woke, the part from there until the next to those the next woke, and
+ * so on, the rest to the last; a callback other than a timer is due at the end. Returns what
+ * was charged. Lock held. */
+static uint64_t charge_woken_locked(const hl_loop_wait *wait, const task_list *list, size_t woken,
+                                    double end) {
     HL_ASSERT_ENGINE_LOCKED();
-    size_t sharing = woken;
-    int all = 0; /* every task waits on tasks: they all share */
-    if (woken == 0) {
+    const task_chain **order = PyMem_RawMalloc(woken * sizeof(*order));
+    if (order == NULL) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < list->count && n < woken; i++)
+        if (list->chains[i].woken) order[n++] = &list->chains[i];
+    qsort(order, n, sizeof(*order), by_due);
+    double start = end - (double)wait->ns * 1e-9;
+    uint64_t done = 0, charged = 0;
+    for (size_t i = 0; i < n;) {
+        size_t group = 1; /* the tasks due at the same time share their part */
+        while (i + group < n && order[i + group]->due == order[i]->due) group++;
+        double offset = (order[i]->due - start) * 1e9;
+        uint64_t until = i + group == n               ? wait->ns
+                         : offset <= (double)done     ? done
+                         : offset >= (double)wait->ns ? wait->ns
+                                                      : (uint64_t)offset;
+        uint64_t part = until - done, share = part / group, left = part;
+        for (size_t k = 0; k < group; k++) {
+            uint64_t ns = k + 1 == group ? left : share;
+            left -= ns;
+            if (ns != 0 && charge_task_locked(wait, order[i + k], ns) == 0) charged += ns;
+        }
+        done = until;
+        i += group;
+    }
+    PyMem_RawFree(order);
+    return charged;
+}
+
+/* Charges the wait (asyncwait.h's rule): to the woken tasks when the wait's end was traced to
+ * tasks, else split among those that wait on something other than tasks, else among all.
+ * Lock held. */
+static void charge_locked(const hl_loop_wait *wait, const task_list *list, size_t woken,
+                          double end) {
+    HL_ASSERT_ENGINE_LOCKED();
+    uint64_t charged = 0;
+    if (woken != 0) {
+        charged = charge_woken_locked(wait, list, woken, end);
+        results.woken_ns += charged;
+    } else {
+        size_t sharing = 0;
         for (size_t i = 0; i < list->count; i++) sharing += !list->chains[i].waits_on_tasks;
-        all = sharing == 0;
+        int all = sharing == 0; /* every task waits on tasks: they all share */
         if (all) sharing = list->count;
-    }
-    if (sharing == 0) {
-        hl_engine_charge_loop_wait_locked(wait);
-        return;
-    }
-    uint64_t share = wait->ns / sharing, left = wait->ns, charged = 0;
-    for (size_t i = 0, n = 0; i < list->count; i++) {
-        const task_chain *chain = &list->chains[i];
-        if (woken ? !chain->woken : !all && chain->waits_on_tasks) continue;
-        uint64_t ns = ++n == sharing ? left : share; /* the last share takes the remainder */
-        left -= ns;
-        if (charge_task_locked(wait, chain, ns) == 0) charged += ns;
+        if (sharing == 0) {
+            hl_engine_charge_loop_wait_locked(wait);
+            return;
+        }
+        uint64_t share = wait->ns / sharing, left = wait->ns;
+        for (size_t i = 0, n = 0; i < list->count; i++) {
+            const task_chain *chain = &list->chains[i];
+            if (!all && chain->waits_on_tasks) continue;
+            uint64_t ns = ++n == sharing ? left : share; /* the last share takes the remainder */
+            left -= ns;
+            if (charge_task_locked(wait, chain, ns) == 0) charged += ns;
+        }
     }
     if (charged < wait->ns) { /* chains that could not be read: back where it was sampled */
         hl_loop_wait rest = *wait;
@@ -602,7 +653,6 @@ static void charge_locked(const hl_loop_wait *wait, const task_list *list, size_
         hl_engine_charge_loop_wait_locked(&rest);
     }
     results.await_ns += charged;
-    if (woken) results.woken_ns += charged;
     results.waits++;
 }
 
@@ -622,9 +672,12 @@ static int run(void *unused) {
     task_list list = {0};
     hl_engine_enter(); /* what the reads allocate is not the program's */
     int found = read_tasks(&list) == 0;
-    size_t woken = found ? find_woken(&list) : 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* the default loop's time(): time.monotonic() */
+    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    size_t woken = found ? find_woken(&list, now) : 0;
     hl_engine_lock();
-    if (found) charge_locked(&wait, &list, woken);
+    if (found) charge_locked(&wait, &list, woken, now);
     else hl_engine_charge_loop_wait_locked(&wait);
     hl_engine_unlock();
     release_tasks(&list);

@@ -28,8 +28,10 @@
  * read or write them). From each callback and its arguments, a bounded walk through the objects
  * they reach (bound methods' objects, containers, weak references, functools.partial, instance
  * dictionaries; not the loop, a server, or into a future) finds the tasks woken: a task whose
- * awaited future (_fut_waiter) is met, or a task met within two steps of the callback. Those share the wait evenly. When none
- * is found (a loop written in C, a callback reaching no task), the wait is split evenly among
+ * awaited future (_fut_waiter) is met, or a task met within two steps of the callback. Those
+ * get the wait in the order their callbacks were due (a timer at its time, others at the
+ * wait's end): the part until the earliest to the first, and so on, the rest to the last
+ * (a loop waking late finds several timers due at once). When none is found (a loop written in C, a callback reaching no task), the wait is split evenly among
  * the tasks that wait on something other than tasks: a task awaiting another Task, a gather(),
  * asyncio.wait(), wait_for() or a TaskGroup's end gets none of it itself (the tasks it waits
  * for carry it); if every task waits on tasks, they share it evenly. Each share is system time,
