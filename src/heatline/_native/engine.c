@@ -496,6 +496,7 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->loop_wait_ns = e->sampler.loop_wait_ns;
     view->other_loop_wait_ns = e->sampler.other_loop_wait_ns;
     view->await_ns = asyncwait.await_ns;
+    view->woken_ns = asyncwait.woken_ns;
     view->samples = e->sampler.samples;
     view->sampled_ns = e->sampler.sampled_ns;
     view->sampling_interval_ns = e->sampler.sampling_interval_ns;

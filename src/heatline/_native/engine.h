@@ -125,8 +125,9 @@ typedef struct hl_snapshot {
     uint64_t stacks_reused; /* samples whose stack was the thread's previous one (sampler.h) */
     int shared_descriptors; /* the sampler opened files in the program's descriptor table */
     /* asyncio (asyncwait.h): the main thread's event loop waits held back, the part of them
-     * charged to awaits, and other threads' loop waits (charged where sampled) */
-    uint64_t loop_wait_ns, await_ns, other_loop_wait_ns;
+     * charged to awaits, the part of that charged to the tasks each wait's end woke, and other
+     * threads' loop waits (charged where sampled) */
+    uint64_t loop_wait_ns, await_ns, woken_ns, other_loop_wait_ns;
     const hl_stats *stats; /* files, functions, lines, stacks */
     size_t nthreads; /* read each with hl_engine_thread_stat_locked */
     const hl_memory_totals *memory; /* the memory part's results (memory.h) */

@@ -810,13 +810,15 @@ def _cut_stack_warnings(stack_table: Stacks) -> list[str]:
 
 def _asyncio_summary(snapshot: dict[str, Any]) -> dict[str, Asyncio]:
     """The profile's "asyncio" figures, present when an event loop was seen waiting: the main
-    thread's loop waits, how much of them went to the awaits its tasks were suspended at, and
-    other threads' loop waits (charged where they were sampled)."""
+    thread's loop waits, how much of them went to the awaits its tasks were suspended at (and
+    of that, to the tasks each wait's end woke), and other threads' loop waits (charged where
+    they were sampled)."""
     found = snapshot.get("asyncio") or {}
     if not found.get("loop_wait_ns") and not found.get("other_loop_wait_ns"):
         return {}
     return {"asyncio": {"loop_wait_s": _seconds(found.get("loop_wait_ns", 0)),
                         "await_s": _seconds(found.get("await_ns", 0)),
+                        "woken_s": _seconds(found.get("woken_ns", 0)),
                         "other_loop_wait_s": _seconds(found.get("other_loop_wait_ns", 0))}}
 
 

@@ -306,10 +306,14 @@ class GpuOn(TypedDict):
 GpuSection = Union[GpuOn, GpuOff]
 
 
-class Asyncio(TypedDict):
+class _AsyncioRequired(TypedDict):
     loop_wait_s: float
     await_s: float
     other_loop_wait_s: float
+
+
+class Asyncio(_AsyncioRequired, total=False):
+    woken_s: float
 
 
 class _AttachedRequired(TypedDict):
