@@ -34,9 +34,9 @@ def test_names_kept_by_address_are_held_as_without_heatline(
     data = profile.load(profile_path)
     (line,) = [line for line in data["files"][target]["lines"] if line["line"] == truth["line"]]
 
-    # The line allocates about 38 MiB (a name and a bound method per call): thousands of
-    # samples, nearly all freed.
-    assert line["alloc_python_bytes"] > 20 * 1024 * 1024, line
+    # The line allocates 16 to 38 MiB, by version (a name, and before 3.15 a bound method, per
+    # call): thousands of samples, nearly all freed.
+    assert line["alloc_python_bytes"] > 8 * 1024 * 1024, line
     # Held at exit: each surviving name is sampled with probability about its size / WINDOW,
     # independently of whether it survives, so the count of surviving samples has mean
     # truth / WINDOW (about 6) and a variance no larger. Four standard deviations and a window
