@@ -544,7 +544,7 @@ def test_joblib_workers_time_in_functions_of_main_is_charged_to_their_lines(run_
     assert spin["python_s"] + spin["native_s"] == pytest.approx(truth["busy_s"], abs=tolerance), (
         spin, truth, tolerance, profile["warnings"])
     assert "<dynamic-code>" not in profile["files"]
-    for warning in profile["warnings"]:
-        if "left no profile" in warning:
-            assert re.search(r"process \d+ (was still running \(.+\)|ended without writing)",
-                             warning), warning
+    # loky's resource tracker outlives the program, as multiprocessing's does: not followed,
+    # so no process is left without a profile.
+    assert not any("left no profile" in warning for warning in profile["warnings"]), (
+        profile["warnings"])

@@ -610,14 +610,15 @@ def _built_versions() -> set[tuple[int, int]]:
 
 def _role_of_command(args: Any) -> str | None:
     """From a Python command line: None when the child would not run sitecustomize from
-    PYTHONPATH (-E, -I, -S) or is multiprocessing's resource tracker (it lives until after
-    the main process ends); else the child's role."""
+    PYTHONPATH (-E, -I, -S) or is multiprocessing's or loky's resource tracker (it lives until
+    after the main process ends, so it could never hand its profile in); else the child's
+    role."""
     try:
         words = [os.fsdecode(a) for a in args[1:]] if len(args) > 1 else []
     except TypeError:
         return None
     text = " ".join(words)
-    if "multiprocessing.resource_tracker" in text:
+    if "multiprocessing.resource_tracker" in text or "loky.backend.resource_tracker" in text:
         return None
     index = 0
     while index < len(words):
