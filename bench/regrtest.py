@@ -72,6 +72,7 @@ MODULES = [
     "test_select", "test_selectors", "test_zlib", "test_hashlib", "test_pickle", "test_json",
     "test_sys", "test_io", "test_tempfile", "test_logging", "test_asyncio",
     "test_multiprocessing_fork", "test_multiprocessing_spawn", "test_multiprocessing_forkserver",
+    "test_cmd_line", "test_capi", "test_posix",
 ]
 MP_DRIVERS = ("test_multiprocessing_fork", "test_multiprocessing_spawn",
               "test_multiprocessing_forkserver")
