@@ -38,6 +38,9 @@
  *              3.9, where operators check too, only while another thread holds the GIL);
  *      native  otherwise: running without the GIL inside an operator, which only C code that
  *              released the GIL can do (numpy arithmetic, `a @ b`).
+ *   Of that dt, the run-queue wait the kernel measured since (schedstat; below, "Waiting for a
+ *   CPU") is charged first, as cpu_wait: a runnable thread counts as running in the point
+ *   sample, and the measured waits take its time off the CPU back out of it.
  * The category is a point sample of T's state at a random instant, so over many ticks each
  * line's python/native/system times estimate the time T spent there in each state, without
  * the bias of charging a whole interval's CPU time to wherever the thread stopped.
@@ -114,6 +117,95 @@ static void close_stat(hl_thread *t) {
     t->stat_fd = -1;
 }
 
+/* ---- waiting for a CPU ------------------------------------------------------------------
+ *
+ * A runnable thread that is not on a CPU waits on a run queue: with more runnable threads than
+ * CPUs (four processes spinning on two cores) each spends a large part of its time so. The
+ * point sample above counts a runnable thread as running, since the sampler itself may be what
+ * pushed it off its CPU, so on such a machine a line's running time was its wall time, several
+ * times its CPU time. The kernel measures each thread's run-queue wait exactly:
+ * /proc/self/task/TID/schedstat holds its time on a CPU, its time waiting on a run queue and
+ * its timeslices, in ns (kept where the kernel has sched_info: CONFIG_SCHED_INFO, and with
+ * schedstats or delay accounting on; otherwise the file is missing or reads "0 0 0").
+ *
+ * The kernel adds a wait to the thread's total when the wait ends (the thread gets a CPU), so
+ * a wait is known only after the thread ran, and the thread's clock moved: the file is read
+ * at the samples where it did (an idle thread costs nothing more). What the total grew by since
+ * the previous read is due, and the thread's next samples charge it, up to each sample's whole
+ * dt, as HL_CPU_WAIT to the line and stack they charge; the rest of the sample's dt goes to
+ * the category the sample found. A busy thread's samples therefore charge its wall time less
+ * its measured waits as running, that is its CPU time (give or take the wait still under way
+ * at the end), and the waits to the lines it ran. The point sample keeps deciding between
+ * running and blocked, so no interval's CPU time is charged to where the thread stopped; a
+ * wait after a wake-up from a blocking call is charged at the thread's next sample, which on a
+ * thread that soon blocks again is usually a blocked one: it then comes out of that sample's
+ * system time, which had counted the thread's waking (see the header) as blocked.
+ *
+ * The file is kept open per thread in the sampler's own descriptor table, as the stat file is;
+ * in the program's table it is opened and closed at each read. Where it is missing, refused or
+ * reads zeros, the session measures no waits (the profile says so) and charges as before. */
+static int open_schedstat(hl_sampler *e, hl_thread *t) {
+    if (t->schedstat_fd >= 0) return t->schedstat_fd;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", t->native_id);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int error = errno;
+        /* a thread that ended meanwhile has no stat file either */
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
+        if (error != ENOENT || access(path, F_OK) == 0) {
+            e->schedstat_error = error;
+            e->schedstat_tid = t->native_id;
+        }
+        return -1;
+    }
+    if (e->own_table) t->schedstat_fd = fd;
+    return fd;
+}
+
+/* On the sampler thread only, as close_stat. */
+static void close_schedstat(hl_thread *t) {
+    if (t->schedstat_fd >= 0) close(t->schedstat_fd);
+    t->schedstat_fd = -1;
+}
+
+/* The second field of a schedstat file's text, or -1 when it is not three numbers or all three
+ * are 0 while the thread has run (sched_info off). */
+static int parse_run_delay(const char *text, uint64_t cpu_ns, uint64_t *delay_ns) {
+    unsigned long long on_cpu = 0, delay = 0, slices = 0;
+    if (sscanf(text, "%llu %llu %llu", &on_cpu, &delay, &slices) != 3) return -1;
+    if (on_cpu == 0 && delay == 0 && slices == 0 && cpu_ns != 0) return -1;
+    *delay_ns = delay;
+    return 0;
+}
+
+/* Reads the thread's run-queue wait and makes what it grew by since the previous read due. */
+static void read_run_delay(hl_sampler *e, hl_thread *t, uint64_t cpu_ns) {
+    int fd = open_schedstat(e, t);
+    if (fd < 0) return;
+    char buffer[96];
+    ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
+    if (fd != t->schedstat_fd) close(fd);
+    if (n <= 0) return;
+    buffer[n] = '\0';
+    uint64_t delay;
+    if (parse_run_delay(buffer, cpu_ns, &delay) != 0) {
+        e->schedstat_error = HL_SCHEDSTAT_ZEROS;
+        e->schedstat_tid = t->native_id;
+        return;
+    }
+    if (!t->has_run_delay) { /* the first read: what of it is the session's (sampler.h) */
+        t->has_run_delay = 1;
+        if (t->started_since) t->run_delay_ns = 0;
+        else if (t->native_id == e->start_tid && e->has_start_run_delay)
+            t->run_delay_ns = e->start_run_delay_ns;
+        else t->run_delay_ns = delay;
+    }
+    if (delay >= t->run_delay_ns) t->cpu_wait_due_ns += delay - t->run_delay_ns;
+    t->run_delay_ns = delay;
+    t->has_run_delay = 1;
+}
+
 static int runnable(int stat_fd) {
     char buffer[512];
     if (stat_fd < 0) return 0;
@@ -143,6 +235,7 @@ static void forget_thread(hl_sampler *e, hl_thread *t) {
     t->alive = 0;
     hl_native_thread_close(&t->native);
     close_stat(t);
+    close_schedstat(t);
     forget_memo(t);
 }
 
@@ -176,6 +269,8 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     t->alive = 1;
     hl_native_thread_init(&t->native);
     t->stat_fd = -1;
+    t->schedstat_fd = -1;
+    t->started_since = e->first_tick_done;
     return 0;
 }
 
@@ -448,6 +543,30 @@ static void remember_stack(hl_thread *t, const hl_sampled_stack *stack, int dept
     t->memo_valid = 1;
 }
 
+/* Charges ns of run-queue wait where the sample charges its time (below): the line and its
+ * stack, or the thread's unattributed time. */
+static void charge_cpu_wait(hl_sampler *e, hl_thread *t, uint32_t thread_index,
+                            const hl_frame *target, int complete, const uint64_t *keys,
+                            uint32_t length, uint64_t ns) {
+    if (target == NULL && complete) {
+        t->unattributed_ns += ns;
+    } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
+                                                      target->function, HL_CPU_WAIT, ns) == 0) {
+        t->ns[HL_CPU_WAIT] += ns;
+    } else {
+        e->lost_ns += ns; /* in no line: in no stack either */
+        return;
+    }
+    uint32_t stack_id;
+    if (length == 0) {
+        e->stats->stacks_dropped_ns += ns;
+        e->stats->stacks_frameless_ns += ns;
+    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, length, HL_CPU_WAIT, ns,
+                                     &stack_id) != 0) {
+        e->stats->stacks_dropped_ns += ns;
+    }
+}
+
 static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
     hl_sampled_stack stack;
     uint64_t keys[HL_MAX_DEPTH];
@@ -461,6 +580,9 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
      * if that sample found it blocked, it is still blocked or just waking (see the header). */
     int idle = t->has_last_cpu && c1 == t->last_cpu_ns;
     int still_waking = idle && t->was_waiting;
+    /* It ran since: a run-queue wait it had meanwhile has ended, and is counted ("Waiting for
+     * a CPU" above). */
+    if (!idle && e->schedstat_error == 0) read_run_delay(e, t, c1);
     if (t->has_last_cpu && c1 >= t->last_cpu_ns) t->cpu_ns += c1 - t->last_cpu_ns;
     t->last_cpu_ns = c1;
     t->has_last_cpu = 1;
@@ -521,6 +643,18 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
      * frames, the inner part. */
     uint32_t length = stack_keys(s, depth, complete, target, keys);
 
+    /* The run-queue wait measured since, up to the whole sample ("Waiting for a CPU"). */
+    uint64_t wait = t->cpu_wait_due_ns < dt ? t->cpu_wait_due_ns : dt;
+    if (wait != 0) {
+        t->cpu_wait_due_ns -= wait;
+        charge_cpu_wait(e, t, thread_index, target, complete, keys, length, wait);
+        dt -= wait;
+        if (dt == 0) {
+            hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, 0);
+            return;
+        }
+    }
+
     /* The main thread's event loop waiting for events: held back, to be charged to the awaits
      * its tasks are suspended at (asyncwait.h). */
     if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &s->user) {
@@ -577,6 +711,7 @@ static void tick(hl_sampler *e, uint64_t dt) {
         if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
     /* the threads without a thread state (BLAS pools, C threads): their native time */
     hl_native_others_tick(e->thread_tid, is_python_thread, e);
+    e->first_tick_done = 1;
     e->samples++;
     e->sampled_ns += dt;
     e->after_tick(hl_now_ns());
@@ -734,6 +869,7 @@ static void *sampler_main(void *arg) {
     for (size_t i = 0; i < e->nthreads; i++) {
         hl_native_thread_close(&e->threads[i].native);
         close_stat(&e->threads[i]);
+        close_schedstat(&e->threads[i]);
     }
     hl_native_others_close();
     hl_lock_release(e->lock);
@@ -742,8 +878,25 @@ static void *sampler_main(void *arg) {
 
 /* ---- started and joined by the engine ------------------------------------------------- */
 
+/* The calling thread's run-queue wait so far, at the session's start (an open, a read and a
+ * close on the starting thread, a moment after which the sampler's first tick covers). */
+static void note_start_run_delay(hl_sampler *e) {
+    e->has_start_run_delay = 0;
+    e->start_tid = (long)gettid();
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char buffer[96];
+    ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
+    close(fd);
+    if (n <= 0) return;
+    buffer[n] = '\0';
+    e->has_start_run_delay = parse_run_delay(buffer, 0, &e->start_run_delay_ns) == 0;
+}
+
 void hl_sampler_prepare(hl_sampler *e) {
     e->stop_requested = 0;
+    e->first_tick_done = 0;
+    note_start_run_delay(e);
     e->started_ns = hl_now_ns();
     e->rng = hl_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
     if (e->rng == 0) e->rng = 1;
@@ -811,6 +964,7 @@ void hl_sampler_reset(hl_sampler *e) {
         e->threads[i].alive = 0;
         hl_native_thread_forget(&e->threads[i].native);
         e->threads[i].stat_fd = -1;
+        e->threads[i].schedstat_fd = -1;
     }
     free(e->threads);
     e->threads = NULL;
@@ -823,6 +977,8 @@ void hl_sampler_reset(hl_sampler *e) {
     e->max_gap_ns = e->max_tick_ns = 0;
     e->long_gaps = e->long_gap_ns = 0;
     e->shared_descriptors = 0;
+    e->schedstat_error = 0;
+    e->schedstat_tid = 0;
     free(e->function_kinds); /* function ids are the tables', cleared with them */
     e->function_kinds = NULL;
     e->function_kinds_capacity = 0;

@@ -14,7 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hl_category { HL_PYTHON = 0, HL_NATIVE = 1, HL_SYSTEM = 2, HL_NCATEGORIES = 3 };
+/* HL_CPU_WAIT: runnable, waiting on a run queue for a CPU (sampler.c); not running. */
+enum hl_category {
+    HL_PYTHON = 0,
+    HL_NATIVE = 1,
+    HL_SYSTEM = 2,
+    HL_CPU_WAIT = 3,
+    HL_NCATEGORIES = 4
+};
 
 /* No line: a line id for an event made while no user frame was on the stack. */
 #define HL_NO_LINE UINT32_MAX

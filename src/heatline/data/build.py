@@ -7,6 +7,7 @@ snapshots; never imports the engine."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -146,10 +147,9 @@ class _Charges:
         self.line_function: dict[tuple[str, int], tuple[str, int]] = {}
         # path -> function key -> {"name", "ns"}
         self.function_ns: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
-        for file_id, line, function_id, python_ns, native_ns, system_ns in snapshot["lines"]:
+        for file_id, line, function_id, *times in snapshot["lines"]:
             path = files[file_id]["path"]
-            times = (python_ns, native_ns, system_ns)
-            _add(self.line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0]), times)
+            _add(self.line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0, 0]), times)
             key = self.function_key(path, function_id)
             self.line_function.setdefault((path, line), key)
             _add(self.function_ns[path][key]["ns"], times)
@@ -167,7 +167,7 @@ class _Charges:
             path = files[record["file"]]["path"]
             fields = memory_report.line_fields(record, elapsed_s)
             self.line_memory.setdefault(path, {})[record["line"]] = fields
-            self.line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0])
+            self.line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0, 0])
             self.line_function.setdefault((path, record["line"]),
                                           self.function_key(path, record["function"]))
 
@@ -176,7 +176,7 @@ class _Charges:
         function = self.functions[function_id]
         key = (function["qualname"], function["first_line"])
         self.function_ns.setdefault(path, {}).setdefault(
-            key, {"name": function["name"], "ns": [0, 0, 0]}
+            key, {"name": function["name"], "ns": [0, 0, 0, 0]}
         )
         return key
 
@@ -184,21 +184,24 @@ class _Charges:
         return sum(sum(ns) for lines in self.line_ns.values() for ns in lines.values())
 
 
-_UNTIMED = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0, "python_pct": 0.0,
-            "native_pct": 0.0, "system_pct": 0.0}
+_UNTIMED = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0, "cpu_wait_s": 0.0,
+            "python_pct": 0.0, "native_pct": 0.0, "system_pct": 0.0, "cpu_wait_pct": 0.0}
 
 
 def _timed(ns: Sequence[int], attributed_ns: int) -> dict[str, float]:
-    """The time fields of a line, function or file from its [python, native, system] ns."""
-    if not (ns[0] or ns[1] or ns[2]):  # a context line: most of a large program's lines
+    """The time fields of a line, function or file from its [python, native, system,
+    cpu_wait] ns."""
+    if not any(ns):  # a context line: most of a large program's lines
         return _UNTIMED
     return {
         "python_s": _seconds(ns[0]),
         "native_s": _seconds(ns[1]),
         "system_s": _seconds(ns[2]),
+        "cpu_wait_s": _seconds(ns[3]),
         "python_pct": _pct(ns[0], attributed_ns),
         "native_pct": _pct(ns[1], attributed_ns),
         "system_pct": _pct(ns[2], attributed_ns),
+        "cpu_wait_pct": _pct(ns[3], attributed_ns),
     }
 
 
@@ -212,7 +215,7 @@ def _files(charges: _Charges, attributed_ns: int, elapsed_s: float,
     """The profile's ``files``: most time first, then most bytes allocated, then by path."""
     entries = []
     for path, lines in charges.line_ns.items():
-        file_total = [sum(ns[i] for ns in lines.values()) for i in range(3)]
+        file_total = [sum(ns[i] for ns in lines.values()) for i in range(4)]
         memories = charges.line_memory.get(path, {})
         allocated = sum(
             m["alloc_python_bytes"] + m["alloc_native_bytes"] for m in memories.values()
@@ -251,7 +254,7 @@ def _listed_lines(charges: _Charges, path: str, attributed_ns: int,
                 "line": number,
                 "source": text,
                 "function": charged_to[0] if charged_to else None,
-                **_timed(lines.get(number, (0, 0, 0)), attributed_ns),
+                **_timed(lines.get(number, (0, 0, 0, 0)), attributed_ns),
                 **memories.get(number, memory_report.empty_fields()),
             }
         )
@@ -372,12 +375,13 @@ def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
 def _totals(charges: _Charges, attributed_ns: int, unattributed_ns: int) -> Totals:
     totals_ns = [
         sum(ns[i] for lines in charges.line_ns.values() for ns in lines.values())
-        for i in range(3)
+        for i in range(4)
     ]
     return {
         "python_s": _seconds(totals_ns[0]),
         "native_s": _seconds(totals_ns[1]),
         "system_s": _seconds(totals_ns[2]),
+        "cpu_wait_s": _seconds(totals_ns[3]),
         "attributed_s": _seconds(attributed_ns),
         "unattributed_s": _seconds(unattributed_ns),
     }
@@ -479,12 +483,13 @@ def _memory_warnings(memory: dict[str, Any]) -> list[str]:
 
 
 def _add(into: list[int], times: Sequence[int]) -> None:
-    for i in range(3):
-        into[i] += times[i]
+    """Adds [python, native, system, cpu_wait] ns (a snapshot without cpu_wait: none)."""
+    for i, ns in enumerate(times):
+        into[i] += ns
 
 
 def _total(entry: FileRecord | FunctionRecord | LineRecord) -> float:
-    return entry["python_s"] + entry["native_s"] + entry["system_s"]
+    return entry["python_s"] + entry["native_s"] + entry["system_s"] + entry["cpu_wait_s"]
 
 
 def _stacks(snapshot: dict[str, Any], files: list, functions: list,
@@ -500,11 +505,10 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
     merged: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
     ranges: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
     keys = []  # the engine's stack id -> its merged key
-    for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
+    for stack, thread_index, *times in snapshot["stacks"]:
         shape = tuple((f, 0) if is_elided(f) else (f, line) for f, line in stack)
         keys.append((thread_index, shape))
-        _add(merged.setdefault((thread_index, shape), [0, 0, 0]),
-             (python_ns, native_ns, system_ns))
+        _add(merged.setdefault((thread_index, shape), [0, 0, 0, 0]), times)
         for at, (function_id, count) in enumerate(stack):
             if is_elided(function_id):
                 seen = ranges.setdefault((thread_index, shape[: at + 1]), [count, count])
@@ -517,7 +521,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
     frame_index: dict[Any, int] = {}
     frames: list[dict[str, Any]] = []
     entries = []
-    for (thread_index, shape), (python_ns, native_ns, system_ns) in merged.items():
+    for (thread_index, shape), (python_ns, native_ns, system_ns, wait_ns) in merged.items():
         indices = []
         for at, (function_id, line) in enumerate(shape):
             elided = is_elided(function_id)
@@ -552,7 +556,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
                 frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
             native_ns -= ns
             entries.append({"stack": [*indices, index], "thread": thread_index, "python_s": 0.0,
-                            "native_s": _seconds(ns), "system_s": 0.0})
+                            "native_s": _seconds(ns), "system_s": 0.0, "cpu_wait_s": 0.0})
         entries.append(
             {
                 "stack": indices,
@@ -560,6 +564,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
                 "python_s": _seconds(python_ns),
                 "native_s": _seconds(native_ns),
                 "system_s": _seconds(system_ns),
+                "cpu_wait_s": _seconds(wait_ns),
             }
         )
     # A thread without a Python thread state: one-frame stacks of its native functions; its
@@ -577,7 +582,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
                 frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
             named_ns += ns
             entries.append({"stack": [index], "thread": thread_index, "python_s": 0.0,
-                            "native_s": _seconds(ns), "system_s": 0.0})
+                            "native_s": _seconds(ns), "system_s": 0.0, "cpu_wait_s": 0.0})
         dropped_ns += max(other["cpu_ns"] - named_ns, 0)
     return {
         "frames": frames,
@@ -648,8 +653,8 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             "sampled time) was lost because the stack could not be read"
         )
     threads_ns = sum(
-        t[k] for t in snapshot["threads"]
-        for k in ("python_ns", "native_ns", "system_ns", "unattributed_ns")
+        t.get(k, 0) for t in snapshot["threads"]
+        for k in ("python_ns", "native_ns", "system_ns", "cpu_wait_ns", "unattributed_ns")
     )
     waited_ns = sum(t["engine_wait_ns"] for t in snapshot["threads"])
     if threads_ns and waited_ns > max(ENGINE_WAIT_WARNING_FRACTION * threads_ns,
@@ -658,6 +663,16 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             f"threads waited {waited_ns / 1e9:.3f} s ({waited_ns * 100.0 / threads_ns:.1f}% of "
             "their time) for heatline's own lock, mostly while the machine was busy; that time "
             "is charged to their lines as what they were doing (per thread: engine_wait_s)"
+        )
+    error = (snapshot.get("cpu_wait") or {}).get("error", 0)
+    if error:
+        why = ("reads zeros (the kernel keeps no run-queue times: schedstats and delay accounting "
+               "off; `sysctl kernel.sched_schedstats=1` turns them on)" if error < 0
+               else f"could not be read ({os.strerror(error)})")
+        warnings.append(
+            f"waiting for a CPU was not measured: /proc/self/task/"
+            f"{snapshot['cpu_wait'].get('tid', 0)}/schedstat {why}; a thread waiting for a CPU "
+            "counts as running, so on a busy machine running time can exceed CPU time"
         )
     if snapshot.get("sampler_shared_descriptors"):
         warnings.append(
