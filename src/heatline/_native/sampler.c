@@ -179,20 +179,26 @@ static int parse_run_delay(const char *text, uint64_t cpu_ns, uint64_t *delay_ns
     return 0;
 }
 
-/* Reads the thread's run-queue wait and makes what it grew by since the previous read due. */
-static void read_run_delay(hl_sampler *e, hl_thread *t, uint64_t cpu_ns) {
+static void forget_unrun(hl_thread *t) {
+    memset(t->unrun_ns, 0, sizeof(t->unrun_ns));
+    t->unrun_cell = -1;
+    t->unrun_stack = HL_NO_STACK;
+}
+
+/* Reads the thread's run-queue wait; returns what it grew by since the previous read. */
+static uint64_t read_run_delay(hl_sampler *e, hl_thread *t, uint64_t cpu_ns) {
     int fd = open_schedstat(e, t);
-    if (fd < 0) return;
+    if (fd < 0) return 0;
     char buffer[96];
     ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
     if (fd != t->schedstat_fd) close(fd);
-    if (n <= 0) return;
+    if (n <= 0) return 0;
     buffer[n] = '\0';
     uint64_t delay;
     if (parse_run_delay(buffer, cpu_ns, &delay) != 0) {
         e->schedstat_error = HL_SCHEDSTAT_ZEROS;
         e->schedstat_tid = t->native_id;
-        return;
+        return 0;
     }
     if (!t->has_run_delay) { /* the first read: what of it is the session's (sampler.h) */
         t->has_run_delay = 1;
@@ -201,9 +207,55 @@ static void read_run_delay(hl_sampler *e, hl_thread *t, uint64_t cpu_ns) {
             t->run_delay_ns = e->start_run_delay_ns;
         else t->run_delay_ns = delay;
     }
-    if (delay >= t->run_delay_ns) t->cpu_wait_due_ns += delay - t->run_delay_ns;
+    uint64_t grew = delay >= t->run_delay_ns ? delay - t->run_delay_ns : 0;
     t->run_delay_ns = delay;
     t->has_run_delay = 1;
+    return grew;
+}
+
+/* A wait of `grew` ns measured as the thread ran again: first out of what the samples that
+ * found it not run since charged (the wait was then), the rest due from its next samples. */
+static void settle_wait(hl_sampler *e, hl_thread *t, uint64_t grew) {
+    static const int order[] = {HL_PYTHON, HL_NATIVE, HL_SYSTEM};
+    for (size_t i = 0; i < sizeof(order) / sizeof(*order) && grew != 0; i++) {
+        int from = order[i];
+        uint64_t wanted = t->unrun_ns[from] < grew ? t->unrun_ns[from] : grew;
+        if (wanted == 0 || t->unrun_cell < 0) continue;
+        uint64_t moved =
+            hl_stats_move_cell(e->stats, (uint32_t)t->unrun_cell, from, HL_CPU_WAIT, wanted);
+        if (t->unrun_stack != HL_NO_STACK)
+            hl_stats_move_stack(e->stats, t->unrun_stack, from, HL_CPU_WAIT, moved);
+        t->ns[from] -= moved;
+        t->ns[HL_CPU_WAIT] += moved;
+        grew -= moved;
+    }
+    t->cpu_wait_due_ns += grew;
+    forget_unrun(t);
+}
+
+/* While paused: the waits for a CPU meanwhile are charged to no one, the starting thread's
+ * too while it is not registered yet (paused from the start). */
+static void rebase_waits(hl_sampler *e) {
+    if (e->has_start_run_delay && e->schedstat_error == 0) {
+        char path[64], buffer[96];
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", e->start_tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : pread(fd, buffer, sizeof(buffer) - 1, 0);
+        if (fd >= 0) close(fd);
+        uint64_t delay;
+        if (n > 0) {
+            buffer[n] = '\0';
+            if (parse_run_delay(buffer, 0, &delay) == 0) e->start_run_delay_ns = delay;
+        }
+    }
+    for (size_t i = 0; i < e->nthreads; i++) {
+        hl_thread *t = &e->threads[i];
+        if (!t->alive) continue;
+        uint64_t c1;
+        if (e->schedstat_error == 0 && cpu_now(t, &c1) == 0) (void)read_run_delay(e, t, c1);
+        t->cpu_wait_due_ns = 0;
+        forget_unrun(t);
+    }
 }
 
 static int runnable(int stat_fd) {
@@ -270,6 +322,7 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     hl_native_thread_init(&t->native);
     t->stat_fd = -1;
     t->schedstat_fd = -1;
+    forget_unrun(t);
     t->started_since = e->first_tick_done;
     return 0;
 }
@@ -582,7 +635,10 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     int still_waking = idle && t->was_waiting;
     /* It ran since: a run-queue wait it had meanwhile has ended, and is counted ("Waiting for
      * a CPU" above). */
-    if (!idle && e->schedstat_error == 0) read_run_delay(e, t, c1);
+    if (!idle) {
+        if (e->schedstat_error == 0) settle_wait(e, t, read_run_delay(e, t, c1));
+        forget_unrun(t);
+    }
     if (t->has_last_cpu && c1 >= t->last_cpu_ns) t->cpu_ns += c1 - t->last_cpu_ns;
     t->last_cpu_ns = c1;
     t->has_last_cpu = 1;
@@ -643,6 +699,20 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
      * frames, the inner part. */
     uint32_t length = stack_keys(s, depth, complete, target, keys);
 
+    /* The main thread's event loop waiting for events: held back, to be charged to the awaits
+     * its tasks are suspended at (asyncwait.h). A wait for a CPU measured meanwhile is the
+     * loop's wake-up, part of that wait: held with it. */
+    int at = -1;
+    if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &s->user)
+        at = loop_frame(e, s);
+    if (at >= 0 && t->main && at < s->inner &&
+        hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) == 0) {
+        t->cpu_wait_due_ns -= t->cpu_wait_due_ns < dt ? t->cpu_wait_due_ns : dt;
+        t->ns[category] += dt;
+        hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, dt);
+        return;
+    }
+
     /* The run-queue wait measured since, up to the whole sample ("Waiting for a CPU"). */
     uint64_t wait = t->cpu_wait_due_ns < dt ? t->cpu_wait_due_ns : dt;
     if (wait != 0) {
@@ -654,20 +724,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
             return;
         }
     }
-
-    /* The main thread's event loop waiting for events: held back, to be charged to the awaits
-     * its tasks are suspended at (asyncwait.h). */
-    if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &s->user) {
-        int at = loop_frame(e, s);
-        if (at >= 0 && !t->main) e->other_loop_wait_ns += dt;
-        if (at >= 0 && t->main && at < s->inner &&
-            hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) ==
-                0) {
-            t->ns[category] += dt;
-            hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, dt);
-            return;
-        }
-    }
+    if (at >= 0 && !t->main) e->other_loop_wait_ns += dt;
 
     int64_t line_id = -1;
     if (target == NULL && complete) {
@@ -693,12 +750,25 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
                                      &stack_id) != 0) {
         e->stats->stacks_dropped_ns += dt; /* no memory for the stack */
     }
+    /* Not run since the sample before: a wait for a CPU, if that is what kept it, is measured
+     * when it runs again, and then moved out of this charge (settle_wait). */
+    if (idle && line_id >= 0) {
+        int64_t cell = hl_stats_cell(e->stats, target->file, target->line, target->function);
+        if (cell != t->unrun_cell || stack_id != t->unrun_stack) {
+            forget_unrun(t);
+            t->unrun_cell = cell;
+            t->unrun_stack = stack_id;
+        }
+        t->unrun_ns[category] += dt;
+    }
     /* The native functions the time went to (native.c): the samples since the last tick,
      * under the line and under the stack. */
     int native = category == HL_NATIVE;
+    /* (A thread that has not run since was sampled by no one: its time may yet turn out to be
+     * a wait for a CPU, settle_wait, so it names no native function.) */
     hl_native_thread_tick(&t->native, t->native_id,
                           native && line_id >= 0 ? (uint32_t)line_id : HL_NO_LINE,
-                          native ? stack_id : HL_NO_STACK, dt);
+                          native ? stack_id : HL_NO_STACK, idle ? 0 : dt);
 }
 
 static int is_python_thread(void *sampler, long native_id) {
@@ -854,6 +924,7 @@ static void *sampler_main(void *arg) {
             if (took > e->max_tick_ns) e->max_tick_ns = took;
         } else {
             hl_native_others_rebase(); /* their time while paused is charged to no one */
+            rebase_waits(e);
         }
         hl_sigterm_tick();
         last = now;

@@ -46,6 +46,12 @@ typedef struct hl_thread {
     int started_since; /* first seen after the session's first tick: started since (sampler.c) */
     uint64_t run_delay_ns; /* its run-queue wait as schedstat last read it */
     uint64_t cpu_wait_due_ns; /* run-queue wait measured and not charged yet (sampler.c) */
+    /* What its samples charged, per category, while it had not run since the sample before:
+     * to one cell and one stack (its stack cannot change without running), until it runs and
+     * its measured wait is moved out of it (sampler.c, "Waiting for a CPU"). */
+    uint64_t unrun_ns[HL_NCATEGORIES];
+    int64_t unrun_cell; /* -1: none */
+    uint32_t unrun_stack;
     /* Its latest complete stack, read after its CPU clock stood at last_cpu_ns: while the clock
      * stands still the thread has not run, so its stack is this one (sampler.c, "An idle
      * thread's stack"). memo holds memo_capacity frames; memo_valid 0: none to reuse. */
