@@ -74,7 +74,7 @@ def test_outfile_lists_lines_with_cost_in_context_with_percentages(saved_profile
     assert [line["line"] for line in busy["lines"]] == sorted(listed)
     assert [line["source"] for line in busy["lines"]] == [expected[n - 1] for n in sorted(listed)]
     hot = next(line for line in busy["lines"] if HOT_LINE in line["source"])
-    assert hot["python_pct"] + hot["native_pct"] + hot["system_pct"] > 0
+    assert hot["python_pct"] + hot["native_pct"] + hot["system_pct"] + hot["cpu_wait_pct"] > 0
     assert IDLE_LINE not in [line["source"].strip() for line in busy["lines"]]  # far from cost
     all_pct = sum(
         f[kind + "_pct"] for f in data["files"].values() for kind in ("python", "native", "system")
