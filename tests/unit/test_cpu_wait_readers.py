@@ -28,13 +28,14 @@ def _profile(python_s, cpu_wait_s):
     function = {"qualname": "work", "name": "work", "first_line": 2,
                 **{k: v for k, v in line.items() if k.endswith(("_s", "_pct"))}}
     return {
-        "elapsed_s": total,
+        "elapsed_s": total, "sampling_interval_s": 0.01,
         "threads": [{"native_id": 100, "main": True, "python_s": python_s, "native_s": 0.0,
                      "system_s": 0.0, "cpu_wait_s": cpu_wait_s, "unattributed_s": 0.0}],
         "totals": {"python_s": python_s, "native_s": 0.0, "system_s": 0.0,
                    "cpu_wait_s": cpu_wait_s, "attributed_s": total, "unattributed_s": 0.0},
         "files": {"/app.py": {"python_s": python_s, "native_s": 0.0, "system_s": 0.0,
                               "cpu_wait_s": cpu_wait_s, "lines": [line],
+                              **{k: v for k, v in line.items() if k.endswith("_pct")},
                               "functions": [function]}},
         "stacks": {"frames": [{"file": "/app.py", "name": "work", "qualname": "work",
                                "line": 3}],
@@ -79,3 +80,30 @@ def test_window_and_thread_filter_keep_the_waits():
     # A thread that only waited for a CPU at a user line charged time there: it is kept.
     waiting = _profile(0.0, 2.0)
     assert len(without_threads(waiting, {100})["threads"]) == 1
+
+
+def test_html_page_counts_the_waits_and_gives_them_columns_only_where_there_are_some():
+    from heatline.renderers.html import page_data
+
+    data = page_data(_profile(1.0, 3.0))
+    assert data["cpu_wait"] is True
+    [entry] = data["files"]
+    assert entry["pct"] == pytest.approx(100.0)  # python 25% + waiting for a CPU 75%
+    assert entry["lines"][0][13] == pytest.approx(75.0)
+    [function] = data["functions"]
+    assert function[-1] == pytest.approx(75.0)  # the column after copy
+    [thread] = data["threads"]
+    assert thread[-1] == 3.0
+    # The flame graph's root: 4 s, of which 3 s waiting for a CPU.
+    assert data["flame"][1] == pytest.approx(4.0) and data["flame"][3][3] == pytest.approx(3.0)
+    plain = page_data(_profile(1.0, 0.0))
+    assert plain["cpu_wait"] is False
+    assert len(plain["functions"][0]) == 9 and len(plain["threads"][0]) == 6
+
+
+def test_pprof_has_a_cpu_wait_sample_type():
+    from heatline.renderers import pprof
+
+    assert ("cpu_wait", "nanoseconds") in pprof.TIME_TYPES
+    encoded = pprof.encode(_profile(1.0, 3.0))
+    assert b"cpu_wait" in encoded
