@@ -119,31 +119,13 @@ static void close_stat(hl_thread *t) {
 
 /* ---- waiting for a CPU ------------------------------------------------------------------
  *
- * A runnable thread that is not on a CPU waits on a run queue: with more runnable threads than
- * CPUs (four processes spinning on two cores) each spends a large part of its time so. The
- * point sample above counts a runnable thread as running, since the sampler itself may be what
- * pushed it off its CPU, so on such a machine a line's running time was its wall time, several
- * times its CPU time. The kernel measures each thread's run-queue wait exactly:
- * /proc/self/task/TID/schedstat holds its time on a CPU, its time waiting on a run queue and
- * its timeslices, in ns (kept where the kernel has sched_info: CONFIG_SCHED_INFO, and with
- * schedstats or delay accounting on; otherwise the file is missing or reads "0 0 0").
- *
- * The kernel adds a wait to the thread's total when the wait ends (the thread gets a CPU), so
- * a wait is known only after the thread ran, and the thread's clock moved: the file is read
- * at the samples where it did (an idle thread costs nothing more). What the total grew by since
- * the previous read is due, and the thread's next samples charge it, up to each sample's whole
- * dt, as HL_CPU_WAIT to the line and stack they charge; the rest of the sample's dt goes to
- * the category the sample found. A busy thread's samples therefore charge its wall time less
- * its measured waits as running, that is its CPU time (give or take the wait still under way
- * at the end), and the waits to the lines it ran. The point sample keeps deciding between
- * running and blocked, so no interval's CPU time is charged to where the thread stopped; a
- * wait after a wake-up from a blocking call is charged at the thread's next sample, which on a
- * thread that soon blocks again is usually a blocked one: it then comes out of that sample's
- * system time, which had counted the thread's waking (see the header) as blocked.
- *
- * The file is kept open per thread in the sampler's own descriptor table, as the stat file is;
- * in the program's table it is opened and closed at each read. Where it is missing, refused or
- * reads zeros, the session measures no waits (the profile says so) and charges as before. */
+ * A thread's run-queue wait, from /proc/self/task/TID/schedstat (its second field), is known
+ * once the wait ended: read at the ticks where the thread ran, moved out of what the ticks
+ * that found it not run since charged (settle_wait), the rest charged as HL_CPU_WAIT out of its
+ * next ticks. docs/design-engine.md, "Waiting for a CPU", says why and how. The file is kept
+ * open per thread in the sampler's own descriptor table, as the stat file is; in the program's
+ * table it is opened and closed at each read. Missing, refused or reading zeros: no waits are
+ * measured this session (the profile says so). */
 static int open_schedstat(hl_sampler *e, hl_thread *t) {
     if (t->schedstat_fd >= 0) return t->schedstat_fd;
     char path[64];
@@ -935,6 +917,15 @@ static void *sampler_main(void *arg) {
     uint64_t end = hl_now_ns();
     if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED) && end - last > e->max_gap_ns)
         e->max_gap_ns = end - last;
+    /* A thread that ran since the last tick may have ended a wait that the samples before
+     * charged (a process about to exit): moved out of them as at a tick. */
+    for (size_t i = 0; i < e->nthreads; i++) {
+        hl_thread *t = &e->threads[i];
+        uint64_t c1;
+        if (t->alive && !__atomic_load_n(&e->paused, __ATOMIC_RELAXED) && e->schedstat_error == 0 &&
+            t->has_last_cpu && cpu_now(t, &c1) == 0 && c1 != t->last_cpu_ns)
+            settle_wait(e, t, read_run_delay(e, t, c1));
+    }
     /* The events' descriptors are in this thread's table: closed here, reopened by the next
      * sampler thread (after a fork, or a new session). */
     for (size_t i = 0; i < e->nthreads; i++) {
