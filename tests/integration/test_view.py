@@ -52,6 +52,7 @@ def test_outfile_holds_a_valid_profile_with_the_documented_keys(saved_profile):
         "python_s",
         "native_s",
         "system_s",
+        "cpu_wait_s",
         "attributed_s",
         "unattributed_s",
     }
@@ -66,7 +67,8 @@ def test_outfile_lists_lines_with_cost_in_context_with_percentages(saved_profile
         expected = source.read().splitlines()
     costly = {
         line["line"] for line in busy["lines"]
-        if line["python_s"] + line["native_s"] + line["system_s"] or line["alloc_python_bytes"]
+        if line["python_s"] + line["native_s"] + line["system_s"] + line["cpu_wait_s"]
+        or line["alloc_python_bytes"]
         or line["alloc_native_bytes"] or line["copy_bytes"] or line["freed_bytes"]
     }
     listed = {n for c in costly for n in range(c - 2, c + 3) if 1 <= n <= len(expected)}

@@ -2,11 +2,14 @@
 Python for SPIN_S of wall time, so the machine has twice as many runnable threads as CPUs and
 each worker spends about half its time on a run queue. Each worker measures its own spin: its
 CPU time (time.thread_time), its wall time, and from its schedstat its run-queue wait and its
-timeslices. Prints one JSON object: {pid: {"cpu_s", "wall_s", "wait_s", "slices"}}."""
+timeslices. Prints one JSON object: {pid: {"cpu_s", "wall_s", "wait_s", "slices"}}. An
+argument sets the number of workers instead (1: a machine that is not oversubscribed by the
+program itself)."""
 
 import json
 import multiprocessing
 import os
+import sys
 import threading
 import time
 
@@ -37,7 +40,7 @@ def worker(_):
 
 
 if __name__ == "__main__":
-    count = 2 * (os.cpu_count() or 1)
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2 * (os.cpu_count() or 1)
     context = multiprocessing.get_context("fork")
     processes = []
     queue = context.SimpleQueue()

@@ -93,7 +93,7 @@ def build_profile(
     cpu_s: float,
     sampling_interval_s: float,
     steal_s: float | None = None,
-    cpu_count: int = 1,
+    cpu_count: int | None = None,
     read_lines: Callable[[str], Sequence[str]] = read_source_lines,
 ) -> Profile:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
@@ -103,6 +103,7 @@ def build_profile(
     (summary.py) are added to the whole."""
     from heatline.data import gpu as gpu_report
 
+    cpu_count = cpu_count or os.cpu_count() or 1
     memory = snapshot.get("memory") or {"enabled": False, "lines": []}
     charges = _Charges(snapshot, memory, elapsed_s)
     attributed_ns = charges.attributed_ns()
@@ -112,7 +113,7 @@ def build_profile(
     profile = {
         **_run_fields(snapshot, program=program, argv=argv, started_at=started_at,
                       elapsed_s=elapsed_s, cpu_s=cpu_s, interval_ns=interval_ns,
-                      steal_s=steal_s),
+                      steal_s=steal_s, cpu_count=cpu_count),
         **_profiled_periods(snapshot),
         **_asyncio_summary(snapshot),
         "totals": _totals(charges, attributed_ns, unattributed_ns),
@@ -345,7 +346,7 @@ def _threads(snapshot: dict[str, Any]
 
 def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
                 started_at: str, elapsed_s: float, cpu_s: float, interval_ns: float,
-                steal_s: float | None) -> dict[str, Any]:
+                steal_s: float | None, cpu_count: int) -> dict[str, Any]:
     """The profile's fields about the run: what ran, where, when, and how it was sampled."""
     from heatline.data import SCHEMA_VERSION
 
@@ -357,6 +358,7 @@ def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
         # What platform.python_version() gives, without importing platform.
         "python_version": sys.version.split()[0],
         "platform": sys.platform,
+        "cpu_count": cpu_count,
         "started_at": started_at,
         "elapsed_s": round(elapsed_s, 6),
         "cpu_s": round(cpu_s, 6),

@@ -161,8 +161,9 @@ def _add_profile(merged: Profile, profile: Profile, info: dict[str, Any],
     offset = info["offset_s"]
     for key in ("samples", "sampled_s", "lost_s", "cpu_s"):
         merged[key] = _round(merged[key] + profile[key])
-    # Optional (older files lack them); steal_s is the machine's, over overlapping runs.
-    for key in ("max_sample_gap_s", "max_tick_s", "steal_s"):
+    # Optional (older files lack them); steal_s is the machine's, over overlapping runs, and
+    # cpu_count the machine's.
+    for key in ("max_sample_gap_s", "max_tick_s", "steal_s", "cpu_count"):
         if key in profile:
             merged[key] = max(merged.get(key, 0.0), profile[key])
     for key in ("long_gaps", "long_gap_s"):  # optional too: summed over processes

@@ -417,6 +417,7 @@ class Profile(_ProfileRequired, total=False):
     long_gaps: int
     long_gap_s: float
     steal_s: float
+    cpu_count: int
     asyncio: Asyncio
     profiled_periods: list[Period]
     paused: bool
