@@ -4,6 +4,8 @@ time (tests/targets/oversubscribed.py measures both itself)."""
 
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -118,3 +120,33 @@ def test_the_terminal_report_shows_the_waits_within_80_columns(run_heatline, tmp
     for text in ("wait %", "wait s", "the threads were ready to run", "Oversubscribed"):
         assert text not in shown.stdout, shown.stdout
 
+
+SPIN = "import time\nend = time.perf_counter() + 0.3\nwhile time.perf_counter() < end:\n    pass\n"
+
+
+def test_a_schedstat_that_cannot_be_read_is_warned_and_waits_count_as_running(run_heatline,
+                                                                               tmp_path):
+    """Where /proc refuses the schedstat files (an LD_PRELOAD shim fails their open() with
+    EACCES here), the run measures no waits: it says so, charges no cpu_wait, and a thread
+    waiting for a CPU counts as running, as the profile format says."""
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("needs a C compiler")
+    shim = tmp_path / "no_schedstat.so"
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(shim),
+                    os.path.join(os.path.dirname(TARGET), "_no_schedstat.c"), "-ldl"],
+                   check=True)
+    script = tmp_path / "spin.py"
+    script.write_text(SPIN)
+    path = tmp_path / "profile.json"
+    run = run_heatline("-q", "-o", str(path), str(script), text=True,
+                       env={"LD_PRELOAD": str(shim)})
+    assert run.returncode == 0, run.stderr
+    profile = json.loads(path.read_text())
+    [warning] = [w for w in profile["warnings"] if "waiting for a CPU was not measured" in w]
+    assert "schedstat could not be read (Permission denied)" in warning, warning
+    assert profile["totals"]["cpu_wait_s"] == 0.0
+    # The spin's 0.3 s of wall time is all running, waits for a CPU included.
+    loop = [line for line in profile["files"][str(script)]["lines"] if line["line"] in (3, 4)]
+    running = sum(line["python_s"] + line["native_s"] for line in loop)
+    assert running == pytest.approx(0.3, abs=0.3 * 0.05 + 2 * profile["max_sample_gap_s"]), loop
