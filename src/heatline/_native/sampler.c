@@ -266,6 +266,10 @@ static void forget_thread(hl_sampler *e, hl_thread *t) {
         charge_loop_wait(e, t->loop_wait);
         t->loop_wait->ns = 0;
     }
+    /* It ended: a wait that ended after its last read cannot be read any more, but the samples
+     * that found it runnable and not run since were that wait. */
+    settle_wait(e, t, t->unrun_ns[HL_PYTHON] + t->unrun_ns[HL_NATIVE]);
+    t->cpu_wait_due_ns = 0;
     t->alive = 0;
     hl_native_thread_close(&t->native);
     close_stat(t);
