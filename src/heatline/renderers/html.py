@@ -34,9 +34,9 @@ MIN_NODE_SHARE = 1 / 5000
 
 
 # A thread is idle in the flame graph (hidden until the page's "show idle threads" box is ticked)
-# when it ran (Python or native) less than this share of its sampled time: a queue feeder, a
-# pool's result handler, a kernel's heartbeat. Their blocked time made a 10.6 s run's root
-# 78.5 s (18 such threads at about 3 s each). The main process's main thread is always shown:
+# when it ran (Python or native) or waited for a CPU to run less than this share of its sampled
+# time: a queue feeder, a pool's result handler, a kernel's heartbeat. Their blocked time made
+# a 10.6 s run's root 78.5 s (18 such threads at about 3 s each). The main process's main thread is always shown:
 # its waiting is the story (a training loop starved by its DataLoader).
 IDLE_RUNNING_SHARE = 0.05
 
@@ -93,7 +93,7 @@ def _flame_tree(profile: Profile) -> list[Any]:
         idle = (depth == thread_depth and node["v"] > 0
                 and not (label == main_thread and (thread_depth == 1 or
                                                    parent.startswith(f"pid {main_pid} ")))
-                and node["k"][0] + node["k"][1] < IDLE_RUNNING_SHARE * node["v"])
+                and node["k"][0] + node["k"][1] + node["k"][3] < IDLE_RUNNING_SHARE * node["v"])
         return [label, round(node["v"], 6), children, [round(k, 6) for k in node["k"]],
                 int(idle)]
 
