@@ -36,8 +36,8 @@ MIN_NODE_SHARE = 1 / 5000
 # A thread is idle in the flame graph (hidden until the page's "show idle threads" box is ticked)
 # when it ran (Python or native) or waited for a CPU to run less than this share of its sampled
 # time: a queue feeder, a pool's result handler, a kernel's heartbeat. Their blocked time made
-# a 10.6 s run's root 78.5 s (18 such threads at about 3 s each). The main process's main thread is always shown:
-# its waiting is the story (a training loop starved by its DataLoader).
+# a 10.6 s run's root 78.5 s (18 such threads at about 3 s each). The main process's main
+# thread is always shown: its waiting is the story (a training loop starved by its DataLoader).
 IDLE_RUNNING_SHARE = 0.05
 
 
