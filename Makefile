@@ -38,13 +38,19 @@ $(INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
 
 # Profile the bundled example program. Its own virtualenv with heatline and what the example
 # imports (the demo extra: numpy), none of the test tools, so a first run builds only that.
+# pip runs quietly (its output would bury the report's start); a line before each step says
+# what it does, so the minute or two of the first build is not silence.
 $(DEMO_VENV)/.installed: pyproject.toml setup.py $(ENGINE_SOURCES)
+	@echo "make demo: creating the virtualenv $(DEMO_VENV) (once; later runs reuse it)..."
 	$(PYTHON) -m venv $(DEMO_VENV)
+	@echo "make demo: upgrading pip in $(DEMO_VENV)..."
 	$(DEMO_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
+	@echo "make demo: building heatline's C engine and installing numpy into $(DEMO_VENV) (a minute or two the first time)..."
 	$(DEMO_VENV)/bin/pip install $(PIP_FLAGS) -e '.[demo]'
 	touch $@
 
 demo: $(DEMO_VENV)/.installed
+	@echo "make demo: profiling examples/demo.py (a few seconds); the report follows."
 	$(DEMO_VENV)/bin/heatline examples/demo.py
 
 # The other supported CPythons: 3.9-3.13 from pyenv (under $(PYENV_VERSIONS)), 3.14 and 3.15

@@ -331,3 +331,44 @@ def test_a_console_script_launcher_is_library_code(run_heatline, tmp_path):
     mine = profile["files"][str(bin_dir / "usertool.py")]
     assert (mine["python_pct"] + mine["native_pct"] + mine["system_pct"]
             + mine.get("cpu_wait_pct", 0.0)) == pytest.approx(100.0, abs=0.002)  # 4 roundings
+
+
+def _run_console_script(argv, cwd, out):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES")}
+    run = subprocess.run([argv[0], "-o", str(out), *argv[1:]], cwd=str(cwd), env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    return run, json.loads(out.read_text())
+
+
+def test_heatline_run_by_a_relative_path_is_not_the_program(program, tmp_path):
+    """heatline's own console script, run as `./venv/bin/heatline` or `../x/venv/bin/heatline`
+    (Python then names it cwd + "/" + the path as given, with its "." or ".."), is library code
+    as when run by an absolute path: a script keeps all its time, and a library module run with
+    -m leaves no user code at all instead of charging the launcher's `sys.exit(main())`."""
+    launcher = os.path.join(os.path.dirname(sys.executable), "heatline")
+    if not os.path.isfile(launcher):
+        pytest.skip(f"no console script {launcher} (heatline not installed into this venv)")
+    venv = os.path.dirname(os.path.dirname(launcher))
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    spellings = [
+        (os.path.dirname(venv), os.path.join(".", os.path.basename(venv), "bin", "heatline")),
+        (str(here), os.path.relpath(launcher, str(here))),
+    ]
+    assert spellings[1][1].startswith(os.pardir + os.sep)
+    busy = program("busy.py")
+    for n, (cwd, argv0) in enumerate(spellings):
+        run, profile = _run_console_script([argv0, busy], cwd, tmp_path / f"script{n}.json")
+        assert list(profile["files"]) == [busy], (argv0, list(profile["files"]))
+        assert "bin/heatline" not in run.stderr, (argv0, run.stderr)
+        # timeit's loop, well over a sampling interval of CPU time, all in the standard library
+        run, profile = _run_console_script(
+            [argv0, "-m", "timeit", "-n", "1000", "-r", "50", "sum(range(1000))"],
+            cwd, tmp_path / f"module{n}.json")
+        assert profile["files"] == {}, (argv0, list(profile["files"]))
+        assert profile["samples"] > 0
+        assert any(w.startswith("no time was spent in user code") for w in profile["warnings"])
+        assert "bin/heatline" not in json.dumps([profile["summary"], profile["peak_at"]])
+        assert "bin/heatline" not in run.stderr, (argv0, run.stderr)

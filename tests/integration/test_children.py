@@ -457,3 +457,100 @@ def test_a_childs_start_imports_only_the_modules_its_bytecode_is_made_for(run_he
     _, run = _profile(run_heatline, tmp_path, str(parent), str(child))
     imported = set(json.loads(run.stdout)) - {"heatline._native"}
     assert imported == set(CHILD_MODULES)
+
+
+def test_child_sys_path_is_pythons_with_pythonpath_unset_empty_or_set(run_heatline, run_python,
+                                                                       tmp_path):
+    """heatline follows a Python child by putting its hook directory first on PYTHONPATH; the
+    child's sys.path and PYTHONPATH must still be python's, PYTHONPATH="" included (python
+    takes it as unset; "HOOK:" would have put the working directory on sys.path), whether the
+    environment is given, inherited, or left by a preexec_fn."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    script = _target("child_pythonpath.py")
+    expected = run_python(script, str(extra), cwd=str(work), text=True)
+    assert expected.returncode == 0, expected.stderr
+    assert expected.stdout.count("\n") == 18
+    assert str(work) not in expected.stdout
+    out = tmp_path / "profile.json"
+    result = run_heatline("-q", "-o", str(out), script, str(extra), cwd=str(work), text=True)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout == expected.stdout
+    profile = json.loads(out.read_text())
+    assert len(profile["processes"]) == 1 + 9  # every child was followed
+
+
+def _time(entry):
+    return entry["python_s"] + entry["native_s"] + entry["system_s"]
+
+
+@timing
+def test_pool_workers_waiting_for_work_is_their_idle_time_not_the_parents_line(run_heatline,
+                                                                               tmp_path):
+    """A fork worker waits for tasks under the frames it inherited from its parent (the `with
+    Pool(...)` line among them, suspended there for the worker's whole life): that wait is the
+    worker's idle time (the processes table's `idle_s`), not the parent's line's; the parent's
+    compute and the workers' task are charged to their own lines (tests/targets/pool_idle.py)."""
+    path = _target("pool_idle.py")
+    profile, run = _profile(run_heatline, tmp_path, path)
+    truth = json.loads(run.stdout)
+    main = profile["processes"][0]
+    assert main["pid"] == truth["pid"] and main["idle_s"] == 0.0
+    own = profile["process_profiles"][str(main["pid"])]
+    workers = {p["pid"]: p for p in profile["processes"][1:]}
+    assert sorted(p["role"] for p in workers.values()) == ["Pool worker", "Pool worker"]
+    resolution = {pid: profile["process_profiles"][str(pid)]["max_sample_gap_s"]
+                  + profile["process_profiles"][str(pid)]["max_tick_s"] for pid in workers}
+    # The `with` line: the parent's own time there (making the pool, then terminating it),
+    # and nothing of the workers' but a sample at each edge of their life.
+    with_line = _line(profile, path, "the pool waits here")
+    parents = _line(own, path, "the pool waits here")
+    assert _time(with_line) - _time(parents) <= 2 * sum(resolution.values()), (
+        with_line, parents, profile["processes"])
+    # The parent's compute is charged to its loop, as busy as it measured itself.
+    gap, tick = own["max_sample_gap_s"], own["max_tick_s"]
+    main_thread = next(thread for thread in own["threads"] if thread["main"])
+    spin = _function(own, "spin", path)
+    assert spin["python_s"] + spin["native_s"] == pytest.approx(
+        truth["parent_busy_s"],
+        abs=2 * (gap + tick) + 4 * math.sqrt(gap * truth["parent_busy_s"])
+        + main_thread.get("engine_wait_s", 0.0)), (spin, truth, gap, tick)
+    # Each worker: its task's loop gets its busy time; the rest of its life, waiting for
+    # work, is its idle time (one stretch of waiting before each task and after the last,
+    # each resolved within its sampling resolution at both ends).
+    for pid, process in workers.items():
+        tasks = [t for t in truth["tasks"] if t["pid"] == pid]
+        worker = profile["process_profiles"][str(pid)]
+        waited = sum(t.get("engine_wait_s", 0.0) for t in worker["threads"])
+        tolerance = 2 * (len(tasks) + 1) * resolution[pid] + waited
+        busy = sum(t["busy_s"] for t in tasks)
+        if tasks:
+            work = _function(worker, "spin", path)
+            assert work["python_s"] + work["native_s"] == pytest.approx(busy, abs=tolerance)
+        idle = process["elapsed_s"] - sum(t["wall_s"] for t in tasks)
+        assert process["idle_s"] == pytest.approx(idle, abs=tolerance), (
+            process, tasks, tolerance)
+        assert worker["idle_s"] == process["idle_s"]
+
+
+@timing
+def test_joblib_workers_time_in_functions_of_main_is_charged_to_their_lines(run_heatline,
+                                                                           tmp_path):
+    """loky workers run functions of __main__ that cloudpickle rebuilt (file <dynamic-code>):
+    their time goes to the script's lines, as much as the workers measured, and a child left
+    without a profile is named with why (tests/targets/joblib_main.py)."""
+    require_module("joblib", "test")
+    path = _target("joblib_main.py")
+    profile, run = _profile(run_heatline, tmp_path, path)
+    truth = json.loads(run.stdout)
+    spin = _function(profile, "spin", path)
+    tolerance = _worker_tolerance_s(profile, stretches=4)
+    assert spin["python_s"] + spin["native_s"] == pytest.approx(truth["busy_s"], abs=tolerance), (
+        spin, truth, tolerance, profile["warnings"])
+    assert "<dynamic-code>" not in profile["files"]
+    # loky's resource tracker outlives the program, as multiprocessing's does: not followed,
+    # so no process is left without a profile.
+    assert not any("left no profile" in warning for warning in profile["warnings"]), (
+        profile["warnings"])

@@ -1,15 +1,15 @@
 """The free of every sampled block is seen, whichever allocator CPython runs with
 (tests/targets/memory_frees.py says why each of its lines' growth is exactly 0 when no free is
 missed), and pymalloc's own bookkeeping is never the program's native memory
-(tests/targets/memory_arena_growth.py). Under pymalloc (tracemalloc or not) the MEM and OBJ frees
-are left unhooked (a sampled small block is made one whose free reaches the RAW domain); the
-test checks which way each allocator's frees went.
+(tests/targets/memory_arena_growth.py). Under every allocator the MEM and OBJ frees are hooked
+(a sampled block stays where the allocator put it: tests/integration/test_memory_address_keyed.py
+says why); the test checks that the installed free is heatline's.
 
-With the frees unhooked, the first check can fail without a missed free: pymalloc growing its
-table of arenas (PyMem_RawRealloc) from an unsampled allocation whose hook did not mark the call
-as pymalloc's would make a sample of it native growth on the line. The second check makes that
-growth certain: its line grows the table past 32 entries, a 3 KiB realloc,
-larger than its 2 KiB window, so recorded every time it is counted."""
+The first check can also fail without a missed free: pymalloc growing its table of arenas
+(PyMem_RawRealloc) from an unsampled allocation whose hook did not mark the call as pymalloc's
+would make a sample of it native growth on the line. The second check makes that growth
+certain: its line grows the table past 32 entries, a 3 KiB realloc, larger than its 2 KiB
+window, so recorded every time it is counted."""
 
 import json
 
@@ -20,20 +20,19 @@ from heatline import data as profile
 WINDOW = 16 * 1024
 TAG = "# small-blocks"
 
-# name: (environment, whether the MEM and OBJ frees are left unhooked)
+# name: environment
 ALLOCATORS = {
-    "pymalloc": ({"PYTHONMALLOC": "pymalloc"}, True),
-    # tracemalloc started first: its hooks wrap pymalloc, without headers.
-    "pymalloc+tracemalloc": ({"PYTHONMALLOC": "pymalloc", "PYTHONTRACEMALLOC": "1"}, True),
-    # A header moves the address pymalloc hands to RAW: the frees are hooked.
-    "pymalloc_debug": ({"PYTHONMALLOC": "pymalloc_debug"}, False),
-    "malloc": ({"PYTHONMALLOC": "malloc"}, False),
+    "pymalloc": {"PYTHONMALLOC": "pymalloc"},
+    # tracemalloc started first: its hooks wrap pymalloc.
+    "pymalloc+tracemalloc": {"PYTHONMALLOC": "pymalloc", "PYTHONTRACEMALLOC": "1"},
+    "pymalloc_debug": {"PYTHONMALLOC": "pymalloc_debug"},
+    "malloc": {"PYTHONMALLOC": "malloc"},
 }
 
 
 @pytest.mark.parametrize("allocator", list(ALLOCATORS))
 def test_every_sampled_small_block_free_is_seen(run_heatline, program, profile_path, allocator):
-    env, unhooked = ALLOCATORS[allocator]
+    env = ALLOCATORS[allocator]
     target = program("memory_frees.py")
     result = run_heatline(
         "-q", "--memory-sampling-window", str(WINDOW), "-o", profile_path, target,
@@ -42,7 +41,7 @@ def test_every_sampled_small_block_free_is_seen(run_heatline, program, profile_p
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     frees = json.loads(result.stdout.decode().splitlines()[-1])
     for domain in ("mem_free", "obj_free"):
-        assert (frees[domain] is not None and "_native" not in frees[domain]) == unhooked, frees
+        assert frees[domain] is not None and "_native" in frees[domain], frees
 
     data = profile.load(profile_path)
     with open(target) as f:
@@ -56,9 +55,9 @@ def test_every_sampled_small_block_free_is_seen(run_heatline, program, profile_p
         # Exactly: a missed free leaves its block's weight (a window or more) in the growth.
         assert line["growth_bytes"] == 0, (allocator, number, line)
         assert line["freed_bytes"] == allocated, (allocator, number, line)
-        # What the allocator passes on to RAW for these requests (a sampled block made large
-        # enough for pymalloc to hand it on; under the debug hooks, a request near 512 bytes
-        # with the header added) is the same memory, not native memory as well.
+        # What the allocator passes on to RAW for these requests (a str above 512 bytes; under
+        # the debug hooks, a request near 512 bytes with the header added) is the same memory,
+        # not native memory as well.
         assert line["alloc_native_bytes"] == 0, (allocator, number, line)
         samples += allocated // WINDOW
     # The lines allocate about 65 MB over the run (ints 6.4 MB, strs 58 MB, the reallocs
@@ -89,7 +88,7 @@ def test_arena_table_growth_is_not_native(run_python, run_heatline, program, pro
     for allocator in ("pymalloc", "pymalloc+tracemalloc"):
         result = run_heatline(
             "-q", "--memory-sampling-window", str(ARENA_WINDOW), "-o", profile_path, target,
-            env=ALLOCATORS[allocator][0], timeout=300,
+            env=ALLOCATORS[allocator], timeout=300,
         )
         assert result.returncode == 0, result.stderr.decode(errors="replace")
         data = profile.load(profile_path)

@@ -589,3 +589,81 @@ def test_the_html_pages_native_table_renders_in_a_browser(burned, tmp_path):
     dom = _chromium("--dump-dom", path.as_uri())
     rows = re.findall(r'<tr class="nativefn"><td class="name">([^<]*)</td>', dom)
     assert rows[:2] and set(rows[:2]) == {"burn_a", "burn_b"}, rows[:5]
+
+
+@pytest.fixture(scope="module")
+def interpreted(tmp_path_factory):
+    """The profile of tests/targets/native_interpreter.py, with its C++ library when g++ is
+    here; the target's path; the profile's path; whether the C++ line ran."""
+    folder = tmp_path_factory.mktemp("interpreted")
+    args = []
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is not None:
+        path = str(folder / "libburncxx.so")
+        subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", path,
+                        os.path.join(TARGETS, "_burn_cxx.cpp")], check=True)
+        args.append(path)
+    out = folder / "profile.json"
+    target = os.path.join(TARGETS, "native_interpreter.py")
+    result = subprocess.run([sys.executable, "-m", "heatline", "-q", "-o", str(out), target,
+                             *args], capture_output=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    return json.loads(out.read_text()), target, out, bool(args)
+
+
+def _interpreter(symbol):
+    return symbol.startswith(("_PyEval_EvalFrame", "_PyEvalFrame"))
+
+
+def test_the_interpreter_running_bytecode_names_no_native_function(interpreted):
+    """A line running a pure-Python library function: the samples that fell in the eval loop
+    are the interpreter running bytecode (Python time), so its native functions are only the
+    C functions the bytecode called, and they still sum to the line's native time covered."""
+    profile, target, _, _ = interpreted
+    line = _line_with(profile, target, "E701 line PYTHON")
+    functions = line["native_functions"]
+    assert functions and not any(_interpreter(f["symbol"]) for f in functions), functions[:5]
+    assert sum(f["seconds"] for f in functions) <= line["native_s"] + 1e-5 * len(functions)
+    # nor is it a native frame of any stack
+    names = {f["name"] for f in profile["stacks"]["frames"] if f.get("native")}
+    assert not any(_interpreter(name) for name in names), sorted(names)[:10]
+
+
+def test_native_work_inside_libpython_stays_named(interpreted):
+    """sorted() runs C code of libpython (list_sort's functions): native work, still listed."""
+    profile, target, _, _ = interpreted
+    line = _line_with(profile, target, "E701 line SORTED")
+    functions = line["native_functions"]
+    total = sum(f["seconds"] for f in functions)
+    python = [f for f in functions if os.path.basename(f["library"] or "").startswith(
+        ("libpython", "python"))]
+    assert sum(f["seconds"] for f in python) / total > 0.8, functions[:5]
+    assert not any(_interpreter(f["symbol"]) for f in functions), functions[:5]
+
+
+CXX_NAME = "double burnpp::spin<double, 3>(double*, long)"
+
+
+def test_cxx_names_are_demangled_in_the_profile_and_short_in_the_report(interpreted):
+    """The C++ template's mangled symbol (_ZN6burnpp4spinIdLi3EEET_PS1_l) is demangled in the
+    profile with libstdc++'s demangler, which ctypes loaded privately with the library; the
+    terminal report at 80 columns shows it without its template arguments and parameters, on
+    the native row's first line; the HTML keeps the full name."""
+    from heatline.renderers import html
+
+    profile, target, out, cxx = interpreted
+    if not cxx:
+        pytest.skip("needs a C++ compiler")
+    line = _line_with(profile, target, "# line CXX")
+    top = line["native_functions"][0]
+    assert top["symbol"] == CXX_NAME and top["library"].endswith("libburncxx.so"), top
+    assert CXX_NAME in [row[0] for row in html.page_data(profile)["native"]]
+    result = subprocess.run([sys.executable, "-m", "heatline", "view", str(out)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "COLUMNS": "80"}, check=False)
+    text = result.stdout + result.stderr
+    rows = text.splitlines()
+    at = next(i for i, row in enumerate(rows) if "# line CXX" in row)
+    native = next(row for row in rows[at + 1:] if "native:" in row)
+    assert "native: burnpp::spin<…>(…) (libburncxx)" in native, rows[at:at + 3]
+    assert all(len(row) <= 80 for row in rows), max(rows, key=len)

@@ -332,3 +332,61 @@ def test_torchrun_two_ranks_on_the_cpu_are_profiled_as_children(run_heatline, ru
     children = [p for p in data["processes"][1:] if p["argv"][:1] == [train]]
     assert len(children) == 2, data["processes"]
     assert not [w for w in data["warnings"] if "left no profile" in w], data["warnings"]
+
+
+FAULTHANDLER_DUMP = """\
+import faulthandler, sys
+
+def inner():
+    faulthandler.dump_traceback(file=sys.stdout, all_threads=False)
+    sys.stdout.flush()
+    if sys.argv[1:] == ['crash']:
+        faulthandler.enable()
+        faulthandler._sigsegv()
+
+def outer():
+    inner()
+
+outer()
+"""
+
+
+def _stack_lines(text):
+    """The `File ...` lines of faulthandler's tracebacks in text (the thread's id, which differs
+    from run to run, and the list of extension modules after a crash left out)."""
+    return [line for line in text.decode().splitlines() if line.startswith("  File ")]
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["dump_traceback", "crash"])
+def test_faulthandler_shows_no_heatline_frame_below_the_program(tmp_path, crash):
+    """Python runs the program with no frame below it (runpy's two for -m, a directory or a zip
+    archive): faulthandler's traceback, called or dumped at a crash, ends at the program's
+    `<module>` or runpy's frames. heatline runs the program from C with its own frames set
+    aside, so that faulthandler shows the same frames, whichever way heatline is started."""
+    forms = _program_in_every_form(tmp_path, FAULTHANDLER_DUMP)
+    extra = ["crash"] if crash else []
+    for form, args in forms.items():
+        expected = _as_in_a_log([sys.executable, *args, *extra], str(tmp_path))
+        stack = _stack_lines(expected[1])
+        assert len(stack) == (3 if form == "script" else 5) * (2 if crash else 1), stack
+        commands = [HEATLINE] + ([[COMMAND, "-q"]] if os.path.exists(COMMAND) else [])
+        for command in commands:
+            got = _as_in_a_log([*command, *args, *extra], str(tmp_path))
+            assert (got[0], _stack_lines(got[1])) == (expected[0], stack), (
+                form, command, got[1].decode())
+
+
+def test_program_sees_no_frame_below_its_own_and_the_whole_recursion_limit(run_heatline,
+                                                                           run_python, program):
+    """sys._getframe() at module level has no f_back, and recursion reaches as deep, as under
+    python: heatline's frames and the recursion count they use are set aside while the program
+    runs."""
+    expected = run_python(program("frame_depth.py"))
+    assert expected.stdout.decode().splitlines()[0] == "frames below 0"
+    for command in ([], [COMMAND] if os.path.exists(COMMAND) else []):
+        if command:
+            result = subprocess.run([*command, "-q", program("frame_depth.py")],
+                                    capture_output=True, timeout=120, check=False)
+        else:
+            result = run_heatline("-q", program("frame_depth.py"))
+        assert (result.returncode, result.stdout) == (0, expected.stdout), result.stderr

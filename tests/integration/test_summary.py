@@ -289,3 +289,34 @@ def test_the_html_report_starts_with_the_summary(profiled, tmp_path):
     assert peak.startswith("Memory peaked at 256.")
     assert "<code>larger = bytearray(160 &lt;&lt; 20)</code>" in peak
     assert dom.index('id="findings"') < dom.index('id="memory"')  # before the first section
+
+
+@timing
+def test_worker_threads_computing_while_the_main_thread_waits_are_named(profiled, tmp_path):
+    """The main thread waits on a queue while two threads checksum blocks in one function, its
+    time spread over sixteen lines: the summary names that function and one of its lines, and
+    the report at 80 columns keeps the functions' inclusive time beside the long name."""
+    name = "summary_workers.py"
+    profile, _ = profiled(name)
+    rules = _rules(profile)
+    item = rules["worker_threads"]
+    function = "BlockChecksumWorker.accumulate_checksums_over_every_block_of_the_input"
+    first = _line_of(name, "def accumulate_checksums_over_every_block_of_the_input")
+    assert f" in {function} ({name}:{first}), most at {name}:" in item["text"], item
+    assert item["file"] == _target(name)
+    assert first < item["line"] < _line_of(name, "return total"), item
+    assert "main_wait" in rules  # the wait is said too, in its own sentence
+    path = tmp_path / "workers.json"
+    path.write_text(json.dumps(profile))
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("FORCE_COLOR", "LINES")}
+    env.update(COLUMNS="80", NO_COLOR="1")
+    shown = subprocess.run([sys.executable, "-m", "heatline", "view", str(path)],
+                           capture_output=True, text=True, env=env, check=True).stdout
+    table = shown[shown.index("\nFunctions"):].split("\n\n")[0].splitlines()
+    assert max(map(len, table)) <= 80, table
+    header = next(line for line in table if "total %" in line)
+    assert header.rstrip().endswith("total %   incl %"), header
+    # The function's row: its name, which may continue on the next row, then its numbers.
+    row = next(line for line in table if line.startswith(function[:40]))
+    assert re.search(r"\d+\.\d +\d+\.\d$", row.rstrip()), row

@@ -453,6 +453,10 @@ def test_at_80_columns_every_function_name_and_leak_location_is_whole(
             if any(f[kind + "_pct"] for kind in ("python", "native", "system"))
         ]
         assert functions
+        # The inclusive time is kept beside the total: a name too long for the room left
+        # continues on the next row.
+        header = next(line for line in lines if "total %" in line)
+        assert "total %   incl %" in header, header
         for qualname, file, first_line in functions:
             assert any(qualname in line for line in lines), qualname
             assert any(f"{file}:{first_line}" in line for line in lines), (file, first_line)
@@ -574,3 +578,37 @@ def test_the_hot_source_line_is_shown_whole_at_any_width(tmp_path, monkeypatch, 
         table = "\n".join(rows[start:end])
         assert "…" not in table, (columns, table)
         assert "".join(hot["source"].split()) in "".join(table.split()), (columns, table)
+
+
+CHILDREN_WIDE = os.path.join(os.path.dirname(BUSY), "children_wide.py")
+
+
+def test_the_processes_table_keeps_every_pid_and_exit_whole_at_any_width(tmp_path, monkeypatch):
+    """Children with long command lines, one ending in os._exit(0): at 60 to 200 columns each
+    process's row has its PID and its exit whole (the command line is what gets shorter), no
+    row is wider than the terminal, and the caption, where shown, breaks between words."""
+    path = tmp_path / "children.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "heatline", "-q", "--cpu-only", "-o", str(path), CHILDREN_WIDE],
+        check=False, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    data = profile.load(str(path))
+    processes = data["processes"]
+    assert len(processes) == 4, processes
+    assert sorted(p["exit"] for p in processes) == ["exit 0"] * 3 + ["os._exit(0)"], processes
+    caption = ("Py s + nat s above CPU s: threads ready to run but waiting for a CPU (more "
+               "runnable threads than cores) count as running; CPU s is only time on a CPU")
+    for columns in (60, 80, 100, 200):
+        text = _report_at(data, columns, monkeypatch)
+        table = text[text.index("Processes ("):]
+        table = table[:table.index("\n\n")]
+        lines = table.splitlines()
+        assert max(map(len, lines)) <= columns, table
+        for process in processes:
+            row = next((line for line in lines if line.split()[:1] == [str(process["pid"])]),
+                       None)
+            assert row is not None, (columns, process["pid"], table)
+            assert re.search(rf"  {re.escape(process['exit'])}  ", row), (columns, row)
+        if "Py s + nat s" in table:
+            assert table[table.index("Py s + nat s"):].split() == caption.split(), table

@@ -9,10 +9,9 @@ sampled was seen, and one window (or more) for each one that was missed. The lis
 bytearray objects are made on other lines (a free list may keep a list object, unfreed), and
 nothing on the three lines is a tuple or a float (free lists too).
 
-Under pymalloc heatline leaves the MEM and OBJ frees unhooked and makes each sampled small block
-one that pymalloc frees through the RAW domain; under the debug hooks or PYTHONMALLOC=malloc it
-hooks those frees. Printed (JSON): the file each domain's installed free function lives in
-(dladdr), so the test can tell which way ran.
+heatline hooks the MEM and OBJ frees under every allocator. Printed (JSON): the file each
+domain's installed free function lives in (dladdr), so the test can tell that it is
+heatline's.
 """
 
 import ctypes

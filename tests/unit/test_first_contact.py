@@ -1,6 +1,6 @@
-"""The first five minutes: README's opening, `make demo`'s own light
-install, a build without setuptools' deprecation warning, and the demo's one-line message when
-numpy is missing."""
+"""The first five minutes: README's opening, `make demo`'s own light install (saying what each
+step does), a build without setuptools' deprecation warning, and the demo's one-line message
+when numpy is missing."""
 
 import os
 import re
@@ -49,6 +49,25 @@ def test_make_demo_installs_only_what_the_demo_needs():
     with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)
     assert project["project"]["optional-dependencies"]["demo"] == ["numpy"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_says_what_each_step_does_before_it_runs():
+    """A first `make demo` builds its virtualenv for a minute or two with pip quiet: a line
+    before each step says what it does (the long one, that it takes a while); pip stays quiet,
+    so what it prints is those lines, not pages of pip's output."""
+    commands = subprocess.run(["make", "--no-print-directory", "-n", "-B", "demo"], cwd=REPO,
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    steps = [i for i, line in enumerate(commands)
+             if " -m venv " in line or "pip install" in line or "bin/heatline " in line]
+    assert len(steps) == 4, commands
+    for step in steps:
+        said = commands[step - 1] if step else ""
+        assert said.startswith('echo "make demo: '), (commands[step], said)
+    build = next(i for i in steps if "'.[demo]'" in commands[i])
+    said = commands[build - 1]
+    assert "C engine" in said and "numpy" in said and "minute" in said, said
+    assert all("--quiet" in commands[i] for i in steps if "pip install" in commands[i])
 
 
 def test_license_is_an_spdx_string_with_a_setuptools_that_reads_it():

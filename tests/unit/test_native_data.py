@@ -87,6 +87,9 @@ def test_library_names_are_short():
         "libscipy_openblas64_-1")
     assert native_report.library_name("[vdso]") == "[vdso]"
     assert native_report.library_name(None) == "anonymous"
+    assert native_report.library_name(
+        "/v/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so") == "_multiarray_umath"
+    assert native_report.library_name("/v/x/_speedups.abi3.so") == "_speedups"
 
 
 def test_a_native_frame_of_heatlines_own_library_keeps_the_stack_above_it():
@@ -203,3 +206,84 @@ def test_a_wrong_native_thread_or_frame_field_is_a_one_line_error():
         with pytest.raises(profile_io.ProfileError) as error:
             profile_io.validate(bad)
         assert "\n" not in str(error.value) and key in str(error.value)
+
+
+PYLIB = "/usr/lib/libpython3.11.so.1.0"
+
+
+def test_the_interpreters_samples_are_no_native_function_and_the_rest_keep_the_time():
+    """Samples in the eval loop are the thread running bytecode: left out of a line's list,
+    their time split among its native functions in proportion (the list still sums to the
+    native time the samples covered); libpython's other functions are native work and stay.
+    A line whose samples are all the interpreter's has no list. Stacks alike."""
+    addresses = [("_PyEval_EvalFrameDefault", PYLIB), ("list_sort_impl", PYLIB),
+                 ("dgemm_kernel", LIB), ("_PyEval_EvalFrameDefault", "/usr/bin/python3.11"),
+                 ("_PyEval_EvalFrameDefault", LIB)]  # a library's own function of that name
+    lines = snapshot()["lines"]
+    work, app = tuple(lines[0][:2]), tuple(lines[3][:2])
+    snap = snapshot(native=_native([(*work, 0, 4 * MS), (*work, 1, 3 * MS), (*work, 2, 1 * MS),
+                                    (*app, 3, 2 * MS)], addresses,
+                                   stacks=[(0, 0, 4 * MS), (0, 1, 3 * MS), (0, 2, 1 * MS)]))
+    profile = build(snap)
+    assert _line(profile, "/src/work.py", 2)["native_functions"] == [
+        {"symbol": "list_sort_impl", "library": PYLIB, "seconds": 0.006},
+        {"symbol": "dgemm_kernel", "library": LIB, "seconds": 0.002},
+    ]
+    assert "native_functions" not in _line(profile, "/src/app.py", 1)
+    names = {f["name"] for f in profile["stacks"]["frames"] if f.get("native")}
+    assert names == {"list_sort_impl", "dgemm_kernel"}
+    assert native_report.is_interpreter("_PyEval_EvalFrameDefault.cold", "/usr/bin/python3.11")
+    assert native_report.is_interpreter("_TAIL_CALL_LOAD_FAST", PYLIB)
+    assert not native_report.is_interpreter("_PyEval_EvalFrameDefault", LIB)
+    assert not native_report.is_interpreter("PyObject_Malloc", PYLIB)
+
+
+def test_merging_lists_keeps_one_other_entry_last():
+    one = [{"symbol": f"f{i}", "library": LIB, "seconds": 0.1 + i / 100} for i in range(20)]
+    one.append({"symbol": "[other]", "library": None, "seconds": 5.0})
+    other = [{"symbol": "g", "library": LIB, "seconds": 0.01},
+             {"symbol": "[other]", "library": None, "seconds": 1.0}]
+    merged = native_report.merged(one, other)
+    assert [e["symbol"] for e in merged].count("[other]") == 1
+    assert merged[-1] == {"symbol": "[other]", "library": None, "seconds": 6.01}
+
+
+def test_the_functions_past_the_top_are_other_functions_last_in_the_html_table():
+    """The "[other]" entries of many lines sum to more than any one function: the HTML table
+    shows them last, as "other functions", in no library; the terminal alike."""
+    from heatline.renderers import html
+
+    addresses = [(f"f{i}", LIB) for i in range(25)]
+    work = tuple(snapshot()["lines"][0][:2])
+    snap = snapshot(native=_native([(*work, i, (30 - i) * MS) for i in range(25)], addresses))
+    profile = build(snap)
+    listed = _line(profile, "/src/work.py", 2)["native_functions"]
+    assert listed[-1]["symbol"] == "[other]" and listed[-1]["seconds"] > listed[0]["seconds"]
+    rows = html.page_data(profile)["native"]
+    assert rows[0][0] == "f0" and rows[-1][:3] == ["other functions", "", 0.04]
+    line = {"native_functions": [{"symbol": "[other]", "library": None, "seconds": 3.0},
+                                 {"symbol": "f0", "library": LIB, "seconds": 1.0}]}
+    assert terminal._native_functions(line) == (
+        "native: f0 (libopenblas) 25%, other functions 75%")
+    assert "(anonymous)" not in terminal._native_functions(line)
+
+
+def test_the_report_shortens_cxx_names():
+    short = terminal.short_symbol
+    assert short("unsigned long partition_unrolled<avx2_vector<double>, Comparator<avx2_vector"
+                 "<double>, false>, 8, double>(double*, unsigned long, unsigned long, double, "
+                 "double*, double*) [clone .part.0] [clone .constprop.0]") == (
+        "partition_unrolled<…>(…)")
+    assert short("void np::qsort_simd::QSort_X86_V3<double>(double*, long)") == (
+        "np::qsort_simd::QSort_X86_V3<…>(…)")
+    assert short("std::vector<int, std::allocator<int> >::push_back(int const&)") == (
+        "std::vector<…>::push_back(…)")
+    assert short("std::basic_ostream<char, std::char_traits<char> >& std::operator<< "
+                 "<std::char_traits<char> >(std::basic_ostream<char, std::char_traits<char> "
+                 ">&, char const*)") == "std::operator<< <…>(…)"
+    assert short("foo::operator()(int) const") == "foo::operator()(…) const"
+    assert short("(anonymous namespace)::helper(int)") == "(anonymous namespace)::helper(…)"
+    assert short("operator new(unsigned long)") == "operator new(…)"
+    assert short("A::operator int() const") == "A::operator int() const"
+    assert short("dgemm_kernel_HASWELL") == "dgemm_kernel_HASWELL"
+    assert short("x" * 60) == "x" * 47 + "…"

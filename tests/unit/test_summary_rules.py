@@ -201,6 +201,47 @@ def test_gil_contention_judges_a_line_over_all_the_threads_that_ran_it():
                                                    threads=7, elapsed=0.6))
 
 
+def _workers(blocked=9.0, busy=1.0, work=(4.0, 4.0), split=0.75):
+    """The main thread blocked ``blocked`` at line 12 on a queue and busy ``busy`` at line 20;
+    one thread per ``work`` entry running that long in crunch() (defined at line 30): ``split``
+    of it at line 31, the rest in a generator expression of crunch at line 33."""
+    queue_wait = [(f"{LIB}/queue.py", "Queue.get", 171), (f"{LIB}/threading.py",
+                                                          "Condition.wait", 320)]
+    entries = [(0, _main(12, *queue_wait), 0.0, 0.0, blocked), (0, _main(20), busy, 0.0, 0.0)]
+    run = [(f"{LIB}/threading.py", "Thread.run", 982)]
+    for thread, seconds in enumerate(work, 1):
+        entries.append((thread, [*run, (PROGRAM, "crunch", 31)], seconds * split, 0.0, 0.0))
+        entries.append((thread, [*run, (PROGRAM, "crunch", 33),
+                                 (PROGRAM, "crunch.<locals>.<genexpr>", 33)],
+                        0.0, seconds * (1 - split), 0.0))
+    profile = _profile(entries, sources={12: "item = results.get()", 31: "total += step(i)"},
+                       threads=1 + len(work))
+    profile["files"][PROGRAM]["functions"] = [{"qualname": "crunch", "first_line": 30}]
+    return profile
+
+
+def test_worker_threads_name_their_function_while_the_main_thread_waits():
+    item = _rules(_workers())["worker_threads"]
+    assert item["text"] == ("While the main thread waits, 2 other threads run 8.0 s (89% of "
+                            "the running time), 100% of it in crunch (app.py:30), most at "
+                            "app.py:31 `total += step(i)`.")
+    assert (item["file"], item["line"]) == (PROGRAM, 31)
+    one = _rules(_workers(work=(4.0,), split=0.25))["worker_threads"]
+    assert one["text"].startswith("While the main thread waits, 1 other thread runs 4.0 s")
+    assert "most at app.py:33" in one["text"]  # the comprehension's time is crunch's
+
+
+def test_worker_threads_need_a_main_thread_waiting_half_its_time_and_half_the_work():
+    assert "worker_threads" not in _rules(_workers(blocked=4.9, busy=5.1))
+    assert "worker_threads" in _rules(_workers(blocked=5.1, busy=4.9))
+    # The main thread's own running time is more than the other threads'.
+    assert "worker_threads" not in _rules(_workers(blocked=9.0, busy=4.1, work=(2.0, 2.0)))
+    assert "worker_threads" in _rules(_workers(blocked=9.0, busy=3.9, work=(2.0, 2.0)))
+    # Five samples' worth (10 ms apart) of work at least.
+    assert "worker_threads" not in _rules(_workers(blocked=1.0, busy=0.0, work=(0.02, 0.02)))
+    assert "worker_threads" in _rules(_workers(blocked=1.0, busy=0.0, work=(0.03, 0.03)))
+
+
 def _pool(busy, role="Pool worker"):
     processes = [{"pid": 1, "ppid": 0, "role": "main", "argv": ["app.py"], "exit": "exit",
                   "start_s": 0.0, "elapsed_s": 3.0, "cpu_s": 0.1, "python_s": 0.1,

@@ -21,13 +21,23 @@
  * suspended frame's line through the engine's walker, so the functions and lines are the ones
  * the sampler records when those coroutines run.
  *
- * The rule for several suspended tasks: the wait is split evenly among the tasks that wait on
- * something other than tasks: a task awaiting another Task, a gather(), asyncio.wait(),
- * wait_for() or a TaskGroup's end gets none of it itself (the tasks it waits for carry it); if
- * every task waits on tasks, they share it evenly. Each share is system time, charged to the
- * innermost user frame of the task's coroutine chain (its await line), with the stack of the
- * loop thread down to the event loop's frame followed by the task's coroutines. A wait with no
- * task found goes back to where it was sampled (today's rule), as does a wait still held back
+ * The rule for several suspended tasks: a wait belongs to the awaits whose timer or I/O ended
+ * it. When the call runs, the callbacks that end the wait are the loop's: its ready callbacks
+ * (added by the wait's end, or by other threads), its timers now due, and the callbacks of the
+ * selector's descriptors that are ready now (level-triggered: still ready until the callbacks
+ * read or write them). From each callback and its arguments, a bounded walk through the objects
+ * they reach (bound methods' objects, containers, weak references, functools.partial, instance
+ * dictionaries; not the loop, a server, or into a future) finds the tasks woken: a task whose
+ * awaited future (_fut_waiter) is met, or a task met within two steps of the callback. Those
+ * get the wait in the order their callbacks were due (a timer at its time, others at the
+ * wait's end): the part until the earliest to the first, and so on, the rest to the last
+ * (a loop waking late finds several timers due at once). When none is found (a loop written in C, a callback reaching no task), the wait is split evenly among
+ * the tasks that wait on something other than tasks: a task awaiting another Task, a gather(),
+ * asyncio.wait(), wait_for() or a TaskGroup's end gets none of it itself (the tasks it waits
+ * for carry it); if every task waits on tasks, they share it evenly. Each share is system time,
+ * charged to the innermost user frame of the task's coroutine chain (its await line), with the
+ * stack of the loop thread down to the event loop's frame followed by the task's coroutines. A
+ * wait with no task found goes back to where it was sampled, as does a wait still held back
  * at a snapshot. Loops on other threads than the main one are charged as before: pending calls
  * only ever run on the main thread (the profile counts that time, data/build.py warns).
  */
@@ -43,6 +53,7 @@ void hl_asyncwait_request(void);
 /* What the part did (lock held): the time charged to awaits, and how many waits. */
 typedef struct hl_asyncwait_results {
     uint64_t await_ns;
+    uint64_t woken_ns; /* the part of await_ns charged to the tasks the wait's end woke */
     uint64_t waits;
 } hl_asyncwait_results;
 

@@ -146,6 +146,71 @@ int hl_compat_python_depth(void) {
     return depth;
 }
 
+/* The calling thread's Python frame chain and recursion count, as python has them when it runs
+ * the main module: no frame below (3.15+: the thread's base frame, the chain's last one), and
+ * a recursion count of none. */
+typedef struct fresh_stack {
+#if PY_VERSION_HEX < 0x030B0000
+    PyFrameObject *frame;
+    int depth;
+#else
+    _PyInterpreterFrame *frame;
+    int remaining;
+#endif
+} fresh_stack;
+
+static fresh_stack swap_stack(PyThreadState *tstate, fresh_stack with) {
+    fresh_stack was;
+#if PY_VERSION_HEX < 0x030B0000
+    was.frame = tstate->frame;
+    was.depth = tstate->recursion_depth;
+    tstate->frame = with.frame;
+    tstate->recursion_depth = with.depth;
+#elif PY_VERSION_HEX < 0x030C0000
+    was.frame = tstate->cframe->current_frame;
+    was.remaining = tstate->recursion_remaining;
+    tstate->cframe->current_frame = with.frame;
+    tstate->recursion_remaining = with.remaining;
+#elif PY_VERSION_HEX < 0x030D0000
+    was.frame = tstate->cframe->current_frame;
+    was.remaining = tstate->py_recursion_remaining;
+    tstate->cframe->current_frame = with.frame;
+    tstate->py_recursion_remaining = with.remaining;
+#else
+    was.frame = tstate->current_frame;
+    was.remaining = tstate->py_recursion_remaining;
+    tstate->current_frame = with.frame;
+    tstate->py_recursion_remaining = with.remaining;
+#endif
+    return was;
+}
+
+void *hl_compat_on_fresh_stack(void *(*run)(void *), void *context) {
+    PyThreadState *tstate = PyThreadState_Get();
+    fresh_stack fresh;
+#if PY_VERSION_HEX < 0x030B0000
+    fresh.frame = NULL;
+    fresh.depth = 0;
+#else
+    fresh.frame = NULL;
+#if PY_VERSION_HEX >= 0x030F0000
+    /* 3.15+ ends every thread's chain at a base frame of its own, never at NULL. */
+    _PyInterpreterFrame *frame = tstate->current_frame;
+    while (frame != NULL && frame->previous != NULL) frame = frame->previous;
+    fresh.frame = frame;
+#endif
+#if PY_VERSION_HEX < 0x030C0000
+    fresh.remaining = tstate->recursion_limit;
+#else
+    fresh.remaining = tstate->py_recursion_limit;
+#endif
+#endif
+    fresh_stack was = swap_stack(tstate, fresh);
+    void *result = run(context);
+    swap_stack(tstate, was);
+    return result;
+}
+
 void hl_compat_notice_pending_calls(void) {
 #if PY_VERSION_HEX < 0x030D0000
     /* Before 3.13, Py_AddPendingCall computes the eval breaker for the calling thread, which

@@ -155,6 +155,12 @@ int hl_compat_fork_counts_threads_after_hooks(void);
  * part of Python.h before 3.11). */
 int hl_compat_python_depth(void);
 
+/* run(context) (GIL held) with the calling thread's Python frames and recursion count set
+ * aside, as python has them when it runs the main module: the frames it runs have none of the
+ * caller's below them (sys._getframe(), faulthandler's tracebacks, the stacks sampled) and the
+ * whole recursion limit to use. Both are put back when it returns; returns what it returned. */
+void *hl_compat_on_fresh_stack(void *(*run)(void *), void *context);
+
 /* The sampler thread, after Py_AddPendingCall: make the main thread notice its pending calls
  * soon (3.9-3.12 need a nudge; see compat.c). */
 void hl_compat_notice_pending_calls(void);

@@ -363,7 +363,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         "{s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,"
         "s:N,"
         "s:{"
-        "s:K,s:K,s:K},s:{s:i,s:l},s:N}",
+        "s:K,s:K,s:K,s:K},s:{s:i,s:l},s:N}",
         "profiled_periods", periods, "profiled_was_paused",
         hl_engine_was_paused() ? Py_True : Py_False, "profiled_periods_count",
         (unsigned long long)periods_count, "profiled_periods_dropped_changes",
@@ -382,7 +382,8 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         (unsigned long long)s->stacks_dropped_ns, "stacks_frameless_ns",
         (unsigned long long)s->stacks_frameless_ns, "memory", memory_dict(s, view->memory), "gpu",
         gpu_dict(s, view->gpu), "asyncio", "loop_wait_ns", (unsigned long long)view->loop_wait_ns,
-        "await_ns", (unsigned long long)view->await_ns, "other_loop_wait_ns",
+        "await_ns", (unsigned long long)view->await_ns, "woken_ns",
+        (unsigned long long)view->woken_ns, "other_loop_wait_ns",
         (unsigned long long)view->other_loop_wait_ns, "cpu_wait", "error", view->schedstat_error,
         "tid", view->schedstat_tid, "native", native_dict(s, &view->native));
 }

@@ -496,6 +496,7 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->loop_wait_ns = e->sampler.loop_wait_ns;
     view->other_loop_wait_ns = e->sampler.other_loop_wait_ns;
     view->await_ns = asyncwait.await_ns;
+    view->woken_ns = asyncwait.woken_ns;
     view->samples = e->sampler.samples;
     view->sampled_ns = e->sampler.sampled_ns;
     view->sampling_interval_ns = e->sampler.sampling_interval_ns;
@@ -619,4 +620,8 @@ int hl_engine_inject(int pid, const char *library, const char *function, const c
 
 int hl_engine_remote_layout_check(const char **field) {
     return hl_compat_remote_check(field);
+}
+
+void *hl_engine_on_fresh_stack(void *(*run)(void *), void *context) {
+    return hl_compat_on_fresh_stack(run, context);
 }

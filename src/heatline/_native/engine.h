@@ -129,8 +129,9 @@ typedef struct hl_snapshot {
     int schedstat_error;
     long schedstat_tid;
     /* asyncio (asyncwait.h): the main thread's event loop waits held back, the part of them
-     * charged to awaits, and other threads' loop waits (charged where sampled) */
-    uint64_t loop_wait_ns, await_ns, other_loop_wait_ns;
+     * charged to awaits, the part of that charged to the tasks each wait's end woke, and other
+     * threads' loop waits (charged where sampled) */
+    uint64_t loop_wait_ns, await_ns, woken_ns, other_loop_wait_ns;
     const hl_stats *stats; /* files, functions, lines, stacks */
     size_t nthreads; /* read each with hl_engine_thread_stat_locked */
     const hl_memory_totals *memory; /* the memory part's results (memory.h) */
@@ -165,6 +166,11 @@ void hl_engine_read_pieces(int pid, size_t n, const uintptr_t *addresses, const 
                            uint8_t *const *out, uint8_t *ok);
 
 /* ---- heatline dump: another process's stacks ------------------------------------------------ */
+
+/* Runs run(context) with the calling thread's Python frame chain and recursion count set
+ * aside, as python has them when it runs the main module, and returns what it returned; both
+ * are put back after (compat.h, hl_compat_on_fresh_stack). The GIL is held. */
+void *hl_engine_on_fresh_stack(void *(*run)(void *), void *context);
 
 /* Not the engine's state: remote.c reads another process with a walker of its own, so these
  * need neither the engine lock nor the GIL (call them with it released), and work while a

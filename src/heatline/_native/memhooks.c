@@ -27,8 +27,8 @@
  * dlopen there), so the RAW domain's malloc is not seen a second time.
  *
  * Frees: every free the hooks see asks the live table (livetable.h) without a lock; only a
- * listed block goes on to be charged. The frees of pymalloc's small blocks are not seen at all
- * where that is safe: see "Python allocator hooks" below.
+ * listed block goes on to be charged. A sampled block is the block the program would have got
+ * without heatline, at the same address: see "Python allocator hooks" below for why.
  *
  * Reentrancy: a thread-local flag marks a thread that is inside the engine (the sampler
  * thread, a hook's slow path, a reader holding the engine lock); its allocations pass through
@@ -71,15 +71,11 @@ static __thread hl_thread_memory tls __attribute__((tls_model("initial-exec")));
 static struct {
     int active; /* read by the slow paths and frees: relaxed atomic */
     uint64_t sampling_window_bytes; /* mean bytes between samples */
-    /* Python allocations of 1 to python_fast_largest bytes take the countdown's fast path:
-     * min(W - 1, PYMALLOC_LARGEST). Set before the hooks go in. */
-    size_t python_fast_largest;
     const hl_memhooks_sink *sink;
     int python_hooked;
     PyMemAllocatorEx python_previous[3]; /* MEM, OBJ, RAW: the allocators found in place */
-    /* MEM, OBJ: whether a block of more than PYMALLOC_LARGEST bytes from that allocator is a
-     * RAW block whose free reaches the RAW domain (checked at install, below). */
-    int python_frees_reach_raw[2];
+    /* What _PyMem_GetCurrentAllocatorName said just before our Python hooks went in. */
+    const char *python_allocators_name;
 } mem;
 /* A distance drawn uniformly from [W/2, 3W/2). */
 static int64_t next_distance(hl_thread_memory *m) {
@@ -294,6 +290,7 @@ static int hook_munmap(void *address, size_t length) {
 }
 
 static const hl_got_symbol *symbols(size_t *count);
+static const char *hook_allocators_name(void);
 
 /* A library loaded while sampling gets the same redirections as those loaded before. */
 static void *hook_dlopen(const char *file, int flags) {
@@ -310,6 +307,10 @@ static void *hook_dlopen(const char *file, int flags) {
     return handle;
 }
 
+/* CPython's _PyMem_GetCurrentAllocatorName: "pymalloc", "malloc", "pymalloc_debug" or
+ * "malloc_debug" when the installed allocators are exactly those, else NULL. */
+static const char *(*real_allocators_name)(void);
+
 static int resolve_real_functions(void) {
 #define REAL_ENTRY(name, symbol, type, params, everywhere) {symbol, (void **)&real_##name},
     static const struct {
@@ -325,16 +326,22 @@ static int resolve_real_functions(void) {
         if (f == NULL) return -1;
         *table[i].slot = f;
     }
+    /* Not every version need export it: without it, the name is not asked for. */
+    if (real_allocators_name == NULL)
+        *(void **)&real_allocators_name = dlsym(RTLD_DEFAULT, "_PyMem_GetCurrentAllocatorName");
     return 0;
 }
 
 static const hl_got_symbol *symbols(size_t *count) {
 #define GOT_ENTRY(name, symbol, type, params, everywhere) {symbol, (void *)hook_##name, everywhere},
 #define ALIAS_ENTRY(name, symbol, everywhere) {symbol, (void *)hook_##name, everywhere},
+/* Not an allocator: what extension modules see of the allocators (hook_allocators_name). */
+#define ALLOCATORS_NAME_ENTRY {"_PyMem_GetCurrentAllocatorName", (void *)hook_allocators_name, 0},
     static const hl_got_symbol table[] = {HL_HOOKED_FUNCTIONS(GOT_ENTRY)
-                                              HL_HOOK_ALIASES(ALIAS_ENTRY)};
+                                              HL_HOOK_ALIASES(ALIAS_ENTRY) ALLOCATORS_NAME_ENTRY};
 #undef GOT_ENTRY
 #undef ALIAS_ENTRY
+#undef ALLOCATORS_NAME_ENTRY
     *count = sizeof(table) / sizeof(*table);
     return table;
 }
@@ -349,64 +356,49 @@ static const hl_got_symbol *symbols(size_t *count) {
  * allocator found in place (the hook takes that allocator's ctx, so it passes it on as it
  * came).
  *
- * Frees: most would be a filter load in a hook for nothing. Where it is safe, the MEM/OBJ free
- * is not hooked at all (the allocator found in place is installed as the free) and every
- * sampled block is made one whose free the RAW hook sees. pymalloc serves requests of 1 to 512
- * bytes (SMALL_REQUEST_THRESHOLD, 3.8 onwards) from its pools and hands every other request to
- * PyMem_RawMalloc; its free gives any block that is not in its pools to PyMem_RawFree, at the
- * same address. So a sampled request of 512 bytes or less is passed on as one of 513 bytes: the
- * block comes from the RAW domain, its free reaches raw_free, and the live table is asked there
- * as for any native free. The sampling is untouched (the countdown is charged with the size
- * asked for, the block recorded with that weight); the cost is up to 513 bytes (plus malloc's
- * header) in place of a pool block, for one block in every W bytes sampled, under 1% of what a
- * line holds at the default window. Blocks stay out of pymalloc's pools when they are resized,
- * and a later unsampled realloc of one moves it within the RAW domain, never back into a pool.
- *
- * Safe means: the allocator found in place behaves as pymalloc does, which install() checks
- * rather than assumes (frees_reach_raw: a 513-byte block got through malloc, calloc and
- * realloc from a pool block must reach the RAW domain at the address returned, and its free
- * too). It fails under the debug hooks (a header moves the address), PYTHONMALLOC=malloc and
- * other allocators; there the MEM/OBJ free is hooked and asks the live table for every free.
- * tracemalloc started first passes, and keeps working: it wraps pymalloc in both
- * domains, without headers.
+ * Frees: the MEM/OBJ free is hooked under every allocator, pymalloc included, and asks the
+ * live table's filter (one load) before the allocator's own free. A sampled block is the very
+ * block the allocator found in place hands out, at the address it would have had without
+ * heatline. That is what keeps the estimate of what a line holds unbiased: CPython keeps some
+ * objects alive by their address. Its type attribute cache (4,096 slots, the slot chosen by the
+ * attribute name's address, each slot holding a reference to its name until another lookup
+ * takes the slot) keeps a name made on the fly (`getattr(self, f"visit_{kind}")`) alive until a
+ * name at a colliding address replaces it. pymalloc hands the freed addresses of a churning
+ * line out again, so those few slots turn over and hold almost none of its names at the end. A
+ * sampled block moved elsewhere (a larger block from the RAW domain, whose free RAW would see
+ * without a MEM/OBJ hook) lands in a slot nobody else reaches and stays alive to the end: a
+ * window of "held" memory for nearly every sampled name, a steady false leak
+ * (tests/targets/memory_visitor.py: 2 MiB held against 24 KiB, at the default window). So no
+ * sampled block is moved; the cost is the filter load on every Python free.
  *
  * RAW calls that pymalloc makes from inside a MEM/OBJ hook must not be counted as native: a
  * thread-local depth, raised around every call into the allocator found in place, marks them.
- * Not only a sampled block or a request above 512 bytes reaches RAW: an unsampled request of a
- * few bytes does too, when pymalloc needs a new arena for its pool and grows its table of
- * arenas (PyMem_RawRealloc, 16 x 2^k entries of 48 bytes) or its radix tree of arena addresses
- * (PyMem_RawCalloc), memory it never frees. Without the depth, those would count as native
- * on whichever line happened to need the arena, a window of growth no line asked for
- * (tests/targets/memory_arena_growth.py makes that allocation certain). The depth costs
- * about 5 instructions per allocation. A free needs no mark: pymalloc's free reaches RAW only
- * with the block itself, which is then the event to see. */
-#define PYMALLOC_LARGEST 512
+ * Not only a request above 512 bytes reaches RAW: an unsampled request of a few bytes does too,
+ * when pymalloc needs a new arena for its pool and grows its table of arenas
+ * (PyMem_RawRealloc, 16 x 2^k entries of 48 bytes) or its radix tree of arena addresses
+ * (PyMem_RawCalloc), memory it never frees. Without the depth, those would count as native on
+ * whichever line happened to need the arena, a window of growth no line asked for
+ * (tests/targets/memory_arena_growth.py makes that allocation certain). The depth costs about 5
+ * instructions per allocation. A free needs no mark: the MEM/OBJ hook has asked the live table
+ * already, and a block pymalloc passes on to RAW's free is the same block. */
 
 enum { DOMAIN_MEM, DOMAIN_OBJ, DOMAIN_RAW };
-
-/* The size to ask the allocator found in place for, for a request of `size` bytes that is
- * sampled (weight != 0) or not. */
-static inline size_t python_request(int domain, size_t size, uint64_t weight) {
-    if (weight != 0 && size - 1 < PYMALLOC_LARGEST && mem.python_frees_reach_raw[domain])
-        return PYMALLOC_LARGEST + 1;
-    return size;
-}
 
 /* The countdown's fast path for a request of `size` bytes: 1 if it settled it (not sampled). */
 static inline __attribute__((always_inline)) int python_not_sampled(hl_thread_memory *m,
                                                                     size_t size) {
-    return size - 1 < mem.python_fast_largest && (m->countdown -= (int64_t)size) > 0;
+    return size - 1 < mem.sampling_window_bytes - 1 && (m->countdown -= (int64_t)size) > 0;
 }
 
 static inline uint64_t python_weight(hl_thread_memory *m, size_t size) {
-    return weigh(m, &m->countdown, size, size - 1 < mem.python_fast_largest);
+    return weigh(m, &m->countdown, size, size - 1 < mem.sampling_window_bytes - 1);
 }
 
 static __attribute__((noinline)) void *python_malloc_slow(int domain, void *ctx, size_t size) {
     hl_thread_memory *m = &tls;
     uint64_t weight = python_weight(m, size);
     m->in_python_allocator++;
-    void *p = mem.python_previous[domain].malloc(ctx, python_request(domain, size, weight));
+    void *p = mem.python_previous[domain].malloc(ctx, size);
     m->in_python_allocator--;
     if (weight != 0 && p != NULL) record_allocation(p, weight, HL_ALLOC_PYTHON);
     return p;
@@ -418,10 +410,8 @@ static void *python_calloc(int domain, void *ctx, size_t n, size_t elsize) {
     /* An overflowing product fails in the allocator; there is nothing to count. */
     if (__builtin_mul_overflow(n, elsize, &size)) size = 0;
     uint64_t weight = size == 0 || python_not_sampled(m, size) ? 0 : python_weight(m, size);
-    size_t request = python_request(domain, size, weight);
     m->in_python_allocator++;
-    void *p = request != size ? mem.python_previous[domain].calloc(ctx, 1, request)
-                              : mem.python_previous[domain].calloc(ctx, n, elsize);
+    void *p = mem.python_previous[domain].calloc(ctx, n, elsize);
     m->in_python_allocator--;
     if (weight != 0 && p != NULL) record_allocation(p, weight, HL_ALLOC_PYTHON);
     return p;
@@ -432,7 +422,7 @@ static void *python_realloc(int domain, void *ctx, void *old, size_t size) {
     on_free(old); /* before: once realloc returns, the address may be reused by anyone */
     uint64_t weight = python_not_sampled(m, size) ? 0 : python_weight(m, size);
     m->in_python_allocator++;
-    void *p = mem.python_previous[domain].realloc(ctx, old, python_request(domain, size, weight));
+    void *p = mem.python_previous[domain].realloc(ctx, old, size);
     m->in_python_allocator--;
     if (weight != 0 && p != NULL) record_allocation(p, weight, HL_ALLOC_PYTHON);
     return p;
@@ -449,9 +439,21 @@ static void *python_malloc(int domain, void *ctx, size_t size) {
     return p;
 }
 
-/* Installed only where frees do not reach RAW (see above). */
-static void python_free(int domain, void *ctx, void *p) {
+/* A free whose address the filter may list: the whole check (sampling on, the table asked),
+ * then the allocator's free. */
+static __attribute__((noinline)) void python_free_listed(int domain, void *ctx, void *p) {
     on_free(p);
+    mem.python_previous[domain].free(ctx, p);
+}
+
+/* Every Python free passes here (see above), so its common case is only the filter's load and
+ * a tail call to the allocator's free, with no stack frame: a clear bit proves the block is not
+ * listed, whether sampling is on or not (NULL included: its bit is set only by a listed key). */
+static inline __attribute__((always_inline)) void python_free(int domain, void *ctx, void *p) {
+    if (__builtin_expect(hl_live_may_contain((uintptr_t)p), 0)) {
+        python_free_listed(domain, ctx, p);
+        return;
+    }
     mem.python_previous[domain].free(ctx, p);
 }
 
@@ -499,72 +501,6 @@ static void raw_free(void *ctx, void *p) {
     mem.python_previous[DOMAIN_RAW].free(ctx, p);
 }
 
-/* ---- the check that a domain's blocks above PYMALLOC_LARGEST are RAW blocks ---------------- */
-
-/* While the check runs, the RAW domain is these pass-through functions, which note (per thread:
- * other threads may use RAW meanwhile, without the GIL) the last block they handed out and the
- * last they were given back. */
-static __thread struct {
-    void *handed_out;
-    void *given_back;
-} raw_seen __attribute__((tls_model("initial-exec")));
-
-static void *seen_raw_malloc(void *ctx, size_t size) {
-    return raw_seen.handed_out = mem.python_previous[DOMAIN_RAW].malloc(ctx, size);
-}
-
-static void *seen_raw_calloc(void *ctx, size_t n, size_t size) {
-    return raw_seen.handed_out = mem.python_previous[DOMAIN_RAW].calloc(ctx, n, size);
-}
-
-static void *seen_raw_realloc(void *ctx, void *old, size_t size) {
-    return raw_seen.handed_out = mem.python_previous[DOMAIN_RAW].realloc(ctx, old, size);
-}
-
-static void seen_raw_free(void *ctx, void *p) {
-    raw_seen.given_back = p;
-    mem.python_previous[DOMAIN_RAW].free(ctx, p);
-}
-
-/* Frees `p` through `a` and says whether the free reached RAW with that address. */
-static int freed_through_raw(const PyMemAllocatorEx *a, void *p) {
-    raw_seen.given_back = NULL;
-    a->free(a->ctx, p);
-    return raw_seen.given_back == p;
-}
-
-/* Whether blocks of PYMALLOC_LARGEST + 1 bytes from `a` (a domain's allocator found in place;
- * RAW is the seen_raw_* functions) are RAW blocks at the address `a` returns, freed through
- * RAW, as they come from malloc, calloc and realloc (of a pool-sized block). The GIL is held. */
-static int frees_reach_raw(const PyMemAllocatorEx *a) {
-    const size_t large = PYMALLOC_LARGEST + 1;
-    int ok = 1;
-
-    raw_seen.handed_out = NULL;
-    void *p = a->malloc(a->ctx, large);
-    if (p == NULL) return 0;
-    ok = raw_seen.handed_out == p;
-    ok = freed_through_raw(a, p) && ok;
-
-    raw_seen.handed_out = NULL;
-    p = a->calloc(a->ctx, 1, large);
-    if (p == NULL) return 0;
-    ok = raw_seen.handed_out == p && ok;
-    ok = freed_through_raw(a, p) && ok;
-
-    void *small = a->malloc(a->ctx, 16);
-    if (small == NULL) return 0;
-    raw_seen.handed_out = NULL;
-    p = a->realloc(a->ctx, small, large);
-    if (p == NULL) {
-        a->free(a->ctx, small);
-        return 0;
-    }
-    ok = raw_seen.handed_out == p && ok;
-    ok = freed_through_raw(a, p) && ok;
-    return ok;
-}
-
 static const PyMemAllocatorDomain python_domains[3] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ,
                                                        PYMEM_DOMAIN_RAW};
 
@@ -573,23 +509,18 @@ static PyMemAllocatorEx python_hooks(int i) {
     const PyMemAllocatorEx *found = &mem.python_previous[i];
     if (i == DOMAIN_RAW)
         return (PyMemAllocatorEx){found->ctx, raw_malloc, raw_calloc, raw_realloc, raw_free};
-    int direct = mem.python_frees_reach_raw[i];
     if (i == DOMAIN_MEM)
         return (PyMemAllocatorEx){found->ctx, python_malloc_mem, python_calloc_mem,
-                                  python_realloc_mem, direct ? found->free : python_free_mem};
+                                  python_realloc_mem, python_free_mem};
     return (PyMemAllocatorEx){found->ctx, python_malloc_obj, python_calloc_obj, python_realloc_obj,
-                              direct ? found->free : python_free_obj};
+                              python_free_obj};
 }
 
 /* Puts our allocators in, RAW first (pymalloc's calls into it are then seen from the first
- * block the MEM/OBJ hooks ask for), after the check. The GIL is held. */
+ * block the MEM/OBJ hooks ask for). The GIL is held. */
 static void install_python_hooks(void) {
+    mem.python_allocators_name = real_allocators_name != NULL ? real_allocators_name() : NULL;
     for (int i = 0; i < 3; i++) PyMem_GetAllocator(python_domains[i], &mem.python_previous[i]);
-    PyMemAllocatorEx seen = {mem.python_previous[DOMAIN_RAW].ctx, seen_raw_malloc, seen_raw_calloc,
-                             seen_raw_realloc, seen_raw_free};
-    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &seen);
-    for (int i = DOMAIN_MEM; i <= DOMAIN_OBJ; i++)
-        mem.python_frees_reach_raw[i] = frees_reach_raw(&mem.python_previous[i]);
     for (int i = 2; i >= 0; i--) {
         PyMemAllocatorEx hooks = python_hooks(i);
         PyMem_SetAllocator(python_domains[i], &hooks);
@@ -605,7 +536,21 @@ static int python_hooks_installed(int i) {
            current.free == ours.free;
 }
 
-/* ---- lifecycle ----------------------------------------------------------------------------- */
+/* _PyMem_GetCurrentAllocatorName as the program would see it without heatline: it names the
+ * allocators it finds installed by comparing them with the ones it knows, and ours, wrapped
+ * around them, are none of those. While ours are the installed ones, the name is the one the
+ * allocators they wrap had (NULL for tracemalloc's, as under python); once another allocator
+ * is installed over ours, or ours are gone, CPython's own answer. Extension modules call it
+ * through their GOT (_testcapi and _testinternalcapi's pymem_getallocatorsname, which
+ * CPython's own tests and test.pythoninfo ask). The GIL is held. */
+static const char *hook_allocators_name(void) {
+    if (mem.python_hooked) {
+        int ours = 1;
+        for (int i = 0; i < 3; i++) ours = ours && python_hooks_installed(i);
+        if (ours) return mem.python_allocators_name;
+    }
+    return real_allocators_name != NULL ? real_allocators_name() : NULL;
+}
 
 /* ---- installing and removing ------------------------------------------------------------------ */
 
@@ -615,8 +560,6 @@ int hl_memhooks_resolve(void) {
 
 int hl_memhooks_install(uint64_t sampling_window_bytes, const hl_memhooks_sink *sink) {
     mem.sampling_window_bytes = sampling_window_bytes;
-    mem.python_fast_largest =
-        sampling_window_bytes - 1 < PYMALLOC_LARGEST ? sampling_window_bytes - 1 : PYMALLOC_LARGEST;
     mem.sink = sink;
     /* The hooks wrap whatever allocator is installed (pymalloc, the debug hooks, tracemalloc). */
     if (!mem.python_hooked) {

@@ -631,6 +631,42 @@ static PyObject *native_compile_program(PyObject *module, PyObject *args) {
     return Py_CompileStringObject(source, filename, Py_file_input, &flags, -1);
 }
 
+PyDoc_STRVAR(run_on_fresh_stack_doc,
+             "_run_on_fresh_stack($module, main, /, *arguments)\n--\n\n"
+             "Runs the program as python runs its main module, with no Python frame below the "
+             "program's own and the whole recursion limit to use (the caller's frames are set "
+             "aside meanwhile): `main` a code object is evaluated with arguments[0] as its "
+             "globals and locals (python running a script); anything else is called with "
+             "`arguments` (runpy's _run_module_as_main). Returns what that returns.");
+
+typedef struct fresh_run {
+    PyObject *main;
+    PyObject *const *arguments;
+    Py_ssize_t count;
+} fresh_run;
+
+static void *run_fresh(void *context) {
+    const fresh_run *run = context;
+    if (PyCode_Check(run->main))
+        return PyEval_EvalCode(run->main, run->arguments[0], run->arguments[0]);
+    return PyObject_Vectorcall(run->main, run->arguments, (size_t)run->count, NULL);
+}
+
+static PyObject *native_run_on_fresh_stack(PyObject *module, PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    (void)module;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "_run_on_fresh_stack(main, *arguments)");
+        return NULL;
+    }
+    fresh_run run = {args[0], args + 1, nargs - 1};
+    if (PyCode_Check(run.main) && (run.count != 1 || !PyDict_Check(run.arguments[0]))) {
+        PyErr_SetString(PyExc_TypeError, "_run_on_fresh_stack(code, globals): a dict of globals");
+        return NULL;
+    }
+    return hl_engine_on_fresh_stack(run_fresh, &run);
+}
+
 PyDoc_STRVAR(hold_lock_doc,
              "_hold_engine_lock($module, seconds, /)\n--\n\n"
              "Test hook: holds the engine lock for `seconds`, the GIL released, as a long tick or "
@@ -679,6 +715,8 @@ static PyMethodDef native_methods[] = {
     {"_current_stack", native_current_stack, METH_NOARGS, current_stack_doc},
     {"_hold_engine_lock", native_hold_engine_lock, METH_O, hold_lock_doc},
     {"_compile_program", native_compile_program, METH_VARARGS, compile_program_doc},
+    {"_run_on_fresh_stack", (PyCFunction)(void (*)(void))native_run_on_fresh_stack, METH_FASTCALL,
+     run_on_fresh_stack_doc},
     {NULL, NULL, 0, NULL},
 };
 

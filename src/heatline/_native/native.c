@@ -716,16 +716,32 @@ void hl_native_results_get(hl_native_results *out) {
 
 typedef char *(*demangler)(const char *, char *, size_t *, int *);
 
-/* A name as people read it: C++ names demangled where the process has a demangler (libstdc++
- * loaded), else as they are. Takes name (a new string) and gives a new string. */
+/* The C++ ABI's demangler, from libstdc++ when the process has it loaded: in the global scope
+ * (a C++ main program), or loaded privately (RTLD_LOCAL) as a dependency of an extension
+ * module, as numpy's is, which RTLD_DEFAULT does not search. Nothing is loaded for it: a
+ * process without libstdc++ keeps the mangled names. The NOLOAD reference is kept, so the
+ * function stays mapped while it is held. Looked up again only once the mappings changed. */
+static demangler find_demangler(void) {
+    static demangler found;
+    static size_t looked_at = SIZE_MAX; /* N.nmappings at the last look */
+    if (found != NULL || looked_at == N.nmappings) return found;
+    looked_at = N.nmappings;
+    void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (f == NULL) {
+        void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+        if (lib != NULL) f = dlsym(lib, "__cxa_demangle");
+        if (lib != NULL && f == NULL) dlclose(lib);
+    }
+    *(void **)&found = f;
+    return found;
+}
+
+/* A name as people read it: C++ names demangled where the process has a demangler, else as
+ * they are. Takes name (a new string) and gives a new string. Called once per address when it
+ * is named for the snapshot, never per sample. */
 static char *readable(char *name) {
-    static demangler demangle;
-    static int looked;
     if (strncmp(name, "_Z", 2) == 0) {
-        if (!looked) {
-            looked = 1;
-            *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        }
+        demangler demangle = find_demangler();
         int status = -1;
         char *plain = demangle != NULL ? demangle(name, NULL, NULL, &status) : NULL;
         if (plain != NULL && status == 0) {

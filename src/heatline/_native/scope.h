@@ -11,7 +11,10 @@
  *      library file named there counts: --profile-only needs no --profile-all);
  *   4. unless `profile_all` (--profile-all), no `exclude_prefixes` entry is a prefix of it (an
  *      entry that ends with a separator is a directory; one that does not is a single file,
- *      a console-script launcher such as venv/bin/pytest, and must be the whole path).
+ *      a console-script launcher such as venv/bin/pytest, and must be the whole path); an
+ *      absolute path is compared in its lexical normal form (no "." or ".." component, no
+ *      repeated separator), as the entries are spelled, since Python names a script run by a
+ *      relative path `/cwd/./venv/bin/pytest` or `/cwd/../venv/bin/pytest`.
  *
  * The engine holds no list of directories: the shell (heatline/engine/scope.py) passes the prefixes
  * that mean "not the user's" (the standard library, site-packages, heatline's own package,

@@ -95,15 +95,24 @@ def build_profile(
     steal_s: float | None = None,
     cpu_count: int | None = None,
     read_lines: Callable[[str], Sequence[str]] = read_source_lines,
+    fork_stack: Sequence[Sequence[Any]] | None = None,
+    dynamic_sources: Sequence[str] = (),
 ) -> Profile:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
 
     Pure apart from ``read_lines``, so it can be tested with synthetic snapshots. Each
     section is built by its own step below; the GPU fields (gpu.py) and the summary
-    (summary.py) are added to the whole."""
+    (summary.py) are added to the whole. ``fork_stack``: a fork child's inherited frames
+    (run/follow.py); its time under them with no user frame of its own is its ``idle_s``
+    (release_inherited). ``dynamic_sources``: the files where code cloudpickle rebuilt
+    (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code)."""
     from heatline.data import gpu as gpu_report
 
     cpu_count = cpu_count or os.cpu_count() or 1
+    idle_ns = None if fork_stack is None else release_inherited(snapshot, fork_stack)
+    dynamic_warnings = (charge_dynamic_code(snapshot, dynamic_sources, read_lines)
+                        if dynamic_sources else [])
+
     memory = snapshot.get("memory") or {"enabled": False, "lines": []}
     charges = _Charges(snapshot, memory, elapsed_s)
     attributed_ns = charges.attributed_ns()
@@ -116,6 +125,7 @@ def build_profile(
                       steal_s=steal_s, cpu_count=cpu_count),
         **_profiled_periods(snapshot),
         **_asyncio_summary(snapshot),
+        **({} if idle_ns is None else {"idle_s": _seconds(idle_ns)}),
         "totals": _totals(charges, attributed_ns, unattributed_ns),
         "threads": threads,
         "files": _files(charges, attributed_ns, elapsed_s, read_lines),
@@ -123,9 +133,198 @@ def build_profile(
         **_memory_summary(memory, snapshot["files"]),
         "warnings": _all_warnings(snapshot, memory, stack_table, attributed_ns=attributed_ns,
                                   unattributed_ns=unattributed_ns, interval_ns=interval_ns,
-                                  steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count),
+                                  steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count)
+        + dynamic_warnings,
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
+
+
+def release_inherited(snapshot: dict[str, Any], fork_stack: Sequence[Sequence[Any]]) -> int:
+    """A fork child's time in library code under the frames it inherited from its parent,
+    taken off the user line it was charged to; the ns taken (changes ``snapshot``).
+
+    A fork child starts inside its parent's stack: every frame above the one that called
+    fork stays suspended at the line it was on (that one goes on: multiprocessing's calls
+    the process's bootstrap, which ends with os._exit), and the engine charges the child's
+    time to the innermost user frame, which for a Pool or DataLoader worker waiting for a
+    task in the library's worker loop is the parent's ``with Pool(...)`` or
+    ``for batch in loader:`` line. The child never runs that line: that time is the
+    worker's own, waiting for work or handing results back, and becomes its thread's
+    unattributed time. Only stacks that still hold every inherited frame at its fork-time
+    line (the frame that called fork in its function, at any line), with no user frame
+    below them, are taken; a child whose fork was called from user code goes on in that
+    frame, whose time stays its own. ``fork_stack``: (file, function name, line) per
+    inherited frame, outermost first. The stacks taken keep only the child's own frames."""
+    depth = len(fork_stack)
+    files, functions = snapshot["files"], snapshot["functions"]
+    if not depth or not snapshot["stacks"]:
+        return 0
+
+    def user(function_id: int) -> bool:
+        return not is_elided(function_id) and bool(files[functions[function_id]["file"]]["user"])
+
+    def inherited(frame: Sequence[int], expected: Sequence[Any], forked_here: bool) -> bool:
+        function_id, line = frame
+        if is_elided(function_id) or line != expected[2] and not forked_here:
+            return False
+        function = functions[function_id]
+        path = files[function["file"]]["path"]
+        return function["name"] == expected[1] and (
+            path == expected[0] or path.endswith("/" + expected[0]))
+
+    taken: dict[tuple[int, int, int], list[int]] = {}  # the line cell -> ns taken off it
+    stack_cells: dict[int, tuple[int, int]] = {}  # stack id -> the (file, line) it was charged
+    stacks = []
+    for stack_id, (frames, thread, python_ns, native_ns, system_ns) in enumerate(
+            snapshot["stacks"]):
+        own = frames[depth:]
+        if (len(frames) < depth or any(is_elided(f) or user(f) for f, _ in own)
+                or not all(inherited(frames[i], fork_stack[i], i == depth - 1)
+                           for i in range(depth))):
+            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            continue
+        # Where the engine charged it: the innermost inherited user frame; the frame that
+        # called fork being user code, the child goes on in it (an os.fork() of the program).
+        at = next((i for i in range(depth - 1, -1, -1) if user(frames[i][0])), None)
+        if at is None or at == depth - 1:
+            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            continue
+        function_id, line = frames[at]
+        cell = (functions[function_id]["file"], line, function_id)
+        _add(taken.setdefault(cell, [0, 0, 0]), (python_ns, native_ns, system_ns))
+        stack_cells[stack_id] = cell[:2]
+        record = snapshot["threads"][thread]
+        for key, ns in zip(("python_ns", "native_ns", "system_ns"),
+                           (python_ns, native_ns, system_ns)):
+            record[key] -= ns
+            record["unattributed_ns"] += ns
+        stacks.append((tuple(own) or tuple(frames[depth - 1:]), thread, python_ns, native_ns,
+                       system_ns))
+    if not taken:
+        return 0
+    snapshot["stacks"] = stacks
+    lines = []
+    for file_id, line, function_id, *times in snapshot["lines"]:
+        off = taken.get((file_id, line, function_id))
+        if off is not None:
+            times = [max(ns - by, 0) for ns, by in zip(times, off)]
+        if any(times):
+            lines.append((file_id, line, function_id, *times))
+    snapshot["lines"] = lines
+    native = snapshot.get("native")
+    if native and native.get("enabled") and native.get("stacks"):
+        # The native functions the taken stacks named leave their line with them.
+        named: dict[tuple[int, int, int], int] = {}
+        for stack_id, address, ns in native["stacks"]:
+            if stack_id in stack_cells:
+                key = (*stack_cells[stack_id], address)
+                named[key] = named.get(key, 0) + ns
+        cells = []
+        for file_id, line, address, ns in native.get("lines", ()):
+            ns -= min(ns, named.pop((file_id, line, address), 0))
+            if ns:
+                cells.append((file_id, line, address, ns))
+        native["lines"] = cells
+    return sum(sum(ns) for ns in taken.values())
+
+
+# The file name cloudpickle gives every code object it pickles by value (a function of
+# __main__, a lambda, a closure): joblib's loky workers run such functions.
+DYNAMIC_CODE = "<dynamic-code>"
+# How many lines past a function's first line (its first decorator) its `def` may be.
+DEFINITION_LINES = 20
+
+
+def charge_dynamic_code(snapshot: dict[str, Any], sources: Sequence[str],
+                        read_lines: Callable[[str], Sequence[str]]) -> list[str]:
+    """Charge the time of code cloudpickle rebuilt to its source lines (changes
+    ``snapshot``); a warning for the time whose source was not found.
+
+    cloudpickle pickles a function of ``__main__`` (or a lambda, a closure) by value and
+    names its code's file ``<dynamic-code>``; name, qualname, first line and line numbers
+    are the source's. The engine takes that file for no user code, so a loky worker running
+    such a function charged none of its time to a line. Each such function is looked up in
+    ``sources`` (the main script first): the first whose source defines it at its first
+    line (``def NAME``, past decorators, or ``lambda``) is its file. A stack whose innermost
+    such frame is deeper than its innermost user frame is charged to that frame's line
+    instead (moved from the user line, or from the thread's unattributed time)."""
+    files, functions = snapshot["files"], snapshot["functions"]
+    if not any(f["path"] == DYNAMIC_CODE for f in files):
+        return []
+    file_ids = {f["path"]: i for i, f in enumerate(files)}
+    resolved: dict[int, int] = {}  # a <dynamic-code> function id -> its copy in its file
+    unresolved: set[int] = set()
+    for function_id, function in enumerate(list(functions)):
+        if files[function["file"]]["path"] != DYNAMIC_CODE:
+            continue
+        path = next((p for p in sources if _defines(read_lines(p), function)), None)
+        if path is None:
+            unresolved.add(function_id)
+            continue
+        if path not in file_ids:
+            file_ids[path] = len(files)
+            files.append({"path": path, "user": True})
+        resolved[function_id] = len(functions)
+        functions.append(dict(function, file=file_ids[path]))
+
+    def user(function_id: int) -> bool:
+        return not is_elided(function_id) and bool(files[functions[function_id]["file"]]["user"])
+
+    moved: dict[tuple[int, int, int], list[int]] = {}  # line cell -> ns added (or taken: < 0)
+    unfound_ns = 0
+    stacks = []
+    for frames, thread, *times in snapshot["stacks"]:
+        dynamic = [i for i, (f, _) in enumerate(frames) if f in resolved or f in unresolved]
+        charged = max((i for i, (f, _) in enumerate(frames) if user(f)), default=None)
+        if not dynamic or charged is not None and charged > dynamic[-1]:
+            stacks.append((frames, thread, *times))
+            continue
+        function_id, line = frames[dynamic[-1]]
+        if function_id in unresolved:
+            unfound_ns += sum(times)
+            stacks.append((frames, thread, *times))
+            continue
+        target = resolved[function_id]
+        _add(moved.setdefault((functions[target]["file"], line, target), [0, 0, 0]), times)
+        if charged is None:  # it was the thread's unattributed time
+            record = snapshot["threads"][thread]
+            record["unattributed_ns"] -= sum(times)
+            for key, ns in zip(("python_ns", "native_ns", "system_ns"), times):
+                record[key] += ns
+        else:
+            at, at_line = frames[charged]
+            _add(moved.setdefault((functions[at]["file"], at_line, at), [0, 0, 0]),
+                 [-ns for ns in times])
+        stacks.append((tuple((resolved.get(f, f), n) for f, n in frames), thread, *times))
+    snapshot["stacks"] = stacks
+    lines = []
+    for file_id, line, function_id, *times in snapshot["lines"]:
+        change = moved.pop((file_id, line, function_id), None)
+        if change is not None:
+            times = [max(ns + by, 0) for ns, by in zip(times, change)]
+        lines.append((file_id, line, function_id, *times))
+    lines += [(*cell, *times) for cell, times in moved.items() if any(ns > 0 for ns in times)]
+    snapshot["lines"] = lines
+    if not unfound_ns:
+        return []
+    return [f"{_seconds(unfound_ns):.3f} s ran in code cloudpickle rebuilt (file "
+            f"{DYNAMIC_CODE}: a function sent by value, such as one of __main__ run by joblib's "
+            "workers) whose source file was not found: charged to no line"]
+
+
+def _defines(source: Sequence[str], function: dict[str, Any]) -> bool:
+    """Whether ``source`` defines ``function`` (name, first line) at its first line."""
+    first, name = function["first_line"], function["name"]
+    if not 1 <= first <= len(source):
+        return False
+    if name == "<lambda>":
+        return "lambda" in source[first - 1]
+    for number in range(first, min(first + DEFINITION_LINES, len(source) + 1)):
+        text = source[number - 1].strip()
+        if text.startswith(("def ", "async def ", "class ")):
+            return text.startswith((f"def {name}(", f"async def {name}(", f"class {name}(",
+                                    f"class {name}:"))
+    return False
 
 
 class _Charges:
@@ -618,13 +817,15 @@ def _cut_stack_warnings(stack_table: Stacks) -> list[str]:
 
 def _asyncio_summary(snapshot: dict[str, Any]) -> dict[str, Asyncio]:
     """The profile's "asyncio" figures, present when an event loop was seen waiting: the main
-    thread's loop waits, how much of them went to the awaits its tasks were suspended at, and
-    other threads' loop waits (charged where they were sampled)."""
+    thread's loop waits, how much of them went to the awaits its tasks were suspended at (and
+    of that, to the tasks each wait's end woke), and other threads' loop waits (charged where
+    they were sampled)."""
     found = snapshot.get("asyncio") or {}
     if not found.get("loop_wait_ns") and not found.get("other_loop_wait_ns"):
         return {}
     return {"asyncio": {"loop_wait_s": _seconds(found.get("loop_wait_ns", 0)),
                         "await_s": _seconds(found.get("await_ns", 0)),
+                        "woken_s": _seconds(found.get("woken_ns", 0)),
                         "other_loop_wait_s": _seconds(found.get("other_loop_wait_ns", 0))}}
 
 

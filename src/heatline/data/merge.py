@@ -35,12 +35,13 @@ Process = tuple[dict[str, "Any"], "Profile"]  # (info, profile); info: pid, ppid
 
 def merge_processes(
     main: Process, children: Sequence[Process], *, missing: int = 0,
-    end: str = "when the program ended",
+    end: str = "when the program ended", missing_detail: Sequence[str] = (),
 ) -> Profile:
     """The merged profile. ``main`` and each child are (info, profile) where info has pid,
     ppid, role, argv, exit and offset_s (when the process started, in seconds after the main
     process did). ``missing``: children that started but left no profile; ``end``: when the
-    profile ended, for the warning about them ("at the detach" for heatline attach)."""
+    profile ended, for the warning about them ("at the detach" for heatline attach);
+    ``missing_detail``: which they are and why, as far as known (one phrase each)."""
     main_info, main_profile = main
     processes = [main, *sorted(children, key=lambda item: (item[0]["offset_s"], item[0]["pid"]))]
     merged = _copy_to_merge_into(main_profile)
@@ -58,6 +59,7 @@ def merge_processes(
             f"{missing} child process{'es' if missing != 1 else ''} left no profile (killed by "
             f"a signal such as SIGKILL, or still running {end}): "
             f"{'their' if missing != 1 else 'its'} work is missing"
+            + (f": {'; '.join(missing_detail)}" if missing_detail else "")
         )
     # The summary's rules need the merged figures (per process kind, the workers' own time).
     return with_summary(merged)
@@ -152,6 +154,7 @@ def _process_entry(info: dict[str, Any], profile: Profile) -> ProcessRecord:
         "elapsed_s": profile["elapsed_s"],
         "cpu_s": profile["cpu_s"],
         **{key: totals.get(key, 0.0) for key in _TIME_KEYS},
+        "idle_s": profile.get("idle_s", 0.0),
         "peak_bytes": profile["peak_bytes"],
     }
 

@@ -320,10 +320,14 @@ class GpuOn(TypedDict):
 GpuSection = Union[GpuOn, GpuOff]
 
 
-class Asyncio(TypedDict):
+class _AsyncioRequired(TypedDict):
     loop_wait_s: float
     await_s: float
     other_loop_wait_s: float
+
+
+class Asyncio(_AsyncioRequired, total=False):
+    woken_s: float
 
 
 class _AttachedRequired(TypedDict):
@@ -374,6 +378,7 @@ class _ProcessRequired(TypedDict):
     python_s: float
     native_s: float
     system_s: float
+    idle_s: float
     peak_bytes: int
 
 
@@ -418,6 +423,7 @@ class Profile(_ProfileRequired, total=False):
     long_gap_s: float
     steal_s: float
     cpu_count: int
+    idle_s: float
     asyncio: Asyncio
     profiled_periods: list[Period]
     paused: bool
@@ -484,6 +490,12 @@ def _describe(type_: Any) -> str:
 def _check(value: Any, type_: Any, where: str, errors: list[str]) -> None:
     if len(errors) >= MAX_ERRORS:
         return
+    if isinstance(type_, typing.ForwardRef):
+        type_ = type_.__forward_arg__
+    if isinstance(type_, str):
+        # A name in quotes inside a builtin generic (dict[str, "Profile"]): before 3.11,
+        # get_type_hints leaves it unresolved there. It names a type of this module.
+        type_ = globals()[type_]
     origin = typing.get_origin(type_)
     if origin is Union:
         options = typing.get_args(type_)

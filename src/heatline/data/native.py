@@ -17,6 +17,45 @@ if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 
 # A line's list keeps this many functions; the rest is summed into one "[other]" entry.
 MAX_FUNCTIONS = 20
 UNKNOWN = "[unknown]"
+OTHER = "[other]"
+# How the reports name the "[other]" entry: the functions summed past a list's top.
+OTHER_LABEL = "other functions"
+
+# The interpreter's bytecode evaluation (the eval loop, its parts the compiler split off such
+# as `.cold`, the pushing and popping of a Python call's frame, 3.14's tail-called instruction
+# bodies, the specializer it runs): a sample there is
+# the thread running bytecode, Python time, not a native function (interpreter_free).
+_INTERPRETER_PREFIXES = ("_PyEval_EvalFrame", "_PyEvalFrame", "_TAIL_CALL_", "_Py_Specialize_")
+
+
+def is_interpreter(symbol: str, library: str | None) -> bool:
+    """Whether (symbol, library) is the interpreter evaluating bytecode: one of its evaluation
+    functions, in libpython or a python executable that has the interpreter linked in. Other
+    functions of libpython (list_sort, PyObject_Malloc, dict lookups) are native work."""
+    if not library or not symbol.startswith(_INTERPRETER_PREFIXES):
+        return False
+    base = library.rsplit("/", 1)[-1]
+    return base.startswith(("libpython", "python"))
+
+
+def interpreter_free(cells: dict[tuple[str, str | None], int]
+                     ) -> dict[tuple[str, str | None], int]:
+    """A line's (or stack's) {(symbol, library): ns} with the interpreter's samples left out
+    and their time split among the others in proportion. The samples a tick splits its native
+    time among cover the whole interval since the previous tick, in which the thread may also
+    have run bytecode (this line's or the lines it alternates with): that is Python time, which
+    the ticks that found the thread running bytecode already counted, so it names no native
+    function. The line's native time, measured by the ticks, is unchanged; it goes to its
+    native functions only. A cell of only interpreter samples gives {} (its native time
+    unnamed)."""
+    kept = {key: ns for key, ns in cells.items() if not is_interpreter(*key)}
+    if len(kept) == len(cells):
+        return cells
+    named = sum(kept.values())
+    if named <= 0:
+        return {}
+    total = sum(cells.values())
+    return {key: ns * total // named for key, ns in kept.items()}
 
 
 def by_line(native: dict[str, Any] | None) -> dict[tuple[int, int], dict]:
@@ -29,7 +68,8 @@ def by_line(native: dict[str, Any] | None) -> dict[tuple[int, int], dict]:
         cell = result.setdefault((file_id, number), {})
         key = tuple(addresses[address])
         cell[key] = cell.get(key, 0) + ns
-    return result
+    return {where: cells for where, cells in
+            ((where, interpreter_free(cells)) for where, cells in result.items()) if cells}
 
 
 def by_stack(native: dict[str, Any] | None, keys: list) -> dict[Any, dict]:
@@ -43,7 +83,8 @@ def by_stack(native: dict[str, Any] | None, keys: list) -> dict[Any, dict]:
         cell = result.setdefault(keys[stack_id], {})
         key = tuple(addresses[address])
         cell[key] = cell.get(key, 0) + ns
-    return result
+    return {where: cells for where, cells in
+            ((where, interpreter_free(cells)) for where, cells in result.items()) if cells}
 
 
 def other_threads(native: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -124,16 +165,20 @@ def frame(symbol: str, library: str | None, place: dict[str, Any] | None = None
 def function_list(cells: dict[tuple[str, str | None], float], in_seconds: bool = False
                   ) -> list[dict[str, Any]]:
     """The profile's list from {(symbol, library): time}, largest first, at most MAX_FUNCTIONS
-    entries (the rest summed into an "[other]" entry)."""
-    ranked = sorted(cells.items(), key=lambda item: (-item[1], item[0][0], item[0][1] or ""))
-    kept, rest = ranked[:MAX_FUNCTIONS], ranked[MAX_FUNCTIONS:]
+    entries; the rest, and an "[other]" cell already in ``cells`` (lists merged), summed into
+    one "[other]" entry, always last."""
+    ranked = sorted(((key, value) for key, value in cells.items() if key[0] != OTHER),
+                    key=lambda item: (-item[1], item[0][0], item[0][1] or ""))
+    kept = ranked[:MAX_FUNCTIONS]
+    rest = ranked[MAX_FUNCTIONS:] + [(key, value) for key, value in cells.items()
+                                     if key[0] == OTHER]
     scale = 1.0 if in_seconds else 1e-9
     entries = [
         {"symbol": symbol, "library": library, "seconds": round(value * scale, 6)}
         for (symbol, library), value in kept
     ]
     if rest:
-        entries.append({"symbol": "[other]", "library": None,
+        entries.append({"symbol": OTHER, "library": None,
                         "seconds": round(sum(value for _, value in rest) * scale, 6)})
     return [entry for entry in entries if entry["seconds"] > 0]
 
@@ -148,10 +193,15 @@ def merged(one: list[dict[str, Any]], other: list[dict[str, Any]]) -> list[dict[
 
 
 def library_name(path: str | None) -> str:
-    """A library's short name for a report: libopenblas.so.0 -> libopenblas."""
+    """A library's short name for a report: libopenblas.so.0 -> libopenblas; an extension
+    module without its ABI tag: _multiarray_umath.cpython-311-x86_64-linux-gnu.so ->
+    _multiarray_umath."""
     if not path:
         return "anonymous"
     base = path.rsplit("/", 1)[-1]
+    for tag in (".cpython-", ".abi3.", ".pypy"):
+        if tag in base:
+            return base.split(tag, 1)[0]
     return base.split(".so", 1)[0] if ".so" in base else base
 
 

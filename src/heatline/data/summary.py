@@ -43,6 +43,11 @@ WAIT_PLACE_SHARE = 0.25
 STARVED_SHARE = 0.30
 # DataLoader workers busy this share of their time are the bottleneck themselves.
 WORKERS_BUSY_SHARE = 0.60
+# Worker threads: the main thread blocked this share of its time mostly waits ...
+THREADS_MAIN_WAIT_SHARE = 0.50
+# ... and the other threads of its process, with this share of the process's running time in
+# user code, are where the work is done.
+THREADS_WORK_SHARE = 0.50
 # GIL contention: a line whose running time is at least this share Python does no blocking
 # call of its own, so time a thread spends blocked there is time waiting for the GIL ...
 GIL_PYTHON_SHARE = 0.90
@@ -87,11 +92,12 @@ BUSY_THREAD_SHARE = 0.10
 # Rules in the order their sentences are shown; when more than MAX_SENTENCES fire, those with
 # the lowest RANK (diagnoses before descriptions) are kept.
 ORDER = ("processes", "oversubscription", "busy_machine", "dataloader_starvation",
-         "gpu_utilisation", "main_wait", "gil_contention", "pool_imbalance", "hot_lines",
-         "copy_volume", "leaks", "memory_peak")
+         "gpu_utilisation", "main_wait", "worker_threads", "gil_contention", "pool_imbalance",
+         "hot_lines", "copy_volume", "leaks", "memory_peak")
 RANK = {"dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
-        "pool_imbalance": 0, "leaks": 1, "main_wait": 1, "hot_lines": 2, "copy_volume": 3,
-        "processes": 3, "memory_peak": 4, "oversubscription": 0, "busy_machine": 2}
+        "pool_imbalance": 0, "leaks": 1, "main_wait": 1, "worker_threads": 1, "hot_lines": 2,
+        "copy_volume": 3, "processes": 3, "memory_peak": 4, "oversubscription": 0,
+        "busy_machine": 2}
 assert set(ORDER) == set(RANK)
 
 _POOL_ROLES = ("Pool worker", "ProcessPoolExecutor worker")
@@ -497,6 +503,60 @@ def _main_wait(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
             "file": path, "line": line}
 
 
+def _worker_threads(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The main thread mostly waits (blocked THREADS_MAIN_WAIT_SHARE of its time, imports left
+    out) while other threads of its process do the work (THREADS_WORK_SHARE of the process's
+    running time in user code, MIN_SAMPLES' worth): the function those threads spent most
+    running time in (the innermost user frame's; comprehensions counted as their function),
+    and its busiest line."""
+    total, waits = facts.main_waits()
+    waited = sum(waits.values())
+    if facts.main_thread is None or total <= 0 or waited < THREADS_MAIN_WAIT_SHARE * total:
+        return None
+    pid = facts.thread_pid[facts.main_thread]
+    running = 0.0  # the process's running time in user code, every thread
+    by_function: dict[tuple[str, str], float] = {}
+    by_line: dict[tuple[str, str], dict[int, float]] = {}
+    threads = set()
+    for stack in facts.stacks:
+        seconds = stack.python_s + stack.native_s
+        position = facts.user_frame(stack.frames)
+        if (seconds <= 0 or position is None or facts.thread_pid[stack.thread] != pid
+                or facts.importing(stack.frames)):
+            continue
+        running += seconds
+        if stack.thread == facts.main_thread:
+            continue
+        threads.add(stack.thread)
+        frame = facts.frames[stack.frames[position]]
+        key = (frame["file"], _enclosing(frame.get("qualname") or frame.get("name") or "?"))
+        by_function[key] = by_function.get(key, 0.0) + seconds
+        lines = by_line.setdefault(key, {})
+        lines[frame["line"]] = lines.get(frame["line"], 0.0) + seconds
+    work = sum(by_function.values())
+    if work < facts.min_s or work < THREADS_WORK_SHARE * running:
+        return None
+    (path, function), seconds = max(by_function.items(), key=lambda item: (item[1], item[0]))
+    line = max(by_line[(path, function)].items(), key=lambda item: (item[1], -item[0]))[0]
+    count = len(threads)
+    first = next((f.get("first_line") for f in (facts.files.get(path) or {}).get("functions", [])
+                  if f.get("qualname") == function and f.get("first_line")), None)
+    defined = f" ({facts.where(path, first)})" if first else ""
+    return {"text": f"While the main thread waits, {_plural(count, 'other thread')} "
+                    f"{'runs' if count == 1 else 'run'} {_seconds(work)} "
+                    f"({_pct(work / running)} of the running time), {_pct(seconds / work)} of "
+                    f"it in {function}{defined}, most at {facts.place(path, line)}.",
+            "file": path, "line": line}
+
+
+def _enclosing(qualname: str) -> str:
+    """A comprehension's or generator expression's function: ``f`` for
+    ``f.<locals>.<listcomp>``; other names as they are."""
+    import re  # here, not at the top: only a run with working threads needs it
+
+    return re.sub(r"(\.<locals>)?\.<(listcomp|dictcomp|setcomp|genexpr)>$", "", qualname)
+
+
 def _gil(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     """GIL contention between Python threads of one process: at least two threads ran
     Python, and threads were blocked at lines that only run Python (GIL_PYTHON_SHARE of their
@@ -875,6 +935,7 @@ _RULES = {
     "dataloader_starvation": _starvation,
     "gpu_utilisation": _gpu,
     "main_wait": _main_wait,
+    "worker_threads": _worker_threads,
     "gil_contention": _gil,
     "pool_imbalance": _pool_imbalance,
     "hot_lines": _hot_lines,

@@ -15,7 +15,7 @@ The directory is ``$XDG_RUNTIME_DIR/heatline`` when that is usable, else
 symlink), not owned by the user, or open to the group or others is refused. Both files are
 mode 0600, opened with O_NOFOLLOW; the engine keeps no descriptor open between polls. The
 profiled process removes its files when its profile ends (also after Ctrl-C or SIGTERM);
-files left by a process that ended otherwise (os._exit, SIGKILL) are removed by the next run
+files left by a process that ended otherwise (SIGKILL, a crash) are removed by the next run
 or ``heatline ctl``.
 """
 

@@ -477,3 +477,16 @@ def machine_steal_s() -> float | None:
 
 def _utc_iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+
+
+def fresh_stack_main(main: Any, *arguments: Any) -> tuple[Any, tuple[Any, ...]]:
+    """What to call, and with what, to run the program as python runs its main module:
+    ``main`` a code object is evaluated with ``arguments[0]`` as its globals (a script),
+    anything else is called with ``arguments`` (runpy's ``_run_module_as_main``), in C, with
+    heatline's frames set aside meanwhile. Under python the program's frames have none below
+    them (``<module>``, or runpy's for ``-m``, is the bottom one); run from heatline's own
+    frames they would see those: ``sys._getframe().f_back``, faulthandler's tracebacks, a
+    recursion limit reached sooner, ``warnings.warn(stacklevel=...)`` naming heatline's files."""
+    from heatline import _native
+
+    return _native._run_on_fresh_stack, (main, *arguments)

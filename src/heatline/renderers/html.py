@@ -16,6 +16,7 @@ from typing import Any
 from heatline._version import __version__
 from heatline.options import DEFAULT_THRESHOLD_PCT
 from heatline.renderers import View
+from heatline.data import native as native_report
 from heatline.data.queries import (
     call_edges,
     calling_only,
@@ -159,7 +160,13 @@ def _native(profile: Profile, shown: int = 30) -> list[list[Any]]:
                                        [item["symbol"], item["library"], 0.0, []])
             row[2] += item["seconds"]
             row[3].append([thread_name(profile, index), None, item["seconds"]])
+    # the functions past each list's top ("[other]") are no one function: last, whatever their
+    # sum, under the name "other functions"
+    other = functions.pop((native_report.OTHER, None), None)
     rows = sorted(functions.values(), key=lambda row: -row[2])[:shown]
+    if other is not None:
+        other[0:2] = [native_report.OTHER_LABEL, ""]  # in no one library
+        rows.append(other)
     for row in rows:
         row[2] = round(row[2], 6)
         row[3] = sorted(row[3], key=lambda where: -where[2])[:5]

@@ -146,7 +146,8 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
     gpu_terminal.render(console, profile, _short_path)
     if len(profile.get("processes", ())) > 1:
         console.print()
-        console.print(_process_table(profile["processes"]), no_wrap=True, overflow="ellipsis")
+        console.print(_process_table(profile["processes"], console.width), no_wrap=True,
+                      overflow="ellipsis")
     console.print()
     console.print(_footer(profile), style="dim")
     _print_warnings(console, profile)
@@ -389,16 +390,111 @@ def _wrap(source: Text, width: int) -> list[Text]:
 
 def _native_functions(line: LineRecord, shown: int = 3) -> str:
     """Where a hot line's native time went: its top native functions, with their shares of the
-    time the samples named (`dgemm_kernel_HASWELL (libopenblas) 71%`)."""
+    time the samples named (`dgemm_kernel_HASWELL (libopenblas) 71%`); the functions summed
+    past the profile's list ("[other]") come last, as "other functions"."""
     entries = line["native_functions"]
     total = sum(entry["seconds"] for entry in entries)
+    named = [entry for entry in entries if entry["symbol"] != native_report.OTHER]
+    rest = [entry for entry in entries if entry["symbol"] == native_report.OTHER]
     parts = [
-        f"{visible(entry['symbol'])} ({visible(native_report.library_name(entry['library']))}) "
+        f"{visible(short_symbol(entry['symbol']))} "
+        f"({visible(native_report.library_name(entry['library']))}) "
         f"{entry['seconds'] * 100.0 / total:.0f}%"
-        for entry in entries[:shown]
+        for entry in named[:shown]
         if total > 0 and entry["seconds"] * 100.0 / total >= 0.5
     ]
+    parts += [
+        f"{native_report.OTHER_LABEL} {entry['seconds'] * 100.0 / total:.0f}%"
+        for entry in rest
+        if len(named) <= shown and total > 0 and entry["seconds"] * 100.0 / total >= 0.5
+    ]
     return "native: " + ", ".join(parts)
+
+
+# A native function's name in the terminal report is cut to this many characters.
+_SYMBOL_WIDTH = 48
+_QUALIFIERS = ("const", "volatile", "&", "&&", "noexcept")
+
+
+def short_symbol(symbol: str, width: int = _SYMBOL_WIDTH) -> str:
+    """A demangled C++ name as one short row: its template arguments and parameters elided
+    (`partition_unrolled<…>(…)`), its return type and the compiler's clone suffixes
+    (`[clone .constprop.0]`) left out, then cut to ``width`` characters. A C name is kept as it
+    is, cut alike. The profile and the HTML report keep the full name."""
+    while symbol.endswith("]") and " [clone " in symbol:
+        symbol = symbol[:symbol.rindex(" [clone ")]
+    if "<" in symbol or "(" in symbol:
+        symbol = _elided(symbol)
+    if len(symbol) > width:
+        symbol = symbol[:width - 1] + "…"
+    return symbol
+
+
+def _elided(symbol: str) -> str:
+    """``symbol`` with each outermost <...> written <…>, its parameter list (the last
+    outermost (...), before any qualifiers) (…), and the return type before its name left
+    out. An operator's own characters (`operator<<`, `operator()`) are kept."""
+    out: list[str] = []
+    depth, i = 0, 0
+    while i < len(symbol):
+        char = symbol[i]
+        if depth == 0 and symbol.startswith("operator", i):
+            # the operator's own characters: `operator()`, `operator<<`, `operator[]`
+            end = i + len("operator")
+            if symbol.startswith("()", end):
+                end += 2
+            while end < len(symbol) and symbol[end] in "<>=!+-*/%^&|~[],":
+                end += 1
+            out.append(symbol[i:end])
+            i = end
+            continue
+        if char == "<":
+            if depth == 0:
+                out.append("<…")
+            depth += 1
+        elif char == ">" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                out.append(">")
+        elif depth == 0:
+            out.append(char)
+        i += 1
+    text = "".join(out)
+    # the parameter list: the last outermost (...) before any qualifiers
+    tail = text.rstrip()
+    suffix = ""
+    for word in _QUALIFIERS:
+        if tail.endswith(" " + word):
+            suffix = tail[len(tail) - len(word) - 1:] + suffix
+            tail = tail[:len(tail) - len(word) - 1]
+    if tail.endswith(")") and not tail.endswith("operator()"):
+        level = 0
+        for at in range(len(tail) - 1, -1, -1):
+            level += {")": 1, "(": -1}.get(tail[at], 0)
+            if level == 0:
+                head = tail[:at]
+                params = "()" if at == len(tail) - 2 else "(…)"
+                # the return type: what precedes the name's last outermost space
+                space = _last_outer_space(head)
+                if space >= 0:
+                    head = head[space + 1:]
+                return head + params + suffix
+    return text
+
+
+def _last_outer_space(head: str) -> int:
+    """Where the return type ends in ``head`` (a name without its parameters): its last space
+    outside parentheses, not within an operator's name (`operator new`, `operator<< <…>`); -1
+    for none."""
+    level, at = 0, -1
+    for index, char in enumerate(head):
+        level += {"(": 1, ")": -1}.get(char, 0)
+        if char == " " and level == 0:
+            at = index
+    operator = head.rfind("operator")
+    if operator >= 0 and at > operator:
+        at = head.rfind(" ", 0, operator)
+    return at
 
 
 def _native_threads(profile: Profile) -> list[str]:
@@ -595,8 +691,10 @@ def _function_table(
 ) -> Table:
     """The busiest functions. Names and locations come first: at a narrow width the number
     columns are dropped (least telling first) until every name fits whole, then each name's
-    location moves under it; names are never cut or wrapped while numbers remain. "incl %":
-    the time the function was anywhere on the stack (itself and what it called)."""
+    location moves under it; names are never cut or wrapped while optional numbers remain.
+    "total %" and "incl %" (the time the function was anywhere on the stack: itself and what
+    it called) are always shown: a name or location too long for the room they leave folds
+    onto the next rows."""
     inclusive = inclusive or {}
     shown = rows[:MAX_FUNCTION_ROWS]
     cells = []
@@ -643,7 +741,10 @@ def _function_table(
             table.caption_justify = "left"
         return table
 
-    return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True))
+    # The total and the inclusive time are always kept: where even the stacked table with only
+    # them is too wide (a name or location longer than the room left), its first column folds.
+    return _fit(console, priority, lambda kept: build(kept, False), lambda kept: build(kept, True),
+                keep=2)
 
 
 def _column_priority(rows: list[tuple], headers: list[str]) -> list[str]:
@@ -675,13 +776,14 @@ _COLUMN_KEYS = {
 }
 
 
-def _fit(console: Console, priority: list[str], *builders: Any) -> Table:
+def _fit(console: Console, priority: list[str], *builders: Any, keep: int = 1) -> Table:
     """The first table, from the first builder that can, with as many of the optional columns
-    (most important first) as fit the console's width; the last try when none fits."""
+    (most important first, the first ``keep`` always kept) as fit the console's width; the
+    last try when none fits."""
     table = None
     unbounded = console.options.update_width(1 << 20)  # measure the width the table wants
     for build in builders:
-        for count in range(len(priority), 0, -1):
+        for count in range(len(priority), min(keep, len(priority)) - 1, -1):
             table = build(priority[:count])
             if Measurement.get(console, unbounded, table).maximum <= console.width:
                 return table
@@ -797,8 +899,28 @@ def _short_path(path: str) -> str:
     return visible(path if relative.startswith("..") else relative)
 
 
-def _process_table(processes: list[ProcessRecord]) -> Table:
-    """The processes of a run with children (one line each; `view --pid` shows one)."""
+# The Processes table's number columns that may be left out at a narrow width, kept longest
+# first; PID, exit and the command line are always shown (the command line shortened).
+# "idle s" (a fork child's time in its library's loop under its parent's frames: a pool
+# worker waiting for work) and "wait s" (time waiting for a CPU) are shown only where a
+# process has some.
+_PROCESS_OPTIONAL = ("role", "CPU s", "Py s", "nat s", "wait s", "idle s", "ppid", "peak MiB",
+                     "sys s")
+_PROCESS_HEADERS = ("PID", "ppid", "role", "CPU s", "Py s", "nat s", "sys s", "wait s", "idle s",
+                    "peak MiB", "exit", "command line")
+# The command line's column is given at least this many columns (or its longest command,
+# when shorter) before optional columns are left out to make room for it.
+_MIN_COMMAND = 24
+
+
+def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
+    """The processes of a run with children (one line each; `view --pid` shows one), at most
+    ``width`` columns wide. PID and exit are always whole; the command line takes the room
+    left, shortened in the middle (its start names the program, its end often a file), and the
+    optional columns (_PROCESS_OPTIONAL) go, least telling first, until it has _MIN_COMMAND. A
+    command line too long loses its program's directory first (the role and the pid say which
+    process it is; `view --pid` and the profile keep the whole command).
+    The caption wraps at spaces."""
     # Py s and nat s are sampled running time, CPU time where the kernel measured the waits for
     # a CPU (wait s, a column where some process had any). Where it did not (the profile
     # warns), a thread ready to run but waiting for a CPU counts as running, and more runnable
@@ -807,36 +929,98 @@ def _process_table(processes: list[ProcessRecord]) -> Table:
     waits = any(p.get("cpu_wait_s", 0.0) for p in processes)
     busy = not waits and any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"]
                              for p in processes)
-    caption = ("Py s + nat s above CPU s: threads ready to run but waiting for a CPU (more "
-               "runnable threads than cores) count as running; CPU s is only time on a CPU"
-               if busy else None)
-    table = _new_table(title="Processes (heatline view --pid PID shows one)", caption=caption,
-                       caption_justify="left")
-    widest_pid = max(len(str(p[key])) for p in processes for key in ("pid", "ppid"))
-    for header in ("PID", "ppid"):
-        table.add_column(header, justify="right", no_wrap=True, min_width=widest_pid)
-    widest_role = max(len(p["role"]) for p in processes)
-    table.add_column("role", no_wrap=True, min_width=min(26, widest_role))
-    _add_number_columns(table, "CPU s", "Py s", "nat s", "sys s",
-                        *(("wait s",) if waits else ()), "peak MiB")
-    widest_exit = max(len(p["exit"]) for p in processes)
-    table.add_column("exit", no_wrap=True, min_width=min(14, widest_exit))
-    table.add_column("command line", no_wrap=True, overflow="ellipsis", min_width=12)
-    for process in processes:
-        table.add_row(
-            str(process["pid"]),
-            str(process["ppid"]),
-            visible(process["role"]),
-            f"{process['cpu_s']:.2f}",
-            f"{process['python_s']:.2f}",
-            f"{process['native_s']:.2f}",
-            f"{process['system_s']:.2f}",
-            *((f"{process.get('cpu_wait_s', 0.0):.2f}",) if waits else ()),
-            _mb(process["peak_bytes"]),
-            visible(process["exit"]),
-            visible(" ".join(process["argv"])),
-        )
-    return table
+    idle = any(p.get("idle_s", 0.0) > 0 for p in processes)
+    rows = [
+        {
+            "PID": str(process["pid"]),
+            "ppid": str(process["ppid"]),
+            "role": visible(process["role"]),
+            "CPU s": f"{process['cpu_s']:.2f}",
+            "Py s": f"{process['python_s']:.2f}",
+            "nat s": f"{process['native_s']:.2f}",
+            "sys s": f"{process['system_s']:.2f}",
+            "wait s": f"{process.get('cpu_wait_s', 0.0):.2f}",
+            "idle s": f"{process.get('idle_s', 0.0):.2f}",
+            "peak MiB": _mb(process["peak_bytes"]),
+            "exit": visible(process["exit"]),
+            "command line": visible(" ".join(process["argv"])),
+            "short command": visible(" ".join([os.path.basename(process["argv"][0]),
+                                               *process["argv"][1:]])
+                                     if process["argv"] else ""),
+        }
+        for process in processes
+    ]
+    widths = {header: max(len(header), *(len(row[header]) for row in rows))
+              for header in _PROCESS_HEADERS}
+    # PID and ppid share a width, so that a child's ppid lines up under its parent's PID.
+    widths["PID"] = widths["ppid"] = max(widths["PID"], widths["ppid"])
+    needed = widths["command line"]
+
+    def build(kept: tuple[str, ...], command_width: int) -> Table:
+        shown = [h for h in _PROCESS_HEADERS
+                 if (h not in _PROCESS_OPTIONAL or h in kept) and (idle or h != "idle s")
+                 and (waits or h != "wait s")]
+        caption = None
+        if busy and {"CPU s", "Py s", "nat s"} <= set(shown):
+            # Text wrapping at spaces, whatever the print's no_wrap (which keeps cells whole).
+            caption = Text("Py s + nat s above CPU s: threads ready to run but waiting for a "
+                           "CPU (more runnable threads than cores) count as running; CPU s is "
+                           "only time on a CPU", no_wrap=False, overflow="fold")
+        table = _new_table(title="Processes (heatline view --pid PID shows one)",
+                           caption=caption, caption_justify="left")
+        for header in shown:
+            if header == "command line":
+                table.add_column(header, no_wrap=True, width=command_width)
+            else:
+                right = header not in ("role", "exit")
+                table.add_column(header, justify="right" if right else "left", no_wrap=True,
+                                 width=widths[header])
+        for row in rows:
+            cells = [row[h] if h != "command line" else _command(row, command_width)
+                     for h in shown]
+            table.add_row(*cells)
+        return table
+
+    console = Console(width=1 << 20, file=_Discard())  # measures only
+    options = console.options
+    room = 0
+    for count in range(len(_PROCESS_OPTIONAL), -1, -1):
+        kept = _PROCESS_OPTIONAL[:count]
+        others = Measurement.get(console, options, build(kept, 1)).maximum - 1
+        room = width - others
+        if room >= min(needed, _MIN_COMMAND):
+            return build(kept, min(room, needed))
+    return build((), max(room, len("command line")))
+
+
+class _Discard:
+    """A file that drops what is written (a console used only to measure)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _command(row: dict[str, str], width: int) -> str:
+    """A process's command line in ``width`` columns: whole when it fits, else with its
+    program's directory left out, then cut in the middle (_shorten)."""
+    if len(row["command line"]) <= width:
+        return row["command line"]
+    return _shorten(row["short command"], width)
+
+
+def _shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters by an ellipsis in the middle: the start and the
+    end kept, the start given the larger part."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) * 2 // 3
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
 def _footer(profile: Profile) -> str:
@@ -863,8 +1047,11 @@ def _footer(profile: Profile) -> str:
     if unattributed:
         # Time of threads whose stack held no line of the user's code: threads started by
         # libraries (pools, queue feeders), the interpreter starting up and finishing.
+        idle = any(p.get("idle_s", 0.0) > 0 for p in profile.get("processes", ()))
+        workers = ", workers waiting for work (idle s)" if idle else ""
         parts.append(f"{_duration(unattributed)} of thread time in no line of yours (library "
-                     "threads, interpreter start-up and exit; --profile-all shows where)")
+                     f"threads{workers}, interpreter start-up and exit; --profile-all shows "
+                     "where)")
     return "; ".join(parts)
 
 

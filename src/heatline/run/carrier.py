@@ -126,7 +126,9 @@ class Carrier:
     def variables(self, role: str, pythonpath: bytes | None) -> dict[bytes, bytes]:
         """heatline's two variables for a followed child of ``role`` whose environment has
         ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
-        first (the hook takes it out again)."""
+        first (the hook takes it out again). An empty PYTHONPATH, which python takes as none,
+        gives the directory alone with a trailing separator ("DIR:" would put the child's
+        working directory on its sys.path): the hook puts back the empty value."""
         from heatline.engine.session import tables_for_children
 
         if "pycache" not in self.config:  # once per process; a child passes its parent's on
@@ -141,7 +143,9 @@ class Carrier:
             config.pop("main", None)
         hook = os.fsencode(self.config["hook"])
         return {ENV_CONFIG.encode(): encode_config(config),
-                b"PYTHONPATH": hook + (b":" + pythonpath if pythonpath is not None else b"")}
+                b"PYTHONPATH": (hook if pythonpath is None else
+                                hook + os.sep.encode() if not pythonpath else
+                                hook + b":" + pythonpath)}
 
     def preexec_for(self, args: Any, preexec_fn: Any) -> Any:
         """For subprocess with the inherited environment and the program's own ``preexec_fn``:
@@ -343,12 +347,17 @@ def wrap_exec(carrier: Carrier, loaded: bool = False) -> None:
     def fork_exec(args: Any, executable_list: Any, close_fds: Any, pass_fds: Any, cwd: Any,
                   env: Any, *rest: Any, **kwargs: Any) -> Any:
         try:
-            command = [_executed(executable_list), *args[1:]]
-            at = _PREEXEC_AT - 6  # in rest
-            if env is None and len(rest) > at and callable(rest[at]):
-                rest = (*rest[:at], carrier.preexec_for(command, rest[at]), *rest[at + 1:])
-            else:
-                env = carrier.env_for(command, env)
+            argv, candidates = _paths(args), _paths(executable_list)
+            env_list = None if env is None else _paths(env)
+            if argv and candidates and (env is None or env_list is not None):
+                command = [_executed(candidates), *argv[1:]]
+                at = _PREEXEC_AT - 6  # in rest
+                if env is None and len(rest) > at and callable(rest[at]):
+                    rest = (*rest[:at], carrier.preexec_for(command, rest[at]), *rest[at + 1:])
+                else:
+                    new_env = carrier.env_for(command, env_list)
+                    if new_env is not env_list:
+                        env = new_env
         except Exception:  # noqa: BLE001 -- never stop the program's exec
             pass
         # Its child runs only the preexec_fn before it execs (fork hooks run there when there
@@ -371,24 +380,32 @@ def wrap_exec(carrier: Carrier, loaded: bool = False) -> None:
             real[name] = getattr(os, name)
 
     def execv(path: Any, argv: Any) -> Any:
-        return _exec(path, argv, None)
+        plain = _exec_arguments(path, argv, None, fd=False)
+        if plain is None:
+            return real["execv"](path, argv)  # refused as under python, heatline not involved
+        return _exec(path, argv, plain, None)
 
     def execve(path: Any, argv: Any, env: Any) -> Any:
-        return _exec(path, argv, env)
-
-    def _exec(path: Any, argv: Any, env: Any) -> Any:
-        env, failed = carrier.before_exec(path, argv, env)
-        try:
-            if env is None:
-                return real["execv"](path, argv)
+        plain = _exec_arguments(path, argv, env, fd=True)
+        if plain is None:
             return real["execve"](path, argv, env)
+        return _exec(path, argv, plain, env)
+
+    def _exec(path: Any, argv: Any, plain: list[Any], env: Any) -> Any:
+        new_env, failed = carrier.before_exec(path, plain, env)
+        try:
+            if new_env is None:
+                return real["execv"](path, argv)
+            return real["execve"](path, argv, new_env)
         except BaseException:
             failed()
             raise
 
     def spawner(name: str) -> Any:
         def spawn(path: Any, argv: Any, env: Any, *rest: Any, **kwargs: Any) -> Any:
-            env = _try_env(carrier, [path, *argv[1:]], env, env)
+            plain = _exec_arguments(path, argv, env, fd=False)
+            if plain is not None:
+                env = _try_env(carrier, [path, *plain[1:]], env, env)
             return real[name](path, argv, env, *rest, **kwargs)
         spawn.__name__ = spawn.__qualname__ = name
         return spawn
@@ -438,6 +455,41 @@ def _nothing() -> None:
 
 # Where _posixsubprocess.fork_exec takes preexec_fn (3.11 added process_group before it).
 _PREEXEC_AT = 21 if sys.version_info >= (3, 11) else 20
+
+
+_PATH_TYPES = (str, bytes, os.PathLike)
+
+
+def _paths(value: Any) -> list[Any] | None:
+    """``value`` as a new list when it is a list or tuple of paths (str, bytes, os.PathLike),
+    else None. What heatline reads of an exec's sequences, and only so: the items the object
+    holds, read as the real call reads them (a subclass's own __iter__ or __len__ is not
+    called). Anything else goes to the real function untouched, to be refused or read as it
+    would be (an object claiming sys.maxsize items is refused with MemoryError, never walked)."""
+    if isinstance(value, list):
+        items = list(list.__iter__(value))
+    elif isinstance(value, tuple):
+        items = list(tuple.__iter__(value))
+    else:
+        return None
+    return items if all(isinstance(item, _PATH_TYPES) for item in items) else None
+
+
+def _exec_arguments(path: Any, argv: Any, env: Any, fd: bool) -> list[Any] | None:
+    """``argv`` as a list when os.exec*/posix_spawn would accept the call's arguments (``fd``:
+    ``path`` may be a descriptor), else None: heatline then leaves the call to the real
+    function, which refuses it as under python, without ending or handing over the run."""
+    if not (isinstance(path, _PATH_TYPES) or (fd and isinstance(path, int))):
+        return None
+    argv = _paths(argv)
+    try:
+        if not argv or not os.fsencode(argv[0]):
+            return None
+    except (TypeError, ValueError):  # a path-like whose __fspath__ gives no path
+        return None
+    if env is not None and not (hasattr(env, "keys") and hasattr(env, "items")):
+        return None
+    return argv
 
 
 def _executed(candidates: Any) -> Any:
@@ -558,14 +610,15 @@ def _built_versions() -> set[tuple[int, int]]:
 
 def _role_of_command(args: Any) -> str | None:
     """From a Python command line: None when the child would not run sitecustomize from
-    PYTHONPATH (-E, -I, -S) or is multiprocessing's resource tracker (it lives until after
-    the main process ends); else the child's role."""
+    PYTHONPATH (-E, -I, -S) or is multiprocessing's or loky's resource tracker (it lives until
+    after the main process ends, so it could never hand its profile in); else the child's
+    role."""
     try:
         words = [os.fsdecode(a) for a in args[1:]] if len(args) > 1 else []
     except TypeError:
         return None
     text = " ".join(words)
-    if "multiprocessing.resource_tracker" in text:
+    if "multiprocessing.resource_tracker" in text or "loky.backend.resource_tracker" in text:
         return None
     index = 0
     while index < len(words):

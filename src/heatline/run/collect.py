@@ -31,7 +31,7 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
     from heatline.data.merge import merge_processes, merge_segments
 
     directory = carrier.config["dir"]
-    found, started, finished, problems = _read_children(directory)
+    found, started, finished, problems = _read_children(directory, _sources(main_profile))
     children = []
     segments = []  # this process's, before its execs
     for token, info, profile, segment in found:
@@ -54,16 +54,28 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
         return main_profile
     main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
                  "argv": list(main_profile["argv"]), "exit": main_exit, "offset_s": 0.0}
-    merged = merge_processes((main_info, main_profile), children, missing=missing)
+    merged = merge_processes((main_info, main_profile), children, missing=missing,
+                             missing_detail=_missing_detail(started - finished))
     merged["warnings"] += sorted(problems)
     return merged
 
 
-def _read_children(directory: str) -> tuple[list[Any], set[str], set[str], list[str]]:
+def _sources(main_profile: dict[str, Any]) -> list[str]:
+    """Where the code a child ran from cloudpickle's payloads may come from (its functions of
+    ``__main__`` first): the main script, then the main process's other files."""
+    program = main_profile.get("program", "")
+    return [*([program] if os.path.isabs(program) else []),
+            *(path for path in main_profile.get("files", {}) if path != program)]
+
+
+def _read_children(directory: str, sources: list[str] | None = None,
+                   ) -> tuple[list[Any], set[str], set[str], list[str]]:
     """What the children wrote into ``directory``: (token, info, profile, segment) for each
     profile read (info has pid, ppid, role, argv, exit and start_epoch; segment: a part of the
     main process written at its exec), the tokens of the children that started, of those that
-    wrote a profile, and one line for each profile that could not be written or read."""
+    wrote a profile, and one line for each profile that could not be written or read.
+    ``sources``: where code cloudpickle rebuilt may come from (build.py,
+    charge_dynamic_code)."""
     import marshal
 
     from heatline.data.build import build_profile
@@ -94,6 +106,8 @@ def _read_children(directory: str) -> tuple[list[Any], set[str], set[str], list[
                 elapsed_s=payload["elapsed_s"],
                 cpu_s=payload["cpu_s"],
                 sampling_interval_s=payload["sampling_interval_s"],
+                fork_stack=payload.get("fork_stack") or None,
+                dynamic_sources=sources or (),
             )
         except Exception as exc:  # noqa: BLE001 -- a torn or foreign file costs only that child
             problems.append(f"the profile of child process {name.split('-')[0]} could not be "
@@ -120,7 +134,7 @@ def merge_attached(main_profile: dict[str, Any], directory: str, main_info: dict
     the attacher's to remove."""
     from heatline.data.merge import merge_processes
 
-    found, started, finished, problems = _read_children(directory)
+    found, started, finished, problems = _read_children(directory, _sources(main_profile))
     children = []
     for _, info, profile, _ in found:
         info["offset_s"] = info.pop("start_epoch") - main_epoch
@@ -132,6 +146,23 @@ def merge_attached(main_profile: dict[str, Any], directory: str, main_info: dict
                              missing=missing, end="at the detach")
     merged["warnings"] += sorted(problems)
     return merged
+
+
+def _missing_detail(tokens: set[str]) -> list[str]:
+    """Which children left no profile, and why, as far as the system still tells: one still
+    running is named by its command line (a helper that outlives the program, such as loky's
+    resource tracker); one gone ended without writing (killed by a signal such as SIGKILL)."""
+    detail = []
+    for token in sorted(tokens):
+        pid = token.split("-")[0]
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read(400).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            detail.append(f"process {pid} ended without writing it (killed by a signal)")
+            continue
+        detail.append(f"process {pid} was still running ({command[:200]})")
+    return detail
 
 
 def _exit_status(appended: bytes) -> str:

@@ -1,5 +1,6 @@
 """Finishing a run: the atexit handler that stops the engine, merges the children's profiles,
-and writes the profile and the report (and the periodic writes of --write-interval)."""
+and writes the profile and the report (and the periodic writes of --write-interval), and the
+os._exit wrapper that runs it first when the program leaves that way."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from heatline.options import Options
 from heatline.run import collect
 from heatline.run.errors import rearm_sigint_exit
 from heatline.run.isolation import own_imports
-from heatline.run.output import internal_error, one_line, stderr_fd, write_stderr
+from heatline.run.output import (
+    internal_error,
+    one_line,
+    set_buffers_lost,
+    stderr_fd,
+    write_stderr,
+)
 from heatline.run.sigterm import terminating
 
 # typing only for type checkers: a run's path imports none (heatline/__init__.py).
@@ -49,6 +56,7 @@ class Finisher:
     def __call__(self) -> None:
         if os.getpid() != self.pid:
             return
+        self.pid = -1  # once, whichever exit path comes first (atexit, os._exit, SIGTERM, exec)
         if not self.status_known and isinstance(getattr(sys, "last_value", None),
                                                 KeyboardInterrupt):
             # The interpreter printed an uncaught KeyboardInterrupt (PyErr_Print sets
@@ -131,3 +139,31 @@ class Finisher:
                 os._exit(WRITE_FAILED_STATUS)
             return False
 
+
+
+def wrap_os_exit(finisher: Finisher, real: dict[str, Any]) -> None:
+    """os._exit in the run's main process (from the program, or from one of its atexit
+    handlers, which run before heatline's) skips the atexit handler that writes the profile:
+    the wrapper runs it first, without flushing the program's buffered output (os._exit loses
+    it, as under python), then exits with the status given. A status the real os._exit
+    refuses goes to it untouched, and the run goes on. ``real`` keeps the real function
+    (carrier.real: a fork child's own wrapper calls it, follow.py)."""
+    real_exit = real.setdefault("_exit", os._exit)
+
+    def _exit(status: Any) -> Any:
+        if finisher.pid == os.getpid() and exit_status_accepted(status):
+            finisher.exit = f"os._exit({status})"
+            finisher.succeeded = status == 0
+            set_buffers_lost(True)
+            try:
+                finisher()
+            finally:
+                set_buffers_lost(False)
+        return real_exit(status)
+
+    os._exit = _exit
+
+
+def exit_status_accepted(status: Any) -> bool:
+    """Whether os._exit takes ``status`` (a C int) rather than raising."""
+    return isinstance(status, int) and -(2**31) <= status < 2**31

@@ -126,9 +126,26 @@ def _after_fork_in_child(carrier: Carrier) -> None:
         # followed if it is Python; a session here would leave a profile never written.
         return
     try:
-        start_child(carrier, "fork child", os.getppid(), gpu=0)
+        start_child(carrier, "fork child", os.getppid(), gpu=0, fork_stack=_fork_stack())
     except Exception:  # noqa: BLE001 -- the child must run even if heatline cannot follow
         pass
+
+
+def _fork_stack() -> list[tuple[str, str, int]]:
+    """The frames a fork child inherited from its parent, outermost first, down to the one
+    that called fork: (file, function name, line) each. They stay suspended at those lines
+    while the child runs below them (a Pool worker's loop runs under the parent's
+    ``with Pool(...)`` line and ends with os._exit): data/build.py tells the child's own
+    work from its time under them (``release_inherited``)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:  # this module's hooks
+        frame = frame.f_back
+    stack = []
+    while frame is not None:
+        stack.append((frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno))
+        frame = frame.f_back
+    stack.reverse()
+    return stack
 
 
 def start_spawned(config: dict[str, Any]) -> None:
@@ -145,9 +162,11 @@ def start_spawned(config: dict[str, Any]) -> None:
                 gpu=None)
 
 
-def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None:
+def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None,
+                fork_stack: list[tuple[str, str, int]] | None = None) -> None:
     """Start a fresh session in this (child) process and arrange for its profile to be
-    written into the run directory whichever way the process ends."""
+    written into the run directory whichever way the process ends. ``fork_stack``: a fork
+    child's inherited frames (_fork_stack), written with its profile."""
     import atexit
 
     from heatline.engine import session as session_module
@@ -162,6 +181,8 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None) -> None
     session = session_module.Session(program=program_label(), argv=list(sys.argv), **arguments)
     token = f"{os.getpid()}-{time.monotonic_ns():x}"
     finisher = ChildFinisher(carrier, session, role, ppid, token)
+    if fork_stack:
+        finisher.fork_stack = fork_stack
     session.start()
     carrier.finisher = finisher
     _touch(os.path.join(carrier.config["dir"], token + ".started"))
@@ -192,8 +213,9 @@ def program_label() -> str:
 def _wrap_exit(carrier: Carrier, finisher: ChildFinisher) -> None:
     real_exit = carrier.real.setdefault("_exit", os._exit)
 
-    def _exit(status: int) -> Any:
-        if finisher.pid == os.getpid():
+    def _exit(status: Any) -> Any:
+        # A status os._exit refuses (it raises) leaves the child running, and profiled.
+        if finisher.pid == os.getpid() and isinstance(status, int) and -(2**31) <= status < 2**31:
             finisher.exit = f"os._exit({status})"
             finisher()
         return real_exit(status)
@@ -221,6 +243,7 @@ class ChildFinisher:
         self.pid = os.getpid()
         self.succeeded = True  # what SigtermGuard sets
         self.exit = "exit"
+        self.fork_stack: list[tuple[str, str, int]] = []  # a fork child's inherited frames
 
     def __call__(self) -> None:
         if os.getpid() != self.pid:
@@ -271,6 +294,7 @@ class ChildFinisher:
             "role": _refine_role(self.role),
             "exit": self.exit,
             "start_epoch": session.start_epoch,  # its timelines' time 0, as the main's
+            "fork_stack": self.fork_stack,
             "snapshot": snapshot,
         })
 

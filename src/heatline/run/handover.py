@@ -31,7 +31,7 @@ import time
 from heatline.run import carrier as carriers
 from heatline.run import collect, follow
 from heatline.run.carrier import Carrier
-from heatline.run.output import set_exec_pending, write_stderr
+from heatline.run.output import set_buffers_lost, write_stderr
 
 # typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
@@ -97,12 +97,12 @@ def _hand_over(carrier: Carrier) -> Callable[[], None]:
 
 def _end_run(finisher: Any) -> None:
     """Write the run's profile and report now: the exec'd program is not followed."""
-    set_exec_pending(True)
+    set_buffers_lost(True)
     finisher.status_known = False  # the exec'd program's status will be the process's
     try:
         finisher()
     finally:
-        set_exec_pending(False)
+        set_buffers_lost(False)
     finisher.pid = -1  # done: an exec that fails after all goes on unprofiled
 
 
@@ -130,7 +130,7 @@ def continue_run(config: dict[str, Any]) -> None:
     from heatline.engine import marked
     from heatline.options import Options
     from heatline.run import isolation
-    from heatline.run.finish import Finisher
+    from heatline.run.finish import Finisher, wrap_os_exit
     from heatline.run.sigterm import SigtermGuard
 
     carrier = Carrier(config)
@@ -158,4 +158,5 @@ def continue_run(config: dict[str, Any]) -> None:
         return
     atexit.register(finisher)
     SigtermGuard(finisher).install()
+    wrap_os_exit(finisher, carrier.real)
     follow.install(carrier)  # its fork hook must run after the guard's (in a child)

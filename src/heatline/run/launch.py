@@ -24,7 +24,7 @@ from heatline.run import carrier as carriers
 from heatline.run import follow, handover
 from heatline.run.isolation import OWN_PATH, set_aside_own_modules
 from heatline.run.errors import SkipOnce, report_uncaught
-from heatline.run.finish import Finisher
+from heatline.run.finish import Finisher, wrap_os_exit
 from heatline.run.program import Program, ProgramError, find_module, find_script
 from heatline.run.output import flush
 from heatline.run.sigterm import SigtermGuard
@@ -46,7 +46,7 @@ def run_module(module: str, args: list[str], options: Options) -> Launch:
 
 
 def start(program: Program, options: Options) -> Launch:
-    from heatline.engine.session import Session
+    from heatline.engine.session import Session, fresh_stack_main
 
     _check_outfile_is_not_the_program(options.outfile, program.file)
     main = _fresh_main_module(program.module_attrs)
@@ -96,6 +96,7 @@ def start(program: Program, options: Options) -> Launch:
     wrapped = () if options.no_children else carriers.WRAPPED_MODULES
     finisher.own_modules = set_aside_own_modules(wrapped)
     SigtermGuard(finisher).install()
+    wrap_os_exit(finisher, carrier.real)
     follow.install(carrier)  # its fork hook must run after the guard's (in a child)
     if options.write_interval_s is not None and options.outfile:
         session.every(options.write_interval_s, finisher.write_so_far)
@@ -105,14 +106,15 @@ def start(program: Program, options: Options) -> Launch:
             sys.stderr.write(f"heatline: pprof server on {finisher.server.url}\n")
             sys.stderr.flush()
     if program.runpy_main is None:
-        return Launch(exec, (program.code, main.__dict__), finisher, flush_at_end=True)
+        return Launch(*fresh_stack_main(program.code, main.__dict__), finisher, flush_at_end=True)
     # python imports runpy once sys.path[0] is set, among the program's modules, and runs
     # the program with runpy._run_module_as_main, which looks it up (importing its parent
     # packages) and executes it: the same call here, so that the lookup is the program's (its
     # imports stay in sys.modules; profiled) and its tracebacks show runpy's frames, python's.
     import runpy
 
-    return Launch(runpy._run_module_as_main, program.runpy_main, finisher, flush_at_end=False)
+    return Launch(*fresh_stack_main(runpy._run_module_as_main, *program.runpy_main), finisher,
+                  flush_at_end=False)
 
 
 def _fresh_main_module(attrs: dict[str, Any]) -> types.ModuleType:
@@ -151,11 +153,10 @@ class Launch:
     """A program ready to run, the profiler started: ``launch.main(*launch.take())``, then
     ``launch.ended(exc)`` with whatever escaped it (None if nothing did).
 
-    ``main`` is ``exec`` for a script, runpy's ``_run_module_as_main`` for a module, a
-    directory or a zip archive, as python calls them. The call is left to the caller so that
-    it can happen in the shallowest frame heatline has (heatline/__main__.py's module level):
-    the program sees as few heatline frames below its own as possible (sys._getframe(), the
-    recursion limit, warnings' stacklevel)."""
+    ``main`` runs the script's code, or runpy's ``_run_module_as_main`` for a module, a
+    directory or a zip archive, as python runs them, on a fresh frame stack
+    (engine/session.py, fresh_stack_main): the program sees none of heatline's frames below its
+    own (sys._getframe(), faulthandler, the recursion limit, warnings' stacklevel)."""
 
     def __init__(
         self, main: Any, arguments: tuple[Any, ...], finisher: Any, *, flush_at_end: bool

@@ -14,14 +14,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-_exec_pending = False  # the process is about to exec (handover.py)
+_buffers_lost = False  # the process is about to exec (handover.py) or os._exit (finish.py)
 
 
-def set_exec_pending(pending: bool) -> None:
-    """While the run ends before an exec: the exec loses the program's buffered output, as
-    under python, so heatline's writes do not flush it either."""
-    global _exec_pending
-    _exec_pending = pending
+def set_buffers_lost(lost: bool) -> None:
+    """While the run ends before an exec or in os._exit: these lose the program's buffered
+    output, as under python, so heatline's writes do not flush it either."""
+    global _buffers_lost
+    _buffers_lost = lost
 
 
 def one_line(exc: BaseException) -> str:
@@ -38,8 +38,9 @@ def stderr_fd() -> Any:
     and leaves the descriptor open), for what heatline writes at exit: the process's stderr,
     wherever the program pointed sys.stderr (into its log, None, stdout). Whatever the
     program's streams hold is flushed first, so heatline's text comes after it."""
-    # Killed by SIGTERM or about to exec, python would not flush them: neither do we.
-    if not sigterm.terminating() and not _exec_pending:
+    # Killed by SIGTERM, about to exec or in os._exit, python would not flush them: neither
+    # do we.
+    if not sigterm.terminating() and not _buffers_lost:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             flush(stream)
     encoding = getattr(sys.__stderr__, "encoding", None) or "utf-8"

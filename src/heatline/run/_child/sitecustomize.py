@@ -68,8 +68,9 @@ def _config(text):
 
 
 def _restore_pythonpath(hook_dir):
-    """PYTHONPATH as the parent passed it: carrier.env_for put this directory first, alone
-    when the parent passed none."""
+    """PYTHONPATH as the parent passed it: carrier.Carrier.variables put this directory first,
+    alone when the parent passed none, alone with a trailing separator when it passed an empty
+    one."""
     import os
 
     value = os.environ.get("PYTHONPATH")
@@ -80,6 +81,8 @@ def _restore_pythonpath(hook_dir):
         return
     if separator:
         os.environ["PYTHONPATH"] = rest
+    elif first.endswith(os.sep):
+        os.environ["PYTHONPATH"] = ""
     else:
         del os.environ["PYTHONPATH"]
 
