@@ -139,6 +139,11 @@ def build_profile(
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
 
 
+# A stack's or a line's times, in order, as a thread record's keys (a snapshot without
+# cpu_wait has the first three).
+_TIME_NS_KEYS = ("python_ns", "native_ns", "system_ns", "cpu_wait_ns")
+
+
 def release_inherited(snapshot: dict[str, Any], fork_stack: Sequence[Sequence[Any]]) -> int:
     """A fork child's time in library code under the frames it inherited from its parent,
     taken off the user line it was charged to; the ns taken (changes ``snapshot``).
@@ -175,31 +180,28 @@ def release_inherited(snapshot: dict[str, Any], fork_stack: Sequence[Sequence[An
     taken: dict[tuple[int, int, int], list[int]] = {}  # the line cell -> ns taken off it
     stack_cells: dict[int, tuple[int, int]] = {}  # stack id -> the (file, line) it was charged
     stacks = []
-    for stack_id, (frames, thread, python_ns, native_ns, system_ns) in enumerate(
-            snapshot["stacks"]):
+    for stack_id, (frames, thread, *times) in enumerate(snapshot["stacks"]):
         own = frames[depth:]
         if (len(frames) < depth or any(is_elided(f) or user(f) for f, _ in own)
                 or not all(inherited(frames[i], fork_stack[i], i == depth - 1)
                            for i in range(depth))):
-            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            stacks.append((frames, thread, *times))
             continue
         # Where the engine charged it: the innermost inherited user frame; the frame that
         # called fork being user code, the child goes on in it (an os.fork() of the program).
         at = next((i for i in range(depth - 1, -1, -1) if user(frames[i][0])), None)
         if at is None or at == depth - 1:
-            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            stacks.append((frames, thread, *times))
             continue
         function_id, line = frames[at]
         cell = (functions[function_id]["file"], line, function_id)
-        _add(taken.setdefault(cell, [0, 0, 0]), (python_ns, native_ns, system_ns))
+        _add(taken.setdefault(cell, [0] * len(times)), times)
         stack_cells[stack_id] = cell[:2]
         record = snapshot["threads"][thread]
-        for key, ns in zip(("python_ns", "native_ns", "system_ns"),
-                           (python_ns, native_ns, system_ns)):
-            record[key] -= ns
+        for key, ns in zip(_TIME_NS_KEYS, times):
+            record[key] = record.get(key, 0) - ns
             record["unattributed_ns"] += ns
-        stacks.append((tuple(own) or tuple(frames[depth - 1:]), thread, python_ns, native_ns,
-                       system_ns))
+        stacks.append((tuple(own) or tuple(frames[depth - 1:]), thread, *times))
     if not taken:
         return 0
     snapshot["stacks"] = stacks
@@ -285,15 +287,16 @@ def charge_dynamic_code(snapshot: dict[str, Any], sources: Sequence[str],
             stacks.append((frames, thread, *times))
             continue
         target = resolved[function_id]
-        _add(moved.setdefault((functions[target]["file"], line, target), [0, 0, 0]), times)
+        _add(moved.setdefault((functions[target]["file"], line, target), [0] * len(times)),
+             times)
         if charged is None:  # it was the thread's unattributed time
             record = snapshot["threads"][thread]
             record["unattributed_ns"] -= sum(times)
-            for key, ns in zip(("python_ns", "native_ns", "system_ns"), times):
-                record[key] += ns
+            for key, ns in zip(_TIME_NS_KEYS, times):
+                record[key] = record.get(key, 0) + ns
         else:
             at, at_line = frames[charged]
-            _add(moved.setdefault((functions[at]["file"], at_line, at), [0, 0, 0]),
+            _add(moved.setdefault((functions[at]["file"], at_line, at), [0] * len(times)),
                  [-ns for ns in times])
         stacks.append((tuple((resolved.get(f, f), n) for f, n in frames), thread, *times))
     snapshot["stacks"] = stacks
