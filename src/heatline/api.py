@@ -320,7 +320,7 @@ class Profiler:
 # The numbers of a line or function (docs/profile-format.md): seconds, then bytes.
 _STAT_FIELDS = [(key, float if key.endswith("_s") else int) for key in (
     "python_s", "native_s", "system_s", "alloc_python_bytes", "alloc_native_bytes",
-    "peak_bytes", "growth_bytes", "copy_bytes")]
+    "peak_bytes", "growth_bytes", "copy_bytes", "cpu_wait_s")]
 _STAT_KEYS = tuple(key for key, _ in _STAT_FIELDS)
 
 
@@ -329,7 +329,8 @@ class _Totals:
 
     @property
     def time_s(self) -> float:
-        return self.python_s + self.native_s + self.system_s  # type: ignore[attr-defined]
+        return (self.python_s + self.native_s + self.system_s  # type: ignore[attr-defined]
+                + self.cpu_wait_s)  # type: ignore[attr-defined]
 
     @property
     def alloc_bytes(self) -> int:
@@ -342,7 +343,8 @@ class LineStats(  # type: ignore[misc]
                              ("source", str), *_STAT_FIELDS]),
 ):
     """One line that took time or memory: ``file``, ``line``, ``function`` (qualname),
-    ``source``, then the profile's numbers (python_s... copy_bytes), ``time_s``, ``alloc_bytes``."""
+    ``source``, then the profile's numbers (python_s... copy_bytes, then cpu_wait_s: waiting for
+    a CPU), ``time_s`` (python + native + system + cpu_wait), ``alloc_bytes``."""
 
     __slots__ = ()
 
@@ -434,17 +436,17 @@ class Profile:
         result = []
         for path, entry in self.data["files"].items():
             for line in entry["lines"]:
-                if line.get("function") is None and not any(line[k] for k in _STAT_KEYS):
+                if line.get("function") is None and not any(line.get(k, 0) for k in _STAT_KEYS):
                     continue  # a context line
                 result.append(LineStats(path, line["line"], line.get("function") or "",
-                                        line["source"], *(line[k] for k in _STAT_KEYS)))
+                                        line["source"], *(line.get(k, 0) for k in _STAT_KEYS)))
         return result
 
     def functions(self) -> list[FunctionStats]:
         """Every function that took time or memory."""
         return [
             FunctionStats(path, function["qualname"], function["first_line"],
-                          *(function[k] for k in _STAT_KEYS))
+                          *(function.get(k, 0) for k in _STAT_KEYS))
             for path, entry in self.data["files"].items()
             for function in entry["functions"]
         ]

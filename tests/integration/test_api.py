@@ -46,7 +46,8 @@ def _check(truth, profile):
     sampler's longest gap and tick."""
     try:
         test_accuracy._check(truth, test_accuracy.measured(profile),
-                             test_accuracy.mean_gap_s(profile))
+                             test_accuracy.mean_gap_s(profile),
+                             test_accuracy.waits_measured(profile))
     except AssertionError as failure:
         sampler = {k: profile.get(k) for k in ("samples", "max_sample_gap_s", "max_tick_s")}
         raise AssertionError(
@@ -141,7 +142,8 @@ def test_pause_and_resume_drive_the_api_session(tmp_path, run_python):
     got = test_accuracy.measured(out)
     _check({k: truth[k] for k in ("python_loop", "hash_buffer")}, out)
     for paused in ("python_worker", "sleep_phase"):
-        charged = sum(got.get(paused, {}).get(k, 0) for k in ("python_s", "native_s", "system_s"))
+        charged = sum(got.get(paused, {}).get(k, 0)
+                      for k in ("python_s", "native_s", "system_s", "cpu_wait_s"))
         # Unpaused, all of its ~0.5 s would be charged here. A tick that had begun just before
         # pause() may still land on the first paused line (the engine checks the flag, then
         # walks the stack): one tick, which charges at most the longest gap between ticks, read

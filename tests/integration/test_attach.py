@@ -150,7 +150,8 @@ def test_a_window_of_a_phased_program_is_attributed_to_its_phases(tmp_path):
             # a cut instance: its wall time in the window (the phase runs all along it)
             truth[name] = truth.get(name, 0.0) + overlap
     functions = _functions(profile, "attach_phases.py")
-    measured = {name: sum(functions[name][k] for k in ("python_s", "native_s", "system_s"))
+    measured = {name: sum(functions[name].get(k, 0.0)
+                           for k in ("python_s", "native_s", "system_s", "cpu_wait_s"))
                 for name in truth if name in functions}
     assert set(measured) == {"python_phase", "native_phase", "system_phase"}, functions.keys()
     total_truth, total_measured = sum(truth.values()), sum(measured.values())
@@ -163,8 +164,9 @@ def test_a_window_of_a_phased_program_is_attributed_to_its_phases(tmp_path):
         assert abs(share - share_truth) <= 0.03 + slack, (name, share, share_truth, truth,
                                                           measured)
     kinds = {"python_phase": "python_s", "native_phase": "native_s", "system_phase": "system_s"}
-    for name, kind in kinds.items():
-        assert functions[name][kind] >= 0.9 * measured[name], (name, functions[name])
+    for name, kind in kinds.items():  # of the time not spent waiting for a CPU
+        waited = functions[name].get("cpu_wait_s", 0.0)
+        assert functions[name][kind] >= 0.9 * (measured[name] - waited), (name, functions[name])
 
 
 def test_memory_is_counted_from_the_attach_on(tmp_path):
@@ -225,7 +227,7 @@ def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_p
     assert call in (35, 230, 23, 270), call  # nanosleep, clock_nanosleep, select, pselect6
     profile = _profile(out)
     spin = _functions(profile, "attach_sleeper.py")["spin"]
-    spun = spin["python_s"] + spin["native_s"] + spin["system_s"]
+    spun = _all_time(spin)
     # The worker ran all along the window: its time is the window's, less at most a gap.
     window = _window_s(profile)
     assert abs(spun - window) <= 0.05 * window + profile["max_sample_gap_s"], (spun, window)
@@ -237,7 +239,9 @@ def test_a_target_sleeping_in_a_system_call_is_attached_and_keeps_sleeping(tmp_p
     body = [line for line in entry["lines"]
             if line["source"].strip() in ("for i in range(20000):", "total += i * i")]
     assert len(body) == 2, entry["lines"]
-    assert sum(line["python_s"] for line in body) >= 0.5 * spun, (body, spun)
+    # (On a busy machine part of the window is spent waiting for a CPU, of no kind.)
+    assert sum(line["python_s"] + line.get("cpu_wait_s", 0.0) for line in body) >= 0.5 * spun, (
+        body, spun)
     for line in body:
         assert line["native_s"] <= profile["max_sample_gap_s"], line
     # The threads are the program's two (the agent's own thread, heatline's, is left out).
@@ -291,13 +295,13 @@ def test_every_thread_of_a_multi_threaded_target_is_profiled(tmp_path):
     slack = 0.05 * window + 2 * profile["max_sample_gap_s"]
     # Each worker ran (or waited for the GIL, its own time too) all along the window.
     workers = [t for t in profile["threads"] if not t["main"]
-               and t["python_s"] + t["native_s"] + t["system_s"] > 0.2 * window]
+               and _all_time(t) > 0.2 * window]
     assert len(workers) == 3, profile["threads"]
     for thread in workers:
-        charged = thread["python_s"] + thread["native_s"] + thread["system_s"]
+        charged = _all_time(thread)
         assert abs(charged - window) <= slack, (thread, window)
     spin = _functions(profile, "attach_threads.py")["spin"]
-    spun = spin["python_s"] + spin["native_s"] + spin["system_s"]
+    spun = _all_time(spin)
     assert abs(spun - 3 * window) <= 3 * slack, (spun, window)
 
 
@@ -409,7 +413,12 @@ def _wait_file(path, process):
 
 def _spun(process_profile):
     spin = _functions(process_profile, "attach_children.py").get("spin")
-    return 0.0 if spin is None else spin["python_s"] + spin["native_s"] + spin["system_s"]
+    return 0.0 if spin is None else _all_time(spin)
+
+
+def _all_time(entry):
+    """A function's or thread's whole charged time: running, blocked and waiting for a CPU."""
+    return sum(entry.get(k, 0.0) for k in ("python_s", "native_s", "system_s", "cpu_wait_s"))
 
 
 def test_children_started_while_attached_are_followed_and_merged(tmp_path):

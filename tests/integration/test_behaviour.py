@@ -187,7 +187,8 @@ def test_non_daemon_thread_outliving_main_module_is_waited_for_and_profiled(
     assert result.stdout.splitlines()[-2:] == ["worker done", "atexit handler ran"]
     functions = profile.load(profile_path)["files"][program("lingering_thread.py")]["functions"]
     worker = next(f for f in functions if f["qualname"] == "busy_worker")
-    assert worker["python_s"] + worker["native_s"] > 0.1
+    # (It ran, or on a busy machine waited for a CPU to run.)
+    assert worker["python_s"] + worker["native_s"] + worker["cpu_wait_s"] > 0.1
     assert len(profile.load(profile_path)["threads"]) >= 2
 
 
@@ -328,7 +329,8 @@ def test_a_console_script_launcher_is_library_code(run_heatline, tmp_path):
     profile = json.loads(out.read_text())
     assert list(profile["files"]) == [str(bin_dir / "usertool.py")]
     mine = profile["files"][str(bin_dir / "usertool.py")]
-    assert mine["python_pct"] + mine["native_pct"] + mine["system_pct"] == pytest.approx(100.0)
+    assert (mine["python_pct"] + mine["native_pct"] + mine["system_pct"]
+            + mine.get("cpu_wait_pct", 0.0)) == pytest.approx(100.0, abs=0.002)  # 4 roundings
 
 
 def _run_console_script(argv, cwd, out):

@@ -146,8 +146,9 @@ def test_idle_threads_leave_the_flame_graph_until_asked_for(run_heatline, progra
     assert idle == {f"thread {native_id}" for native_id in truth["idle"]}, threads.keys()
     [main] = [node for node in threads.values() if node[0].startswith("main thread")]
     assert not main[4]
-    # Every frame knows its time's kinds: the busy loop's are running time, the waits' system.
-    assert main[3][0] + main[3][1] >= 0.9 * main[1]
+    # Every frame knows its time's kinds: the busy loop's are running time (or, on a busy
+    # machine, waiting for a CPU), the waits' system.
+    assert main[3][0] + main[3][1] + main[3][3] >= 0.9 * main[1]
     assert all(node[3][2] >= 0.95 * node[1] for name, node in threads.items() if name in idle)
 
     out = tmp_path / "idle.html"

@@ -52,6 +52,7 @@ def test_outfile_holds_a_valid_profile_with_the_documented_keys(saved_profile):
         "python_s",
         "native_s",
         "system_s",
+        "cpu_wait_s",
         "attributed_s",
         "unattributed_s",
     }
@@ -66,7 +67,8 @@ def test_outfile_lists_lines_with_cost_in_context_with_percentages(saved_profile
         expected = source.read().splitlines()
     costly = {
         line["line"] for line in busy["lines"]
-        if line["python_s"] + line["native_s"] + line["system_s"] or line["alloc_python_bytes"]
+        if line["python_s"] + line["native_s"] + line["system_s"] + line["cpu_wait_s"]
+        or line["alloc_python_bytes"]
         or line["alloc_native_bytes"] or line["copy_bytes"] or line["freed_bytes"]
     }
     listed = {n for c in costly for n in range(c - 2, c + 3) if 1 <= n <= len(expected)}
@@ -74,7 +76,7 @@ def test_outfile_lists_lines_with_cost_in_context_with_percentages(saved_profile
     assert [line["line"] for line in busy["lines"]] == sorted(listed)
     assert [line["source"] for line in busy["lines"]] == [expected[n - 1] for n in sorted(listed)]
     hot = next(line for line in busy["lines"] if HOT_LINE in line["source"])
-    assert hot["python_pct"] + hot["native_pct"] + hot["system_pct"] > 0
+    assert hot["python_pct"] + hot["native_pct"] + hot["system_pct"] + hot["cpu_wait_pct"] > 0
     assert IDLE_LINE not in [line["source"].strip() for line in busy["lines"]]  # far from cost
     all_pct = sum(
         f[kind + "_pct"] for f in data["files"].values() for kind in ("python", "native", "system")

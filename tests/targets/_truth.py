@@ -7,19 +7,17 @@ profile then follows from what the phase does by construction:
   kind "python": executing bytecode while on a CPU.
   kind "native": inside C code (numpy, BLAS, hashlib) while on a CPU.
   kind "system": inside a blocking call (sleep, I/O, lock, join): blocked, except for the
-    moments it is busy inside that call (entering it, and after the wake-up, runnable until a
-    CPU is free: on a busy machine that wait is milliseconds per wake-up), which are native.
-    heatline counts that last wait as blocked (a thread that has not run since its wait is
-    still waiting, sampler.c), so its native time for such a phase lies between the phase's
-    time on a CPU (on_cpu_s) and its busy time; the tests take that range.
+    moments it is busy inside that call: entering it (on a CPU: native), and after the
+    wake-up, runnable until a CPU is free (on a busy machine milliseconds per wake-up: a wait
+    for a CPU, cpu_wait).
 
 For every phase the busy time is measured, never assumed (a 0.5 s sleep on a loaded 2-core
-machine was seen runnable for 3% of it). For python and native phases, the thread's busy time
-is of that kind and the rest of its wall time, when it was blocked (waiting for the GIL or for
-BLAS's helper threads), is system time. Busy time is the wall time the thread was on a CPU plus
-the time it spent runnable but waiting for a CPU (the second field of
-/proc/thread-self/schedstat), because a thread the machine keeps off its CPU is still busy with
-its own work, and heatline's definition of system time is "blocked".
+machine was seen runnable for 3% of it). Busy time is of two parts, as heatline splits it: the
+time the thread was on a CPU, which is of the phase's kind (native for a "system" phase), and the
+time it was runnable but waiting for a CPU (cpu_wait: the second field of the thread's
+/proc/self/task/TID/schedstat, the kernel's run-queue wait). The rest of its wall time, when it
+was blocked (waiting for the GIL, for BLAS's helper threads, in the blocking call), is system
+time.
 
 "On a CPU" is the thread's task clock (perf_event_open, PERF_COUNT_SW_TASK_CLOCK: wall time
 from each switch-in to the next switch-out), not its CPU time (time.thread_time). The two differ
@@ -33,11 +31,12 @@ perf_event_open is refused (kernel.perf_event_paranoid 3 without privileges) the
 back to thread_time and says so in its file ("busy_clock").
 
 At exit the truths are written as JSON to the file named by $HEATLINE_TRUTH (when set):
-{qualname: {"wall_s", "cpu_s", "on_cpu_s", "python_s", "native_s", "system_s", "busy_clock",
-"kind"}}: cpu_s is thread_time's, on_cpu_s the task clock's (thread_time's in the fallback),
-busy_clock "task-clock" or "thread_time", kind the phase's declared kind. A "system" phase's
-busy moments (entering the call, Popen's Python code before a blocking read) are put under
-native_s, but the truth does not know their kind: Python or native.
+{qualname: {"wall_s", "cpu_s", "on_cpu_s", "python_s", "native_s", "system_s", "cpu_wait_s",
+"busy_clock", "kind"}}: cpu_s is thread_time's, on_cpu_s the task clock's (thread_time's in the
+fallback), busy_clock "task-clock" or "thread_time", kind the phase's declared kind, cpu_wait_s
+its run-queue waits. A "system" phase's time on a CPU (entering the call, Popen's Python code
+before a blocking read) is put under native_s, but the truth does not know its kind: Python or
+native.
 """
 
 import atexit
@@ -127,7 +126,8 @@ def phase(kind):
                 clock.close()
                 split = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0}
                 busy_kind = "native" if kind == "system" else kind
-                split[busy_kind + "_s"] = busy
+                split[busy_kind + "_s"] = on_cpu
+                split["cpu_wait_s"] = busy - on_cpu
                 split["system_s"] = wall - busy
                 with _lock:
                     entry = _truth.setdefault(
@@ -139,6 +139,7 @@ def phase(kind):
                             "python_s": 0.0,
                             "native_s": 0.0,
                             "system_s": 0.0,
+                            "cpu_wait_s": 0.0,
                         },
                     )
                     entry["busy_clock"] = clock.name
@@ -177,7 +178,8 @@ def _voluntary_switches():
 
 class Span:
     """The calling thread over a with-block: its wall time, its busy time (as @phase measures
-    it), its time on a CPU (`on_cpu_s`: busy less the run-queue waits) and how many times it
+    it), its time on a CPU (`on_cpu_s`: busy less the run-queue waits), its run-queue waits
+    (`cpu_wait_s`: busy less the time on a CPU) and how many times it
     blocked (`blocks`, voluntary context switches: the stretches of
     blocked time it went through, GIL hand-overs included). For code that cannot be a phase
     function of its own (a line of the program that waits for its children): the block's lines
@@ -195,6 +197,7 @@ class Span:
         self.wall_s = time.perf_counter() - self._wall
         self.on_cpu_s = min(self._clock.on_cpu_s() - self._on_cpu, self.wall_s)
         self.busy_s = min(self.on_cpu_s + _runqueue_wait_s() - self._waited, self.wall_s)
+        self.cpu_wait_s = self.busy_s - self.on_cpu_s
         self.blocks = _voluntary_switches() - self._blocks
         self._clock.close()
         return False
@@ -202,8 +205,9 @@ class Span:
 
 def busy_s(function, *args):
     """Run ``function(*args)`` on this thread; the thread's busy time while it ran (on a CPU
-    plus runnable but waiting for one, as @phase measures it). For work done in child
-    processes, which report it back to the parent."""
+    plus runnable but waiting for one, as @phase measures it: what heatline charges it as
+    python + native + cpu_wait). For work done in child processes, which report it back to
+    the parent."""
     clock = _BusyClock()
     try:
         busy = clock.busy_s()

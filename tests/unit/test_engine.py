@@ -73,7 +73,7 @@ def test_this_test_file_is_user_code_and_pytest_is_not():
 
 def _by_qualname(snapshot):
     totals = {}
-    for _, _, function, python_ns, native_ns, system_ns in snapshot["lines"]:
+    for _, _, function, python_ns, native_ns, system_ns, _cpu_wait_ns in snapshot["lines"]:
         name = snapshot["functions"][function]["qualname"]
         entry = totals.setdefault(name, [0, 0, 0])
         entry[0] += python_ns
@@ -243,7 +243,7 @@ def test_a_thread_that_has_not_run_is_not_read_again_and_keeps_its_line():
         assert entry["system_ns"] >= snapshot["sampled_ns"] - resolution, (entry, snapshot)
     # All of it to one stack (each thread's): through idle_wait down to the lock's wait.
     functions = snapshot["functions"]
-    through = [(frames, system_ns) for frames, _, _, _, system_ns in snapshot["stacks"]
+    through = [(frames, system_ns) for frames, _, _, _, system_ns, _ in snapshot["stacks"]
                if any(functions[f]["qualname"] == "idle_wait" for f, _ in frames)]
     assert len({frames for frames, _ in through}) == 1, through
     assert functions[through[0][0][-1][0]]["qualname"].split(".")[-1] == "wait"  # Condition's

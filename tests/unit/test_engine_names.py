@@ -28,7 +28,7 @@ def _run_under_engine(filenames):
     snapshot = _native.snapshot()
     paths = [f["path"] for f in snapshot["files"]]
     totals = dict.fromkeys(paths, 0)
-    for file, _, _, python_ns, native_ns, _ in snapshot["lines"]:
+    for file, _, _, python_ns, native_ns, _, _ in snapshot["lines"]:
         totals[paths[file]] += python_ns + native_ns
     return totals
 
@@ -114,8 +114,8 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
     assert gpu["enabled"] is False and gpu["lines"] == [] and gpu["alloc_peak_at"] is None
     threads = snapshot["threads"]
     assert {_profile_name(key) for key in threads[0]} == {
-        "native_id", "main", "python_s", "native_s", "system_s", "unattributed_s", "cpu_s",
-        "engine_wait_s",
+        "native_id", "main", "python_s", "native_s", "system_s", "cpu_wait_s", "unattributed_s",
+        "cpu_s", "engine_wait_s",
     }
     assert "sampling_interval_ns" in snapshot
     # on from start() to stop(): one period, a [start_ns, end_ns] list like a timeline's points

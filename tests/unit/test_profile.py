@@ -101,6 +101,7 @@ def test_percentages_are_shares_of_all_attributed_time():
         "python_s": 0.055,
         "native_s": 0.025,
         "system_s": 0.02,
+        "cpu_wait_s": 0.0,
         "attributed_s": 0.1,
         "unattributed_s": 0.01,
     }
@@ -314,6 +315,7 @@ def test_stacks_share_one_frame_table():
         "python_s": 0.0,
         "native_s": 0.0,
         "system_s": 0.02,
+        "cpu_wait_s": 0.0,
     }
     assert stacks["dropped_s"] == 0.0
 

@@ -398,3 +398,34 @@ def test_the_summary_is_part_of_the_documented_shape(tmp_path):
         broken = dict(built, summary=bad)
         with pytest.raises(data.ProfileError, match="summary"):
             data.validate(broken)
+
+
+def _waiting_for_cpus(running, waited, cpu_s, elapsed=10.0, cpus=2):
+    """One process, its main thread running ``running`` s and waiting ``waited`` s for a CPU at
+    line 20; ``cpu_s`` of CPU in all (its threads' running, those without Python too)."""
+    profile = _profile([(0, _main(20), running, 0.0, 0.0)], elapsed=elapsed, cpu_s=cpu_s,
+                       cpu_count=cpus)
+    profile["totals"]["cpu_wait_s"] = waited
+    profile["threads"][0]["cpu_wait_s"] = waited
+    profile["files"][PROGRAM]["lines"][0]["cpu_wait_s"] = waited
+    return profile
+
+
+def test_oversubscription_is_named_from_a_fifth_of_the_time_waited_for_a_cpu():
+    # CPU time 20 s and 5 s waiting over 10 s: 2.5 CPUs wanted of 2 (1.25 times); 20% waited.
+    text = _rules(_waiting_for_cpus(20.0, 5.0, 20.0))["oversubscription"]["text"]
+    assert "wanted 2.5 CPUs on average on a 2-CPU machine" in text, text
+    assert "so 20% of their time (5.0 s) was spent waiting for one" in text, text
+    assert "app.py:20" in text and "fewer processes or threads" in text, text
+    # Just under either threshold: silent (under 1.25 times the CPUs, it is the machine's load).
+    assert "oversubscription" not in _rules(_waiting_for_cpus(20.0, 4.9, 20.0))
+    below = _rules(_waiting_for_cpus(19.0, 5.0, 19.0))
+    assert "oversubscription" not in below
+    assert "held by other programs" in below["busy_machine"]["text"]
+
+
+def test_waits_for_a_cpu_of_a_profile_without_a_cpu_count_name_no_oversubscription():
+    profile = _waiting_for_cpus(20.0, 10.0, 20.0)
+    del profile["cpu_count"]
+    rules = _rules(profile)
+    assert "oversubscription" not in rules and "busy_machine" in rules

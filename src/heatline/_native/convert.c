@@ -56,9 +56,10 @@ static PyObject *line_item(size_t i, const void *stats) {
     const hl_stats *s = stats;
     const hl_line_cell *c = &s->cells[i];
     const hl_line_stat *l = &s->lines[c->line];
-    return Py_BuildValue("(IiIKKK)", l->file, l->line, c->function,
+    return Py_BuildValue("(IiIKKKK)", l->file, l->line, c->function,
                          (unsigned long long)c->ns[HL_PYTHON], (unsigned long long)c->ns[HL_NATIVE],
-                         (unsigned long long)c->ns[HL_SYSTEM]);
+                         (unsigned long long)c->ns[HL_SYSTEM],
+                         (unsigned long long)c->ns[HL_CPU_WAIT]);
 }
 
 static PyObject *thread_item(size_t i, const void *unused) {
@@ -67,12 +68,12 @@ static PyObject *thread_item(size_t i, const void *unused) {
     const hl_thread_stat *t = &stat;
     hl_engine_thread_stat_locked(i, &stat);
     return Py_BuildValue(
-        "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
+        "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
         t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
         "native_ns", (unsigned long long)t->ns[HL_NATIVE], "system_ns",
-        (unsigned long long)t->ns[HL_SYSTEM], "unattributed_ns",
-        (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns,
-        "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
+        (unsigned long long)t->ns[HL_SYSTEM], "cpu_wait_ns", (unsigned long long)t->ns[HL_CPU_WAIT],
+        "unattributed_ns", (unsigned long long)t->unattributed_ns, "cpu_ns",
+        (unsigned long long)t->cpu_ns, "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
 }
 
 static PyObject *stack_item(size_t i, const void *stats) {
@@ -87,9 +88,10 @@ static PyObject *stack_item(size_t i, const void *stats) {
         else PyTuple_SET_ITEM(frames, (Py_ssize_t)d, frame);
     }
     if (frames == NULL) return NULL;
-    return Py_BuildValue("(NIKKK)", frames, st->thread, (unsigned long long)st->ns[HL_PYTHON],
+    return Py_BuildValue("(NIKKKK)", frames, st->thread, (unsigned long long)st->ns[HL_PYTHON],
                          (unsigned long long)st->ns[HL_NATIVE],
-                         (unsigned long long)st->ns[HL_SYSTEM]);
+                         (unsigned long long)st->ns[HL_SYSTEM],
+                         (unsigned long long)st->ns[HL_CPU_WAIT]);
 }
 
 /* ---- the memory part of the snapshot (memory.h) ----------------------------------------- */
@@ -361,7 +363,7 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         "{s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:N,"
         "s:N,"
         "s:{"
-        "s:K,s:K,s:K,s:K},s:N}",
+        "s:K,s:K,s:K,s:K},s:{s:i,s:l},s:N}",
         "profiled_periods", periods, "profiled_was_paused",
         hl_engine_was_paused() ? Py_True : Py_False, "profiled_periods_count",
         (unsigned long long)periods_count, "profiled_periods_dropped_changes",
@@ -382,7 +384,8 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         gpu_dict(s, view->gpu), "asyncio", "loop_wait_ns", (unsigned long long)view->loop_wait_ns,
         "await_ns", (unsigned long long)view->await_ns, "woken_ns",
         (unsigned long long)view->woken_ns, "other_loop_wait_ns",
-        (unsigned long long)view->other_loop_wait_ns, "native", native_dict(s, &view->native));
+        (unsigned long long)view->other_loop_wait_ns, "cpu_wait", "error", view->schedstat_error,
+        "tid", view->schedstat_tid, "native", native_dict(s, &view->native));
 }
 
 /* ---- the test hooks' stack ----------------------------------------------------------------- */

@@ -508,6 +508,8 @@ void hl_engine_snapshot_begin(hl_snapshot *view) {
     view->stacks_reused = e->sampler.stacks_reused;
     HL_ASSERT(!e->suspended || e->running); /* suspended: running, its thread joined for a fork */
     view->shared_descriptors = e->sampler.shared_descriptors;
+    view->schedstat_error = e->sampler.schedstat_error;
+    view->schedstat_tid = e->sampler.schedstat_tid;
     view->stats = &e->stats;
     view->nthreads = e->sampler.nthreads;
     view->memory = hl_memory_totals_get_locked();

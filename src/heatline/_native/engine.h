@@ -124,6 +124,10 @@ typedef struct hl_snapshot {
     uint64_t long_gaps, long_gap_ns; /* its ticks after gaps over twice the interval (sampler.h) */
     uint64_t stacks_reused; /* samples whose stack was the thread's previous one (sampler.h) */
     int shared_descriptors; /* the sampler opened files in the program's descriptor table */
+    /* run-queue waits: 0 measured, else why not (an errno, or -1: schedstat reads zeros), and
+     * the thread whose file said so (sampler.h) */
+    int schedstat_error;
+    long schedstat_tid;
     /* asyncio (asyncwait.h): the main thread's event loop waits held back, the part of them
      * charged to awaits, the part of that charged to the tasks each wait's end woke, and other
      * threads' loop waits (charged where sampled) */

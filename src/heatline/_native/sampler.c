@@ -38,6 +38,9 @@
  *              3.9, where operators check too, only while another thread holds the GIL);
  *      native  otherwise: running without the GIL inside an operator, which only C code that
  *              released the GIL can do (numpy arithmetic, `a @ b`).
+ *   Of that dt, the run-queue wait the kernel measured since (schedstat; below, "Waiting for a
+ *   CPU") is charged first, as cpu_wait: a runnable thread counts as running in the point
+ *   sample, and the measured waits take its time off the CPU back out of it.
  * The category is a point sample of T's state at a random instant, so over many ticks each
  * line's python/native/system times estimate the time T spent there in each state, without
  * the bias of charging a whole interval's CPU time to wherever the thread stopped.
@@ -114,6 +117,129 @@ static void close_stat(hl_thread *t) {
     t->stat_fd = -1;
 }
 
+/* ---- waiting for a CPU ------------------------------------------------------------------
+ *
+ * A thread's run-queue wait, from /proc/self/task/TID/schedstat (its second field), is known
+ * once the wait ended: read at the ticks where the thread ran, moved out of what the ticks
+ * that found it not run since charged (settle_wait), the rest charged as HL_CPU_WAIT out of its
+ * next ticks. docs/design-engine.md, "Waiting for a CPU", says why and how. The file is kept
+ * open per thread in the sampler's own descriptor table, as the stat file is; in the program's
+ * table it is opened and closed at each read. Missing, refused or reading zeros: no waits are
+ * measured this session (the profile says so). */
+static int open_schedstat(hl_sampler *e, hl_thread *t) {
+    if (t->schedstat_fd >= 0) return t->schedstat_fd;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", t->native_id);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int error = errno;
+        /* a thread that ended meanwhile has no stat file either */
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", t->native_id);
+        if (error != ENOENT || access(path, F_OK) == 0) {
+            e->schedstat_error = error;
+            e->schedstat_tid = t->native_id;
+        }
+        return -1;
+    }
+    if (e->own_table) t->schedstat_fd = fd;
+    return fd;
+}
+
+/* On the sampler thread only, as close_stat. */
+static void close_schedstat(hl_thread *t) {
+    if (t->schedstat_fd >= 0) close(t->schedstat_fd);
+    t->schedstat_fd = -1;
+}
+
+/* The second field of a schedstat file's text, or -1 when it is not three numbers or all three
+ * are 0 while the thread has run (sched_info off). */
+static int parse_run_delay(const char *text, uint64_t cpu_ns, uint64_t *delay_ns) {
+    unsigned long long on_cpu = 0, delay = 0, slices = 0;
+    if (sscanf(text, "%llu %llu %llu", &on_cpu, &delay, &slices) != 3) return -1;
+    if (on_cpu == 0 && delay == 0 && slices == 0 && cpu_ns != 0) return -1;
+    *delay_ns = delay;
+    return 0;
+}
+
+static void forget_unrun(hl_thread *t) {
+    memset(t->unrun_ns, 0, sizeof(t->unrun_ns));
+    t->unrun_cell = -1;
+    t->unrun_stack = HL_NO_STACK;
+}
+
+/* Reads the thread's run-queue wait; returns what it grew by since the previous read. */
+static uint64_t read_run_delay(hl_sampler *e, hl_thread *t, uint64_t cpu_ns) {
+    int fd = open_schedstat(e, t);
+    if (fd < 0) return 0;
+    char buffer[96];
+    ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
+    if (fd != t->schedstat_fd) close(fd);
+    if (n <= 0) return 0;
+    buffer[n] = '\0';
+    uint64_t delay;
+    if (parse_run_delay(buffer, cpu_ns, &delay) != 0) {
+        e->schedstat_error = HL_SCHEDSTAT_ZEROS;
+        e->schedstat_tid = t->native_id;
+        return 0;
+    }
+    if (!t->has_run_delay) { /* the first read: what of it is the session's (sampler.h) */
+        t->has_run_delay = 1;
+        if (t->started_since) t->run_delay_ns = 0;
+        else if (t->native_id == e->start_tid && e->has_start_run_delay)
+            t->run_delay_ns = e->start_run_delay_ns;
+        else t->run_delay_ns = delay;
+    }
+    uint64_t grew = delay >= t->run_delay_ns ? delay - t->run_delay_ns : 0;
+    t->run_delay_ns = delay;
+    t->has_run_delay = 1;
+    return grew;
+}
+
+/* A wait of `grew` ns measured as the thread ran again: first out of what the samples that
+ * found it not run since charged (the wait was then), the rest due from its next samples. */
+static void settle_wait(hl_sampler *e, hl_thread *t, uint64_t grew) {
+    static const int order[] = {HL_PYTHON, HL_NATIVE, HL_SYSTEM};
+    for (size_t i = 0; i < sizeof(order) / sizeof(*order) && grew != 0; i++) {
+        int from = order[i];
+        uint64_t wanted = t->unrun_ns[from] < grew ? t->unrun_ns[from] : grew;
+        if (wanted == 0 || t->unrun_cell < 0) continue;
+        uint64_t moved =
+            hl_stats_move_cell(e->stats, (uint32_t)t->unrun_cell, from, HL_CPU_WAIT, wanted);
+        if (t->unrun_stack != HL_NO_STACK)
+            hl_stats_move_stack(e->stats, t->unrun_stack, from, HL_CPU_WAIT, moved);
+        t->ns[from] -= moved;
+        t->ns[HL_CPU_WAIT] += moved;
+        grew -= moved;
+    }
+    t->cpu_wait_due_ns += grew;
+    forget_unrun(t);
+}
+
+/* While paused: the waits for a CPU meanwhile are charged to no one, the starting thread's
+ * too while it is not registered yet (paused from the start). */
+static void rebase_waits(hl_sampler *e) {
+    if (e->has_start_run_delay && e->schedstat_error == 0) {
+        char path[64], buffer[96];
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", e->start_tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : pread(fd, buffer, sizeof(buffer) - 1, 0);
+        if (fd >= 0) close(fd);
+        uint64_t delay;
+        if (n > 0) {
+            buffer[n] = '\0';
+            if (parse_run_delay(buffer, 0, &delay) == 0) e->start_run_delay_ns = delay;
+        }
+    }
+    for (size_t i = 0; i < e->nthreads; i++) {
+        hl_thread *t = &e->threads[i];
+        if (!t->alive) continue;
+        uint64_t c1;
+        if (e->schedstat_error == 0 && cpu_now(t, &c1) == 0) (void)read_run_delay(e, t, c1);
+        t->cpu_wait_due_ns = 0;
+        forget_unrun(t);
+    }
+}
+
 static int runnable(int stat_fd) {
     char buffer[512];
     if (stat_fd < 0) return 0;
@@ -140,9 +266,14 @@ static void forget_thread(hl_sampler *e, hl_thread *t) {
         charge_loop_wait(e, t->loop_wait);
         t->loop_wait->ns = 0;
     }
+    /* It ended: a wait that ended after its last read cannot be read any more, but the samples
+     * that found it runnable and not run since were that wait. */
+    settle_wait(e, t, t->unrun_ns[HL_PYTHON] + t->unrun_ns[HL_NATIVE]);
+    t->cpu_wait_due_ns = 0;
     t->alive = 0;
     hl_native_thread_close(&t->native);
     close_stat(t);
+    close_schedstat(t);
     forget_memo(t);
 }
 
@@ -176,6 +307,9 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     t->alive = 1;
     hl_native_thread_init(&t->native);
     t->stat_fd = -1;
+    t->schedstat_fd = -1;
+    forget_unrun(t);
+    t->started_since = e->first_tick_done;
     return 0;
 }
 
@@ -448,6 +582,30 @@ static void remember_stack(hl_thread *t, const hl_sampled_stack *stack, int dept
     t->memo_valid = 1;
 }
 
+/* Charges ns of run-queue wait where the sample charges its time (below): the line and its
+ * stack, or the thread's unattributed time. */
+static void charge_cpu_wait(hl_sampler *e, hl_thread *t, uint32_t thread_index,
+                            const hl_frame *target, int complete, const uint64_t *keys,
+                            uint32_t length, uint64_t ns) {
+    if (target == NULL && complete) {
+        t->unattributed_ns += ns;
+    } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
+                                                      target->function, HL_CPU_WAIT, ns) == 0) {
+        t->ns[HL_CPU_WAIT] += ns;
+    } else {
+        e->lost_ns += ns; /* in no line: in no stack either */
+        return;
+    }
+    uint32_t stack_id;
+    if (length == 0) {
+        e->stats->stacks_dropped_ns += ns;
+        e->stats->stacks_frameless_ns += ns;
+    } else if (hl_stats_charge_stack(e->stats, thread_index, keys, length, HL_CPU_WAIT, ns,
+                                     &stack_id) != 0) {
+        e->stats->stacks_dropped_ns += ns;
+    }
+}
+
 static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, uint64_t dt) {
     hl_sampled_stack stack;
     uint64_t keys[HL_MAX_DEPTH];
@@ -461,6 +619,12 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
      * if that sample found it blocked, it is still blocked or just waking (see the header). */
     int idle = t->has_last_cpu && c1 == t->last_cpu_ns;
     int still_waking = idle && t->was_waiting;
+    /* It ran since: a run-queue wait it had meanwhile has ended, and is counted ("Waiting for
+     * a CPU" above). */
+    if (!idle) {
+        if (e->schedstat_error == 0) settle_wait(e, t, read_run_delay(e, t, c1));
+        forget_unrun(t);
+    }
     if (t->has_last_cpu && c1 >= t->last_cpu_ns) t->cpu_ns += c1 - t->last_cpu_ns;
     t->last_cpu_ns = c1;
     t->has_last_cpu = 1;
@@ -522,18 +686,31 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     uint32_t length = stack_keys(s, depth, complete, target, keys);
 
     /* The main thread's event loop waiting for events: held back, to be charged to the awaits
-     * its tasks are suspended at (asyncwait.h). */
-    if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &s->user) {
-        int at = loop_frame(e, s);
-        if (at >= 0 && !t->main) e->other_loop_wait_ns += dt;
-        if (at >= 0 && t->main && at < s->inner &&
-            hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) ==
-                0) {
-            t->ns[category] += dt;
-            hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, dt);
+     * its tasks are suspended at (asyncwait.h). A wait for a CPU measured meanwhile is the
+     * loop's wake-up, part of that wait: held with it. */
+    int at = -1;
+    if (e->on_loop_wait != NULL && category == HL_SYSTEM && complete && target == &s->user)
+        at = loop_frame(e, s);
+    if (at >= 0 && t->main && at < s->inner &&
+        hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) == 0) {
+        t->cpu_wait_due_ns -= t->cpu_wait_due_ns < dt ? t->cpu_wait_due_ns : dt;
+        t->ns[category] += dt;
+        hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, dt);
+        return;
+    }
+
+    /* The run-queue wait measured since, up to the whole sample ("Waiting for a CPU"). */
+    uint64_t wait = t->cpu_wait_due_ns < dt ? t->cpu_wait_due_ns : dt;
+    if (wait != 0) {
+        t->cpu_wait_due_ns -= wait;
+        charge_cpu_wait(e, t, thread_index, target, complete, keys, length, wait);
+        dt -= wait;
+        if (dt == 0) {
+            hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, 0);
             return;
         }
     }
+    if (at >= 0 && !t->main) e->other_loop_wait_ns += dt;
 
     int64_t line_id = -1;
     if (target == NULL && complete) {
@@ -559,12 +736,25 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
                                      &stack_id) != 0) {
         e->stats->stacks_dropped_ns += dt; /* no memory for the stack */
     }
+    /* Not run since the sample before: a wait for a CPU, if that is what kept it, is measured
+     * when it runs again, and then moved out of this charge (settle_wait). */
+    if (idle && line_id >= 0) {
+        int64_t cell = hl_stats_cell(e->stats, target->file, target->line, target->function);
+        if (cell != t->unrun_cell || stack_id != t->unrun_stack) {
+            forget_unrun(t);
+            t->unrun_cell = cell;
+            t->unrun_stack = stack_id;
+        }
+        t->unrun_ns[category] += dt;
+    }
     /* The native functions the time went to (native.c): the samples since the last tick,
      * under the line and under the stack. */
     int native = category == HL_NATIVE;
+    /* (A thread that has not run since was sampled by no one: its time may yet turn out to be
+     * a wait for a CPU, settle_wait, so it names no native function.) */
     hl_native_thread_tick(&t->native, t->native_id,
                           native && line_id >= 0 ? (uint32_t)line_id : HL_NO_LINE,
-                          native ? stack_id : HL_NO_STACK, dt);
+                          native ? stack_id : HL_NO_STACK, idle ? 0 : dt);
 }
 
 static int is_python_thread(void *sampler, long native_id) {
@@ -577,6 +767,7 @@ static void tick(hl_sampler *e, uint64_t dt) {
         if (e->threads[i].alive) sample_thread(e, &e->threads[i], (uint32_t)i, dt);
     /* the threads without a thread state (BLAS pools, C threads): their native time */
     hl_native_others_tick(e->thread_tid, is_python_thread, e);
+    e->first_tick_done = 1;
     e->samples++;
     e->sampled_ns += dt;
     e->after_tick(hl_now_ns());
@@ -719,6 +910,7 @@ static void *sampler_main(void *arg) {
             if (took > e->max_tick_ns) e->max_tick_ns = took;
         } else {
             hl_native_others_rebase(); /* their time while paused is charged to no one */
+            rebase_waits(e);
         }
         hl_sigterm_tick();
         last = now;
@@ -729,11 +921,21 @@ static void *sampler_main(void *arg) {
     uint64_t end = hl_now_ns();
     if (!__atomic_load_n(&e->paused, __ATOMIC_RELAXED) && end - last > e->max_gap_ns)
         e->max_gap_ns = end - last;
+    /* A thread that ran since the last tick may have ended a wait that the samples before
+     * charged (a process about to exit): moved out of them as at a tick. */
+    for (size_t i = 0; i < e->nthreads; i++) {
+        hl_thread *t = &e->threads[i];
+        uint64_t c1;
+        if (t->alive && !__atomic_load_n(&e->paused, __ATOMIC_RELAXED) && e->schedstat_error == 0 &&
+            t->has_last_cpu && cpu_now(t, &c1) == 0 && c1 != t->last_cpu_ns)
+            settle_wait(e, t, read_run_delay(e, t, c1));
+    }
     /* The events' descriptors are in this thread's table: closed here, reopened by the next
      * sampler thread (after a fork, or a new session). */
     for (size_t i = 0; i < e->nthreads; i++) {
         hl_native_thread_close(&e->threads[i].native);
         close_stat(&e->threads[i]);
+        close_schedstat(&e->threads[i]);
     }
     hl_native_others_close();
     hl_lock_release(e->lock);
@@ -742,8 +944,25 @@ static void *sampler_main(void *arg) {
 
 /* ---- started and joined by the engine ------------------------------------------------- */
 
+/* The calling thread's run-queue wait so far, at the session's start (an open, a read and a
+ * close on the starting thread, a moment after which the sampler's first tick covers). */
+static void note_start_run_delay(hl_sampler *e) {
+    e->has_start_run_delay = 0;
+    e->start_tid = (long)gettid();
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char buffer[96];
+    ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
+    close(fd);
+    if (n <= 0) return;
+    buffer[n] = '\0';
+    e->has_start_run_delay = parse_run_delay(buffer, 0, &e->start_run_delay_ns) == 0;
+}
+
 void hl_sampler_prepare(hl_sampler *e) {
     e->stop_requested = 0;
+    e->first_tick_done = 0;
+    note_start_run_delay(e);
     e->started_ns = hl_now_ns();
     e->rng = hl_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
     if (e->rng == 0) e->rng = 1;
@@ -811,6 +1030,7 @@ void hl_sampler_reset(hl_sampler *e) {
         e->threads[i].alive = 0;
         hl_native_thread_forget(&e->threads[i].native);
         e->threads[i].stat_fd = -1;
+        e->threads[i].schedstat_fd = -1;
     }
     free(e->threads);
     e->threads = NULL;
@@ -823,6 +1043,8 @@ void hl_sampler_reset(hl_sampler *e) {
     e->max_gap_ns = e->max_tick_ns = 0;
     e->long_gaps = e->long_gap_ns = 0;
     e->shared_descriptors = 0;
+    e->schedstat_error = 0;
+    e->schedstat_tid = 0;
     free(e->function_kinds); /* function ids are the tables', cleared with them */
     e->function_kinds = NULL;
     e->function_kinds_capacity = 0;

@@ -19,6 +19,9 @@
 #include "native.h"
 #include "stats.h"
 
+/* schedstat_error when the kernel reports no run-queue waits (sched_info off: "0 0 0"). */
+#define HL_SCHEDSTAT_ZEROS (-1)
+
 /* One entry of the thread registry: an OS thread that runs Python code. */
 typedef struct hl_thread {
     uintptr_t tstate;   /* its PyThreadState (only compared and read via hl_memread) */
@@ -38,6 +41,17 @@ typedef struct hl_thread {
     hl_loop_wait *loop_wait;     /* the main thread's event loop wait held back (NULL: never) */
     hl_native_thread native;     /* its native-frames event (native.h) */
     int stat_fd; /* its /proc stat file, kept open in the sampler's own table, or -1 (sampler.c) */
+    int schedstat_fd; /* its /proc schedstat file, kept as stat_fd is, or -1 */
+    int has_run_delay;
+    int started_since; /* first seen after the session's first tick: started since (sampler.c) */
+    uint64_t run_delay_ns; /* its run-queue wait as schedstat last read it */
+    uint64_t cpu_wait_due_ns; /* run-queue wait measured and not charged yet (sampler.c) */
+    /* What its samples charged, per category, while it had not run since the sample before:
+     * to one cell and one stack (its stack cannot change without running), until it runs and
+     * its measured wait is moved out of it (sampler.c, "Waiting for a CPU"). */
+    uint64_t unrun_ns[HL_NCATEGORIES];
+    int64_t unrun_cell; /* -1: none */
+    uint32_t unrun_stack;
     /* Its latest complete stack, read after its CPU clock stood at last_cpu_ns: while the clock
      * stands still the thread has not run, so its stack is this one (sampler.c, "An idle
      * thread's stack"). memo holds memo_capacity frames; memo_valid 0: none to reuse. */
@@ -94,6 +108,17 @@ typedef struct hl_sampler {
     uint64_t long_gaps, long_gap_ns;
     uint64_t stacks_reused; /* samples of a thread that had not run since its previous one,
                              * whose stack was that sample's, not read again (sampler.c) */
+    /* Run-queue waits (sampler.c, "Waiting for a CPU"): 0 while measured, else why they are
+     * not (an errno of opening schedstat, or HL_SCHEDSTAT_ZEROS); the thread whose file said so */
+    int schedstat_error;
+    long schedstat_tid;
+    /* The waits before a thread's first read are no part of the session, except those since
+     * the session started: the starting thread's total then (start_tid, start_run_delay_ns),
+     * and all of a thread's when it was first seen after the first tick (it started since). */
+    long start_tid;
+    uint64_t start_run_delay_ns;
+    int has_start_run_delay;
+    int first_tick_done;
     int own_table; /* the running thread has a descriptor table of its own (sampler.c) */
     int shared_descriptors; /* the thread had to open files in the program's descriptor table
                              * (no table of its own: sampler.c) at a start of this session */

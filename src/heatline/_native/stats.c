@@ -169,6 +169,30 @@ int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function
     return 0;
 }
 
+int64_t hl_stats_cell(const hl_stats *s, uint32_t file, int line, uint32_t function) {
+    uint32_t line_id, id;
+    if (!hl_map_get(&s->line_index, (((uint64_t)file << 32) | (uint32_t)line) + 1, &line_id))
+        return -1;
+    if (!hl_map_get(&s->cell_index, (((uint64_t)line_id << 32) | function) + 1, &id)) return -1;
+    return id;
+}
+
+static uint64_t move_ns(uint64_t *ns, int from, int to, uint64_t wanted) {
+    HL_ASSERT(from >= 0 && from < HL_NCATEGORIES && to >= 0 && to < HL_NCATEGORIES);
+    uint64_t moved = ns[from] < wanted ? ns[from] : wanted;
+    ns[from] -= moved;
+    ns[to] += moved;
+    return moved;
+}
+
+uint64_t hl_stats_move_cell(hl_stats *s, uint32_t cell, int from, int to, uint64_t ns) {
+    return cell < s->ncells ? move_ns(s->cells[cell].ns, from, to, ns) : 0;
+}
+
+uint64_t hl_stats_move_stack(hl_stats *s, uint32_t stack, int from, int to, uint64_t ns) {
+    return stack < s->nstacks ? move_ns(s->stacks[stack].ns, from, to, ns) : 0;
+}
+
 int hl_timeline_add(hl_timeline *tl, uint32_t capacity, uint64_t t_ns, int64_t value) {
     if (tl->buckets == NULL) {
         tl->buckets = calloc(capacity, sizeof(*tl->buckets));

@@ -14,7 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hl_category { HL_PYTHON = 0, HL_NATIVE = 1, HL_SYSTEM = 2, HL_NCATEGORIES = 3 };
+/* HL_CPU_WAIT: runnable, waiting on a run queue for a CPU (sampler.c); not running. */
+enum hl_category {
+    HL_PYTHON = 0,
+    HL_NATIVE = 1,
+    HL_SYSTEM = 2,
+    HL_CPU_WAIT = 3,
+    HL_NCATEGORIES = 4
+};
 
 /* No line: a line id for an event made while no user frame was on the stack. */
 #define HL_NO_LINE UINT32_MAX
@@ -181,6 +188,12 @@ hl_line_memory *hl_stats_line_memory(hl_stats *s, uint32_t line_id);
  * hl_stats_charge_line charges the cell (line, function), creating both on first use. */
 int hl_stats_charge_line(hl_stats *s, uint32_t file, int line, uint32_t function, int category,
                          uint64_t ns);
+/* The id of the cell (line, function), or -1 when it was never charged. */
+int64_t hl_stats_cell(const hl_stats *s, uint32_t file, int line, uint32_t function);
+/* Move up to ns of a cell's (a stack's) time from category `from` to category `to`, no more
+ * than it has; each returns the ns moved. */
+uint64_t hl_stats_move_cell(hl_stats *s, uint32_t cell, int from, int to, uint64_t ns);
+uint64_t hl_stats_move_stack(hl_stats *s, uint32_t stack, int from, int to, uint64_t ns);
 /* frames: outermost first, depth <= HL_MAX_DEPTH, with a marker frame where frames were
  * elided. When the stack table is full, the time is added to stacks_dropped_ns and 0 is
  * returned. *stack_id gets the stack's id (HL_NO_STACK when the time went to none). */

@@ -7,6 +7,7 @@ snapshots; never imports the engine."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -92,7 +93,7 @@ def build_profile(
     cpu_s: float,
     sampling_interval_s: float,
     steal_s: float | None = None,
-    cpu_count: int = 1,
+    cpu_count: int | None = None,
     read_lines: Callable[[str], Sequence[str]] = read_source_lines,
     fork_stack: Sequence[Sequence[Any]] | None = None,
     dynamic_sources: Sequence[str] = (),
@@ -107,6 +108,7 @@ def build_profile(
     (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code)."""
     from heatline.data import gpu as gpu_report
 
+    cpu_count = cpu_count or os.cpu_count() or 1
     idle_ns = None if fork_stack is None else release_inherited(snapshot, fork_stack)
     dynamic_warnings = (charge_dynamic_code(snapshot, dynamic_sources, read_lines)
                         if dynamic_sources else [])
@@ -120,7 +122,7 @@ def build_profile(
     profile = {
         **_run_fields(snapshot, program=program, argv=argv, started_at=started_at,
                       elapsed_s=elapsed_s, cpu_s=cpu_s, interval_ns=interval_ns,
-                      steal_s=steal_s),
+                      steal_s=steal_s, cpu_count=cpu_count),
         **_profiled_periods(snapshot),
         **_asyncio_summary(snapshot),
         **({} if idle_ns is None else {"idle_s": _seconds(idle_ns)}),
@@ -135,6 +137,11 @@ def build_profile(
         + dynamic_warnings,
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
+
+
+# A stack's or a line's times, in order, as a thread record's keys (a snapshot without
+# cpu_wait has the first three).
+_TIME_NS_KEYS = ("python_ns", "native_ns", "system_ns", "cpu_wait_ns")
 
 
 def release_inherited(snapshot: dict[str, Any], fork_stack: Sequence[Sequence[Any]]) -> int:
@@ -173,31 +180,28 @@ def release_inherited(snapshot: dict[str, Any], fork_stack: Sequence[Sequence[An
     taken: dict[tuple[int, int, int], list[int]] = {}  # the line cell -> ns taken off it
     stack_cells: dict[int, tuple[int, int]] = {}  # stack id -> the (file, line) it was charged
     stacks = []
-    for stack_id, (frames, thread, python_ns, native_ns, system_ns) in enumerate(
-            snapshot["stacks"]):
+    for stack_id, (frames, thread, *times) in enumerate(snapshot["stacks"]):
         own = frames[depth:]
         if (len(frames) < depth or any(is_elided(f) or user(f) for f, _ in own)
                 or not all(inherited(frames[i], fork_stack[i], i == depth - 1)
                            for i in range(depth))):
-            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            stacks.append((frames, thread, *times))
             continue
         # Where the engine charged it: the innermost inherited user frame; the frame that
         # called fork being user code, the child goes on in it (an os.fork() of the program).
         at = next((i for i in range(depth - 1, -1, -1) if user(frames[i][0])), None)
         if at is None or at == depth - 1:
-            stacks.append((frames, thread, python_ns, native_ns, system_ns))
+            stacks.append((frames, thread, *times))
             continue
         function_id, line = frames[at]
         cell = (functions[function_id]["file"], line, function_id)
-        _add(taken.setdefault(cell, [0, 0, 0]), (python_ns, native_ns, system_ns))
+        _add(taken.setdefault(cell, [0] * len(times)), times)
         stack_cells[stack_id] = cell[:2]
         record = snapshot["threads"][thread]
-        for key, ns in zip(("python_ns", "native_ns", "system_ns"),
-                           (python_ns, native_ns, system_ns)):
-            record[key] -= ns
+        for key, ns in zip(_TIME_NS_KEYS, times):
+            record[key] = record.get(key, 0) - ns
             record["unattributed_ns"] += ns
-        stacks.append((tuple(own) or tuple(frames[depth - 1:]), thread, python_ns, native_ns,
-                       system_ns))
+        stacks.append((tuple(own) or tuple(frames[depth - 1:]), thread, *times))
     if not taken:
         return 0
     snapshot["stacks"] = stacks
@@ -283,15 +287,16 @@ def charge_dynamic_code(snapshot: dict[str, Any], sources: Sequence[str],
             stacks.append((frames, thread, *times))
             continue
         target = resolved[function_id]
-        _add(moved.setdefault((functions[target]["file"], line, target), [0, 0, 0]), times)
+        _add(moved.setdefault((functions[target]["file"], line, target), [0] * len(times)),
+             times)
         if charged is None:  # it was the thread's unattributed time
             record = snapshot["threads"][thread]
             record["unattributed_ns"] -= sum(times)
-            for key, ns in zip(("python_ns", "native_ns", "system_ns"), times):
-                record[key] += ns
+            for key, ns in zip(_TIME_NS_KEYS, times):
+                record[key] = record.get(key, 0) + ns
         else:
             at, at_line = frames[charged]
-            _add(moved.setdefault((functions[at]["file"], at_line, at), [0, 0, 0]),
+            _add(moved.setdefault((functions[at]["file"], at_line, at), [0] * len(times)),
                  [-ns for ns in times])
         stacks.append((tuple((resolved.get(f, f), n) for f, n in frames), thread, *times))
     snapshot["stacks"] = stacks
@@ -345,10 +350,9 @@ class _Charges:
         self.line_function: dict[tuple[str, int], tuple[str, int]] = {}
         # path -> function key -> {"name", "ns"}
         self.function_ns: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
-        for file_id, line, function_id, python_ns, native_ns, system_ns in snapshot["lines"]:
+        for file_id, line, function_id, *times in snapshot["lines"]:
             path = files[file_id]["path"]
-            times = (python_ns, native_ns, system_ns)
-            _add(self.line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0]), times)
+            _add(self.line_ns.setdefault(path, {}).setdefault(line, [0, 0, 0, 0]), times)
             key = self.function_key(path, function_id)
             self.line_function.setdefault((path, line), key)
             _add(self.function_ns[path][key]["ns"], times)
@@ -366,7 +370,7 @@ class _Charges:
             path = files[record["file"]]["path"]
             fields = memory_report.line_fields(record, elapsed_s)
             self.line_memory.setdefault(path, {})[record["line"]] = fields
-            self.line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0])
+            self.line_ns.setdefault(path, {}).setdefault(record["line"], [0, 0, 0, 0])
             self.line_function.setdefault((path, record["line"]),
                                           self.function_key(path, record["function"]))
 
@@ -375,7 +379,7 @@ class _Charges:
         function = self.functions[function_id]
         key = (function["qualname"], function["first_line"])
         self.function_ns.setdefault(path, {}).setdefault(
-            key, {"name": function["name"], "ns": [0, 0, 0]}
+            key, {"name": function["name"], "ns": [0, 0, 0, 0]}
         )
         return key
 
@@ -383,21 +387,24 @@ class _Charges:
         return sum(sum(ns) for lines in self.line_ns.values() for ns in lines.values())
 
 
-_UNTIMED = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0, "python_pct": 0.0,
-            "native_pct": 0.0, "system_pct": 0.0}
+_UNTIMED = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0, "cpu_wait_s": 0.0,
+            "python_pct": 0.0, "native_pct": 0.0, "system_pct": 0.0, "cpu_wait_pct": 0.0}
 
 
 def _timed(ns: Sequence[int], attributed_ns: int) -> dict[str, float]:
-    """The time fields of a line, function or file from its [python, native, system] ns."""
-    if not (ns[0] or ns[1] or ns[2]):  # a context line: most of a large program's lines
+    """The time fields of a line, function or file from its [python, native, system,
+    cpu_wait] ns."""
+    if not any(ns):  # a context line: most of a large program's lines
         return _UNTIMED
     return {
         "python_s": _seconds(ns[0]),
         "native_s": _seconds(ns[1]),
         "system_s": _seconds(ns[2]),
+        "cpu_wait_s": _seconds(ns[3]),
         "python_pct": _pct(ns[0], attributed_ns),
         "native_pct": _pct(ns[1], attributed_ns),
         "system_pct": _pct(ns[2], attributed_ns),
+        "cpu_wait_pct": _pct(ns[3], attributed_ns),
     }
 
 
@@ -411,7 +418,7 @@ def _files(charges: _Charges, attributed_ns: int, elapsed_s: float,
     """The profile's ``files``: most time first, then most bytes allocated, then by path."""
     entries = []
     for path, lines in charges.line_ns.items():
-        file_total = [sum(ns[i] for ns in lines.values()) for i in range(3)]
+        file_total = [sum(ns[i] for ns in lines.values()) for i in range(4)]
         memories = charges.line_memory.get(path, {})
         allocated = sum(
             m["alloc_python_bytes"] + m["alloc_native_bytes"] for m in memories.values()
@@ -450,7 +457,7 @@ def _listed_lines(charges: _Charges, path: str, attributed_ns: int,
                 "line": number,
                 "source": text,
                 "function": charged_to[0] if charged_to else None,
-                **_timed(lines.get(number, (0, 0, 0)), attributed_ns),
+                **_timed(lines.get(number, (0, 0, 0, 0)), attributed_ns),
                 **memories.get(number, memory_report.empty_fields()),
             }
         )
@@ -541,7 +548,7 @@ def _threads(snapshot: dict[str, Any]
 
 def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
                 started_at: str, elapsed_s: float, cpu_s: float, interval_ns: float,
-                steal_s: float | None) -> dict[str, Any]:
+                steal_s: float | None, cpu_count: int) -> dict[str, Any]:
     """The profile's fields about the run: what ran, where, when, and how it was sampled."""
     from heatline.data import SCHEMA_VERSION
 
@@ -553,6 +560,7 @@ def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
         # What platform.python_version() gives, without importing platform.
         "python_version": sys.version.split()[0],
         "platform": sys.platform,
+        "cpu_count": cpu_count,
         "started_at": started_at,
         "elapsed_s": round(elapsed_s, 6),
         "cpu_s": round(cpu_s, 6),
@@ -571,12 +579,13 @@ def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
 def _totals(charges: _Charges, attributed_ns: int, unattributed_ns: int) -> Totals:
     totals_ns = [
         sum(ns[i] for lines in charges.line_ns.values() for ns in lines.values())
-        for i in range(3)
+        for i in range(4)
     ]
     return {
         "python_s": _seconds(totals_ns[0]),
         "native_s": _seconds(totals_ns[1]),
         "system_s": _seconds(totals_ns[2]),
+        "cpu_wait_s": _seconds(totals_ns[3]),
         "attributed_s": _seconds(attributed_ns),
         "unattributed_s": _seconds(unattributed_ns),
     }
@@ -678,12 +687,13 @@ def _memory_warnings(memory: dict[str, Any]) -> list[str]:
 
 
 def _add(into: list[int], times: Sequence[int]) -> None:
-    for i in range(3):
-        into[i] += times[i]
+    """Adds [python, native, system, cpu_wait] ns (a snapshot without cpu_wait: none)."""
+    for i, ns in enumerate(times):
+        into[i] += ns
 
 
 def _total(entry: FileRecord | FunctionRecord | LineRecord) -> float:
-    return entry["python_s"] + entry["native_s"] + entry["system_s"]
+    return entry["python_s"] + entry["native_s"] + entry["system_s"] + entry["cpu_wait_s"]
 
 
 def _stacks(snapshot: dict[str, Any], files: list, functions: list,
@@ -699,11 +709,10 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
     merged: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
     ranges: dict[tuple[int, tuple[tuple[int, int], ...]], list[int]] = {}
     keys = []  # the engine's stack id -> its merged key
-    for stack, thread_index, python_ns, native_ns, system_ns in snapshot["stacks"]:
+    for stack, thread_index, *times in snapshot["stacks"]:
         shape = tuple((f, 0) if is_elided(f) else (f, line) for f, line in stack)
         keys.append((thread_index, shape))
-        _add(merged.setdefault((thread_index, shape), [0, 0, 0]),
-             (python_ns, native_ns, system_ns))
+        _add(merged.setdefault((thread_index, shape), [0, 0, 0, 0]), times)
         for at, (function_id, count) in enumerate(stack):
             if is_elided(function_id):
                 seen = ranges.setdefault((thread_index, shape[: at + 1]), [count, count])
@@ -716,7 +725,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
     frame_index: dict[Any, int] = {}
     frames: list[dict[str, Any]] = []
     entries = []
-    for (thread_index, shape), (python_ns, native_ns, system_ns) in merged.items():
+    for (thread_index, shape), (python_ns, native_ns, system_ns, wait_ns) in merged.items():
         indices = []
         for at, (function_id, line) in enumerate(shape):
             elided = is_elided(function_id)
@@ -751,7 +760,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
                 frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
             native_ns -= ns
             entries.append({"stack": [*indices, index], "thread": thread_index, "python_s": 0.0,
-                            "native_s": _seconds(ns), "system_s": 0.0})
+                            "native_s": _seconds(ns), "system_s": 0.0, "cpu_wait_s": 0.0})
         entries.append(
             {
                 "stack": indices,
@@ -759,6 +768,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
                 "python_s": _seconds(python_ns),
                 "native_s": _seconds(native_ns),
                 "system_s": _seconds(system_ns),
+                "cpu_wait_s": _seconds(wait_ns),
             }
         )
     # A thread without a Python thread state: one-frame stacks of its native functions; its
@@ -776,7 +786,7 @@ def _stacks(snapshot: dict[str, Any], files: list, functions: list,
                 frames.append(native_report.frame(symbol, library, places.get((symbol, library))))
             named_ns += ns
             entries.append({"stack": [index], "thread": thread_index, "python_s": 0.0,
-                            "native_s": _seconds(ns), "system_s": 0.0})
+                            "native_s": _seconds(ns), "system_s": 0.0, "cpu_wait_s": 0.0})
         dropped_ns += max(other["cpu_ns"] - named_ns, 0)
     return {
         "frames": frames,
@@ -849,8 +859,8 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             "sampled time) was lost because the stack could not be read"
         )
     threads_ns = sum(
-        t[k] for t in snapshot["threads"]
-        for k in ("python_ns", "native_ns", "system_ns", "unattributed_ns")
+        t.get(k, 0) for t in snapshot["threads"]
+        for k in ("python_ns", "native_ns", "system_ns", "cpu_wait_ns", "unattributed_ns")
     )
     waited_ns = sum(t["engine_wait_ns"] for t in snapshot["threads"])
     if threads_ns and waited_ns > max(ENGINE_WAIT_WARNING_FRACTION * threads_ns,
@@ -859,6 +869,16 @@ def _warnings(snapshot: dict[str, Any], attributed_ns: int, unattributed_ns: int
             f"threads waited {waited_ns / 1e9:.3f} s ({waited_ns * 100.0 / threads_ns:.1f}% of "
             "their time) for heatline's own lock, mostly while the machine was busy; that time "
             "is charged to their lines as what they were doing (per thread: engine_wait_s)"
+        )
+    error = (snapshot.get("cpu_wait") or {}).get("error", 0)
+    if error:
+        why = ("reads zeros (the kernel keeps no run-queue times: schedstats and delay accounting "
+               "off; `sysctl kernel.sched_schedstats=1` turns them on)" if error < 0
+               else f"could not be read ({os.strerror(error)})")
+        warnings.append(
+            f"waiting for a CPU was not measured: /proc/self/task/"
+            f"{snapshot['cpu_wait'].get('tid', 0)}/schedstat {why}; a thread waiting for a CPU "
+            "counts as running, so on a busy machine running time can exceed CPU time"
         )
     if snapshot.get("sampler_shared_descriptors"):
         warnings.append(

@@ -7,14 +7,14 @@ base name when the path differs but the name is unique in both. Rows are sorted 
 largest absolute change in time, then in bytes allocated.
 
 Exit status: 0, or 1 with ``--fail-on-regression PCT`` when the total time (python + native +
-system over all lines) grew by more than PCT percent, or any function's time grew by more
-than PCT percent of the before total.
+system + waiting for a CPU over all lines) grew by more than PCT percent, or any function's time
+grew by more than PCT percent of the before total.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, TextIO
+from typing import Any, TextIO
 
 from heatline.data.queries import function_of_line
 
@@ -22,7 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the model imports typing
     from heatline.data.model import Profile
 
-KINDS = ("python_s", "native_s", "system_s")
+KINDS = ("python_s", "native_s", "system_s", "cpu_wait_s")
+_TIMES = len(KINDS)  # a row's values: the times (KINDS), then alloc and copy bytes
 
 
 def _memory(entry: dict[str, Any]) -> tuple[int, int]:
@@ -78,12 +79,12 @@ def _rows(before: dict[tuple, Any], after: dict[tuple, Any]) -> list[tuple]:
     rows = []
     for key in set(before) | set(after):
         b, a = before.get(key), after.get(key)
-        bv = (b[1] if isinstance(b, tuple) else b) or [0.0] * 5
-        av = (a[1] if isinstance(a, tuple) else a) or [0.0] * 5
+        bv = (b[1] if isinstance(b, tuple) else b) or [0.0] * (_TIMES + 2)
+        av = (a[1] if isinstance(a, tuple) else a) or [0.0] * (_TIMES + 2)
         delta = [x - y for x, y in zip(av, bv)]
         lines = (b[0] if isinstance(b, tuple) else None, a[0] if isinstance(a, tuple) else None)
         rows.append((key, bv, av, delta, lines))
-    rows.sort(key=lambda row: (-abs(sum(row[3][:3])), -abs(row[3][3]), str(row[0])))
+    rows.sort(key=lambda row: (-abs(sum(row[3][:_TIMES])), -abs(row[3][_TIMES]), str(row[0])))
     return rows
 
 
@@ -111,13 +112,19 @@ def _signed(value: float, unit: str) -> str:
     return f"{'-' if value < 0 else '+'}{size:.0f}{suffix}" if value else "0"
 
 
-def _table(title: str, rows: Iterable[tuple], limit: int, out: TextIO, lines: bool) -> None:
-    out.write(f"\n{title}\n")
-    out.write(f"{'total':>9} {'python':>8} {'native':>8} {'system':>8} {'alloc':>7} "
-              f"{'copy':>7}  where\n")
-    for count, (key, bv, av, delta, numbers) in enumerate(rows):
-        if count >= limit or not any(delta):
+def _table(title: str, rows: list[tuple], limit: int, out: TextIO, lines: bool) -> None:
+    # The wait for a CPU has a column only where a listed row has some (an oversubscribed
+    # machine), so the report of an ordinary run keeps its width.
+    shown = []
+    for row in rows[:limit]:
+        if not any(row[3]):
             break
+        shown.append(row)
+    waits = any(row[1][3] or row[2][3] for row in shown)
+    out.write(f"\n{title}\n")
+    out.write(f"{'total':>9} {'python':>8} {'native':>8} {'system':>8} "
+              + (f"{'cpu wait':>8} " if waits else "") + f"{'alloc':>7} {'copy':>7}  where\n")
+    for key, bv, av, delta, numbers in shown:
         if lines:
             before_line, after_line = numbers
             where = (f"{os.path.basename(key[0])}:{after_line or before_line} {key[1]}: "
@@ -130,9 +137,11 @@ def _table(title: str, rows: Iterable[tuple], limit: int, out: TextIO, lines: bo
                 where += "  (new)"
         else:
             where = f"{key[1]} ({os.path.basename(key[0])})"
-        out.write(f"{_signed(sum(delta[:3]), 's'):>9} {_signed(delta[0], 's'):>8} "
+        out.write(f"{_signed(sum(delta[:_TIMES]), 's'):>9} {_signed(delta[0], 's'):>8} "
                   f"{_signed(delta[1], 's'):>8} {_signed(delta[2], 's'):>8} "
-                  f"{_signed(delta[3], 'B'):>7} {_signed(delta[4], 'B'):>7}  {where}\n")
+                  + (f"{_signed(delta[3], 's'):>8} " if waits else "")
+                  + f"{_signed(delta[_TIMES], 'B'):>7} {_signed(delta[_TIMES + 1], 'B'):>7}"
+                  f"  {where}\n")
 
 
 def regressions(result: dict[str, Any], pct: float) -> list[str]:
@@ -141,8 +150,8 @@ def regressions(result: dict[str, Any], pct: float) -> list[str]:
     if before > 0 and result["after_s"] > before * (1 + pct / 100):
         found.append(f"total time {before:.3f}s -> {result['after_s']:.3f}s")
     for key, bv, av, delta, _ in result["functions"]:
-        if before > 0 and sum(delta[:3]) > before * pct / 100:
-            found.append(f"{key[1]}: {sum(bv[:3]):.3f}s -> {sum(av[:3]):.3f}s")
+        if before > 0 and sum(delta[:_TIMES]) > before * pct / 100:
+            found.append(f"{key[1]}: {sum(bv[:_TIMES]):.3f}s -> {sum(av[:_TIMES]):.3f}s")
     return found
 
 

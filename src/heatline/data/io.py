@@ -307,10 +307,35 @@ def validate(data: Any, path: str = "profile") -> None:
                 not isinstance(p, dict) or "processes" in p for p in own.values()
             ):
                 raise _Invalid("process_profiles", "should be an object of profiles")
+        _check_cpu_waits(data)
     except _Invalid as exc:
         raise ProfileError(f"'{path}': {exc.where} {exc.problem}") from None
     for pid, own_profile in data.get("process_profiles", {}).items():
         validate(own_profile, f"{path}: process_profiles[{pid}]")
+
+
+def _check_cpu_waits(data: Any) -> None:
+    """The optional fields of waits for a CPU (absent from files written before they were
+    measured) and the machine's CPU count: numbers where present."""
+    keys = ("cpu_wait_s", "cpu_wait_pct")
+    places: list[tuple[str, Any]] = [("totals", data["totals"])]
+    for file_path, entry in data["files"].items():
+        places.append((f"files[{file_path!r}]", entry))
+        places += [(f"files[{file_path!r}].lines[{n}]", line)
+                   for n, line in enumerate(entry["lines"])]
+        places += [(f"files[{file_path!r}].functions[{n}]", function)
+                   for n, function in enumerate(entry["functions"])]
+    places += [(f"threads[{n}]", thread) for n, thread in enumerate(data["threads"])]
+    places += [(f"stacks.entries[{n}]", entry)
+               for n, entry in enumerate(data["stacks"]["entries"])]
+    places += [(f"processes[{n}]", process)
+               for n, process in enumerate(data.get("processes") or [])]
+    for where, item in places:
+        for key in keys:
+            if key in item:
+                _check(item[key], _NUMBER, f"{where}.{key}")
+    if "cpu_count" in data:
+        _check(data["cpu_count"], int, "cpu_count")
 
 
 def _check_stack_references(stacks: Stacks, threads: int) -> None:

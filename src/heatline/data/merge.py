@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 
         Stacks,
     )
 
-_TIME_KEYS = ("python_s", "native_s", "system_s")
+# cpu_wait_s: absent from files written before waits for a CPU were measured (read as 0).
+_TIME_KEYS = ("python_s", "native_s", "system_s", "cpu_wait_s")
 # Points kept in a merged line's or function's memory timeline.
 TIMELINE_POINTS = 64
 # Lines listed as holding memory at the combined peak (combined_peak.lines), most first.
@@ -152,7 +153,7 @@ def _process_entry(info: dict[str, Any], profile: Profile) -> ProcessRecord:
         "start_s": round(info["offset_s"], 6),
         "elapsed_s": profile["elapsed_s"],
         "cpu_s": profile["cpu_s"],
-        **{key: totals[key] for key in _TIME_KEYS},
+        **{key: totals.get(key, 0.0) for key in _TIME_KEYS},
         "idle_s": profile.get("idle_s", 0.0),
         "peak_bytes": profile["peak_bytes"],
     }
@@ -163,15 +164,16 @@ def _add_profile(merged: Profile, profile: Profile, info: dict[str, Any],
     offset = info["offset_s"]
     for key in ("samples", "sampled_s", "lost_s", "cpu_s"):
         merged[key] = _round(merged[key] + profile[key])
-    # Optional (older files lack them); steal_s is the machine's, over overlapping runs.
-    for key in ("max_sample_gap_s", "max_tick_s", "steal_s"):
+    # Optional (older files lack them); steal_s is the machine's, over overlapping runs, and
+    # cpu_count the machine's.
+    for key in ("max_sample_gap_s", "max_tick_s", "steal_s", "cpu_count"):
         if key in profile:
             merged[key] = max(merged.get(key, 0.0), profile[key])
     for key in ("long_gaps", "long_gap_s"):  # optional too: summed over processes
         if key in profile:
             merged[key] = _round(merged.get(key, 0) + profile[key])
     for key, value in profile["totals"].items():
-        merged["totals"][key] = _round(merged["totals"][key] + value)
+        merged["totals"][key] = _round(merged["totals"].get(key, 0.0) + value)
     if "asyncio" in profile:  # optional: present where an event loop waited
         into = merged.setdefault("asyncio", {})
         for key, value in profile["asyncio"].items():
@@ -185,7 +187,7 @@ def _add_profile(merged: Profile, profile: Profile, info: dict[str, Any],
             merged["files"][path] = into = {
                 **{key: 0.0 for key in _TIME_KEYS}, "lines": [], "functions": []}
         for key in _TIME_KEYS:
-            into[key] = _round(into[key] + entry[key])
+            into[key] = _round(into.get(key, 0.0) + entry.get(key, 0.0))
         into["lines"] = _merge_rows(into["lines"], entry["lines"], ("line",), offset, end_s)
         into["functions"] = _merge_rows(
             into["functions"], entry["functions"], ("qualname", "first_line"), offset, end_s)
@@ -235,7 +237,7 @@ def _merge_rows(rows: list[dict[str, Any]], others: list[dict[str, Any]], key: S
             by_key[tuple(other[k] for k in key)] = dict(other, timeline=shifted)
             continue
         for name in _TIME_KEYS:
-            row[name] = _round(row[name] + other[name])
+            row[name] = _round(row.get(name, 0.0) + other.get(name, 0.0))
         for name in (*memory_report.SUMMED_KEYS, *_GPU_KEYS):
             if name in other:
                 row[name] = row.get(name, 0) + other[name]
@@ -325,10 +327,11 @@ def _held_at(processes: Sequence[Process], t: float) -> list[HeldLine]:
 
 
 def _set_percentages(profile: Profile) -> None:
-    total = sum(profile["totals"][key] for key in _TIME_KEYS)
+    total = sum(profile["totals"].get(key, 0.0) for key in _TIME_KEYS)
 
     def fill(entry: dict[str, Any]) -> None:
         for key in _TIME_KEYS:
+            entry.setdefault(key, 0.0)  # type: ignore[misc]
             share = entry[key] * 100.0 / total if total else 0.0
             entry[key.replace("_s", "_pct")] = round(share, 3)
 
@@ -342,7 +345,7 @@ def _set_percentages(profile: Profile) -> None:
 
 
 def _total(entry: FileRecord | FunctionRecord | LineRecord) -> float:
-    return sum(entry[key] for key in _TIME_KEYS)
+    return sum(entry.get(key, 0.0) for key in _TIME_KEYS)
 
 
 def _round(value: float) -> float:

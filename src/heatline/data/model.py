@@ -62,7 +62,14 @@ class Leak(TypedDict):
 # --- Lines and functions -----------------------------------------------------------------
 
 
-class TimeFields(TypedDict):
+class _CpuWaitFields(TypedDict, total=False):
+    """Waiting for a CPU (files written before it was measured lack it)."""
+
+    cpu_wait_s: float
+    cpu_wait_pct: float
+
+
+class TimeFields(_CpuWaitFields):
     """Time charged, in seconds and as shares of all attributed time."""
 
     python_s: float
@@ -121,15 +128,9 @@ class FunctionRecord(_FunctionRequired, total=False):
     native_functions: list[NativeFunction]
 
 
-class FileRecord(TypedDict):
+class FileRecord(TimeFields):
     """A value of ``files``."""
 
-    python_s: float
-    native_s: float
-    system_s: float
-    python_pct: float
-    native_pct: float
-    system_pct: float
     lines: list[LineRecord]
     functions: list[FunctionRecord]
 
@@ -150,6 +151,7 @@ class _ThreadRequired(TypedDict):
 class ThreadRecord(_ThreadRequired, total=False):
     """An entry of ``threads``."""
 
+    cpu_wait_s: float
     engine_wait_s: float
     # A thread without a Python thread state (native frames) has these four.
     python: Literal[False]
@@ -198,12 +200,18 @@ class ElidedFrame(_ElidedFrameRequired, total=False):
 StackFrame = Union[FunctionFrame, NativeFrame, ElidedFrame]
 
 
-class StackEntry(TypedDict):
+class _StackEntryRequired(TypedDict):
     stack: list[int]
     thread: int
     python_s: float
     native_s: float
     system_s: float
+
+
+class StackEntry(_StackEntryRequired, total=False):
+    """An entry of ``stacks.entries``."""
+
+    cpu_wait_s: float
 
 
 class Stacks(TypedDict):
@@ -217,12 +225,18 @@ class Stacks(TypedDict):
 # --- Top-level sections ------------------------------------------------------------------
 
 
-class Totals(TypedDict):
+class _TotalsRequired(TypedDict):
     python_s: float
     native_s: float
     system_s: float
     attributed_s: float
     unattributed_s: float
+
+
+class Totals(_TotalsRequired, total=False):
+    """``totals``."""
+
+    cpu_wait_s: float
 
 
 class MemoryOff(TypedDict):
@@ -352,9 +366,7 @@ class CombinedPeak(TypedDict):
     lines: list[HeldLine]
 
 
-class ProcessRecord(TypedDict):
-    """An entry of ``processes``."""
-
+class _ProcessRequired(TypedDict):
     pid: int
     ppid: int
     role: str
@@ -368,6 +380,12 @@ class ProcessRecord(TypedDict):
     system_s: float
     idle_s: float
     peak_bytes: int
+
+
+class ProcessRecord(_ProcessRequired, total=False):
+    """An entry of ``processes``."""
+
+    cpu_wait_s: float
 
 
 class _ProfileRequired(TypedDict):
@@ -404,6 +422,7 @@ class Profile(_ProfileRequired, total=False):
     long_gaps: int
     long_gap_s: float
     steal_s: float
+    cpu_count: int
     idle_s: float
     asyncio: Asyncio
     profiled_periods: list[Period]

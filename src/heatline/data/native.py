@@ -115,7 +115,8 @@ def other_threads(native: dict[str, Any] | None) -> list[dict[str, Any]]:
         threads.append({
             "native_id": tid, "main": False, "python": False,
             "name": f"native thread {tid}{where}", "comm": comm,
-            "python_ns": 0, "native_ns": 0, "system_ns": 0, "unattributed_ns": cpu_ns,
+            "python_ns": 0, "native_ns": 0, "system_ns": 0, "cpu_wait_ns": 0,
+            "unattributed_ns": cpu_ns,
             "cpu_ns": cpu_ns, "engine_wait_ns": 0, "unnamed_ns": unnamed_ns,
             "functions": functions,
         })

@@ -31,16 +31,18 @@ def is_own_frame(frame: StackFrame) -> bool:
     return path.startswith(_PACKAGE_DIR + os.sep) or path.replace("\\", "/").endswith(_OWN_FILES)
 
 
-class Stack(namedtuple("Stack", "frames thread python_s native_s system_s")):
+class Stack(namedtuple("Stack", "frames thread python_s native_s system_s cpu_wait_s",
+                       defaults=(0.0,))):
     """One recorded stack: ``frames`` (indices into profile["stacks"]["frames"], outermost
-    first), its ``thread``, and its ``python_s``, ``native_s`` and ``system_s``. (A
+    first), its ``thread``, and its ``python_s``, ``native_s``, ``system_s`` and
+    ``cpu_wait_s`` (0 in files written before waits for a CPU were measured). (A
     collections.namedtuple: typing's NamedTuple would import typing on every run's path.)"""
 
     __slots__ = ()
 
     @property
     def total_s(self) -> float:
-        return self.python_s + self.native_s + self.system_s
+        return self.python_s + self.native_s + self.system_s + self.cpu_wait_s
 
 
 def stacks(profile: Profile) -> Iterator[Stack]:
@@ -64,7 +66,8 @@ def stacks(profile: Profile) -> Iterator[Stack]:
         last_own = max((i for i, index in enumerate(stack) if own[index] and not native[index]),
                        default=-1)
         kept = [index for index in stack[last_own + 1 :] if not own[index]]
-        yield Stack(kept, entry["thread"], entry["python_s"], entry["native_s"], entry["system_s"])
+        yield Stack(kept, entry["thread"], entry["python_s"], entry["native_s"], entry["system_s"],
+                    entry.get("cpu_wait_s", 0.0))
 
 
 def is_elided(frame: StackFrame) -> bool:
@@ -93,7 +96,8 @@ def cut_stacks(profile: Profile) -> CutStacks:
     seconds = lost = total = 0.0
     deepest, open_ended, kept, outer, inner = 0, False, 0, 0, 0
     for entry in table.get("entries", []):
-        time = entry["python_s"] + entry["native_s"] + entry["system_s"]
+        time = (entry["python_s"] + entry["native_s"] + entry["system_s"]
+                + entry.get("cpu_wait_s", 0.0))
         total += time
         at = next((i for i, index in enumerate(entry["stack"]) if is_elided(frames[index])), None)
         if at is None:

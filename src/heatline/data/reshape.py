@@ -11,7 +11,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the model imports typing
     from heatline.data.model import Profile
 
-_TIME_KEYS = ("python_s", "native_s", "system_s")
+_TIME_KEYS = ("python_s", "native_s", "system_s", "cpu_wait_s")
 
 
 def without_threads(profile: Profile, left_out: Collection[int]) -> Profile:

@@ -81,14 +81,23 @@ PEAK_HOLDER_SHARE = 0.10
 GPU_LOW_PCT = 30.0
 GPU_MIN_SAMPLES = 10
 
+# Waiting for a CPU: named when the threads waited for one this share of the time they were
+# ready to run (running + waiting); the program oversubscribes the machine when its threads
+# wanted this many times its CPUs on average (CPU time + waits over wall time), else the
+# waiting is other programs'. A thread counts as busy for this share of its process's time.
+WAITING_SHARE = 0.20
+OVERSUBSCRIBED_RATIO = 1.25
+BUSY_THREAD_SHARE = 0.10
+
 # Rules in the order their sentences are shown; when more than MAX_SENTENCES fire, those with
 # the lowest RANK (diagnoses before descriptions) are kept.
-ORDER = ("processes", "dataloader_starvation", "gpu_utilisation", "main_wait",
-         "worker_threads", "gil_contention", "pool_imbalance", "hot_lines", "copy_volume",
-         "leaks", "memory_peak")
+ORDER = ("processes", "oversubscription", "busy_machine", "dataloader_starvation",
+         "gpu_utilisation", "main_wait", "worker_threads", "gil_contention", "pool_imbalance",
+         "hot_lines", "copy_volume", "leaks", "memory_peak")
 RANK = {"dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
         "pool_imbalance": 0, "leaks": 1, "main_wait": 1, "worker_threads": 1, "hot_lines": 2,
-        "copy_volume": 3, "processes": 3, "memory_peak": 4}
+        "copy_volume": 3, "processes": 3, "memory_peak": 4, "oversubscription": 0,
+        "busy_machine": 2}
 assert set(ORDER) == set(RANK)
 
 _POOL_ROLES = ("Pool worker", "ProcessPoolExecutor worker")
@@ -810,8 +819,119 @@ def _main_thread_busiest(facts: _Facts) -> tuple[str, int, float] | None:
     return path, line, seconds / total
 
 
+def _threads_by_process(facts: _Facts) -> dict[Any, int]:
+    """How many threads of each process were busy (running or waiting for a CPU) at least
+    BUSY_THREAD_SHARE of its time: its Python threads by their charged time, its other threads
+    (BLAS, torch's pools) by their CPU time."""
+    busy: dict[Any, int] = {}
+    for index, thread in enumerate(facts.threads):
+        pid = facts.thread_pid[index]
+        elapsed = facts.process_elapsed(pid)
+        if thread.get("python") is False:
+            seconds = thread.get("cpu_s", 0.0)
+        else:
+            seconds = (thread.get("python_s", 0.0) + thread.get("native_s", 0.0)
+                       + thread.get("cpu_wait_s", 0.0))
+        if elapsed > 0 and seconds >= BUSY_THREAD_SHARE * elapsed:
+            busy[pid] = busy.get(pid, 0) + 1
+    return busy
+
+
+def _cpu_waits(facts: _Facts) -> tuple[float, float, float] | None:
+    """(seconds waiting for a CPU, their share of running + waiting, CPUs wanted on average)
+    when the waits are WAITING_SHARE of the time the threads were ready to run, else None.
+    CPUs wanted: the processes' CPU time and waits over the run's wall time, the average
+    number of their threads ready to run."""
+    totals = facts.profile.get("totals") or {}
+    waited = totals.get("cpu_wait_s", 0.0)
+    running = totals.get("python_s", 0.0) + totals.get("native_s", 0.0)
+    elapsed = facts.profile.get("elapsed_s", 0.0)
+    if waited < facts.min_s or waited < WAITING_SHARE * (waited + running) or elapsed <= 0:
+        return None
+    wanted = (facts.profile.get("cpu_s", 0.0) + waited) / elapsed
+    return waited, waited / (waited + running), wanted
+
+
+def _most_waiting_line(facts: _Facts) -> tuple[str, int] | None:
+    waits = {key: line.get("cpu_wait_s", 0.0) for key, line in facts.lines.items()}
+    key = max(waits, key=lambda key: (waits[key], key), default=None)
+    return key if key is not None and waits[key] > 0 else None
+
+
+def _oversubscription(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The program wants more CPUs than the machine has: its threads waited for a CPU
+    WAITING_SHARE of the time they were ready to run, and wanted OVERSUBSCRIBED_RATIO times
+    the machine's CPUs (profile cpu_count) on average."""
+    waits = _cpu_waits(facts)
+    cpus = facts.profile.get("cpu_count")
+    if waits is None or not cpus:
+        return None
+    waited, share, wanted = waits
+    if wanted < OVERSUBSCRIBED_RATIO * cpus:
+        return None
+    busy = _threads_by_process(facts)
+    per_process = max(busy.values(), default=1)
+    if len(facts.processes) > 1:
+        roles: dict[str, int] = {}
+        for process in facts.processes:  # "multiprocessing process (ForkProcess-1)": by kind
+            role = process["role"].split(" (")[0]
+            roles[role] = roles.get(role, 0) + 1
+        who = (f"the {len(facts.processes)} processes ("
+               + ", ".join(_plural(n, role) if n > 1 else role for role, n in roles.items())
+               + ")")
+        if per_process > 1:
+            who += f" with up to {per_process} busy threads each"
+    else:
+        roles = {}
+        who = f"its {per_process} busy threads" if per_process > 1 else "its threads"
+    advice = []
+    if "DataLoader worker" in roles:
+        advice.append("DataLoader(num_workers=...)")
+    if "Pool worker" in roles:
+        advice.append("Pool(processes=...)")
+    if "ProcessPoolExecutor worker" in roles:
+        advice.append("ProcessPoolExecutor(max_workers=...)")
+    if per_process > 1:
+        advice.append("torch.set_num_threads(...) or OMP_NUM_THREADS for the threads of each "
+                      "process")
+    if not advice:
+        advice.append("fewer processes or threads at once (a Pool's processes, DataLoader "
+                      "num_workers, torch.set_num_threads, OMP_NUM_THREADS)")
+    text = (f"Oversubscribed: {who} wanted {wanted:.1f} CPUs on average on a {cpus}-CPU "
+            f"machine, so {_pct(share)} of their time ({_seconds(waited)}) was spent waiting "
+            "for one")
+    place = _most_waiting_line(facts)
+    if place is not None:
+        text += f", most at {facts.place(*place)}"
+    text += (f": keep the busy threads of all processes together to about {cpus} with "
+             f"{' or '.join(advice)}.")
+    path, line = place if place is not None else (None, None)
+    return {"text": text, "file": path, "line": line}
+
+
+def _busy_machine(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The machine was busy with other programs: the run's threads waited for a CPU
+    WAITING_SHARE of the time they were ready to run while wanting fewer CPUs than the
+    oversubscription rule's threshold."""
+    waits = _cpu_waits(facts)
+    cpus = facts.profile.get("cpu_count")
+    if waits is None or "oversubscription" in found:
+        return None
+    waited, share, wanted = waits
+    if cpus and wanted >= OVERSUBSCRIBED_RATIO * cpus:
+        return None
+    of = f" of the machine's {cpus}" if cpus else ""
+    return {"text": f"The machine was busy: this run's threads wanted {wanted:.1f} CPUs{of} on "
+                    f"average, yet {_pct(share)} of their time ({_seconds(waited)}) was spent "
+                    "waiting for one, held by other programs; on an idle machine the run would "
+                    "take that much less.",
+            "file": None, "line": None}
+
+
 _RULES = {
     "processes": _processes,
+    "oversubscription": _oversubscription,
+    "busy_machine": _busy_machine,
     "dataloader_starvation": _starvation,
     "gpu_utilisation": _gpu,
     "main_wait": _main_wait,

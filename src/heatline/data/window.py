@@ -1,10 +1,10 @@
 """The time of a window of a run: the difference of two profiles of the same running session
 (the pull endpoint's ``/debug/pprof/profile?seconds=N``, heatline/serve.py).
 
-A session's profile only grows: every stack's python/native/system seconds are totals since the
-start. The window's stack time is the later profile's minus the earlier one's, stack by stack,
-a stack being its thread and its frames (file, function, line), not the indexes of either
-profile's frame table, which are each profile's own.
+A session's profile only grows: every stack's python/native/system/cpu_wait seconds are totals
+since the start. The window's stack time is the later profile's minus the earlier one's, stack
+by stack, a stack being its thread and its frames (file, function, line), not the indexes of
+either profile's frame table, which are each profile's own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the model imports typing
     from heatline.data.model import Profile
 
-_KINDS = ("python_s", "native_s", "system_s")
+_KINDS = ("python_s", "native_s", "system_s", "cpu_wait_s")
 
 
 def _keyed(profile: Profile) -> dict[tuple, dict[str, Any]]:

@@ -22,7 +22,7 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 #flame div{position:absolute;height:17px;line-height:17px;overflow:hidden;white-space:nowrap;
  border-right:1px solid #fff;box-sizing:border-box;padding-left:2px;cursor:pointer;background:#f4a261}
 #flame div.python,.key.python{background:#f4a261}#flame div.native,.key.native{background:#8ecae6}
-#flame div.system,.key.system{background:#d3d6da}
+#flame div.system,.key.system{background:#d3d6da}#flame div.cpu_wait,.key.cpu_wait{background:#c9a0dc}
 #flame div.match{background:#e76f51;color:#fff}
 .key{display:inline-block;width:12px;height:12px;margin:0 4px 0 10px;vertical-align:-2px;border:1px solid #999}
 #flame-legend{margin:4px 0;color:#444}
@@ -44,7 +44,7 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <h2>Flame graph</h2>
 <div>Search <input id="search" size="30"> <button id="reset">reset zoom</button> (click a frame to zoom)
 <label id="idle-label" hidden><input type="checkbox" id="show-idle"> <span id="idle-text"></span></label></div>
-<div id="flame-legend">Each frame is coloured by where most of its time went:<span class="key python"></span>Python<span class="key native"></span>native<span class="key system"></span>system (blocked)</div>
+<div id="flame-legend">Each frame is coloured by where most of its time went:<span class="key python"></span>Python<span class="key native"></span>native<span class="key system"></span>system (blocked)<span id="cpu-wait-key" hidden><span class="key cpu_wait"></span>waiting for a CPU</span></div>
 <div id="flame"></div>
 <h2>Functions</h2><div>Click a column to sort, a row for its callers and callees.</div>
 <table id="functions"></table>
@@ -113,22 +113,25 @@ function plot(values, w, h, times) {
     list.appendChild(li);
   });
 })();
+// A line's share of the time: Python + native + system + waiting for a CPU
+function lineTime(l) { return l[2] + l[3] + l[4] + (l[13] || 0); }
 // Hot lines: the busiest lines of every file, near the top (the annotated source is last)
 (function () {
   var all = [];
-  D.files.forEach(function (f) { f.lines.forEach(function (l) { if (l[2] + l[3] + l[4] > 0) all.push([f.path, l]); }); });
+  D.files.forEach(function (f) { f.lines.forEach(function (l) { if (lineTime(l) > 0) all.push([f.path, l]); }); });
   if (!all.length) return;
-  all.sort(function (a, b) { return (b[1][2] + b[1][3] + b[1][4]) - (a[1][2] + a[1][3] + a[1][4]); });
+  all.sort(function (a, b) { return lineTime(b[1]) - lineTime(a[1]); });
   document.getElementById("hot-box").hidden = false;
   var t = document.getElementById("hot"), h = el("tr");
-  ["line", "time", "Python", "native", "system", "alloc", "source"].forEach(function (c) { h.appendChild(el("th", c)); });
+  ["line", "time", "Python", "native", "system"].concat(D.cpu_wait ? ["CPU wait"] : [], ["alloc", "source"]).forEach(function (c) { h.appendChild(el("th", c)); });
   t.appendChild(h);
   all.slice(0, 10).forEach(function (item) {
     var l = item[1], tr = el("tr", null, "hotline");
-    if (l[2] + l[3] + l[4] >= D.hot_pct) tr.className = "hotline hot";
+    if (lineTime(l) >= D.hot_pct) tr.className = "hotline hot";
     tr.appendChild(el("td", item[0].split("/").pop() + ":" + l[0], "name"));
-    tr.appendChild(el("td", pct(l[2] + l[3] + l[4])));
+    tr.appendChild(el("td", pct(lineTime(l))));
     tr.appendChild(el("td", pct(l[2]))); tr.appendChild(el("td", pct(l[3]))); tr.appendChild(el("td", pct(l[4])));
+    if (D.cpu_wait) tr.appendChild(el("td", pct(l[13])));
     tr.appendChild(el("td", bytes(l[5]))); tr.appendChild(el("td", l[1].trim(), "src"));
     t.appendChild(tr);
   });
@@ -227,20 +230,21 @@ function chart(points, w, h, fy, fx, ytitle, xtitle) {
 })();
 // Flame graph (icicle: the root on top). Idle threads (running under 5% of their time) are
 // left out until "show idle threads" is ticked: their blocked time would dwarf the rest.
-var KINDS = ["python", "native", "system"];
+var KINDS = ["python", "native", "system", "cpu_wait"];
+if (D.cpu_wait) document.getElementById("cpu-wait-key").hidden = false;
 function kindOf(node) {
-  var k = node[3] || [0, 0, 0], best = 0;
-  for (var i = 1; i < 3; i++) if (k[i] > k[best]) best = i;
+  var k = node[3] || [0, 0, 0, 0], best = 0;
+  for (var i = 1; i < 4; i++) if (k[i] > k[best]) best = i;
   return KINDS[best];
 }
 function pruned(node, depth, showIdle) {
   if (depth === D.flame_thread_depth) return node[4] && !showIdle ? null : node;
-  var kids = [], v = 0, k = [0, 0, 0];
+  var kids = [], v = 0, k = [0, 0, 0, 0];
   node[2].forEach(function (c) {
     var p = pruned(c, depth + 1, showIdle);
     if (!p) return;
     kids.push(p); v += p[1];
-    for (var i = 0; i < 3; i++) k[i] += (p[3] || [0, 0, 0])[i];
+    for (var i = 0; i < 4; i++) k[i] += (p[3] || [0, 0, 0, 0])[i] || 0;
   });
   if (!kids.length && depth > 0) return null;
   return [node[0], v, kids, k, 0];
@@ -268,9 +272,10 @@ function drawFlame() {
   function walk(node, x, w, depth) {
     if (w < 1) return;
     depthMax = Math.max(depthMax, depth);
-    var d = el("div", node[0] + " " + node[1].toFixed(3) + " s", kindOf(node)), k = node[3] || [0, 0, 0];
+    var d = el("div", node[0] + " " + node[1].toFixed(3) + " s", kindOf(node)), k = node[3] || [0, 0, 0, 0];
     d.title = node[0] + " (" + node[1].toFixed(3) + " s, " + (100 * node[1] / (flameRoot[1] || 1)).toFixed(1) +
-      "%: Python " + k[0].toFixed(3) + " s, native " + k[1].toFixed(3) + " s, system " + k[2].toFixed(3) + " s)";
+      "%: Python " + k[0].toFixed(3) + " s, native " + k[1].toFixed(3) + " s, system " + k[2].toFixed(3) + " s" +
+      (k[3] ? ", waiting for a CPU " + k[3].toFixed(3) + " s" : "") + ")";
     d.style.left = x + "px"; d.style.top = depth * rowH + "px"; d.style.width = w + "px";
     if (query && node[0].toLowerCase().indexOf(query) >= 0) d.className = "match";
     if (depth === 0 && idleThreads.length && !document.getElementById("show-idle").checked) d.textContent += " (idle threads hidden)";
@@ -290,6 +295,7 @@ drawFlame();
 (function () {
   var cols = ["function", "file", "line", "Python", "native", "system", "inclusive", "alloc", "copy"];
   var fmt = [String, String, String, pct, pct, pct, pct, bytes, bytes];
+  if (D.cpu_wait) { cols.push("CPU wait"); fmt.push(pct); }
   var table = document.getElementById("functions"), key = 6, desc = true;
   function edgesOf(f) {
     var box = el("div", null, "edges");
@@ -330,7 +336,7 @@ drawFlame();
 // Threads
 (function () {
   var t = document.getElementById("threads"), h = el("tr");
-  ["thread", "Python s", "native s", "system s", "unattributed s", "CPU s"].forEach(function (c) { h.appendChild(el("th", c)); });
+  ["thread", "Python s", "native s", "system s", "unattributed s", "CPU s"].concat(D.cpu_wait ? ["CPU wait s"] : []).forEach(function (c) { h.appendChild(el("th", c)); });
   t.appendChild(h);
   D.threads.forEach(function (r) {
     var tr = el("tr");
@@ -343,12 +349,12 @@ drawFlame();
   if (!D.processes || !D.processes.length) return;
   document.getElementById("processes-box").hidden = false;
   var t = document.getElementById("processes"), h = el("tr");
-  ["pid", "parent", "role", "command line", "ended by", "Python s", "native s", "system s", "CPU s", "peak"].forEach(function (c) { h.appendChild(el("th", c)); });
+  ["pid", "parent", "role", "command line", "ended by", "Python s", "native s", "system s", "CPU s", "peak"].concat(D.cpu_wait ? ["CPU wait s"] : []).forEach(function (c) { h.appendChild(el("th", c)); });
   t.appendChild(h);
   D.processes.forEach(function (r) {
     var tr = el("tr");
     r.forEach(function (v, i) {
-      var text = i >= 5 && i <= 8 ? Number(v).toFixed(3) : i === 9 ? bytes(v) : String(v);
+      var text = (i >= 5 && i <= 8) || i === 10 ? Number(v).toFixed(3) : i === 9 ? bytes(v) : String(v);
       tr.appendChild(el("td", text, i === 2 || i === 3 ? "name" : ""));
     });
     t.appendChild(tr);
@@ -375,6 +381,7 @@ drawFlame();
   var box = document.getElementById("files"), HOT = D.hot_pct;
   var cols = ["line", "Python", "native", "system", "alloc", "growth", "copy", "memory", "source"];
   if (D.gpu) cols.splice(8, 0, "GPU ms", "launches", "GPU copy", "GPU alloc");
+  if (D.cpu_wait) cols.splice(4, 0, "CPU wait");
   D.files.forEach(function (f) {
     box.appendChild(el("h3", f.path + " (" + pct(f.pct) + ")"));
     var t = el("table", null, "source"), h = el("tr");
@@ -383,9 +390,10 @@ drawFlame();
     var frag = document.createDocumentFragment();
     function row(l) {
       var tr = el("tr", null, "line");
-      if (l[2] + l[3] + l[4] >= HOT) tr.className = "line hot";
+      if (lineTime(l) >= HOT) tr.className = "line hot";
       tr.appendChild(el("td", l[0], "ln"));
       tr.appendChild(el("td", pct(l[2]))); tr.appendChild(el("td", pct(l[3]))); tr.appendChild(el("td", pct(l[4])));
+      if (D.cpu_wait) tr.appendChild(el("td", pct(l[13])));
       tr.appendChild(el("td", bytes(l[5]))); tr.appendChild(el("td", bytes(l[6]))); tr.appendChild(el("td", bytes(l[7])));
       var sp = el("td"); if (l[8].length > 1) sp.appendChild(plot(l[8], 60, 14)); tr.appendChild(sp);
       if (D.gpu) {
@@ -395,7 +403,7 @@ drawFlame();
       tr.appendChild(el("td", l[1], "src"));
       return tr;
     }
-    function idle(l) { return !(l[2] || l[3] || l[4] || l[5] || l[7] || l[10] || l[12]); }
+    function idle(l) { return !(l[2] || l[3] || l[4] || l[13] || l[5] || l[7] || l[10] || l[12]); }
     var lines = f.lines, i = 0;
     while (i < lines.length) {
       var j = i;

@@ -39,7 +39,8 @@ def to_dict(profile: Profile) -> dict[str, Any]:
         events.append({"name": "profiled (totals, not a timeline)", "cat": "heatline", "ph": "X",
                        "ts": 0, "dur": elapsed_us, "pid": PID, "tid": tid,
                        "args": {key: thread.get(key, 0) for key in
-                                ("python_s", "native_s", "system_s", "unattributed_s", "cpu_s")}})
+                                ("python_s", "native_s", "system_s", "cpu_wait_s",
+                                 "unattributed_s", "cpu_s")}})
     for t_s, value in profile.get("memory_timeline", []):
         events.append({"name": "program live memory", "cat": "memory", "ph": "C",
                        "ts": float(t_s) * 1e6, "pid": PID, "args": {"bytes": value}})

@@ -35,10 +35,10 @@ MIN_NODE_SHARE = 1 / 5000
 
 
 # A thread is idle in the flame graph (hidden until the page's "show idle threads" box is ticked)
-# when it ran (Python or native) less than this share of its sampled time: a queue feeder, a
-# pool's result handler, a kernel's heartbeat. Their blocked time made a 10.6 s run's root
-# 78.5 s (18 such threads at about 3 s each). The main process's main thread is always shown:
-# its waiting is the story (a training loop starved by its DataLoader).
+# when it ran (Python or native) or waited for a CPU to run less than this share of its sampled
+# time: a queue feeder, a pool's result handler, a kernel's heartbeat. Their blocked time made
+# a 10.6 s run's root 78.5 s (18 such threads at about 3 s each). The main process's main
+# thread is always shown: its waiting is the story (a training loop starved by its DataLoader).
 IDLE_RUNNING_SHARE = 0.05
 
 
@@ -55,7 +55,8 @@ def _thread_label(profile: Profile, index: int) -> str:
 
 
 def _flame_tree(profile: Profile) -> list[Any]:
-    """[label, seconds, children, [python_s, native_s, system_s], idle] with, under the root,
+    """[label, seconds, children, [python_s, native_s, system_s, cpu_wait_s], idle] with, under
+    the root,
     one node per process (in a profile of several processes: "pid 123 (DataLoader worker)"),
     then one per thread (``idle`` 1 on an idle thread's node, else 0), then the frames."""
     frames = (profile.get("stacks") or {}).get("frames", [])
@@ -65,7 +66,7 @@ def _flame_tree(profile: Profile) -> list[Any]:
     roles = {p["pid"]: p["role"] for p in processes}
 
     def new() -> dict[str, Any]:
-        return {"v": 0.0, "k": [0.0, 0.0, 0.0], "c": {}}
+        return {"v": 0.0, "k": [0.0, 0.0, 0.0, 0.0], "c": {}}
 
     root = new()
     for stack in stacks(profile):
@@ -75,7 +76,7 @@ def _flame_tree(profile: Profile) -> list[Any]:
             pid = thread.get("pid", main_pid)
             path.insert(0, f"pid {pid} ({roles.get(pid, 'child')})")
         path += [frame_label(frames[index]) for index in stack.frames]
-        kinds = (stack.python_s, stack.native_s, stack.system_s)
+        kinds = (stack.python_s, stack.native_s, stack.system_s, stack.cpu_wait_s)
         node = root
         for label in [None, *path]:
             if label is not None:
@@ -93,7 +94,7 @@ def _flame_tree(profile: Profile) -> list[Any]:
         idle = (depth == thread_depth and node["v"] > 0
                 and not (label == main_thread and (thread_depth == 1 or
                                                    parent.startswith(f"pid {main_pid} ")))
-                and node["k"][0] + node["k"][1] < IDLE_RUNNING_SHARE * node["v"])
+                and node["k"][0] + node["k"][1] + node["k"][3] < IDLE_RUNNING_SHARE * node["v"])
         return [label, round(node["v"], 6), children, [round(k, 6) for k in node["k"]],
                 int(idle)]
 
@@ -115,6 +116,7 @@ def _line_row(line: LineRecord) -> list[Any]:
         line.get("gpu_launches", 0),
         line.get("gpu_copy_bytes", 0),
         line.get("gpu_alloc_bytes", 0),
+        line.get("cpu_wait_pct", 0),
     ]
 
 
@@ -198,12 +200,15 @@ def page_data(
     """What the page shows; lines at or above ``threshold_pct`` of the time are highlighted."""
     inclusive = inclusive_times(profile)
     total = (profile.get("totals") or {}).get("attributed_s", 0) or 1.0
+    # Waiting for a CPU gets its columns only where the run had some (an oversubscribed
+    # machine): the rows of functions, threads and processes end with it then.
+    waits = bool((profile.get("totals") or {}).get("cpu_wait_s"))
     files = []
     functions = []
     leaks = []
     for path, entry in (profile.get("files") or {}).items():
         files.append({"path": path, "pct": round(sum(entry.get(k, 0) for k in
-                      ("python_pct", "native_pct", "system_pct")), 3),
+                      ("python_pct", "native_pct", "system_pct", "cpu_wait_pct")), 3),
                       "lines": [_line_row(line) for line in entry.get("lines", [])]})
         for function in entry.get("functions", []):
             key = (path, function.get("qualname") or function.get("name"))
@@ -214,6 +219,7 @@ def page_data(
                 round(100 * inclusive.get(key, 0.0) / total, 3),
                 function.get("alloc_python_bytes", 0) + function.get("alloc_native_bytes", 0),
                 function.get("copy_bytes", 0),
+                *([function.get("cpu_wait_pct", 0)] if waits else []),
             ])
         for line in entry.get("lines", []):
             if line.get("leak"):
@@ -224,18 +230,22 @@ def page_data(
     leaks.sort(key=lambda leak: -leak[5])  # the most memory held first, as in the terminal
     for (path, qualname), line in calling_only(profile).items():  # callers without own time
         functions.append([qualname, path, line, 0, 0, 0,
-                          round(100 * inclusive.get((path, qualname), 0.0) / total, 3), 0, 0])
+                          round(100 * inclusive.get((path, qualname), 0.0) / total, 3), 0, 0,
+                          *([0] if waits else [])])
     # [caller file, caller qualname, callee file, callee qualname, %]: the page matches a
     # function row [qualname, file, ...] against them.
     edges = [[a[0], a[1], b[0], b[1], round(100 * seconds / total, 3)]
              for (a, b), seconds in call_edges(profile).items() if seconds >= total * 1e-4]
     threads = [[_thread_label(profile, i), t.get("python_s", 0), t.get("native_s", 0),
-                t.get("system_s", 0), t.get("unattributed_s", 0), t.get("cpu_s", 0)]
+                t.get("system_s", 0), t.get("unattributed_s", 0), t.get("cpu_s", 0),
+                *([t.get("cpu_wait_s", 0)] if waits else [])]
                for i, t in enumerate(profile.get("threads", []))]
-    # [pid, ppid, role, command line, exit, python s, native s, system s, CPU s, peak bytes]
+    # [pid, ppid, role, command line, exit, python s, native s, system s, CPU s, peak bytes,
+    # (with waits) cpu_wait s]
     processes = [[p["pid"], p["ppid"], p["role"], " ".join(p.get("argv", [])), p["exit"],
                   p.get("python_s", 0), p.get("native_s", 0), p.get("system_s", 0),
-                  p.get("cpu_s", 0), p.get("peak_bytes", 0)]
+                  p.get("cpu_s", 0), p.get("peak_bytes", 0),
+                  *([p.get("cpu_wait_s", 0)] if waits else [])]
                  for p in profile.get("processes", [])]
     from heatline.data.summary import summarise
 
@@ -245,6 +255,7 @@ def page_data(
         "findings": [[item["rule"], item["text"]] for item in summarise(profile)],
         "version": __version__,
         "hot_pct": threshold_pct,
+        "cpu_wait": waits,
         "summary": {**{k: profile.get(k) for k in ("elapsed_s", "cpu_s", "samples", "peak_bytes",
                                                    "started_at", "python_version")},
                     "profiled_s": profiled_s(profile)},

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # annotations only: the model imports typing
     from heatline.data.model import Profile, StackFrame
 
 TIME_TYPES = (("cpu", "nanoseconds"), ("python", "nanoseconds"), ("native", "nanoseconds"),
-              ("system", "nanoseconds"))
+              ("system", "nanoseconds"), ("cpu_wait", "nanoseconds"))
 MEMORY_TYPES = (("alloc_space", "bytes"), ("inuse_space", "bytes"))
 GPU_TYPES = (("gpu", "nanoseconds"), ("gpu_copy", "bytes"), ("gpu_alloc", "bytes"))
 
@@ -117,9 +117,9 @@ class _Builder:
 def encode(profile: Profile, *, what: str = "all") -> bytes:
     """The uncompressed profile.proto message. what: "all" (the file: time, and memory and GPU
     when the profile has them); "cpu" (the pull endpoint's CPU profile, as Go's: the first type,
-    ``cpu``, is the time on a CPU only, Python + native, without the blocked ``system`` time,
-    which is its own type; no memory or GPU); "heap" (the memory types only, per line;
-    ``inuse_space`` the default, as in Go's heap profile)."""
+    ``cpu``, is the time on a CPU only, Python + native, without the blocked ``system`` time
+    and the waits for a CPU (``cpu_wait``), each its own type; no memory or GPU); "heap" (the
+    memory types only, per line; ``inuse_space`` the default, as in Go's heap profile)."""
     memory = what != "cpu" and bool((profile.get("memory") or {}).get("enabled"))
     gpu = what == "all" and bool((profile.get("gpu") or {}).get("kernel_tracing"))
     time_types = () if what == "heap" else TIME_TYPES
@@ -132,7 +132,7 @@ def encode(profile: Profile, *, what: str = "all") -> bytes:
     zeros = [0] * (len(types) - len(TIME_TYPES))
     for stack in stacks(profile) if time_types else ():
         parts = [round(stack.python_s * 1e9), round(stack.native_s * 1e9),
-                 round(stack.system_s * 1e9)]
+                 round(stack.system_s * 1e9), round(stack.cpu_wait_s * 1e9)]
         if not any(parts) or not stack.frames:
             continue
         leaf_first = [b.location(frames[index]) for index in reversed(stack.frames)]

@@ -31,6 +31,9 @@ _HOT_STYLE = "bold red"  # at or above the threshold
 _WARM_STYLE = "yellow"  # some time, below the threshold
 _IDLE_STYLE = "dim"  # source of lines without time
 _NUMBER_HEADERS = ("Python %", "native %", "system %")
+# Waiting for a CPU (runnable, on a run queue): a column of its own only in the tables of a run
+# that had some (an oversubscribed machine), so an ordinary run's report is unchanged.
+_WAIT = ("cpu_wait", "wait %")
 # Memory columns of the line table, most important first: as many as fit are shown while
 # leaving the source room (_line_columns).
 _MEMORY_HEADERS = ("Py MiB", "nat MiB", "peak MiB", "copy MiB/s", "growth MiB", "memory  ")
@@ -189,7 +192,8 @@ def _console(file: TextIO) -> Console:
 
 
 def _line_pct(line: LineRecord) -> float:
-    return line["python_pct"] + line["native_pct"] + line["system_pct"]
+    return (line["python_pct"] + line["native_pct"] + line["system_pct"]
+            + line.get("cpu_wait_pct", 0.0))
 
 
 def _is_hot(total_pct: float, threshold_pct: float) -> bool:
@@ -207,7 +211,10 @@ def _file_header(path: str, entry: FileRecord) -> Text:
     shares = ", ".join(
         f"{kind} {_pct(entry[kind + '_pct'])}%" for kind in _KINDS if entry[kind + "_pct"]
     )
-    total = sum(entry[kind + "_pct"] for kind in _KINDS)
+    waiting = entry.get("cpu_wait_pct", 0.0)
+    if waiting:
+        shares += f", waiting for a CPU {_pct(waiting)}%"
+    total = sum(entry[kind + "_pct"] for kind in _KINDS) + waiting
     # A file listed for its memory alone has no time to give a share of.
     time = f"  {_pct(total)}% of the time ({shares})" if total else "  no time sampled"
     return Text.assemble((visible(path), "bold cyan"), time)
@@ -290,7 +297,7 @@ def _line_table(
             style = ""
             source.stylize(_IDLE_STYLE)
         numbers = [str(line["line"]).rjust(line_width)]
-        numbers += [_pct(line[kind + "_pct"]).rjust(len(title)) for kind, title in kinds]
+        numbers += [_pct(line.get(kind + "_pct", 0.0)).rjust(len(title)) for kind, title in kinds]
         if memory is not None:
             cells = dict(zip(_MEMORY_HEADERS, _memory_cells(line, memory)))
             numbers += [
@@ -328,15 +335,18 @@ def _line_columns(
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """The line table's number columns: the kinds of time as (kind, title), and the memory
     column titles, in display order, for ``width`` columns that must leave ``source_width`` to
-    the source. All three kinds when they fit; otherwise a column blank in every line goes
-    first (memory ones, then kinds), then the memory columns, least important first. A kind
-    with time on some line is always kept (its numbers are never cut)."""
+    the source. All three kinds when they fit (and waiting for a CPU where a line has some);
+    otherwise a column blank in every line goes first (memory ones, then kinds), then the
+    memory columns, least important first, then the waits for a CPU. Python, native and
+    system with time on some line are always kept (their numbers are never cut)."""
     kinds = list(zip(_KINDS, _NUMBER_HEADERS))
+    if any(line.get("cpu_wait_pct") for line in lines):
+        kinds.append(_WAIT)
     memory_titles = list(_MEMORY_HEADERS) if memory is not None else []
     cells = [dict(zip(_MEMORY_HEADERS, _memory_cells(line, memory))) for line in lines] \
         if memory is not None else []
     blank_memory = [t for t in memory_titles if not any(c[t].strip() for c in cells)]
-    blank_kinds = [k for k in kinds if not any(line[k[0] + "_pct"] for line in lines)]
+    blank_kinds = [k for k in kinds if not any(line.get(k[0] + "_pct") for line in lines)]
 
     def used() -> int:
         titles = [title for _, title in kinds] + memory_titles
@@ -352,6 +362,9 @@ def _line_columns(
         kinds.remove(kind)
     while memory_titles and used() + source_width > width:
         memory_titles.pop()
+    # The waits for a CPU give way last: the file's header and the footer still say them.
+    if _WAIT in kinds and used() + source_width > width:
+        kinds.remove(_WAIT)
     return kinds, memory_titles
 
 
@@ -617,7 +630,8 @@ def _functions(
     allocated = _allocated(profile)
     for path, entry in profile["files"].items():
         for function in entry["functions"]:
-            total = sum(function[kind + "_pct"] for kind in _KINDS)
+            total = (sum(function[kind + "_pct"] for kind in _KINDS)
+                     + function.get("cpu_wait_pct", 0.0))
             big = memory and _is_big(function, allocated)
             if (total or (memory and _has_memory(function))) and (
                 not reduced or _is_hot(total, threshold_pct) or big
@@ -650,7 +664,7 @@ def _calling_only(
         if share <= 0 or (reduced and not _is_hot(share, threshold_pct)):
             continue
         function: dict[str, Any] = {"qualname": qualname, "first_line": line}
-        function.update({kind + "_pct": 0.0 for kind in _KINDS})
+        function.update({kind + "_pct": 0.0 for kind in (*_KINDS, _WAIT[0])})
         function.update(dict.fromkeys(memory_report.LINE_KEYS, 0))
         rows.append((0.0, path, function))
     return rows
@@ -688,6 +702,7 @@ def _function_table(
         style = _HOT_STYLE if _is_hot(total, threshold_pct) else ""
         numbers = {
             **{title: _pct(function[k + "_pct"]) for k, title in zip(_KINDS, _NUMBER_HEADERS)},
+            _WAIT[1]: _pct(function.get("cpu_wait_pct", 0.0)),
             "total %": _pct(total),
             "incl %": _pct(inclusive.get((path, function["qualname"]), 0.0)),
         }
@@ -705,7 +720,9 @@ def _function_table(
         location = f"{_short_path(path)}:{function['first_line']}"
         cells.append((visible(function["qualname"]), location, style, numbers))
     memory_headers = ("alloc MiB", "peak MiB", "growth MiB", "copy MiB") if memory else ()
-    headers = [*_NUMBER_HEADERS, "total %", "incl %", *memory_headers]
+    waits = any(function.get("cpu_wait_pct") for _, _, function in shown)
+    headers = [*_NUMBER_HEADERS, *((_WAIT[1],) if waits else ()), "total %", "incl %",
+               *memory_headers]
     priority = _column_priority(shown, headers)
 
     def build(kept: list[str], stacked: bool) -> Table:
@@ -741,7 +758,7 @@ def _column_priority(rows: list[tuple], headers: list[str]) -> list[str]:
         return max((abs(sum(function.get(k, 0) for k in key)) for _, _, function in rows),
                    default=0)
 
-    split = sorted(_NUMBER_HEADERS, key=lambda title: -largest(title))
+    split = sorted((*_NUMBER_HEADERS, _WAIT[1]), key=lambda title: -largest(title))
     order = ["alloc MiB", *split, "peak MiB", "growth MiB", "copy MiB"]
     order = [title for title in order if title in headers]
     order.sort(key=lambda title: largest(title) <= 0)  # stable: blank columns last
@@ -751,6 +768,7 @@ def _column_priority(rows: list[tuple], headers: list[str]) -> list[str]:
 # What each optional number column of the function table shows, as the function's keys summed.
 _COLUMN_KEYS = {
     **{title: (kind + "_pct",) for kind, title in zip(_KINDS, _NUMBER_HEADERS)},
+    _WAIT[1]: (_WAIT[0] + "_pct",),
     "alloc MiB": ("alloc_python_bytes", "alloc_native_bytes"),
     "peak MiB": ("peak_bytes",),
     "growth MiB": ("growth_bytes",),
@@ -884,9 +902,11 @@ def _short_path(path: str) -> str:
 # The Processes table's number columns that may be left out at a narrow width, kept longest
 # first; PID, exit and the command line are always shown (the command line shortened).
 # "idle s" (a fork child's time in its library's loop under its parent's frames: a pool
-# worker waiting for work) is shown only where a process has some.
-_PROCESS_OPTIONAL = ("role", "CPU s", "Py s", "nat s", "idle s", "ppid", "peak MiB", "sys s")
-_PROCESS_HEADERS = ("PID", "ppid", "role", "CPU s", "Py s", "nat s", "sys s", "idle s",
+# worker waiting for work) and "wait s" (time waiting for a CPU) are shown only where a
+# process has some.
+_PROCESS_OPTIONAL = ("role", "CPU s", "Py s", "nat s", "wait s", "idle s", "ppid", "peak MiB",
+                     "sys s")
+_PROCESS_HEADERS = ("PID", "ppid", "role", "CPU s", "Py s", "nat s", "sys s", "wait s", "idle s",
                     "peak MiB", "exit", "command line")
 # The command line's column is given at least this many columns (or its longest command,
 # when shorter) before optional columns are left out to make room for it.
@@ -901,11 +921,14 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
     command line too long loses its program's directory first (the role and the pid say which
     process it is; `view --pid` and the profile keep the whole command).
     The caption wraps at spaces."""
-    # Py s and nat s are sampled time running or ready to run (a thread waiting for a CPU is
-    # busy with its own work: sampler.c); CPU s is time on a CPU. More runnable threads than
-    # cores make the first larger, which the caption says where it is seen (beyond 5%, more
-    # than sampling noise on a process of a few hundred samples).
-    busy = any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"] for p in processes)
+    # Py s and nat s are sampled running time, CPU time where the kernel measured the waits for
+    # a CPU (wait s, a column where some process had any). Where it did not (the profile
+    # warns), a thread ready to run but waiting for a CPU counts as running, and more runnable
+    # threads than cores make Py s + nat s larger than CPU s: the caption says so where it is
+    # seen (beyond 5%, more than sampling noise on a process of a few hundred samples).
+    waits = any(p.get("cpu_wait_s", 0.0) for p in processes)
+    busy = not waits and any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"]
+                             for p in processes)
     idle = any(p.get("idle_s", 0.0) > 0 for p in processes)
     rows = [
         {
@@ -916,6 +939,7 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
             "Py s": f"{process['python_s']:.2f}",
             "nat s": f"{process['native_s']:.2f}",
             "sys s": f"{process['system_s']:.2f}",
+            "wait s": f"{process.get('cpu_wait_s', 0.0):.2f}",
             "idle s": f"{process.get('idle_s', 0.0):.2f}",
             "peak MiB": _mb(process["peak_bytes"]),
             "exit": visible(process["exit"]),
@@ -934,7 +958,8 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
 
     def build(kept: tuple[str, ...], command_width: int) -> Table:
         shown = [h for h in _PROCESS_HEADERS
-                 if (h not in _PROCESS_OPTIONAL or h in kept) and (idle or h != "idle s")]
+                 if (h not in _PROCESS_OPTIONAL or h in kept) and (idle or h != "idle s")
+                 and (waits or h != "wait s")]
         caption = None
         if busy and {"CPU s", "Py s", "nat s"} <= set(shown):
             # Text wrapping at spaces, whatever the print's no_wrap (which keeps cells whole).
@@ -1012,6 +1037,12 @@ def _footer(profile: Profile) -> str:
         f"{profile['sampling_interval_s'] * 1000:g} ms apart",
         _plural(len(profile["threads"]), "thread"),
     ]
+    totals = profile["totals"]
+    waited = totals.get("cpu_wait_s", 0.0)
+    if waited:
+        wanted = totals["python_s"] + totals["native_s"] + waited
+        parts.append(f"{_duration(waited)} waiting for a CPU ({100 * waited / wanted:.0f}% of "
+                     "the time the threads were ready to run)")
     unattributed = profile["totals"]["unattributed_s"]
     if unattributed:
         # Time of threads whose stack held no line of the user's code: threads started by
