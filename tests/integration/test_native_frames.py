@@ -633,7 +633,10 @@ def test_native_work_inside_libpython_stays_named(interpreted):
     """sorted() runs C code of libpython (list_sort's functions): native work, still listed."""
     profile, target, _, _ = interpreted
     line = _line_with(profile, target, "E701 line SORTED")
-    functions = line["native_functions"]
+    # Under the sanitizers their runtime's interceptors (libasan, libubsan) run inside the
+    # sort's comparisons too: the share is of the rest.
+    functions = [f for f in line["native_functions"] if not os.path.basename(
+        f["library"] or "").startswith(("libasan", "libubsan"))]
     total = sum(f["seconds"] for f in functions)
     python = [f for f in functions if os.path.basename(f["library"] or "").startswith(
         ("libpython", "python"))]
