@@ -50,7 +50,14 @@ def _true_range(phase, kind, waits_measured=True):
     on_cpu = phase["python_s"] + phase["native_s"]
     wait = phase.get("cpu_wait_s", 0.0)
     if kind == "cpu_wait_s":
-        return (wait, wait) if waits_measured else (0.0, 0.0)
+        if not waits_measured:
+            return 0.0, 0.0
+        # Each thread's first and last wait of the phase may be charged outside it: the first
+        # to the sample before the phase began, the last, when the thread ends, read from
+        # what the sampler saw of it. Each is about one timeslice's mean wait, from the
+        # thread's own schedstat counts.
+        edge = 2 * phase.get("threads", 1) * wait / max(phase.get("timeslices", 0), 1)
+        return max(wait - edge, 0.0), wait + edge
     if kind == "system_s":
         if waits_measured:
             return max(phase[kind] - wait, 0.0), phase[kind] + wait

@@ -32,11 +32,12 @@ back to thread_time and says so in its file ("busy_clock").
 
 At exit the truths are written as JSON to the file named by $HEATLINE_TRUTH (when set):
 {qualname: {"wall_s", "cpu_s", "on_cpu_s", "python_s", "native_s", "system_s", "cpu_wait_s",
-"busy_clock", "kind"}}: cpu_s is thread_time's, on_cpu_s the task clock's (thread_time's in the
-fallback), busy_clock "task-clock" or "thread_time", kind the phase's declared kind, cpu_wait_s
-its run-queue waits. A "system" phase's time on a CPU (entering the call, Popen's Python code
-before a blocking read) is put under native_s, but the truth does not know its kind: Python or
-native.
+"timeslices", "threads", "busy_clock", "kind"}}: cpu_s is thread_time's, on_cpu_s the task
+clock's (thread_time's in the fallback), busy_clock "task-clock" or "thread_time", kind the
+phase's declared kind, cpu_wait_s its run-queue waits, timeslices how many times its threads
+got a CPU (schedstat's third field), threads how many calls of it were timed. A "system"
+phase's time on a CPU (entering the call, Popen's Python code before a blocking read) is put
+under native_s, but the truth does not know its kind: Python or native.
 """
 
 import atexit
@@ -53,12 +54,18 @@ _truth = {}
 _lock = threading.Lock()
 
 
-def _runqueue_wait_s():
+def _schedstat():
+    """This thread's run-queue wait so far (seconds) and its count of timeslices."""
     try:
         with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
+            fields = f.read().split()
+        return int(fields[1]) / 1e9, int(fields[2])
     except (OSError, IndexError, ValueError):
-        return 0.0
+        return 0.0, 0
+
+
+def _runqueue_wait_s():
+    return _schedstat()[0]
 
 
 _PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
@@ -113,7 +120,7 @@ def phase(kind):
             # interval when threads compete for it: that wait belongs to this harness, not to
             # the phase, so the /proc reads stay outside the timed window on both ends.
             clock = _BusyClock()
-            waited, on_cpu = _runqueue_wait_s(), clock.on_cpu_s()
+            (waited, slices), on_cpu = _schedstat(), clock.on_cpu_s()
             cpu = time.thread_time()
             wall = time.perf_counter()
             try:
@@ -122,7 +129,8 @@ def phase(kind):
                 wall = time.perf_counter() - wall
                 cpu = time.thread_time() - cpu
                 on_cpu = min(clock.on_cpu_s() - on_cpu, wall)
-                busy = min(on_cpu + _runqueue_wait_s() - waited, wall)
+                waited_now, slices_now = _schedstat()
+                busy = min(on_cpu + waited_now - waited, wall)
                 clock.close()
                 split = {"python_s": 0.0, "native_s": 0.0, "system_s": 0.0}
                 busy_kind = "native" if kind == "system" else kind
@@ -147,6 +155,8 @@ def phase(kind):
                     entry["wall_s"] += wall
                     entry["cpu_s"] += cpu
                     entry["on_cpu_s"] += on_cpu
+                    entry["timeslices"] = entry.get("timeslices", 0) + slices_now - slices
+                    entry["threads"] = entry.get("threads", 0) + 1
                     for key, value in split.items():
                         entry[key] += value
 
