@@ -140,7 +140,10 @@ def test_a_schedstat_that_cannot_be_read_is_warned_and_waits_count_as_running(ru
     script.write_text(SPIN)
     path = tmp_path / "profile.json"
     run = run_heatline("-q", "-o", str(path), str(script), text=True,
-                       env={"LD_PRELOAD": str(shim)})
+                       # After what is preloaded already (the ASan runtime, which must come
+                       # first, under the sanitizers).
+                       env={"LD_PRELOAD": " ".join(filter(None, [os.environ.get("LD_PRELOAD"),
+                                                                 str(shim)]))})
     assert run.returncode == 0, run.stderr
     profile = json.loads(path.read_text())
     [warning] = [w for w in profile["warnings"] if "waiting for a CPU was not measured" in w]

@@ -48,7 +48,7 @@ def _start(tmp_path, env, *options):
 
 def _functions(profile):
     [entry] = [e for f, e in profile["files"].items() if f.endswith("ctl_phases.py")]
-    return {f["qualname"]: f["python_s"] + f["native_s"] + f["system_s"]
+    return {f["qualname"]: f["python_s"] + f["native_s"] + f["system_s"] + f.get("cpu_wait_s", 0.0)
             for f in entry["functions"]}
 
 

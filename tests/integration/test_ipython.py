@@ -75,7 +75,7 @@ worker.join()
 """
 
 THREADS_SEEN = """\
-threaded = [[t["native_id"], t["python_s"] + t["native_s"] + t["system_s"]]
+threaded = [[t["native_id"], t["python_s"] + t["native_s"] + t["system_s"] + t.get("cpu_wait_s", 0)]
              for t in _heatline_profile.data["threads"]]
 resolution = _heatline_profile.data["max_sample_gap_s"] + _heatline_profile.data["max_tick_s"]
 %heatline -q --kernel-threads time.sleep(0.05)
@@ -128,7 +128,9 @@ def test_cell_magic_renders_the_cells_lines_with_true_shares_and_memory(executed
     sleep_row = rows["time.sleep(0.6)"]
     sleep_s = timed["lines"]["time.sleep(0.6)"]
     assert sleep_s == pytest.approx(truth["sleep"], abs=resolution), (sleep_s, truth, resolution)
-    assert sum(sleep_row[2:5]) == pytest.approx(100 * sleep_s / attributed, abs=0.01), sleep_row
+    # A line's row: python, native, system %, ..., and waiting for a CPU % last (index 13).
+    assert sum(sleep_row[2:5]) + sleep_row[13] == pytest.approx(100 * sleep_s / attributed,
+                                                                abs=0.01), sleep_row
     # 64 MiB (and the bytearray's header): counted exactly, above the sampling window.
     assert HELD <= rows["held = bytearray(64 * 1024 * 1024)"][5] <= HELD + 4096
     assert data["summary"]["peak_bytes"] >= 2 * HELD
@@ -145,7 +147,8 @@ def test_cell_magic_renders_the_cells_lines_with_true_shares_and_memory(executed
     assert any(row[1] == "def burn(seconds):" for row in defining["lines"])
     [burn_s] = timed["burn"]
     assert burn_s == pytest.approx(truth["burn"], abs=resolution), (burn_s, truth, resolution)
-    assert sum(burn[3:6]) == pytest.approx(100 * burn_s / attributed, abs=0.01), burn
+    waited = burn[9] if len(burn) > 9 else 0  # its cpu_wait %, when the run had waits
+    assert sum(burn[3:6]) + waited == pytest.approx(100 * burn_s / attributed, abs=0.01), burn
 
     # Only the cell's thread: the kernel's own (heartbeat, I/O, history...), running before the
     # cell and no line of it, are left out of the threads table and the flame graph, whose

@@ -337,7 +337,7 @@ def _line_columns(
     column titles, in display order, for ``width`` columns that must leave ``source_width`` to
     the source. All three kinds when they fit (and waiting for a CPU where a line has some);
     otherwise a column blank in every line goes first (memory ones, then kinds), then the
-    memory columns, least important first, then the waits for a CPU. Python, native and
+    waits for a CPU, then the memory columns, least important first. Python, native and
     system with time on some line are always kept (their numbers are never cut)."""
     kinds = list(zip(_KINDS, _NUMBER_HEADERS))
     if any(line.get("cpu_wait_pct") for line in lines):
@@ -360,11 +360,12 @@ def _line_columns(
         if used() + source_width <= width:
             break
         kinds.remove(kind)
-    while memory_titles and used() + source_width > width:
-        memory_titles.pop()
-    # The waits for a CPU give way last: the file's header and the footer still say them.
+    # The waits for a CPU give way before the memory columns: the file's header and the footer
+    # still say them, while a line's memory is said nowhere else.
     if _WAIT in kinds and used() + source_width > width:
         kinds.remove(_WAIT)
+    while memory_titles and used() + source_width > width:
+        memory_titles.pop()
     return kinds, memory_titles
 
 
