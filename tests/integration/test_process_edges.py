@@ -148,7 +148,8 @@ def _line_time(profile, path, text):
     loop)."""
     lines = [line for line in profile["files"][path]["lines"] if text in line["source"]]
     assert lines, text
-    return sum(line["python_s"] + line["native_s"] + line["system_s"] for line in lines)
+    return sum(line["python_s"] + line["native_s"] + line["system_s"]
+               + line.get("cpu_wait_s", 0.0) for line in lines)
 
 
 def _assert_spun(profile, script, *markers):

@@ -51,7 +51,7 @@ PAUSED_WHILE_WRITING = textwrap.dedent("""
     session.stop()
     profile = session.profile()
     charged = sum(
-        line["python_s"] + line["native_s"] + line["system_s"]
+        line["python_s"] + line["native_s"] + line["system_s"] + line.get("cpu_wait_s", 0.0)
         for entry in profile["files"].values() for line in entry["lines"]
     )
     print(json.dumps({"calls": len(calls), "charged_s": charged,
