@@ -16,26 +16,19 @@ engine adapter's own seam with the C engine, reached from heatline.engine only (
 imported nowhere else: test_python_layout.py)."""
 
 import ast
-from pathlib import Path
 
 import pytest
+
+from test_python_layout import PACKAGE, _module_name
 
 # Nothing checked here depends on the CPython version (Makefile, suite-3.X).
 pytestmark = pytest.mark.interpreter_independent
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "heatline"
 # Compiled modules of the package (no .py file): the engine and the attach agent.
 EXTENSIONS = ("heatline._native", "heatline._agent")
 # The C binding's private functions may be called from these packages only.
 BINDING_USERS = ("heatline.engine",)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-
-
-def _module_name(path):
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
 
 
 def _sources():
