@@ -127,7 +127,7 @@ def test_a_function_sharing_a_line_with_its_generator_has_no_more_own_time_than_
     profile = json.loads(path.read_text())
     inclusive = inclusive_times(profile)
     slack = profile["stacks"]["dropped_s"] + 1e-6
-    own = {f["qualname"]: f["python_s"] + f["native_s"] + f["system_s"]
+    own = {f["qualname"]: f["python_s"] + f["native_s"] + f["system_s"] + f["cpu_wait_s"]
            for f in profile["files"][script]["functions"]}
     # 3.9 and 3.10 code objects have no qualified name: the generator is plain <genexpr> there.
     genexpr = "squares.<locals>.<genexpr>" if sys.version_info >= (3, 11) else "<genexpr>"
@@ -136,5 +136,5 @@ def test_a_function_sharing_a_line_with_its_generator_has_no_more_own_time_than_
         assert seconds <= inclusive[(script, qualname)] + slack, (qualname, seconds, inclusive)
     # The line is listed once, with both functions' time.
     line = next(x for x in profile["files"][script]["lines"] if "def squares" in x["source"])
-    line_s = line["python_s"] + line["native_s"] + line["system_s"]
+    line_s = line["python_s"] + line["native_s"] + line["system_s"] + line["cpu_wait_s"]
     assert abs(line_s - own[genexpr] - own.get("squares", 0.0)) < 1e-5
