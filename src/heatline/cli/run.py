@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 USAGE = """\
 heatline [options] script.py [args...]
        heatline [options] -m module [args...]
+       heatline [options] console-script [args...]    (a Python script on PATH)
+       heatline [options] -- command [args...]        (any command: its Python processes)
        heatline run [options] script.py [args...]
        heatline view [--format F] [-o OUT] [--reduced-profile] [--cpu-percent-threshold N]
                      profile.json
@@ -42,6 +44,9 @@ after the script (or -m module) is passed to the program."""
 
 
 EPILOG = """\
+A name that is no file here is looked up on PATH as a shell would ('heatline pytest -x'):
+a Python script found there runs as it would run alone. 'heatline -- make test' runs any
+command and profiles every Python process it starts, merged into one report.
 To profile a script named 'run' or 'view', use 'heatline ./view' (or 'heatline run view').
 Profile just part of a program by starting with --off and calling heatline.resume() (and
 heatline.pause()) in it, or from another shell with 'heatline ctl on PID' (and off)."""
