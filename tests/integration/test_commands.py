@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -254,3 +255,57 @@ def test_an_interpreter_without_an_engine_is_left_alone(run_heatline, tmp_path, 
     run = run_heatline("-q", "--", other, str(probe), text=True, timeout=TIMEOUT_S,
                        cwd=str(tmp_path), env={"PYTHONPATH": "/some/where"})
     assert (run.returncode, run.stdout) == (0, "[] /some/where False\n"), run.stderr
+
+
+def test_a_script_of_another_interpreter_is_run_in_heatlines_with_a_warning(run_heatline,
+                                                                           tmp_path):
+    """Its shebang names another environment's python: it runs in heatline's interpreter, as a
+    script given by path does, and one warning line says so (the tool may not import there)."""
+    other = tmp_path / "other-env" / "bin"
+    other.mkdir(parents=True)
+    (other / "python3").write_text("")
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    tool = directory / "hl-elsewhere"
+    tool.write_text(f"#!{other / 'python3'}\nimport sys\nprint(sys.argv[0])\n")
+    tool.chmod(0o755)
+    run = run_heatline("-q", "hl-elsewhere", text=True, env=_path_with(directory),
+                       cwd=str(tmp_path), timeout=TIMEOUT_S)
+    assert (run.returncode, run.stdout) == (0, f"{tool}\n")
+    assert run.stderr == (f"heatline: warning: hl-elsewhere's interpreter is {other / 'python3'};"
+                          f" it runs in heatline's, {sys.executable} (heatline -- hl-elsewhere "
+                          "runs it in its own)\n")
+
+
+def test_ctrl_c_reaches_the_command_and_the_profile_is_written(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group): the command's Python process gets it
+    and writes its profile; heatline waits for the command, writes the merged profile and dies
+    of SIGINT as the command did."""
+    ready = tmp_path / "ready"
+    script = tmp_path / "waits.py"
+    script.write_text("import pathlib, sys, time\n"
+                      f"pathlib.Path({str(ready)!r}).write_text('')\n"
+                      "time.sleep(60)\n")
+    out = tmp_path / "profile.json"
+    heatline = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "-q", "-o", str(out), "--", "bash", "-c",
+         f"{sys.executable} {script}; exit 0"],
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(int(TIMEOUT_S / 0.05)):
+            if ready.exists() or heatline.poll() is not None:
+                break
+            time.sleep(0.05)
+        os.killpg(heatline.pid, signal.SIGINT)
+        _, stderr = heatline.communicate(timeout=TIMEOUT_S)
+    finally:
+        if heatline.poll() is None:
+            heatline.kill()
+    # bash saw its child die of SIGINT and (non-interactive) died of it too.
+    assert heatline.returncode == -signal.SIGINT, stderr
+    assert "KeyboardInterrupt" in stderr
+    with open(out) as f:
+        profile = json.load(f)
+    root, child = profile["processes"]
+    assert (root["exit"], child["exit"]) == ("SIGINT", "SIGINT")
+    assert str(script) in profile["files"]

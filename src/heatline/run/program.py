@@ -207,11 +207,34 @@ def _python_command(name: str, path: str) -> str:
         raise ProgramError(
             f"can't open file '{path}': [Errno 2] No such file or directory, nor is '{name}' "
             "a command on PATH", 2)
-    if python_interpreter(found) is None:
+    interpreter = python_interpreter(found)
+    if interpreter is None:
         raise ProgramError(
             f"'{name}' ({found}) is not a Python script; to profile the Python processes it "
             f"starts, run: heatline -- {name}", 2)
+    own = other_interpreter(interpreter)
+    if own is not None:
+        sys.stderr.write(f"heatline: warning: {name}'s interpreter is {own}; it runs in "
+                         f"heatline's, {sys.executable} (heatline -- {name} runs it in its "
+                         "own)\n")
+        sys.stderr.flush()
     return found
+
+
+def other_interpreter(interpreter: str) -> str | None:
+    """The interpreter a shebang names (a path, or a name looked up on PATH as env does), when
+    it is not this one: another file in another directory (another environment); None when
+    it is this one, or cannot be found."""
+    path = interpreter if os.sep in interpreter else which(interpreter)
+    if path is None or not sys.executable:
+        return None
+    try:
+        if os.path.samefile(path, sys.executable) or os.path.samefile(
+                os.path.dirname(os.path.abspath(path)), os.path.dirname(sys.executable)):
+            return None  # this interpreter, or another name of it in its environment
+    except OSError:
+        return None
+    return path
 
 
 def _compile_script(script: str, args: list[str], path: str) -> Program:
