@@ -309,3 +309,17 @@ def test_ctrl_c_reaches_the_command_and_the_profile_is_written(tmp_path):
     root, child = profile["processes"]
     assert (root["exit"], child["exit"]) == ("SIGINT", "SIGINT")
     assert str(script) in profile["files"]
+
+
+def test_the_report_names_the_command_not_a_main_process(run_heatline, tmp_path):
+    """The command ran no Python of its own: the summary's CPU shares and the peak line leave
+    it out; the processes table lists it first."""
+    script = f"{sys.executable} {WORK} first; exit 0"
+    run = run_heatline("--", "bash", "-c", script, text=True, cwd=str(tmp_path),
+                       timeout=TIMEOUT_S, env={"COLUMNS": "200"})
+    assert run.returncode == 0, run.stderr
+    report = run.stderr
+    assert f"heatline profile of bash -c '{script}'" in report
+    assert "main process" not in report and "1 command" not in report
+    table = report[report.index("Processes"):].splitlines()
+    assert " command " in table[3] and "python subprocess" in table[4]
