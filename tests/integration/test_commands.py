@@ -323,3 +323,16 @@ def test_the_report_names_the_command_not_a_main_process(run_heatline, tmp_path)
     assert "main process" not in report and "1 command" not in report
     table = report[report.index("Processes"):].splitlines()
     assert " command " in table[3] and "python subprocess" in table[4]
+
+
+def test_processes_start_after_the_command(run_heatline, tmp_path):
+    """Every process's start is measured from the command's: none before it, the second
+    Python process after the first one's end (the shell runs them in turn)."""
+    for script in (f"{sys.executable} {WORK} first; {sys.executable} {WORK} second; exit 0",
+                   f"{sys.executable} {WORK} first; {sys.executable} {WORK} second"):
+        profile, _ = _profile(run_heatline, tmp_path, "--", "bash", "-c", script)
+        processes = profile["processes"]
+        assert all(p["start_s"] >= 0 for p in processes), processes
+        first = next(p for p in processes if p["argv"][1:] == ["first"])
+        later = [p for p in processes if p is not first and p["start_s"] > 0]
+        assert all(p["start_s"] >= first["start_s"] + first["elapsed_s"] for p in later)

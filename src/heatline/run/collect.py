@@ -60,11 +60,18 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
         main_profile = merge_segments([*segments, (this, main_profile)])
     if command_parts:
         command_parts.sort(key=lambda part: part[0]["offset_s"])
-        base = command_parts[0][0]["offset_s"]  # the command's time 0: its first part's
-        main_profile = (command_parts[0][1] if len(command_parts) == 1
-                        else merge_segments(command_parts))
-        for info, _ in children:
-            info["offset_s"] -= base
+        base = command_parts[0][0]["offset_s"]
+        if any(info["offset_s"] < base for info, _ in children):
+            # The command started others before it exec'd Python (bash -c 'a; python b'):
+            # its profile is heatline's empty one, then the Python parts after the exec.
+            first = {"pid": root["pid"], "role": root["role"], "offset_s": 0.0}
+            main_profile = merge_segments([(first, main_profile), *command_parts])
+        else:
+            # Python from the start (heatline -- python x.py): time 0 is its own.
+            main_profile = (command_parts[0][1] if len(command_parts) == 1
+                            else merge_segments(command_parts))
+            for info, _ in children:
+                info["offset_s"] -= base
     missing = len(started - finished)
     if not children and not missing and root is None:
         return main_profile
