@@ -336,3 +336,33 @@ def test_processes_start_after_the_command(run_heatline, tmp_path):
         first = next(p for p in processes if p["argv"][1:] == ["first"])
         later = [p for p in processes if p is not first and p["start_s"] > 0]
         assert all(p["start_s"] >= first["start_s"] + first["elapsed_s"] for p in later)
+
+
+def test_sigterm_to_heatline_is_passed_on_to_the_command(tmp_path):
+    """`kill PID` of heatline (a scheduler's timeout): the command gets the SIGTERM, its
+    Python process writes its profile, and heatline dies of SIGTERM as the command did."""
+    ready = tmp_path / "ready"
+    script = tmp_path / "waits.py"
+    script.write_text("import pathlib, time\n"
+                      f"pathlib.Path({str(ready)!r}).write_text('')\n"
+                      "time.sleep(60)\n")
+    out = tmp_path / "profile.json"
+    heatline = subprocess.Popen(
+        [sys.executable, "-m", "heatline", "-q", "-o", str(out), "--", sys.executable,
+         str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(int(TIMEOUT_S / 0.05)):
+            if ready.exists() or heatline.poll() is not None:
+                break
+            time.sleep(0.05)
+        heatline.send_signal(signal.SIGTERM)
+        _, stderr = heatline.communicate(timeout=TIMEOUT_S)
+    finally:
+        if heatline.poll() is None:
+            heatline.kill()
+    assert heatline.returncode == -signal.SIGTERM, stderr
+    with open(out) as f:
+        profile = json.load(f)
+    (root,) = profile["processes"]
+    assert (root["role"], root["exit"]) == ("command", "SIGTERM")
+    assert str(script) in profile["files"]
