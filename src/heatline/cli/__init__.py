@@ -1,4 +1,5 @@
-"""The command line: ``heatline [run] [options] script.py [args...]`` (or ``-m module``) and
+"""The command line: ``heatline [run] [options] script.py [args...]`` (or ``-m module``),
+``heatline [options] -- command [args...]``, and
 the subcommands ``view``, ``diff``, ``check``, ``ctl``, ``dump`` and ``top``, one module each. Every
 mistake on the command line is one ``heatline: error: ...`` line on stderr, never a
 traceback."""
@@ -36,4 +37,6 @@ def prepare(argv: Sequence[str] | None = None) -> int | Launch:
         return importlib.import_module(f"heatline.cli.{args[0]}").run(args[1:])
     from heatline.cli import run
 
-    return run.prepare(args[1:] if args[:1] == ["run"] else args)
+    if args[:1] == ["run"]:  # a Python program only: `heatline run -- -odd-name.py` is a script
+        return run.prepare(args[1:], command_allowed=False)
+    return run.prepare(args)
