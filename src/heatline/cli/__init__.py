@@ -21,7 +21,7 @@ SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump", "top", "attach")
 
 
 # The subcommands whose command ends the process at once when they are done, skipping the
-# interpreter's finalization (tearing down every module and object: about a tenth of
+# interpreter's finalization (tearing down every module and object: about 2 ms, an eighth of
 # `heatline dump`'s run, which is all start-up; docs/design-live.md): they hold no file or
 # thread that finalization would close, and run none of a program's code.
 QUICK_EXIT = ("dump",)

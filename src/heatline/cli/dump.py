@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def parser() -> Parser:
-    parser = common.Parser(
+    made = common.Parser(
         prog="heatline dump",
         description="Show every thread's Python stack of a running process (file, line, "
         "function; which thread holds the GIL; which wait in a system call), read from outside "
@@ -30,9 +30,9 @@ def parser() -> Parser:
         allow_abbrev=False,
     )
     for option in DUMP_OPTIONS:
-        add_option(parser, option)
-    add_pid(parser)
-    return parser
+        add_option(made, option)
+    add_pid(made)
+    return made
 
 
 def parse_plainly(args: list[str]) -> dict[str, Any] | None:
@@ -40,8 +40,8 @@ def parse_plainly(args: list[str]) -> dict[str, Any] | None:
     one PID (a whole number); None for any other (--help, a misspelling, a second PID...),
     which argparse then parses, and reports. `heatline dump`'s whole run is its start-up, of
     which importing argparse (with re and gettext) and building the parser took about a sixth
-    (docs/design-live.md, "heatline dump"); tests/unit/test_cli.py holds the two to the same
-    answers."""
+    (docs/design-live.md, "heatline dump"); tests/unit/test_dump_start.py holds the two to
+    the same answers."""
     flags = {flag: option.dest for option in DUMP_OPTIONS
              if not option.takes_value and not option.negatable for flag in option.flags}
     values: dict[str, Any] = {}
