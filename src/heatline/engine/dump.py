@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
-from dataclasses import dataclass, field
+
+from heatline.engine.records import dataclass, field
 
 # System calls a thread is commonly found waiting in, by number: x86_64's numbers
 # (arch/x86/entry/syscalls/syscall_64.tbl, fixed by the kernel's ABI). Elsewhere the number
@@ -106,8 +106,9 @@ def _read(path: str) -> str | None:
         return None
 
 
-def syscall_name(number: int) -> str:
-    if platform.machine() == "x86_64" and number in _X86_64_SYSCALLS:
+def syscall_name(number: int, machine: str | None = None) -> str:
+    """The system call's name on this machine (os.uname()'s machine unless given)."""
+    if (machine or os.uname().machine) == "x86_64" and number in _X86_64_SYSCALLS:
         return _X86_64_SYSCALLS[number]
     return f"system call {number}"
 

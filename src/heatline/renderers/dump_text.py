@@ -4,9 +4,11 @@ alone; cli/dump.py parses the arguments, reads the process and writes what these
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+# typing only for type checkers: `heatline dump`'s whole run is its start-up (cli/dump.py).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from heatline.engine.dump import Dump, Thread
 
 FORMAT_VERSION = 1
