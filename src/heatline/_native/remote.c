@@ -18,6 +18,7 @@
 #include "compat.h"
 #include "elf.h"
 #include "memread.h"
+#include "remoteobj.h"
 #include "seize.h"
 #include "unaligned.h"
 
@@ -60,6 +61,17 @@ enum {
     SYM_STR_TYPE,
     SYM_BYTES_TYPE,
     SYM_NONE, /* _Py_NoneStruct: a 3.13 shim frame's code */
+    SYM_TRUE,
+    SYM_FALSE,
+    SYM_INT_TYPE,
+    SYM_BOOL_TYPE,
+    SYM_FLOAT_TYPE,
+    SYM_LIST_TYPE,
+    SYM_TUPLE_TYPE,
+    SYM_DICT_TYPE,
+    SYM_SET_TYPE,
+    SYM_FROZENSET_TYPE,
+    SYM_CELL_TYPE,
     SYM_SINCE_310, /* exported from 3.10 on */
     SYM_SINCE_39,  /* exported from 3.9 on */
     SYM_DEBUG,     /* a --with-pydebug build's */
@@ -78,6 +90,17 @@ static void name_symbols(hl_elf_symbol *s) {
     s[SYM_STR_TYPE].name = "PyUnicode_Type";
     s[SYM_BYTES_TYPE].name = "PyBytes_Type";
     s[SYM_NONE].name = "_Py_NoneStruct";
+    s[SYM_TRUE].name = "_Py_TrueStruct";
+    s[SYM_FALSE].name = "_Py_FalseStruct";
+    s[SYM_INT_TYPE].name = "PyLong_Type";
+    s[SYM_BOOL_TYPE].name = "PyBool_Type";
+    s[SYM_FLOAT_TYPE].name = "PyFloat_Type";
+    s[SYM_LIST_TYPE].name = "PyList_Type";
+    s[SYM_TUPLE_TYPE].name = "PyTuple_Type";
+    s[SYM_DICT_TYPE].name = "PyDict_Type";
+    s[SYM_SET_TYPE].name = "PySet_Type";
+    s[SYM_FROZENSET_TYPE].name = "PyFrozenSet_Type";
+    s[SYM_CELL_TYPE].name = "PyCell_Type";
     s[SYM_SINCE_310].name = "PyModule_AddObjectRef";
     s[SYM_SINCE_39].name = "PyType_GetModule";
     s[SYM_DEBUG].name = "_Py_NegativeRefcount";
@@ -233,6 +256,60 @@ static int read_layout(int pid, hl_dump *d, const interpreter *in, hl_remote_lay
 
 /* ---- the threads ------------------------------------------------------------------------ */
 
+/* What a reading reads beyond the stacks: the threads' names (remoteobj.h), and with locals
+ * set each frame's local variables (addresses: scratch, HL_DUMP_MAX_DEPTH frames' addresses). */
+typedef struct extras {
+    hl_remote_objects objects;
+    int locals;
+    uintptr_t *addresses;
+} extras;
+
+static void set_objects(int pid, const interpreter *in, const hl_remote_layout *r,
+                        hl_remote_objects *o) {
+    hl_remote_types *t = &o->types;
+    o->pid = pid;
+    o->layout = r;
+    t->none = address_of(in, SYM_NONE);
+    t->true_object = address_of(in, SYM_TRUE);
+    t->false_object = address_of(in, SYM_FALSE);
+    t->int_type = address_of(in, SYM_INT_TYPE);
+    t->bool_type = address_of(in, SYM_BOOL_TYPE);
+    t->float_type = address_of(in, SYM_FLOAT_TYPE);
+    t->str_type = address_of(in, SYM_STR_TYPE);
+    t->bytes_type = address_of(in, SYM_BYTES_TYPE);
+    t->list_type = address_of(in, SYM_LIST_TYPE);
+    t->tuple_type = address_of(in, SYM_TUPLE_TYPE);
+    t->dict_type = address_of(in, SYM_DICT_TYPE);
+    t->set_type = address_of(in, SYM_SET_TYPE);
+    t->frozenset_type = address_of(in, SYM_FROZENSET_TYPE);
+    t->cell_type = address_of(in, SYM_CELL_TYPE);
+}
+
+/* The threads of one interpreter (from index first of d's) that threading named. */
+typedef struct naming {
+    hl_dump *d;
+    size_t first;
+} naming;
+
+static void name_thread(uint64_t ident, const char *name, void *context) {
+    naming *n = context;
+    for (size_t i = n->first; i < n->d->nthreads; i++)
+        if (n->d->threads[i].thread_id == ident)
+            snprintf(n->d->threads[i].python_name, sizeof(n->d->threads[i].python_name), "%s",
+                     name);
+}
+
+/* Each frame's local variables of thread t, whose frames were read from x->addresses (an
+ * unreadable frame shows none). */
+static void read_locals(const extras *x, hl_dump_thread *t) {
+    size_t capacity = 0;
+    for (int i = 0; i < t->depth; i++) {
+        size_t before = t->nlocals;
+        hl_remote_frame_locals(&x->objects, x->addresses[i], &t->locals, &t->nlocals, &capacity);
+        for (size_t k = before; k < t->nlocals; k++) t->locals[k].frame = i;
+    }
+}
+
 static int read_word(int pid, uintptr_t address, uintptr_t *value) {
     return hl_memread_remote(pid, value, address, sizeof(*value));
 }
@@ -261,7 +338,7 @@ static int add_thread(hl_dump *d, const hl_dump_thread *t) {
 /* Walks the thread states of one interpreter. Returns 0, or -1 when out of memory. */
 static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layout *r,
                         uintptr_t interp, int64_t interp_id, gil g, uintptr_t main_thread,
-                        hl_frame *frames) {
+                        hl_frame *frames, const extras *x) {
     const hl_layout *l = &w->layout;
     uintptr_t tstate = 0;
     if (read_word(pid, interp + l->interp_threads_head, &tstate) != 0) {
@@ -291,7 +368,8 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
         t.main = interp_id == 0 && t.thread_id == main_thread;
         t.holds_gil = g.locked && g.holder == tstate;
         int flags, complete = 0;
-        int depth = hl_walk(w, tstate, frames, HL_DUMP_MAX_DEPTH, &flags, &complete);
+        int depth = hl_walk_addresses(w, tstate, frames, x->locals ? x->addresses : NULL,
+                                      HL_DUMP_MAX_DEPTH, &flags, &complete);
         t.complete = depth >= 0 && complete;
         t.leaf_flags = depth > 0 ? flags : 0;
         t.depth = depth > 0 ? depth : 0;
@@ -301,8 +379,10 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
             if (t.frames == NULL) return -1;
             memcpy(t.frames, frames, (size_t)t.depth * sizeof(*t.frames));
         }
+        if (x->locals) read_locals(x, &t);
         if (add_thread(d, &t) != 0) {
             free(t.frames);
+            free(t.locals);
             return -1;
         }
         tstate = hl_load_word(header, l->tstate_next);
@@ -391,7 +471,7 @@ done:
 /* Reads every interpreter's threads with walker (whose code cache may outlive the reading)
  * into frames (HL_DUMP_MAX_DEPTH of them, scratch). */
 static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uintptr_t runtime,
-                             hl_walker *walker, hl_frame *frames) {
+                             hl_walker *walker, hl_frame *frames, const extras *x) {
     int result = 0;
     uintptr_t interp = 0, main_thread = 0;
     if (frames == NULL) {
@@ -413,16 +493,21 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
             break;
         }
         gil g = read_gil(pid, r, runtime, interp);
-        if (read_threads(pid, d, walker, r, interp, id, g, main_thread, frames) != 0) {
+        naming n = {d, d->nthreads};
+        if (read_threads(pid, d, walker, r, interp, id, g, main_thread, frames, x) != 0) {
             result = fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory");
             goto done;
         }
+        hl_remote_thread_names(&x->objects, interp, name_thread, &n);
         if (read_word(pid, interp + r->interp_next, &interp) != 0) {
             d->threads_complete = 0;
             break;
         }
     }
     if (!r->walk.has_native_thread_id) find_native_ids(pid, d);
+    /* A process that exited meanwhile leaves what was read before it did: not its state. */
+    if (read_word(pid, runtime + r->runtime_interpreters_head, &interp) == -ESRCH)
+        result = fail(d, HL_DUMP_NO_PROCESS, ESRCH, "process %d exited while it was read", pid);
 done:
     return result;
 }
@@ -442,7 +527,8 @@ static long tracer_of(int pid) {
     return tracer;
 }
 
-int hl_remote_dump(int pid, int pause, hl_dump *d) {
+int hl_remote_dump(int pid, int flags, hl_dump *d) {
+    int pause = flags & HL_DUMP_PAUSE;
     memset(d, 0, sizeof(*d));
     d->names = &d->stats;
     if (pid <= 0) return fail(d, HL_DUMP_NO_PROCESS, ESRCH, "no process %d", pid);
@@ -480,12 +566,17 @@ int hl_remote_dump(int pid, int pause, hl_dump *d) {
     walker.layout = r.walk;
     walker.stats = &d->stats;
     hl_frame *frames = malloc(HL_DUMP_MAX_DEPTH * sizeof(*frames));
+    extras x = {.locals = (flags & HL_DUMP_LOCALS) != 0};
+    set_objects(pid, &in, &r, &x.objects);
+    if (x.locals) x.addresses = malloc(HL_DUMP_MAX_DEPTH * sizeof(*x.addresses));
     uint64_t start = hl_now_ns();
-    int result = frames == NULL
-                     ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
-                     : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME), &walker, frames);
+    int result =
+        frames == NULL || (x.locals && x.addresses == NULL)
+            ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
+            : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME), &walker, frames, &x);
     d->read_ns = hl_now_ns() - start;
     free(frames);
+    free(x.addresses);
     hl_walker_clear(&walker);
     for (size_t i = 0; i < d->nthreads; i++)
         d->threads[i].stopped = d->threads[i].native_id > 0 &&
@@ -536,6 +627,7 @@ struct hl_remote {
     int pid;
     interpreter in;
     hl_remote_layout layout;
+    extras extras;    /* objects: the threads' names */
     hl_walker walker; /* its code cache lives as long as the reader */
     hl_stats names;   /* the files and functions of every reading */
     hl_frame *frames; /* scratch: HL_DUMP_MAX_DEPTH */
@@ -582,6 +674,7 @@ hl_remote *hl_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *status)
     reader->walker.pid = pid;
     reader->walker.layout = reader->layout.walk;
     reader->walker.stats = &reader->names;
+    set_objects(pid, &reader->in, &reader->layout, &reader->extras.objects);
     if (opcode_flags != NULL) memcpy(reader->walker.opcode_flags, opcode_flags, 256);
     snprintf(reader->binary, sizeof(reader->binary), "%s", status->binary);
     reader->version = status->version;
@@ -598,7 +691,7 @@ int hl_remote_sample(hl_remote *reader, hl_dump *d) {
     uint64_t start = hl_now_ns();
     int result =
         read_interpreters(reader->pid, d, &reader->layout, address_of(&reader->in, SYM_RUNTIME),
-                          &reader->walker, reader->frames);
+                          &reader->walker, reader->frames, &reader->extras);
     d->read_ns = hl_now_ns() - start;
     for (size_t i = 0; result == 0 && i < d->nthreads; i++)
         if (d->threads[i].native_id > 0)
@@ -619,7 +712,10 @@ void hl_remote_close(hl_remote *reader) {
 }
 
 void hl_remote_dump_free(hl_dump *d) {
-    for (size_t i = 0; i < d->nthreads; i++) free(d->threads[i].frames);
+    for (size_t i = 0; i < d->nthreads; i++) {
+        free(d->threads[i].frames);
+        free(d->threads[i].locals);
+    }
     free(d->threads);
     d->threads = NULL;
     d->nthreads = d->threads_capacity = 0;
