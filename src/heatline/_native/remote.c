@@ -141,6 +141,37 @@ static int try_file(int pid, const char *path, uintptr_t start, uintptr_t end, i
     return 1;
 }
 
+#define PF_KTHREAD 0x00200000u /* a task's flags (/proc/PID/stat's 9th field): a kernel thread */
+
+/* Whether process pid is a kernel thread (which has no memory map; nor has a process that is
+ * exiting, or gone). */
+static int kernel_thread(int pid) {
+    char path[64], buffer[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buffer, sizeof(buffer) - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buffer[n] = '\0';
+    const char *after = strrchr(buffer, ')'); /* the name may hold ')' */
+    unsigned long flags = 0;
+    if (after == NULL || sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return 0;
+    return (flags & PF_KTHREAD) != 0;
+}
+
+/* Whether process pid has gone, or is exiting: no memory map left, and not a kernel thread
+ * (whose map is empty too). Its map read while it was unmapped named no interpreter. */
+static int exiting(int pid) {
+    char path[64], byte;
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ESRCH;
+    ssize_t n = read(fd, &byte, 1);
+    close(fd);
+    return n <= 0 && !kernel_thread(pid);
+}
+
 static int find_interpreter(int pid, hl_dump *d, interpreter *in) {
     char path[64], executable[PATH_MAX];
     snprintf(path, sizeof(path), "/proc/%d/exe", pid);
@@ -188,9 +219,11 @@ static int find_interpreter(int pid, hl_dump *d, interpreter *in) {
     if (read_error == EACCES || read_error == EPERM)
         return fail(d, HL_DUMP_REFUSED, read_error, "reading /proc/%d/maps: %s", pid,
                     strerror(read_error));
+    if (exiting(pid))
+        return fail(d, HL_DUMP_NO_PROCESS, ESRCH, "process %d exited while it was read", pid);
     if (mappings == 0)
-        return fail(d, HL_DUMP_NOT_PYTHON, 0,
-                    "process %d has no memory of its own (a kernel thread, or exiting)", pid);
+        return fail(d, HL_DUMP_NOT_PYTHON, 0, "process %d is a kernel thread, not a Python process",
+                    pid);
     return fail(d, HL_DUMP_NOT_PYTHON, 0,
                 "process %d is not a Python process: no CPython interpreter (the _PyRuntime "
                 "symbol) in %s or in a libpython it maps",
@@ -258,11 +291,105 @@ static int read_layout(int pid, hl_dump *d, const interpreter *in, hl_remote_lay
 
 /* What a reading reads beyond the stacks: the threads' names (remoteobj.h), and with locals
  * set each frame's local variables (addresses: scratch, HL_DUMP_MAX_DEPTH frames' addresses). */
+#define ACTIVE_CACHED 8 /* interpreters whose threading._active a reader remembers */
+#define ACTIVE_RETRY 64 /* readings between two lookups of a threading not found */
+#define NAMES_REFRESH 16 /* a reader's readings between two readings of known threads' names */
+
+typedef struct known_name {
+    uint64_t ident;
+    char name[HL_REMOTE_NAME_MAX];
+} known_name;
+
 typedef struct extras {
     hl_remote_objects objects;
     int locals;
     uintptr_t *addresses;
+    /* A reader's: each interpreter's threading._active found so far (looking it up reads every
+     * key of sys.modules; the dict lives as long as its interpreter), 0 where threading was not
+     * imported at the reading looked_up. */
+    uintptr_t active_interp[ACTIVE_CACHED], active[ACTIVE_CACHED];
+    unsigned looked_up[ACTIVE_CACHED], readings;
+    /* A reader's: the names of the threads seen so far (a reading reads them again only when
+     * it meets a thread it has not named yet, or every NAMES_REFRESH readings). */
+    int remember;
+    known_name *known;
+    size_t nknown, known_capacity;
 } extras;
+
+/* The remembered name of thread ident, or NULL. */
+static known_name *known_of(extras *x, uint64_t ident) {
+    for (size_t i = 0; i < x->nknown; i++)
+        if (x->known[i].ident == ident) return &x->known[i];
+    return NULL;
+}
+
+/* Names the threads from index first of d's from what was remembered; 0 when one is unknown. */
+static int name_from_known(extras *x, hl_dump *d, size_t first) {
+    for (size_t i = first; i < d->nthreads; i++)
+        if (known_of(x, d->threads[i].thread_id) == NULL) return 0;
+    for (size_t i = first; i < d->nthreads; i++)
+        memcpy(d->threads[i].python_name, known_of(x, d->threads[i].thread_id)->name,
+               HL_REMOTE_NAME_MAX);
+    return 1;
+}
+
+#define MAX_KNOWN 4096 /* names remembered; past it (threads come and go) they start afresh */
+
+static void remember_names(extras *x, const hl_dump *d, size_t first) {
+    if (x->nknown >= MAX_KNOWN) x->nknown = 0;
+    for (size_t i = first; i < d->nthreads; i++) {
+        known_name *k = known_of(x, d->threads[i].thread_id);
+        if (k == NULL) {
+            if (HL_ARRAY_RESERVE(x->known, x->known_capacity, x->nknown + 1, 16) != 0) return;
+            k = &x->known[x->nknown++];
+            k->ident = d->threads[i].thread_id;
+        }
+        memcpy(k->name, d->threads[i].python_name, HL_REMOTE_NAME_MAX);
+    }
+}
+
+/* The threads of one interpreter (from index first of d's) that threading named. */
+typedef struct naming {
+    hl_dump *d;
+    size_t first;
+} naming;
+
+static void name_thread(uint64_t ident, const char *name, void *context) {
+    naming *n = context;
+    for (size_t i = n->first; i < n->d->nthreads; i++)
+        if (n->d->threads[i].thread_id == ident)
+            snprintf(n->d->threads[i].python_name, sizeof(n->d->threads[i].python_name), "%s",
+                     name);
+}
+
+/* Names the threads of the interpreter at interp, through its threading._active: the one
+ * remembered (a reader's) while it reads as a dict, else looked up afresh. */
+static void lookup_names(extras *x, uintptr_t interp, naming *n) {
+    int slot = 0;
+    while (slot < ACTIVE_CACHED && x->active_interp[slot] != 0 && x->active_interp[slot] != interp)
+        slot++;
+    int known = slot < ACTIVE_CACHED && x->active_interp[slot] == interp;
+    if (known && x->active[slot] != 0 &&
+        hl_remote_thread_names(&x->objects, x->active[slot], name_thread, n) >= 0)
+        return;
+    if (known && x->active[slot] == 0 && x->readings - x->looked_up[slot] < ACTIVE_RETRY) return;
+    uintptr_t active = hl_remote_threading_active(&x->objects, interp);
+    if (slot < ACTIVE_CACHED) {
+        x->active_interp[slot] = interp;
+        x->active[slot] = active;
+        x->looked_up[slot] = x->readings;
+    }
+    hl_remote_thread_names(&x->objects, active, name_thread, n);
+}
+
+/* Names the threads of one interpreter (from index n->first of its dump's): a reader from what
+ * it remembers when it can, else through threading._active (lookup_names). */
+static void name_threads(extras *x, uintptr_t interp, naming *n) {
+    if (x->remember && x->readings % NAMES_REFRESH != 0 && name_from_known(x, n->d, n->first))
+        return;
+    lookup_names(x, interp, n);
+    if (x->remember) remember_names(x, n->d, n->first);
+}
 
 static void set_objects(int pid, const interpreter *in, const hl_remote_layout *r,
                         hl_remote_objects *o) {
@@ -283,20 +410,6 @@ static void set_objects(int pid, const interpreter *in, const hl_remote_layout *
     t->set_type = address_of(in, SYM_SET_TYPE);
     t->frozenset_type = address_of(in, SYM_FROZENSET_TYPE);
     t->cell_type = address_of(in, SYM_CELL_TYPE);
-}
-
-/* The threads of one interpreter (from index first of d's) that threading named. */
-typedef struct naming {
-    hl_dump *d;
-    size_t first;
-} naming;
-
-static void name_thread(uint64_t ident, const char *name, void *context) {
-    naming *n = context;
-    for (size_t i = n->first; i < n->d->nthreads; i++)
-        if (n->d->threads[i].thread_id == ident)
-            snprintf(n->d->threads[i].python_name, sizeof(n->d->threads[i].python_name), "%s",
-                     name);
 }
 
 /* Each frame's local variables of thread t, whose frames were read from x->addresses (an
@@ -471,7 +584,7 @@ done:
 /* Reads every interpreter's threads with walker (whose code cache may outlive the reading)
  * into frames (HL_DUMP_MAX_DEPTH of them, scratch). */
 static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uintptr_t runtime,
-                             hl_walker *walker, hl_frame *frames, const extras *x) {
+                             hl_walker *walker, hl_frame *frames, extras *x) {
     int result = 0;
     uintptr_t interp = 0, main_thread = 0;
     if (frames == NULL) {
@@ -485,6 +598,7 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
         goto done;
     }
     d->threads_complete = 1;
+    x->readings++;
     for (int count = 0; interp != 0; count++) {
         int64_t id = -1;
         if (count >= MAX_INTERPRETERS ||
@@ -498,7 +612,7 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
             result = fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory");
             goto done;
         }
-        hl_remote_thread_names(&x->objects, interp, name_thread, &n);
+        name_threads(x, interp, &n);
         if (read_word(pid, interp + r->interp_next, &interp) != 0) {
             d->threads_complete = 0;
             break;
@@ -675,6 +789,7 @@ hl_remote *hl_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *status)
     reader->walker.layout = reader->layout.walk;
     reader->walker.stats = &reader->names;
     set_objects(pid, &reader->in, &reader->layout, &reader->extras.objects);
+    reader->extras.remember = 1;
     if (opcode_flags != NULL) memcpy(reader->walker.opcode_flags, opcode_flags, 256);
     snprintf(reader->binary, sizeof(reader->binary), "%s", status->binary);
     reader->version = status->version;
@@ -707,6 +822,7 @@ void hl_remote_close(hl_remote *reader) {
     if (reader == NULL) return;
     hl_walker_clear(&reader->walker);
     hl_stats_clear(&reader->names);
+    free(reader->extras.known);
     free(reader->frames);
     free(reader);
 }

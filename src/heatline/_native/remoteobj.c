@@ -128,12 +128,23 @@ int hl_remote_str(const hl_remote_objects *o, uintptr_t object, char *out, size_
     return i < length ? 1 : 0;
 }
 
-/* Whether the object is a str equal to text (ASCII). */
+/* Whether the object is a str equal to text (ASCII, shorter than HL_REMOTE_NAME_MAX): one
+ * read of its header and characters (a dict lookup compares every key it meets). */
 static int str_is(const hl_remote_objects *o, uintptr_t object, const char *text) {
-    char buffer[HL_REMOTE_NAME_MAX];
+    const hl_layout *l = &o->layout->walk;
+    uint8_t buffer[128 + HL_REMOTE_NAME_MAX];
     size_t n = strlen(text);
-    return n < sizeof(buffer) && hl_remote_str(o, object, buffer, n + 2) == 0 &&
-           strcmp(buffer, text) == 0;
+    uintptr_t type;
+    intptr_t length;
+    uint32_t state;
+    if (n >= HL_REMOTE_NAME_MAX || l->str_ascii_size > 128 ||
+        peek(o, buffer, object, l->str_ascii_size + n) != 0)
+        return 0;
+    memcpy(&type, buffer + l->object_type, sizeof(type));
+    memcpy(&length, buffer + l->str_length, sizeof(length));
+    memcpy(&state, buffer + l->str_state, sizeof(state));
+    return is(type, o->types.str_type) && (size_t)length == n && HL_STR_COMPACT(state) &&
+           HL_STR_ASCII(state) && memcmp(buffer + l->str_ascii_size, text, n) == 0;
 }
 
 /* ---- repr ------------------------------------------------------------------------------ */
@@ -497,15 +508,18 @@ static int thread_item(const hl_remote_objects *o, uintptr_t key, uintptr_t thre
     return 0;
 }
 
-int hl_remote_thread_names(const hl_remote_objects *o, uintptr_t interp,
-                           void (*visit)(uint64_t ident, const char *name, void *context),
-                           void *context) {
+uintptr_t hl_remote_threading_active(const hl_remote_objects *o, uintptr_t interp) {
     const hl_object_layout *ol = &o->layout->objects;
     uintptr_t modules, threading, globals;
-    if (word(o, interp + ol->interp_modules, &modules) != 0 || modules == 0) return -1;
+    if (word(o, interp + ol->interp_modules, &modules) != 0 || modules == 0) return 0;
     threading = hl_remote_dict_get(o, modules, "threading");
-    if (threading == 0 || word(o, threading + ol->module_dict, &globals) != 0) return -1;
-    uintptr_t active = hl_remote_dict_get(o, globals, "_active");
+    if (threading == 0 || word(o, threading + ol->module_dict, &globals) != 0) return 0;
+    return hl_remote_dict_get(o, globals, "_active");
+}
+
+int hl_remote_thread_names(const hl_remote_objects *o, uintptr_t active,
+                           void (*visit)(uint64_t ident, const char *name, void *context),
+                           void *context) {
     names_visit v = {visit, context, 0};
     if (active == 0 || hl_remote_dict_items(o, active, thread_item, &v) != 0) return -1;
     return v.count;

@@ -65,11 +65,14 @@ uintptr_t hl_remote_dict_get(const hl_remote_objects *o, uintptr_t dict, const c
  * (none, a class attribute or a slot, unreadable). */
 uintptr_t hl_remote_attribute(const hl_remote_objects *o, uintptr_t object, const char *name);
 
-/* The names the threading module gave the threads of the interpreter whose PyInterpreterState
- * is at interp: visit(ident, name, context) for each Thread in threading._active (ident: what
- * threading.get_ident() returned in it). Returns how many, or -1 (threading not imported, or
- * unreadable). */
-int hl_remote_thread_names(const hl_remote_objects *o, uintptr_t interp,
+/* The threading module's _active dict (thread ident -> Thread) of the interpreter whose
+ * PyInterpreterState is at interp, found through its sys.modules: its address, or 0 (threading
+ * not imported, or unreadable). It lives as long as the interpreter: a reader may keep it. */
+uintptr_t hl_remote_threading_active(const hl_remote_objects *o, uintptr_t interp);
+/* The names the threading module gave the threads listed in active (its _active dict):
+ * visit(ident, name, context) for each Thread (ident: what threading.get_ident() returned in
+ * it), name its _name. Returns how many, or -1 (not a dict, unreadable). */
+int hl_remote_thread_names(const hl_remote_objects *o, uintptr_t active,
                            void (*visit)(uint64_t ident, const char *name, void *context),
                            void *context);
 
