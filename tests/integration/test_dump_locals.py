@@ -32,8 +32,9 @@ WORKER_ONE = [("label", "'hello'"), ("count", "42"), ("items", "<list of 3>"),
 WORKER_TWO = [("big", str(2**70 + 5)), ("negative", "-12345"), ("ratio", "2.5"),
               ("pair", "<tuple of 2>"), ("table", "<dict of 2>"), ("seen", "<set of 4>"),
               ("nothing", "None"), ("flag", "True"), ("long_text", "'" + "x" * 40 + "'..."),
-              ("widget", "<Widget object>"), ("reader", "<function object>"),
-              ("captured", "7")]
+              ("widget", "<Widget object>"), ("small", "0.1"), ("tiny", "1e-05"),
+              ("huge", "1e+16"), ("greek", "'\u03b1\u03b2\u03b3'"), ("smile", "'\U0001f600'"),
+              ("reader", "<function object>"), ("captured", "7")]
 
 
 def pythons():
@@ -151,7 +152,7 @@ def test_names_and_locals_read_from_outside(target, tmp_path, python):
     unread = subprocess.run([python, LOCALS, str(alone)], capture_output=True, text=True,
                             timeout=120, check=False)
     assert (out, err, status) == (unread.stdout, unread.stderr, unread.returncode) == (
-        f"done {2**70 + 5 - 12345 + 2 + 2 + 2 + 4 + 100 + 7 + 1 + 1 + 1 + 42 + 3 + 5 + 4 + 3 + 1}"
+        f"done {2**70 + 5 - 12345 + 2 + 2 + 2 + 4 + 100 + 7 + 1 + 1 + 1 + 3 + 1 + 1 + 57 + 1}"
         "\n", "", 3)
 
 

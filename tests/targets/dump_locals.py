@@ -5,8 +5,9 @@ that threading does not know.
 - "worker-one" waits on an Event in hold_text(label, count, items, ...): label is a str, count
   an int, items a list of 3, and more kinds (below) whose reprs are known.
 - "worker-two" waits in hold_numbers(big, negative, ratio, ...): ints past 64 bits, a negative
-  one, a float, a tuple, a dict, a set, None, True, bytes, a long str (cut in the repr), an
-  object of a class of the target's own, and a variable a nested function reads (a cell).
+  one, floats, a tuple, a dict, a set, None, True, bytes, a long str (cut in the repr), an
+  object of a class of the target's own, strs of 2 and 4 bytes a character, and a variable a
+  nested function reads (a cell).
 - "raw-worker" is a thread started by _thread, which threading does not know: it names itself
   to the kernel only (prctl PR_SET_NAME) and waits in hold_raw().
 - The main thread sleeps in main().
@@ -60,6 +61,8 @@ def hold_numbers(big, negative, ratio):
     flag = True
     long_text = "x" * 100
     widget = Widget()
+    small, tiny, huge = 0.1, 1e-05, 1e16
+    greek, smile = "\u03b1\u03b2\u03b3", "\U0001f600"  # 2 and 4 bytes a character
     captured = 7
 
     def reader():
@@ -68,7 +71,8 @@ def hold_numbers(big, negative, ratio):
     lines["worker-two"] = sys._getframe().f_lineno + 1
     release.wait()
     results.append(big + negative + int(ratio) + len(pair) + len(table) + len(seen)
-                   + len(long_text) + reader() + (nothing is None) + flag + (widget is not None))
+                   + len(long_text) + reader() + (nothing is None) + flag + (widget is not None)
+                   + len(greek) + len(smile) + (small + tiny + huge > 1))
 
 
 def hold_raw():

@@ -373,8 +373,8 @@ void hl_remote_repr(const hl_remote_objects *o, uintptr_t object, char *out, siz
 
 /* ---- dicts ----------------------------------------------------------------------------- */
 
-/* Visits the items of a dict keys object: the values are the entries' own (values 0) or a split
- * dict's, values[i] for entry i. Returns 0 or -1. */
+/* Visits the items of a dict keys object: the values are the entries' own (values 0) or those
+ * of a split dict's values struct at values, values[i] for entry i. Returns 0 or -1. */
 static int keys_items(const hl_remote_objects *o, uintptr_t keys, uintptr_t values,
                       hl_remote_item_visit visit, void *context) {
     const hl_object_layout *ol = &o->layout->objects;
@@ -398,6 +398,13 @@ static int keys_items(const hl_remote_objects *o, uintptr_t keys, uintptr_t valu
         index_bytes = (size_t)dk_size * width;
     }
     if (nentries < 0 || nentries > (intptr_t)MAX_DICT_ENTRIES) return -1;
+    if (values != 0 && ol->values_items > 0) {
+        /* 3.13+: the values struct starts with its capacity (a byte): past it is not its */
+        uint8_t capacity;
+        if (peek(o, &capacity, values, 1) != 0) return -1;
+        if (nentries > capacity) nentries = capacity;
+    }
+    if (values != 0) values += ol->values_items;
     uintptr_t entries = keys + ol->keys_indices + index_bytes;
     for (intptr_t first = 0; first < nentries; first += ENTRY_CHUNK) {
         size_t n =
@@ -426,7 +433,7 @@ int hl_remote_dict_items(const hl_remote_objects *o, uintptr_t dict, hl_remote_i
     if (!is(type_of(o, dict), o->types.dict_type) || word(o, dict + ol->dict_keys, &keys) != 0 ||
         word(o, dict + ol->dict_values, &values) != 0 || keys == 0)
         return -1;
-    return keys_items(o, keys, values != 0 ? values + ol->values_items : 0, visit, context);
+    return keys_items(o, keys, values, visit, context);
 }
 
 typedef struct lookup {
@@ -468,12 +475,11 @@ uintptr_t hl_remote_attribute(const hl_remote_objects *o, uintptr_t object, cons
         if (word(o, before, &dict) != 0) return 0;
         if (dict == 0 && word(o, before - sizeof(uintptr_t), &values) == 0 && values != 0 &&
             cached_keys != 0)
-            keys_items(o, cached_keys, values + ol->values_items, match_key, &l);
+            keys_items(o, cached_keys, values, match_key, &l);
     } else if (ol->managed_dict == HL_DICT_OR_VALUES_312) {
         if (word(o, before, &slot) != 0) return 0;
         if (slot & 1) { /* values, stored minus one */
-            if (cached_keys != 0)
-                keys_items(o, cached_keys, slot + 1 + ol->values_items, match_key, &l);
+            if (cached_keys != 0) keys_items(o, cached_keys, slot + 1, match_key, &l);
         } else {
             dict = slot;
         }
@@ -483,7 +489,7 @@ uintptr_t hl_remote_attribute(const hl_remote_objects *o, uintptr_t object, cons
         uintptr_t values = object + (uintptr_t)basicsize;
         if (dict == 0 && (flags & TPFLAGS_INLINE_VALUES) && basicsize > 0 && cached_keys != 0 &&
             peek(o, &valid, values + 3, 1) == 0 && valid)
-            keys_items(o, cached_keys, values + ol->values_items, match_key, &l);
+            keys_items(o, cached_keys, values, match_key, &l);
     }
     if (dict != 0) return hl_remote_dict_get(o, dict, name);
     return l.value;
