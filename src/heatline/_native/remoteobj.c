@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "array.h"
 #include "memread.h"
@@ -38,6 +39,16 @@ static uintptr_t type_of(const hl_remote_objects *o, uintptr_t object) {
 
 static int is(uintptr_t type, uintptr_t expected) {
     return type != 0 && type == expected;
+}
+
+#define HEAD_BYTES 128 /* an object's first bytes read at once: its header, often its data */
+
+/* Reads the first bytes of an object into head (HEAD_BYTES of them, or only the `least` its
+ * header needs where the object ends within HEAD_BYTES of an unmapped page). Returns how many,
+ * or 0. */
+static size_t read_head(const hl_remote_objects *o, uintptr_t object, uint8_t *head, size_t least) {
+    if (peek(o, head, object, HEAD_BYTES) == 0) return HEAD_BYTES;
+    return least <= HEAD_BYTES && peek(o, head, object, least) == 0 ? least : 0;
 }
 
 /* An ob_size, or -1 when it cannot be read or is out of bounds. */
@@ -92,19 +103,23 @@ static int put_utf8(char *out, size_t *n, size_t limit, uint32_t c) {
 static intptr_t str_points(const hl_remote_objects *o, uintptr_t object, uint32_t *points,
                            size_t max, intptr_t *length) {
     const hl_layout *l = &o->layout->walk;
+    uint8_t head[HEAD_BYTES];
+    size_t got = read_head(o, object, head, l->str_compact_size);
+    uintptr_t type;
     uint32_t state;
-    if (!is(type_of(o, object), o->types.str_type) ||
-        peek(o, &state, object + l->str_state, sizeof(state)) != 0 ||
-        peek(o, length, object + l->str_length, sizeof(*length)) != 0 || *length < 0 ||
-        !HL_STR_COMPACT(state))
-        return -1;
+    if (got == 0 || l->str_compact_size > got) return -1;
+    memcpy(&type, head + l->object_type, sizeof(type));
+    memcpy(&state, head + l->str_state, sizeof(state));
+    memcpy(length, head + l->str_length, sizeof(*length));
+    if (!is(type, o->types.str_type) || *length < 0 || !HL_STR_COMPACT(state)) return -1;
     unsigned kind = HL_STR_KIND(state);
     if (kind != 1 && kind != 2 && kind != 4) return -1;
     size_t n = (size_t)*length < max ? (size_t)*length : max;
-    uintptr_t data = object + (HL_STR_ASCII(state) ? l->str_ascii_size : l->str_compact_size);
+    size_t data = HL_STR_ASCII(state) ? l->str_ascii_size : l->str_compact_size;
     uint8_t raw[4 * 256];
     if (n > 256) n = 256;
-    if (n > 0 && peek(o, raw, data, n * kind) != 0) return -1;
+    if (data + n * kind <= got) memcpy(raw, head + data, n * kind); /* read with the header */
+    else if (n > 0 && peek(o, raw, object + data, n * kind) != 0) return -1;
     for (size_t i = 0; i < n; i++) {
         if (kind == 1) points[i] = raw[i];
         else if (kind == 2) points[i] = (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8;
@@ -128,23 +143,43 @@ int hl_remote_str(const hl_remote_objects *o, uintptr_t object, char *out, size_
     return i < length ? 1 : 0;
 }
 
-/* Whether the object is a str equal to text (ASCII, shorter than HL_REMOTE_NAME_MAX): one
- * read of its header and characters (a dict lookup compares every key it meets). */
-static int str_is(const hl_remote_objects *o, uintptr_t object, const char *text) {
+#define STR_PREFIX_MAX (128 + HL_REMOTE_NAME_MAX) /* a str's header and a short key's text */
+
+/* Whether the str header and characters read into buffer (str_ascii_size + strlen(text)
+ * bytes) are those of a str equal to text (ASCII, shorter than HL_REMOTE_NAME_MAX). */
+static int str_prefix_is(const hl_remote_objects *o, const uint8_t *buffer, const char *text) {
     const hl_layout *l = &o->layout->walk;
-    uint8_t buffer[128 + HL_REMOTE_NAME_MAX];
     size_t n = strlen(text);
     uintptr_t type;
     intptr_t length;
     uint32_t state;
-    if (n >= HL_REMOTE_NAME_MAX || l->str_ascii_size > 128 ||
-        peek(o, buffer, object, l->str_ascii_size + n) != 0)
-        return 0;
     memcpy(&type, buffer + l->object_type, sizeof(type));
     memcpy(&length, buffer + l->str_length, sizeof(length));
     memcpy(&state, buffer + l->str_state, sizeof(state));
     return is(type, o->types.str_type) && (size_t)length == n && HL_STR_COMPACT(state) &&
            HL_STR_ASCII(state) && memcmp(buffer + l->str_ascii_size, text, n) == 0;
+}
+
+/* The index of the key among keys[0..n) that is the str text, or -1: the keys' headers and
+ * characters read in one system call (a lookup in sys.modules compares hundreds). */
+static int find_str(const hl_remote_objects *o, const uintptr_t *keys, size_t n, const char *text) {
+    size_t size = o->layout->walk.str_ascii_size + strlen(text);
+    uint8_t buffers[ENTRY_CHUNK][STR_PREFIX_MAX];
+    struct iovec local[ENTRY_CHUNK], remote[ENTRY_CHUNK];
+    uint8_t ok[ENTRY_CHUNK];
+    size_t index[ENTRY_CHUNK], count = 0;
+    if (strlen(text) >= HL_REMOTE_NAME_MAX || size > STR_PREFIX_MAX) return -1;
+    for (size_t i = 0; i < n && i < ENTRY_CHUNK; i++) {
+        if (keys[i] == 0) continue;
+        local[count] = (struct iovec){buffers[count], size};
+        remote[count] = (struct iovec){(void *)keys[i], size};
+        index[count++] = i;
+    }
+    if (count == 0) return -1;
+    hl_memread_batch(o->pid, local, remote, count, ok);
+    for (size_t k = 0; k < count; k++)
+        if (ok[k] && str_prefix_is(o, buffers[k], text)) return (int)index[k];
+    return -1;
 }
 
 /* ---- repr ------------------------------------------------------------------------------ */
@@ -238,8 +273,11 @@ static void float_repr(double value, char *out, size_t size) {
 static intptr_t int_digits(const hl_remote_objects *o, uintptr_t object, uint32_t *digits,
                            size_t max, int *negative) {
     const hl_object_layout *ol = &o->layout->objects;
+    uint8_t head[HEAD_BYTES];
+    size_t got = read_head(o, object, head, ol->long_digits);
     intptr_t size;
-    if (peek(o, &size, object + ol->var_size, sizeof(size)) != 0) return -1;
+    if (got == 0 || ol->long_digits > got) return -1;
+    memcpy(&size, head + ol->var_size, sizeof(size));
     intptr_t n;
     if (ol->long_model == HL_LONG_TAG) {
         uintptr_t tag = (uintptr_t)size;
@@ -251,8 +289,9 @@ static intptr_t int_digits(const hl_remote_objects *o, uintptr_t object, uint32_
     }
     if (n < 0 || n > (intptr_t)1 << 40) return -1;
     if ((size_t)n > max) return n; /* too long to read: the caller sees n > max */
-    if (n > 0 && peek(o, digits, object + ol->long_digits, (size_t)n * sizeof(*digits)) != 0)
-        return -1;
+    size_t bytes = (size_t)n * sizeof(*digits);
+    if (ol->long_digits + bytes <= got) memcpy(digits, head + ol->long_digits, bytes);
+    else if (n > 0 && peek(o, digits, object + ol->long_digits, bytes) != 0) return -1;
     for (intptr_t i = 0; i < n; i++)
         if (digits[i] >> 30) return -1;
     return n;
@@ -373,10 +412,11 @@ void hl_remote_repr(const hl_remote_objects *o, uintptr_t object, char *out, siz
 
 /* ---- dicts ----------------------------------------------------------------------------- */
 
-/* Visits the items of a dict keys object: the values are the entries' own (values 0) or those
- * of a split dict's values struct at values, values[i] for entry i. Returns 0 or -1. */
+/* Visits the items of a dict keys object (with find set, only the one whose key is the str
+ * find): the values are the entries' own (values 0) or those of a split dict's values struct
+ * at values, values[i] for entry i. Returns 0 or -1. */
 static int keys_items(const hl_remote_objects *o, uintptr_t keys, uintptr_t values,
-                      hl_remote_item_visit visit, void *context) {
+                      const char *find, hl_remote_item_visit visit, void *context) {
     const hl_object_layout *ol = &o->layout->objects;
     uint8_t header[64];
     if (ol->keys_indices > sizeof(header) || peek(o, header, keys, ol->keys_indices) != 0)
@@ -415,13 +455,23 @@ static int keys_items(const hl_remote_objects *o, uintptr_t keys, uintptr_t valu
         if (values != 0 &&
             peek(o, split, values + (uintptr_t)first * sizeof(uintptr_t), n * sizeof(*split)) != 0)
             return -1;
+        uintptr_t key[ENTRY_CHUNK], value[ENTRY_CHUNK];
         for (size_t i = 0; i < n; i++) {
-            uintptr_t key, value;
-            memcpy(&key, chunk + i * entry_size + key_at, sizeof(key));
-            if (values != 0) value = split[i];
-            else memcpy(&value, chunk + i * entry_size + value_at, sizeof(value));
-            if (key != 0 && value != 0 && visit(o, key, value, context) != 0) return 0;
+            memcpy(&key[i], chunk + i * entry_size + key_at, sizeof(*key));
+            if (values != 0) value[i] = split[i];
+            else memcpy(&value[i], chunk + i * entry_size + value_at, sizeof(*value));
+            if (value[i] == 0) key[i] = 0; /* a deleted entry */
         }
+        if (find != NULL) {
+            int found = find_str(o, key, n, find);
+            if (found >= 0) {
+                visit(o, key[found], value[found], context);
+                return 0;
+            }
+            continue;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (key[i] != 0 && visit(o, key[i], value[i], context) != 0) return 0;
     }
     return 0;
 }
@@ -433,7 +483,7 @@ int hl_remote_dict_items(const hl_remote_objects *o, uintptr_t dict, hl_remote_i
     if (!is(type_of(o, dict), o->types.dict_type) || word(o, dict + ol->dict_keys, &keys) != 0 ||
         word(o, dict + ol->dict_values, &values) != 0 || keys == 0)
         return -1;
-    return keys_items(o, keys, values, visit, context);
+    return keys_items(o, keys, values, NULL, visit, context);
 }
 
 typedef struct lookup {
@@ -441,27 +491,44 @@ typedef struct lookup {
     uintptr_t value;
 } lookup;
 
-static int match_key(const hl_remote_objects *o, uintptr_t key, uintptr_t value, void *context) {
-    lookup *l = context;
-    if (!str_is(o, key, l->key)) return 0;
-    l->value = value;
+/* The visit of a lookup (keys_items with find): the value found. */
+static int found_value(const hl_remote_objects *o, uintptr_t key, uintptr_t value, void *context) {
+    (void)o, (void)key;
+    ((lookup *)context)->value = value;
     return 1;
 }
 
-uintptr_t hl_remote_dict_get(const hl_remote_objects *o, uintptr_t dict, const char *key) {
+/* The value of str key in the keys object (values: as keys_items'), or 0. */
+static uintptr_t keys_get(const hl_remote_objects *o, uintptr_t keys, uintptr_t values,
+                          const char *key) {
     lookup l = {key, 0};
-    return hl_remote_dict_items(o, dict, match_key, &l) == 0 ? l.value : 0;
+    return keys_items(o, keys, values, key, found_value, &l) == 0 ? l.value : 0;
+}
+
+uintptr_t hl_remote_dict_get(const hl_remote_objects *o, uintptr_t dict, const char *key) {
+    const hl_object_layout *ol = &o->layout->objects;
+    uintptr_t keys, values;
+    if (!is(type_of(o, dict), o->types.dict_type) || word(o, dict + ol->dict_keys, &keys) != 0 ||
+        word(o, dict + ol->dict_values, &values) != 0 || keys == 0)
+        return 0;
+    return keys_get(o, keys, values, key);
 }
 
 uintptr_t hl_remote_attribute(const hl_remote_objects *o, uintptr_t object, const char *name) {
     const hl_object_layout *ol = &o->layout->objects;
     uintptr_t type = type_of(o, object), flags, cached_keys = 0, slot;
     intptr_t dictoffset, basicsize;
-    if (type == 0 || word(o, type + ol->type_flags, &flags) != 0 ||
-        peek(o, &dictoffset, type + ol->type_dictoffset, sizeof(dictoffset)) != 0 ||
-        peek(o, &basicsize, type + ol->type_basicsize, sizeof(basicsize)) != 0)
+    /* The type's fields from tp_basicsize to tp_dictoffset, in one read */
+    uint8_t fields[512];
+    size_t first = ol->type_basicsize, end = ol->type_dictoffset + sizeof(dictoffset);
+    if (ol->type_flags + sizeof(flags) > end) end = ol->type_flags + sizeof(flags);
+    if (type == 0 || end - first > sizeof(fields) ||
+        peek(o, fields, type + first, end - first) != 0)
         return 0;
-    lookup l = {name, 0};
+    memcpy(&flags, fields + ol->type_flags - first, sizeof(flags));
+    memcpy(&dictoffset, fields + ol->type_dictoffset - first, sizeof(dictoffset));
+    memcpy(&basicsize, fields, sizeof(basicsize));
+    uintptr_t found = 0;
     uintptr_t dict = 0;
     int managed = ol->managed_dict != HL_DICT_AT_OFFSET && (flags & TPFLAGS_MANAGED_DICT);
     if (managed && word(o, type + ol->type_cached_keys, &cached_keys) != 0) return 0;
@@ -475,11 +542,11 @@ uintptr_t hl_remote_attribute(const hl_remote_objects *o, uintptr_t object, cons
         if (word(o, before, &dict) != 0) return 0;
         if (dict == 0 && word(o, before - sizeof(uintptr_t), &values) == 0 && values != 0 &&
             cached_keys != 0)
-            keys_items(o, cached_keys, values, match_key, &l);
+            found = keys_get(o, cached_keys, values, name);
     } else if (ol->managed_dict == HL_DICT_OR_VALUES_312) {
         if (word(o, before, &slot) != 0) return 0;
         if (slot & 1) { /* values, stored minus one */
-            if (cached_keys != 0) keys_items(o, cached_keys, slot + 1, match_key, &l);
+            if (cached_keys != 0) found = keys_get(o, cached_keys, slot + 1, name);
         } else {
             dict = slot;
         }
@@ -489,10 +556,10 @@ uintptr_t hl_remote_attribute(const hl_remote_objects *o, uintptr_t object, cons
         uintptr_t values = object + (uintptr_t)basicsize;
         if (dict == 0 && (flags & TPFLAGS_INLINE_VALUES) && basicsize > 0 && cached_keys != 0 &&
             peek(o, &valid, values + 3, 1) == 0 && valid)
-            keys_items(o, cached_keys, values, match_key, &l);
+            found = keys_get(o, cached_keys, values, name);
     }
     if (dict != 0) return hl_remote_dict_get(o, dict, name);
-    return l.value;
+    return found;
 }
 
 /* ---- thread names ---------------------------------------------------------------------- */
