@@ -1,4 +1,4 @@
-"""``heatline dump [--json] [--no-pause] PID``: every thread's Python stack of a running
+"""``heatline dump [--json] [--no-pause] [--locals] PID``: every thread's Python stack of a running
 process, read from outside it (engine/dump.py), as text or as JSON for tools (the shape is
 docs/profile-format.md's "heatline dump's JSON"), made by renderers/dump_text.py."""
 
@@ -70,7 +70,7 @@ def run(args: list[str]) -> int:
         options = vars(parser().parse_args(args))
     pid = parse_pid(options["pid"])
     try:
-        result = reader.read(pid, pause=not options["no_pause"])
+        result = reader.read(pid, pause=not options["no_pause"], locals=options["locals"])
     except reader.DumpError as exc:
         fail(str(exc), 1)
     if options["json"]:

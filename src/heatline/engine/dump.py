@@ -54,12 +54,16 @@ class Frame:
     name: str
     qualname: str
     line: int
+    # With locals read: its bound local variables as (name, short repr), in the code's order
+    # (remoteobj.h: the repr is read from outside, never made by the target); else None
+    locals: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass
 class Thread:
     native_id: int  # the kernel's thread id (0: not known)
     name: str = ""  # the kernel's name for it (/proc/.../comm)
+    python_name: str | None = None  # the name threading gave it (None: not a threading.Thread)
     kernel_state: str = ""  # /proc's letter: R, S, D...
     syscall: str | None = None  # the system call it waits in, when it waits in one
     wchan: str | None = None  # the kernel function it sleeps in
@@ -163,15 +167,16 @@ def check_process(pid: int) -> None:
                         "waited for)")
 
 
-def read(pid: int, *, pause: bool = True) -> Dump:
+def read(pid: int, *, pause: bool = True, locals: bool = False) -> Dump:
     """Every thread of process pid: its Python stack, whether it holds the GIL, what it waits
-    in. With pause, the threads are stopped while their stacks are read (a few hundred
-    microseconds to a few milliseconds), so the stacks are consistent. Raises DumpError."""
+    in, the name threading gave it. With pause, the threads are stopped while their stacks are
+    read (a few hundred microseconds to a few milliseconds), so the stacks are consistent. With
+    locals, each frame's local variables too. Raises DumpError."""
     from heatline import _native
 
     check_process(pid)
     tasks = _tasks(pid)
-    raw = _native.dump(pid, pause)
+    raw = _native.dump(pid, pause, locals)
     if raw["error"] is not None:
         raise error_of(pid, raw)
     threads = []
@@ -185,7 +190,15 @@ def read(pid: int, *, pause: bool = True) -> Dump:
         thread.stopped = entry["stopped"]
         thread.complete = entry["complete"]
         thread.truncated = entry["truncated"]
-        thread.frames = [Frame(*frame) for frame in entry["frames"]]
+        thread.python_name = entry["python_name"]
+        if locals:
+            by_frame: list[list[tuple[str, str]]] = [[] for _ in entry["frames"]]
+            for index, name, value in entry["locals"]:
+                by_frame[index].append((name, value))
+            thread.frames = [Frame(*frame, tuple(variables))
+                             for frame, variables in zip(entry["frames"], by_frame)]
+        else:
+            thread.frames = [Frame(*frame) for frame in entry["frames"]]
         threads.append(thread)
     # Python's list runs newest first; the main thread first, then the others as they started.
     threads.sort(key=lambda t: (not t.main, t.native_id or 1 << 62))

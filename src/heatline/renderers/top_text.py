@@ -46,7 +46,8 @@ def _thread_rows(window: Window) -> list[tuple[str, float, float, float, float]]
     wall_ns = window.sampled_ns
     rows = []
     for thread in sorted(window.threads.values(), key=lambda t: (not t.main, t.native_id)):
-        label = f"{thread.native_id}" + (f" {thread.name}" if thread.name else "") + (
+        name = thread.python_name or thread.name  # threading's name, else the kernel's
+        label = f"{thread.native_id}" + (f" {name}" if name else "") + (
             " (main)" if thread.main else "")
         rows.append((label, *(_pct(ns, wall_ns) for ns in thread.ns),
                      _pct(thread.gil_ns, wall_ns)))
