@@ -22,6 +22,8 @@ import sys
 import pytest
 from _tools import require_perf_event
 
+from heatline.data.queries import thread_name
+
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 # native.c samples each thread SAMPLES_PER_INTERVAL times per mean sampling interval of CPU.
 SAMPLES_PER_INTERVAL = 4
@@ -129,9 +131,12 @@ def test_a_c_threads_functions_are_its_measured_shares(thread_burned):
     thread entry's (python: false, charged to no line), split among its native functions as
     they measured it."""
     truth, profile = thread_burned
-    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    index, entry = next((i, t) for i, t in enumerate(profile["threads"])
+                        if t["native_id"] == truth["tid"])
     assert entry["python"] is False and not entry["main"]
-    assert entry["name"] == f"native thread {truth['tid']} (libburn)"
+    # its name is the kernel's (it has no other); the reports add the library its time went to
+    assert entry["name"] == entry["comm"]
+    assert thread_name(profile, index) == f"{entry['comm']} (native thread {truth['tid']}, libburn)"
     assert entry["python_s"] == entry["native_s"] == entry["system_s"] == 0.0
     true_s = (truth["a_ns"] + truth["b_ns"]) / 1e9
     # Its clock is first read at the first tick after it started, last at the last tick before

@@ -536,10 +536,18 @@ def _threads(snapshot: dict[str, Any]
             other["thread_index"] = at
             records[at]["unattributed_ns"] += other["cpu_ns"]
             records[at]["cpu_ns"] += other["cpu_ns"]
+    # The names the shell read while the threads lived (engine/threadnames.py).
+    names = {tid: name for tid, name in snapshot.get("thread_names", ())}
     threads = [{**in_seconds(t), "main": bool(t["main"])} for t in records]
+    for thread in threads:
+        if thread["native_id"] in names:
+            thread["name"] = names[thread["native_id"]]
     for other in listed:
         record = {k: v for k, v in other.items()
                   if k not in ("functions", "unnamed_ns", "thread_index")}
+        record["name"] = names.get(record["native_id"]) or record["name"]  # the last read
+        if not record["name"]:
+            del record["name"]
         threads.append({**in_seconds(record), "native_functions":
                         native_report.function_list(other["functions"])})
     unattributed_ns = sum(t["unattributed_ns"] for t in (*records, *listed))

@@ -153,9 +153,10 @@ class ThreadRecord(_ThreadRequired, total=False):
 
     cpu_wait_s: float
     engine_wait_s: float
-    # A thread without a Python thread state (native frames) has these four.
-    python: Literal[False]
+    # The thread's name: threading's Thread.name, else the kernel's (comm); absent if unread.
     name: str
+    # A thread without a Python thread state (native frames) has these three.
+    python: Literal[False]
     comm: str
     native_functions: list[NativeFunction]
     # Merged profiles: the process the thread was in (a child's, or a later exec part's).

@@ -1,0 +1,100 @@
+"""Threads by their names: the profile's threads carry the name threading gave each (or the
+kernel's, for a thread threading does not know), read while the thread lived, and every view
+shows it, as text (escaped in HTML, never read as markup in the terminal).
+
+The target (tests/targets/thread_names.py) records each thread's kernel id and how long its
+work took, so a name is checked on the right thread: the thread named "writer" is charged about
+its 0.6 s of work, "loader" its 0.3 s. A thread is charged the time between samples while its
+work runs: its total differs from its work's wall time by at most a sampling gap at each end
+(the longest, max_sample_gap_s), and the time threading's own frames take around it."""
+
+import json
+
+import pytest
+
+from heatline.data import model
+from heatline.data.queries import thread_name
+from heatline.renderers import html
+
+# Nothing checked here depends on the CPython version beyond what threading gives on every one.
+pytestmark = pytest.mark.interpreter_independent
+
+HOSTILE = "<script>alert('pwned')</script>[bold]h[/bold]"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """(truth, profile path, profile) of one run of the target."""
+    import subprocess
+    import sys
+
+    from conftest import PROGRAMS
+
+    directory = tmp_path_factory.mktemp("thread_names")
+    truth_path, profile_path = directory / "truth.json", directory / "profile.json"
+    args = ["-q", "-o", str(profile_path), "--format", "json",
+            f"{PROGRAMS}/thread_names.py", str(truth_path)]
+    result = subprocess.run([sys.executable, "-m", "heatline", *args], capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(profile_path.read_text())
+    assert not model.mismatches(profile)  # the names are in the model (data/model.py)
+    return json.loads(truth_path.read_text()), profile_path, profile
+
+
+def _by_id(profile):
+    return {t["native_id"]: (i, t) for i, t in enumerate(profile["threads"])}
+
+
+def test_the_profile_names_each_thread(run):
+    truth, _, profile = run
+    threads = _by_id(profile)
+    ids = truth["native_ids"]
+    names = {key: threads[ids[key]][1].get("name") for key in ids}
+    assert names == {"brief": "brief", "loader": "loader", "writer": "writer",
+                     "hostile": HOSTILE, "raw": truth["raw_comm"]}
+    assert threads[truth["main_native_id"]][1]["name"] == "MainThread"
+    # each name is on the thread that did that work
+    gap = profile["max_sample_gap_s"]
+    for key in ("loader", "writer"):
+        thread = threads[ids[key]][1]
+        charged = (thread["python_s"] + thread["native_s"] + thread["system_s"]
+                   + thread.get("cpu_wait_s", 0.0))
+        assert abs(charged - truth["spans"][key]) <= 2 * gap + profile["sampling_interval_s"], (
+            key, charged, truth)
+
+
+def test_the_views_show_the_names(run, run_heatline, tmp_path):
+    truth, path, profile = run
+    ids = truth["native_ids"]
+    threads = _by_id(profile)
+    label = {key: thread_name(profile, threads[ids[key]][0]) for key in ids}
+    assert label["loader"] == f"loader (thread {ids['loader']})"
+    assert label["hostile"] == f"{HOSTILE} (thread {ids['hostile']})"
+    assert thread_name(profile, threads[truth["main_native_id"]][0]) == (
+        f"main thread {truth['main_native_id']}")
+    # the terminal's thread table (wide enough that no name is cut): the markup as text
+    result = run_heatline("view", str(path), text=True, env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    for key in ("loader", "writer", "raw", "hostile"):
+        assert label[key] in result.stdout, (key, result.stdout)
+    # the HTML page: its thread list and the flame graph's thread roots
+    data = html.page_data(profile)
+    listed = [row[0] for row in data["threads"]]
+    roots = [node[0] for node in data["flame"][2]]
+    for key in ("loader", "writer", "hostile"):
+        assert label[key] in listed and label[key] in roots, key
+    # ... escaped in the page: no name can end the data's <script> element
+    out = tmp_path / "report.html"
+    assert run_heatline("view", str(path), "--html", "-o", str(out)).returncode == 0
+    page = out.read_text(encoding="utf-8")
+    assert "<script>alert('pwned')" not in page
+    assert "\\u003cscript\\u003ealert('pwned')\\u003c/script\\u003e[bold]h[/bold]" in page
+    # the Chrome trace's thread names
+    out = tmp_path / "p.trace.json"
+    assert run_heatline("view", str(path), "--format", "chrome", "-o", str(out)).returncode == 0
+    events = json.loads(out.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    named = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    for key in ("loader", "writer", "hostile", "brief", "raw"):
+        assert named.get(ids[key]) == label[key], (key, named)
