@@ -98,3 +98,29 @@ def test_the_views_show_the_names(run, run_heatline, tmp_path):
     named = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     for key in ("loader", "writer", "hostile", "brief", "raw"):
         assert named.get(ids[key]) == label[key], (key, named)
+
+
+def test_the_api_names_threads(run_python, tmp_path):
+    """heatline.profile() in the program records the names too: of a thread started and ended
+    inside the block (its object kept), and of one running since before it."""
+    script = tmp_path / "api_names.py"
+    script.write_text(
+        "import json, sys, threading, time\n"
+        "import heatline\n"
+        "stop = threading.Event()\n"
+        "def spin(seconds):\n"
+        "    deadline = time.perf_counter() + seconds\n"
+        "    while time.perf_counter() < deadline:\n"
+        "        pass\n"
+        "idle = threading.Thread(target=stop.wait, name='idler')\n"
+        "idle.start()\n"
+        "with heatline.profile() as p:\n"
+        "    t = threading.Thread(target=spin, args=(0.1,), name='worker')\n"
+        "    t.start()\n"
+        "    t.join()\n"
+        "stop.set()\n"
+        "print(json.dumps({t['native_id']: t.get('name') for t in p.data['threads']}))\n")
+    result = run_python(str(script), text=True)
+    assert result.returncode == 0, result.stderr
+    names = set(json.loads(result.stdout).values())
+    assert {"MainThread", "worker", "idler"} <= names, names

@@ -533,6 +533,7 @@ void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out) {
     const hl_thread *t = &hl_the_engine.sampler.threads[index];
     out->native_id = t->native_id;
     out->main = t->main;
+    memcpy(out->comm, t->comm, sizeof(out->comm));
     memcpy(out->ns, t->ns, sizeof(out->ns));
     out->unattributed_ns = t->unattributed_ns;
     out->cpu_ns = t->cpu_ns;

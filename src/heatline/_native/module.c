@@ -276,7 +276,7 @@ static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
 PyDoc_STRVAR(on_new_threads_doc,
              "_on_new_threads($module, callback, /)\n--\n\n"
              "Call callback() in the main thread after a tick that saw threads not seen before,\n"
-             "the engine paused meanwhile (None: never). Cleared by stop().");
+             "and after the next while it returns true (None: never). Cleared by stop().");
 static PyObject *native_on_new_threads(PyObject *module, PyObject *callback) {
     (void)module;
     if (callback != Py_None && !PyCallable_Check(callback)) {

@@ -10,6 +10,7 @@ static int enabled;        /* callback set: read by the sampler thread */
 static size_t seen;        /* the threads the sampler had seen at the last tick */
 static size_t handled;     /* ... when the callback last started */
 static int requested;      /* a pending call is queued and has not run yet */
+static int again;          /* the callback asked to be called at the next tick too */
 
 void hl_newthreads_set(PyObject *new_callback) {
     HL_ASSERT(PyGILState_Check());
@@ -20,28 +21,31 @@ void hl_newthreads_set(PyObject *new_callback) {
         Py_INCREF(new_callback);
         callback = new_callback;
         __atomic_store_n(&handled, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&again, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
     }
     Py_XDECREF(old);
 }
 
-/* In the main thread, with the GIL. An exception the callback lets through (one raised by the
- * program's own signal handlers while it ran) is raised in the program there, as it would have
- * been. */
+/* In the main thread, with the GIL. The engine is not paused: the read takes microseconds
+ * (no I/O, no lock), while a pause that a tick fell in would drop that tick's whole interval for
+ * every thread; a tick meanwhile charges the main thread's line as at any moment (the read's
+ * frames are heatline's, never user code). Its allocations are not sampled (hl_engine_enter).
+ * An exception the callback lets through (one raised by the program's own signal handlers
+ * while it ran) is raised in the program there, as it would have been. */
 static int run(void *unused) {
     (void)unused;
     int result = 0;
     PyObject *function = callback;
     if (function != NULL) {
-        int was_paused = hl_engine_paused();
         __atomic_store_n(&handled, __atomic_load_n(&seen, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
         Py_INCREF(function);
-        hl_engine_set_paused(1);
-        hl_engine_wait_for_tick(); /* a tick that read the flag before charges nothing of this */
+        hl_engine_enter();
         PyObject *value = PyObject_CallObject(function, NULL);
-        hl_engine_set_paused(was_paused);
+        hl_engine_leave();
         Py_DECREF(function);
         if (value == NULL) result = -1;
+        __atomic_store_n(&again, value != NULL && PyObject_IsTrue(value) == 1, __ATOMIC_RELAXED);
         Py_XDECREF(value);
     }
     __atomic_store_n(&requested, 0, __ATOMIC_RELEASE);
@@ -53,7 +57,8 @@ static void tick(uint64_t now) {
     if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED)) return;
     size_t threads = hl_engine_threads_seen_locked();
     __atomic_store_n(&seen, threads, __ATOMIC_RELAXED);
-    if (threads != __atomic_load_n(&handled, __ATOMIC_RELAXED))
+    if (threads != __atomic_load_n(&handled, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&again, __ATOMIC_RELAXED))
         hl_engine_request_pending_call(&requested, run);
 }
 

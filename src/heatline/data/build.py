@@ -538,10 +538,7 @@ def _threads(snapshot: dict[str, Any]
             records[at]["cpu_ns"] += other["cpu_ns"]
     # The names the shell read while the threads lived (engine/threadnames.py).
     names = {tid: name for tid, name in snapshot.get("thread_names", ())}
-    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in records]
-    for thread in threads:
-        if thread["native_id"] in names:
-            thread["name"] = names[thread["native_id"]]
+    threads = [_named({**in_seconds(t), "main": bool(t["main"])}, names) for t in records]
     for other in listed:
         record = {k: v for k, v in other.items()
                   if k not in ("functions", "unnamed_ns", "thread_index")}
@@ -552,6 +549,20 @@ def _threads(snapshot: dict[str, Any]
                         native_report.function_list(other["functions"])})
     unattributed_ns = sum(t["unattributed_ns"] for t in (*records, *listed))
     return threads, unattributed_ns, other_threads
+
+
+def _named(thread: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+    """A Python thread's record with its ``name`` (the shell's: threading's, else the kernel's
+    as last read) and ``comm`` (the engine's, when it first saw the thread), each where known,
+    after ``main`` as the profile lists them."""
+    comm = thread.pop("comm", "")  # engines before it: none
+    record = {key: thread[key] for key in ("native_id", "main")}
+    name = names.get(thread["native_id"]) or comm
+    if name:
+        record["name"] = name
+    if comm:
+        record["comm"] = comm
+    return {**record, **thread}
 
 
 def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],

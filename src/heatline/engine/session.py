@@ -337,9 +337,9 @@ class Session:
             return
         from heatline import _native
 
-        if self._thread_names is not None:
-            self._thread_names.read(comm_again=True)  # the last names of the threads alive
         _native.stop()
+        if self._thread_names is not None:
+            self._thread_names.read_all()  # the last names of the threads alive
         self._close_control()
         self._wall_stop = time.perf_counter()
         self._cpu_stop = time.process_time()
@@ -397,7 +397,7 @@ class Session:
         """The threads' names (threadnames.py) into the snapshot, as ``thread_names``."""
         if self._thread_names is not None:
             if self._running:
-                self._thread_names.read(comm_again=True)
+                self._thread_names.read_all()
             snapshot["thread_names"] = self._thread_names.names()
 
     def pause(self) -> None:
