@@ -6,7 +6,8 @@
   name is the kernel's (its comm, which it records);
 - "loader" and "writer": named threads doing 0.3 s and 0.6 s of Python work (spinning on the
   clock); writer is created as "pending" and renames itself before its work (the last name
-  counts);
+  counts: their objects are kept, so the names are read again at the end whatever the main
+  thread was doing when they started);
 - a thread whose name is hostile text (HOSTILE): HTML and rich markup.
 
 Writes to the file named by argv[1] (JSON): "spans" (name -> wall seconds each thread's work
@@ -59,6 +60,7 @@ def main():
     done = _thread.allocate_lock()
     done.acquire()
     _thread.start_new_thread(raw, (done,))
+    global threads  # kept to the end, where every name is read again (the rename too)
     threads = [threading.Thread(target=work, args=("loader", 0.3), name="loader"),
                threading.Thread(target=work, args=("writer", 0.6, "writer"), name="pending"),
                threading.Thread(target=work, args=("hostile", 0.1), name=HOSTILE)]

@@ -25,33 +25,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _thread_objects(threading: Any) -> list[Any]:
-    """The ``Thread`` objects that still exist: ended ones the program keeps (``_dangling``,
-    every Thread not yet collected) first, then the running ones (``_active``), so that a
-    running thread's name wins over an ended one whose kernel id it reuses."""
-    found: list[Any] = []
-    for table, read in ((getattr(threading, "_dangling", None), list),
-                        (getattr(threading, "_active", None), lambda d: list(d.values()))):
-        if table is None:
+def _objects(table: Any, read: Any) -> list[Any]:
+    """``read(table)``, again if another thread changed the table while it was copied."""
+    for _ in range(3):
+        try:
+            return list(read(table)) if table is not None else []
+        except (RuntimeError, AttributeError, TypeError):
             continue
-        for _ in range(3):  # another thread may change the table while it is copied
-            try:
-                found += read(table)
-                break
-            except (RuntimeError, AttributeError, TypeError):
-                continue
-    return found
-
-
-def _starting(threading: Any) -> bool:
-    """Whether a thread was started and has not set its kernel id yet (``threading`` keeps it
-    in ``_limbo`` until its own first Python code runs)."""
-    try:
-        return bool(getattr(threading, "_limbo", None)) or any(
-            getattr(thread, "native_id", 0) is None and thread.is_alive()
-            for thread in list(getattr(threading, "_active", {}).values()))
-    except Exception:  # noqa: BLE001
-        return False
+    return []
 
 
 class ThreadNames:
@@ -62,41 +43,59 @@ class ThreadNames:
         self._comm: dict[int, str] = {}
 
     def read(self) -> bool:
-        """Read the ``threading`` names of the threads whose ``Thread`` objects exist now: the
-        engine's pending call (newthreads.h). True when a thread was still starting (started,
-        its kernel id not known to ``threading`` yet): the engine then calls again after its
-        next tick, since it may have seen that thread already. No I/O, no lock: nothing here
-        lets another thread take the GIL but the interpreter's own switch interval. Raises
-        nothing the program could see but what its own signal handlers raise meanwhile."""
+        """Read the ``threading`` names of the running threads (a thread renamed since the
+        last read has its new name): the engine's pending call (newthreads.h). True when a
+        thread was still starting (started, its kernel id not known to ``threading`` yet): the
+        engine then calls again after its next tick, since it may have seen that thread
+        already. No I/O, no lock (about 1 us a running thread): nothing here lets another
+        thread take the GIL but the interpreter's own switch interval. Raises nothing the
+        program could see but what its own signal handlers raise meanwhile."""
         try:
-            return self._read_python()
+            threading = sys.modules.get("threading")
+            if threading is None:
+                return False
+            running = _objects(getattr(threading, "_active", None), dict.values)
+            return self._read_python(threading, running)
         except Exception:  # noqa: BLE001 -- a name missed, never an error in the program
             return False
 
     def read_all(self) -> None:
-        """read(), and the kernel's names of the threads alive now (a thread can change its
-        own: ``pthread_setname_np``); at the end, and for a snapshot."""
-        self.read()
+        """Every name again: of every ``Thread`` object that still exists (renamed since, or
+        ended and kept by the program: ``_dangling`` holds every Thread not yet collected),
+        then the kernel's of the threads alive now (a thread can change its own,
+        ``pthread_setname_np``). For a snapshot and at the end."""
         try:
+            threading = sys.modules.get("threading")
+            if threading is not None:
+                # The ended first: a running thread's name wins over an ended one's whose
+                # kernel id it reuses.
+                objects = _objects(getattr(threading, "_dangling", None), list)
+                objects += _objects(getattr(threading, "_active", None), dict.values)
+                self._read_python(threading, objects)
             self._read_comm()
         except Exception:  # noqa: BLE001
             pass
 
-    def _read_python(self) -> bool:
-        threading = sys.modules.get("threading")
-        if threading is None:
-            return False
+    def _read_python(self, threading: Any, threads: list[Any]) -> bool:
+        """The names of these Thread objects; whether a thread was still starting
+        (``threading`` keeps it in ``_limbo`` until it has set its kernel id and entered
+        ``_active``)."""
         dummy = getattr(threading, "_DummyThread", None)
-        for thread in _thread_objects(threading):
+        known = self._python
+        for thread in threads:
             try:
-                tid = thread.native_id
-                name = thread.name
+                # The attributes behind Thread.native_id and Thread.name, read directly (a
+                # third of the time); the properties where a CPython keeps them elsewhere.
+                attributes = vars(thread)
+                tid, name = attributes.get("_native_id"), attributes.get("_name")
+                if tid is None or name is None:
+                    tid, name = thread.native_id, thread.name
             except Exception:  # noqa: BLE001 -- the program's own subclass may fail
                 continue
-            if (isinstance(tid, int) and isinstance(name, str)
+            if (isinstance(tid, int) and isinstance(name, str) and known.get(tid) != name
                     and not (dummy is not None and isinstance(thread, dummy))):
-                self._python[tid] = name
-        return _starting(threading)
+                known[tid] = name
+        return bool(getattr(threading, "_limbo", None))
 
     def _read_comm(self) -> None:
         try:
