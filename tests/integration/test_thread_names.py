@@ -124,3 +124,51 @@ def test_the_api_names_threads(run_python, tmp_path):
     assert result.returncode == 0, result.stderr
     names = set(json.loads(result.stdout).values())
     assert {"MainThread", "worker", "idler"} <= names, names
+
+
+def test_the_programs_profile_function_sees_no_name_read(run_heatline, run_python, tmp_path):
+    """The reads of new threads' names run in the main thread (a pending call): the program's
+    own sys.setprofile function sees none of heatline's calls there, as without heatline."""
+    script = tmp_path / "profiled.py"
+    script.write_text(
+        "import sys, threading, time\n"
+        "files = set()\n"
+        "def hook(frame, event, arg):\n"
+        "    files.add(frame.f_code.co_filename)\n"
+        "def spin(seconds):\n"
+        "    deadline = time.perf_counter() + seconds\n"
+        "    while time.perf_counter() < deadline:\n"
+        "        pass\n"
+        "sys.setprofile(hook)\n"
+        "for n in range(5):\n"
+        "    t = threading.Thread(target=spin, args=(0.05,), name=f'w{n}')\n"
+        "    t.start()\n"
+        "    spin(0.1)  # the main thread runs Python meanwhile: the read runs here\n"
+        "    t.join()\n"
+        "sys.setprofile(None)\n"
+        "print(sorted(f for f in files if 'heatline' in f))\n")
+    out = tmp_path / "p.json"
+    result = run_heatline("-q", "-o", str(out), str(script), text=True)
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+    # the reads did run there: each thread, its object dropped at once, has its name
+    names = {t.get("name") for t in json.loads(out.read_text())["threads"]}
+    assert {"w0", "w1", "w2", "w3", "w4"} <= names, names
+
+
+def test_names_of_kept_threads_are_read_at_the_end(run_heatline, tmp_path):
+    """A thread that started and ended while the main thread waited in join() (no read could
+    run in the program meanwhile) has its name when the program keeps its object: the end of
+    the run reads the program's threading module, though heatline's own modules are in
+    sys.modules then."""
+    script = tmp_path / "kept.py"
+    script.write_text("import threading, time\n"
+                      "threads = [threading.Thread(target=time.sleep, args=(0.05,),"
+                      " name='kept')]\n"
+                      "threads[0].start()\n"
+                      "threads[0].join()\n"
+                      "print(threads[0].native_id)\n")
+    out = tmp_path / "p.json"
+    result = run_heatline("-q", "-o", str(out), str(script), text=True)
+    assert result.returncode == 0, result.stderr
+    threads = {t["native_id"]: t for t in json.loads(out.read_text())["threads"]}
+    assert threads[int(result.stdout)].get("name") == "kept"

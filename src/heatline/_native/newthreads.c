@@ -3,6 +3,7 @@
 
 #include "newthreads.h"
 
+#include "compat.h"
 #include "engine_part.h"
 
 static PyObject *callback; /* owned; touched only with the GIL */
@@ -30,7 +31,8 @@ void hl_newthreads_set(PyObject *new_callback) {
 /* In the main thread, with the GIL. The engine is not paused: the read takes microseconds
  * (no I/O, no lock), while a pause that a tick fell in would drop that tick's whole interval for
  * every thread; a tick meanwhile charges the main thread's line as at any moment (the read's
- * frames are heatline's, never user code). Its allocations are not sampled (hl_engine_enter).
+ * frames are heatline's, never user code). Its allocations are not sampled (hl_engine_enter),
+ * and the program's trace and profile functions do not see it (hl_compat_enter_tracing).
  * An exception the callback lets through (one raised by the program's own signal handlers
  * while it ran) is raised in the program there, as it would have been. */
 static int run(void *unused) {
@@ -41,7 +43,9 @@ static int run(void *unused) {
         __atomic_store_n(&handled, __atomic_load_n(&seen, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
         Py_INCREF(function);
         hl_engine_enter();
+        hl_compat_enter_tracing(); /* the program's trace and profile functions see none of it */
         PyObject *value = PyObject_CallObject(function, NULL);
+        hl_compat_leave_tracing();
         hl_engine_leave();
         Py_DECREF(function);
         if (value == NULL) result = -1;

@@ -183,7 +183,8 @@ def calling_only(profile: Profile) -> dict[tuple[str, str], int]:
 
 def thread_name(profile: Profile, index: int) -> str:
     """What the reports and exports call a thread: its name and kernel id, "loader (thread
-    4243)", "main thread 4242" (the main thread by its default name, MainThread), a thread
+    4243)", "main thread 4242" (the main thread by its default name, MainThread, or without a
+    threading name, the kernel's being the program's), a thread
     without a Python thread state after the library its time mostly went to, "python (native
     thread 4250, libopenblas)"; a file without names: "thread 4243". Names are the program's
     text: each renderer escapes them as it escapes function names."""
@@ -200,8 +201,8 @@ def thread_name(profile: Profile, index: int) -> str:
             return f"native thread {tid}" + (f" ({library})" if library else "")
         return f"{name} (native thread {tid}" + (f", {library})" if library else ")")
     kind = "main thread" if thread.get("main") else "thread"
-    if not name or (thread.get("main") and name == "MainThread"):
-        return f"{kind} {tid}"
+    if not name or (thread.get("main") and name in ("MainThread", thread.get("comm"))):
+        return f"{kind} {tid}"  # the main thread's default name, or the program's own
     return f"{name} ({kind} {tid})"
 
 

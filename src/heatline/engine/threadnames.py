@@ -41,6 +41,16 @@ class ThreadNames:
     def __init__(self) -> None:
         self._python: dict[int, str] = {}
         self._comm: dict[int, str] = {}
+        # The program's threading module, as a read while it ran found it: heatline's own work
+        # at the end runs with heatline's modules in sys.modules (run/isolation.py), where
+        # threading is not the program's, or is missing.
+        self._threading: Any = None
+
+    def _module(self, *, running: bool) -> Any:
+        module = sys.modules.get("threading")
+        if running and module is not None:
+            self._threading = module
+        return self._threading or module
 
     def read(self) -> bool:
         """Read the ``threading`` names of the running threads (a thread renamed since the
@@ -51,7 +61,7 @@ class ThreadNames:
         thread take the GIL but the interpreter's own switch interval. Raises nothing the
         program could see but what its own signal handlers raise meanwhile."""
         try:
-            threading = sys.modules.get("threading")
+            threading = self._module(running=True)
             if threading is None:
                 return False
             running = _objects(getattr(threading, "_active", None), dict.values)
@@ -65,7 +75,7 @@ class ThreadNames:
         then the kernel's of the threads alive now (a thread can change its own,
         ``pthread_setname_np``). For a snapshot and at the end."""
         try:
-            threading = sys.modules.get("threading")
+            threading = self._module(running=False)
             if threading is not None:
                 # The ended first: a running thread's name wins over an ended one's whose
                 # kernel id it reuses.
