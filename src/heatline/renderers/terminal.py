@@ -127,7 +127,7 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
                 functions, threshold_pct, memory=memory, console=console, inclusive=inclusive
             )
         )
-    threads = _thread_table(profile)
+    threads = _thread_table(profile, console.width)
     if threads is not None:
         console.print()
         console.print(threads, no_wrap=True, overflow="ellipsis")
@@ -502,11 +502,12 @@ def _last_outer_space(head: str) -> int:
     return at
 
 
-def _thread_table(profile: Profile) -> Table | None:
+def _thread_table(profile: Profile, width: int = 80) -> Table | None:
     """The Python threads, by name (queries.thread_name), busiest first: the time each had
     charged to the program's lines, its time in no line of them and its CPU time. Shown when
     more than one thread charged at least a sampling interval; at most _THREAD_ROWS threads,
-    the rest counted in the caption."""
+    the rest counted in the caption. At most ``width`` columns: a long name is cut (…), the
+    numbers stay whole."""
     from heatline.data.queries import thread_name
 
     least = profile.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S)
@@ -525,18 +526,27 @@ def _thread_table(profile: Profile) -> Table | None:
     rest = len(threads) - min(len(busy), _THREAD_ROWS)
     caption = (Text(f"and {_plural(rest, 'other thread')} (heatline view --format json lists "
                     "every thread)", no_wrap=False, overflow="fold") if rest else None)
-    table = _new_table(title="Threads", caption=caption, caption_justify="left")
-    # Text, not str: a thread's name is the program's text and must not be parsed as markup.
-    table.add_column("thread", no_wrap=True, overflow="ellipsis", min_width=12)
     headers = ["Py s", "nat s", "sys s", *(["wait s"] if waits else []), "no line s", "CPU s"]
-    _add_number_columns(table, *headers)
-    for index, thread in busy[:_THREAD_ROWS]:
-        cells = [thread["python_s"], thread["native_s"], thread["system_s"],
-                 *([thread.get("cpu_wait_s", 0.0)] if waits else []),
-                 thread["unattributed_s"], thread["cpu_s"]]
-        table.add_row(Text(visible(thread_name(profile, index))),
-                      *(f"{value:.2f}" for value in cells))
-    return table
+    rows = [(thread_name(profile, index),
+             [f"{value:.2f}" for value in (thread["python_s"], thread["native_s"],
+                                           thread["system_s"],
+                                           *([thread.get("cpu_wait_s", 0.0)] if waits else []),
+                                           thread["unattributed_s"], thread["cpu_s"])])
+            for index, thread in busy[:_THREAD_ROWS]]
+
+    def build(name_width: int) -> Table:
+        table = _new_table(title="Threads", caption=caption, caption_justify="left")
+        # Text, not str: a thread's name is the program's text, never parsed as markup.
+        table.add_column("thread", no_wrap=True, overflow="ellipsis", width=name_width)
+        _add_number_columns(table, *headers)
+        for name, cells in rows:
+            table.add_row(Text(visible(name)), *cells)
+        return table
+
+    longest = max(len("thread"), *(len(visible(name)) for name, _ in rows))
+    console = Console(width=1 << 20, file=_Discard())  # measures only
+    others = Measurement.get(console, console.options, build(1)).maximum - 1
+    return build(max(12, min(longest, width - others)))
 
 
 # The thread table's most rows.
