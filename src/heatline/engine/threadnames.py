@@ -93,15 +93,18 @@ class ThreadNames:
         dummy = getattr(threading, "_DummyThread", None)
         known = self._python
         for thread in threads:
+            # The attributes behind Thread.native_id and Thread.name, read directly (a third
+            # of the time); the properties where a CPython keeps them elsewhere.
             try:
-                # The attributes behind Thread.native_id and Thread.name, read directly (a
-                # third of the time); the properties where a CPython keeps them elsewhere.
                 attributes = vars(thread)
                 tid, name = attributes.get("_native_id"), attributes.get("_name")
-                if tid is None or name is None:
+            except TypeError:  # no __dict__
+                tid = name = None
+            if tid is None or name is None:
+                try:
                     tid, name = thread.native_id, thread.name
-            except Exception:  # noqa: BLE001 -- the program's own subclass may fail
-                continue
+                except Exception:  # noqa: BLE001 -- the program's own subclass may fail
+                    continue
             if (isinstance(tid, int) and isinstance(name, str) and known.get(tid) != name
                     and not (dummy is not None and isinstance(thread, dummy))):
                 known[tid] = name
