@@ -68,12 +68,14 @@ static PyObject *thread_item(size_t i, const void *unused) {
     const hl_thread_stat *t = &stat;
     hl_engine_thread_stat_locked(i, &stat);
     return Py_BuildValue(
-        "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
-        t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
-        "native_ns", (unsigned long long)t->ns[HL_NATIVE], "system_ns",
-        (unsigned long long)t->ns[HL_SYSTEM], "cpu_wait_ns", (unsigned long long)t->ns[HL_CPU_WAIT],
-        "unattributed_ns", (unsigned long long)t->unattributed_ns, "cpu_ns",
-        (unsigned long long)t->cpu_ns, "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
+        "{s:l,s:O,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
+        t->main ? Py_True : Py_False, "comm",
+        PyUnicode_DecodeUTF8(t->comm, (Py_ssize_t)strlen(t->comm), "replace"), "python_ns",
+        (unsigned long long)t->ns[HL_PYTHON], "native_ns", (unsigned long long)t->ns[HL_NATIVE],
+        "system_ns", (unsigned long long)t->ns[HL_SYSTEM], "cpu_wait_ns",
+        (unsigned long long)t->ns[HL_CPU_WAIT], "unattributed_ns",
+        (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns,
+        "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
 }
 
 static PyObject *stack_item(size_t i, const void *stats) {

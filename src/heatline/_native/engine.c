@@ -31,6 +31,7 @@
 #include "detach.h"
 #include "exitstatus.h"
 #include "memread.h"
+#include "newthreads.h"
 #include "periodic.h"
 #include "sampler.h"
 #include "sigterm.h"
@@ -48,9 +49,9 @@ static hl_engine hl_the_engine = {
     .lock = HL_LOCK_INITIALIZER,
 };
 
-static const hl_engine_part *const parts[] = {&hl_memory_part,    &hl_gpu_part,
-                                              &hl_control_part,   &hl_periodic_part,
-                                              &hl_asyncwait_part, &hl_detach_part};
+static const hl_engine_part *const parts[] = {
+    &hl_memory_part,    &hl_gpu_part,    &hl_control_part,   &hl_periodic_part,
+    &hl_asyncwait_part, &hl_detach_part, &hl_newthreads_part};
 #define NPARTS (sizeof(parts) / sizeof(*parts))
 
 /* ---- marking threads inside the engine ------------------------------------------------------ */
@@ -160,6 +161,11 @@ int hl_engine_paused(void) {
 
 void hl_engine_wait_until_gone(int tid) {
     hl_sampler_wait_until_gone(tid);
+}
+
+size_t hl_engine_threads_seen_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
+    return hl_the_engine.sampler.nthreads;
 }
 
 hl_stats *hl_engine_stats_locked(void) {
@@ -456,6 +462,10 @@ void hl_engine_set_periodic(uint64_t write_interval_ns, PyObject *callback) {
     hl_periodic_set(write_interval_ns, callback);
 }
 
+void hl_engine_on_new_threads(PyObject *callback) {
+    hl_newthreads_set(callback);
+}
+
 int hl_engine_watch_detach(const char *stop_path, const char *request_path, PyObject *callback) {
     return hl_detach_watch(stop_path, request_path, callback);
 }
@@ -523,6 +533,7 @@ void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out) {
     const hl_thread *t = &hl_the_engine.sampler.threads[index];
     out->native_id = t->native_id;
     out->main = t->main;
+    memcpy(out->comm, t->comm, sizeof(out->comm));
     memcpy(out->ns, t->ns, sizeof(out->ns));
     out->unattributed_ns = t->unattributed_ns;
     out->cpu_ns = t->cpu_ns;

@@ -67,6 +67,9 @@ void hl_engine_pause(int paused);
  * in the main thread, the engine paused meanwhile (periodic.h). */
 struct _object; /* PyObject, as in periodic.h */
 void hl_engine_set_periodic(uint64_t write_interval_ns, struct _object *callback);
+/* With the GIL: call callback() in the main thread after a tick that saw new threads
+ * (newthreads.h); None: never. */
+void hl_engine_on_new_threads(struct _object *callback);
 
 /* heatline attach: with the GIL, while running: callback() is called on a short-lived thread
  * of the engine's once stop_path exists or request_path does not (detach.h). 0 or -errno. */
@@ -111,6 +114,7 @@ void hl_engine_resume_after_fork(void);
 typedef struct hl_thread_stat {
     long native_id;
     int main;
+    char comm[16]; /* the kernel's name for it when first seen ("": unread) */
     uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
     uint64_t unattributed_ns;
     uint64_t cpu_ns;

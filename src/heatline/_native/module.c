@@ -273,6 +273,20 @@ static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(on_new_threads_doc,
+             "_on_new_threads($module, callback, /)\n--\n\n"
+             "Call callback() in the main thread after a tick that saw threads not seen before,\n"
+             "and after the next while it returns true (None: never). Cleared by stop().");
+static PyObject *native_on_new_threads(PyObject *module, PyObject *callback) {
+    (void)module;
+    if (callback != Py_None && !PyCallable_Check(callback)) {
+        PyErr_SetString(PyExc_ValueError, "callback must be callable or None");
+        return NULL;
+    }
+    hl_engine_on_new_threads(callback);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(
     watch_detach_doc,
     "_watch_detach($module, stop_path, request_path, callback, /)\n--\n\n"
@@ -695,6 +709,7 @@ static PyMethodDef native_methods[] = {
     {"resume", native_resume, METH_NOARGS, resume_doc},
     {"is_running", native_is_running, METH_NOARGS, is_running_doc},
     {"_set_periodic", native_set_periodic, METH_VARARGS, set_periodic_doc},
+    {"_on_new_threads", native_on_new_threads, METH_O, on_new_threads_doc},
     {"_watch_detach", native_watch_detach, METH_VARARGS, watch_detach_doc},
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},

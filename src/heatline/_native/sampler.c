@@ -302,6 +302,9 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     memset(t, 0, sizeof(*t));
     t->tstate = tstate;
     t->native_id = native_id;
+    /* Read now: a thread may end before the profile is built (its Python name, where it has
+     * one, is read by the shell: newthreads.h). */
+    hl_thread_comm(native_id, t->comm, sizeof(t->comm));
     t->clock = thread_clock(native_id);
     t->main = native_id == e->main_native_id;
     t->alive = 1;

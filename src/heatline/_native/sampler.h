@@ -26,6 +26,7 @@
 typedef struct hl_thread {
     uintptr_t tstate;   /* its PyThreadState (only compared and read via hl_memread) */
     long native_id;     /* the kernel's thread id */
+    char comm[16];      /* the kernel's name for it when first seen ("": unread) */
     clockid_t clock;    /* its CPU-time clock */
     int main;
     int alive;          /* present in the interpreter's thread list at the latest scan */

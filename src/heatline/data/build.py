@@ -536,14 +536,33 @@ def _threads(snapshot: dict[str, Any]
             other["thread_index"] = at
             records[at]["unattributed_ns"] += other["cpu_ns"]
             records[at]["cpu_ns"] += other["cpu_ns"]
-    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in records]
+    # The names the shell read while the threads lived (engine/threadnames.py).
+    names = {tid: name for tid, name in snapshot.get("thread_names", ())}
+    threads = [_named({**in_seconds(t), "main": bool(t["main"])}, names) for t in records]
     for other in listed:
         record = {k: v for k, v in other.items()
                   if k not in ("functions", "unnamed_ns", "thread_index")}
+        record["name"] = names.get(record["native_id"]) or record["name"]  # the last read
+        if not record["name"]:
+            del record["name"]
         threads.append({**in_seconds(record), "native_functions":
                         native_report.function_list(other["functions"])})
     unattributed_ns = sum(t["unattributed_ns"] for t in (*records, *listed))
     return threads, unattributed_ns, other_threads
+
+
+def _named(thread: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+    """A Python thread's record with its ``name`` (the shell's: threading's, else the kernel's
+    as last read) and ``comm`` (the engine's, when it first saw the thread), each where known,
+    after ``main`` as the profile lists them."""
+    comm = thread.pop("comm", "")  # engines before it: none
+    record = {key: thread[key] for key in ("native_id", "main")}
+    name = names.get(thread["native_id"]) or comm
+    if name:
+        record["name"] = name
+    if comm:
+        record["comm"] = comm
+    return {**record, **thread}
 
 
 def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],

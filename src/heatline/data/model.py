@@ -153,10 +153,12 @@ class ThreadRecord(_ThreadRequired, total=False):
 
     cpu_wait_s: float
     engine_wait_s: float
-    # A thread without a Python thread state (native frames) has these four.
-    python: Literal[False]
+    # The thread's name: threading's Thread.name, else the kernel's; absent if unread.
     name: str
+    # The kernel's name for it when first seen (/proc/self/task/TID/comm).
     comm: str
+    # A thread without a Python thread state (native frames) has these two.
+    python: Literal[False]
     native_functions: list[NativeFunction]
     # Merged profiles: the process the thread was in (a child's, or a later exec part's).
     pid: int

@@ -43,6 +43,8 @@ WAIT_PLACE_SHARE = 0.25
 STARVED_SHARE = 0.30
 # DataLoader workers busy this share of their time are the bottleneck themselves.
 WORKERS_BUSY_SHARE = 0.60
+# Worker threads are named (their names, busiest first) up to this many.
+THREAD_NAMES = 3
 # Worker threads: the main thread blocked this share of its time mostly waits ...
 THREADS_MAIN_WAIT_SHARE = 0.50
 # ... and the other threads of its process, with this share of the process's running time in
@@ -520,7 +522,7 @@ def _worker_threads(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | No
     running = 0.0  # the process's running time in user code, every thread
     by_function: dict[tuple[str, str], float] = {}
     by_line: dict[tuple[str, str], dict[int, float]] = {}
-    threads = set()
+    threads: dict[int, float] = {}  # thread -> its running time in user code
     for stack in facts.stacks:
         seconds = stack.python_s + stack.native_s
         position = facts.user_frame(stack.frames)
@@ -530,7 +532,7 @@ def _worker_threads(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | No
         running += seconds
         if stack.thread == facts.main_thread:
             continue
-        threads.add(stack.thread)
+        threads[stack.thread] = threads.get(stack.thread, 0.0) + seconds
         frame = facts.frames[stack.frames[position]]
         key = (frame["file"], _enclosing(frame.get("qualname") or frame.get("name") or "?"))
         by_function[key] = by_function.get(key, 0.0) + seconds
@@ -545,11 +547,28 @@ def _worker_threads(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | No
     first = next((f.get("first_line") for f in (facts.files.get(path) or {}).get("functions", [])
                   if f.get("qualname") == function and f.get("first_line")), None)
     defined = f" ({facts.where(path, first)})" if first else ""
-    return {"text": f"While the main thread waits, {_plural(count, 'other thread')} "
-                    f"{'runs' if count == 1 else 'run'} {_seconds(work)} "
+    return {"text": f"While the main thread waits, {_plural(count, 'other thread')}"
+                    f"{_thread_names(facts, threads)} {'runs' if count == 1 else 'run'} "
+                    f"{_seconds(work)} "
                     f"({_pct(work / running)} of the running time), {_pct(seconds / work)} of "
                     f"it in {function}{defined}, most at {facts.place(path, line)}.",
             "file": path, "line": line}
+
+
+def _thread_names(facts: _Facts, threads: dict[int, float]) -> str:
+    """" (loader, writer)": the threads' names, busiest first (at most THREAD_NAMES of them,
+    then how many more), where every one of them has a name; else ""."""
+    names = []
+    for index in sorted(threads, key=lambda i: (-threads[i], i)):
+        name = facts.threads[index].get("name") if 0 <= index < len(facts.threads) else None
+        if not name:
+            return ""
+        names.append(name)
+    if not names:
+        return ""
+    shown = ", ".join(names[:THREAD_NAMES])
+    more = len(names) - THREAD_NAMES
+    return f" ({shown}{f' and {more} more' if more > 0 else ''})"
 
 
 def _enclosing(qualname: str) -> str:

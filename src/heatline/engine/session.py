@@ -261,6 +261,7 @@ class Session:
         self._cpu_start = self._cpu_stop = 0.0
         self._steal_start = self._steal_stop = None
         self._running = False
+        self._thread_names: Any = None  # threadnames.ThreadNames, from start()
 
     def start(self) -> None:
         """Start sampling. Raises RuntimeError/OSError from the engine if it cannot start."""
@@ -323,6 +324,11 @@ class Session:
             control=None if endpoint is None else (endpoint.command, endpoint.state),
             main_native_id=self.main_native_id,
         )
+        from heatline.engine.threadnames import ThreadNames
+
+        self._thread_names = names = ThreadNames()
+        names.read()
+        _native._on_new_threads(names.read)
 
     def stop(self) -> None:
         """Stop sampling (idempotent) and fix the end of the measured span."""
@@ -332,6 +338,8 @@ class Session:
         from heatline import _native
 
         _native.stop()
+        if self._thread_names is not None:
+            self._thread_names.read_all()  # the last names of the threads alive
         self._close_control()
         self._wall_stop = time.perf_counter()
         self._cpu_stop = time.process_time()
@@ -381,8 +389,16 @@ class Session:
 
         with collector_paused():
             snapshot = _native.snapshot()
+            self._add_thread_names(snapshot)
         self._note_origin(snapshot)
         return snapshot
+
+    def _add_thread_names(self, snapshot: dict[str, Any]) -> None:
+        """The threads' names (threadnames.py) into the snapshot, as ``thread_names``."""
+        if self._thread_names is not None:
+            if self._running:
+                self._thread_names.read_all()
+            snapshot["thread_names"] = self._thread_names.names()
 
     def pause(self) -> None:
         if self._running:
@@ -421,6 +437,7 @@ class Session:
         if self._steal_start is not None and steal_stop is not None:
             steal_s = max(steal_stop - self._steal_start, 0.0)
         snapshot = _native.snapshot()
+        self._add_thread_names(snapshot)
         self._note_origin(snapshot)
         if self.snapshot_filter is not None:
             snapshot = self.snapshot_filter(snapshot)

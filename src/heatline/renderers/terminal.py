@@ -127,11 +127,15 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
                 functions, threshold_pct, memory=memory, console=console, inclusive=inclusive
             )
         )
+    threads = _thread_table(profile, console.width)
+    if threads is not None:
+        console.print()
+        console.print(threads, no_wrap=True, overflow="ellipsis")
     native_threads = _native_threads(profile)
     if native_threads:
         console.print()
         for text in native_threads:
-            console.print(text, style="dim")
+            console.print(Text(text, style="dim"))
     if memory:
         leaks = _leaks(profile)
         console.print()
@@ -498,15 +502,68 @@ def _last_outer_space(head: str) -> int:
     return at
 
 
+def _thread_table(profile: Profile, width: int = 80) -> Table | None:
+    """The Python threads, by name (queries.thread_name), busiest first: the time each had
+    charged to the program's lines, its time in no line of them and its CPU time. Shown when
+    more than one thread charged at least a sampling interval; at most _THREAD_ROWS threads,
+    the rest counted in the caption. At most ``width`` columns: a long name is cut (…), the
+    numbers stay whole."""
+    from heatline.data.queries import thread_name
+
+    least = profile.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S)
+    threads = [(index, thread) for index, thread in enumerate(profile.get("threads", []))
+               if thread.get("python") is not False]
+
+    def charged(thread: dict[str, Any]) -> float:
+        return (thread["python_s"] + thread["native_s"] + thread["system_s"]
+                + thread.get("cpu_wait_s", 0.0))
+
+    busy = sorted((item for item in threads if charged(item[1]) >= least),
+                  key=lambda item: (-charged(item[1]), item[0]))
+    if len(busy) < 2:
+        return None
+    waits = any(thread.get("cpu_wait_s", 0.0) for _, thread in busy)
+    rest = len(threads) - min(len(busy), _THREAD_ROWS)
+    caption = (Text(f"and {_plural(rest, 'other thread')} (heatline view --format json lists "
+                    "every thread)", no_wrap=False, overflow="fold") if rest else None)
+    headers = ["Py s", "nat s", "sys s", *(["wait s"] if waits else []), "no line s", "CPU s"]
+    rows = [(thread_name(profile, index),
+             [f"{value:.2f}" for value in (thread["python_s"], thread["native_s"],
+                                           thread["system_s"],
+                                           *([thread.get("cpu_wait_s", 0.0)] if waits else []),
+                                           thread["unattributed_s"], thread["cpu_s"])])
+            for index, thread in busy[:_THREAD_ROWS]]
+
+    def build(name_width: int) -> Table:
+        table = _new_table(title="Threads", caption=caption, caption_justify="left")
+        # Text, not str: a thread's name is the program's text, never parsed as markup.
+        table.add_column("thread", no_wrap=True, overflow="ellipsis", width=name_width)
+        _add_number_columns(table, *headers)
+        for name, cells in rows:
+            table.add_row(Text(visible(name)), *cells)
+        return table
+
+    longest = max(len("thread"), *(len(visible(name)) for name, _ in rows))
+    console = Console(width=1 << 20, file=_Discard())  # measures only
+    others = Measurement.get(console, console.options, build(1)).maximum - 1
+    return build(max(12, min(longest, width - others)))
+
+
+# The thread table's most rows.
+_THREAD_ROWS = 12
+
+
 def _native_threads(profile: Profile) -> list[str]:
     """The threads without a Python thread state (a BLAS pool, a C library's thread) that used
     at least a sampling interval of CPU: their time is in no line, so they get a line each."""
+    from heatline.data.queries import thread_name
+
     least = profile.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S)
     rows = []
-    for thread in profile.get("threads", []):
+    for index, thread in enumerate(profile.get("threads", [])):
         if thread.get("python") is not False or thread.get("cpu_s", 0) < least:
             continue
-        row = f"{visible(thread.get('name', ''))}: {_duration(thread['cpu_s'])} CPU in no line"
+        row = f"{visible(thread_name(profile, index))}: {_duration(thread['cpu_s'])} CPU in no line"
         if thread.get("native_functions"):
             row += ", " + _native_functions(thread)
         rows.append(row)
