@@ -142,14 +142,27 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns) {
     while (i > 0 && s->entries[i - 1].token != token) i--;
     if (i == 0) return 0;
     entry closed = s->entries[i - 1];
+    uint64_t now = now_ns;
     pthread_mutex_lock(&mutex);
     if (closed.node < nnodes) {
         nodes[closed.node].count++;
-        nodes[closed.node].wall_ns += now_ns > closed.entered_ns ? now_ns - closed.entered_ns : 0;
+        nodes[closed.node].wall_ns += now > closed.entered_ns ? now - closed.entered_ns : 0;
+    }
+    /* Not the innermost: the entries above it move down one, still open, and from now on are
+     * under the closed entry's parent: each one's time so far stays with the path it had, and
+     * its time from now goes to its new path (labels.h). */
+    for (uint32_t j = i; j < depth; j++) {
+        entry moved = s->entries[j];
+        uint32_t parent = j >= 2 ? s->entries[j - 2].node : HL_NO_LABEL;
+        uint32_t node = moved.node < nnodes ? intern(parent, nodes[moved.node].name) : HL_NO_LABEL;
+        if (node != HL_NO_LABEL) {
+            nodes[moved.node].wall_ns += now > moved.entered_ns ? now - moved.entered_ns : 0;
+            moved.node = node;
+            moved.entered_ns = now;
+        }
+        s->entries[j - 1] = moved;
     }
     pthread_mutex_unlock(&mutex);
-    /* Not the innermost: the entries above it move down one, still open (labels.h). */
-    for (uint32_t j = i; j < depth; j++) s->entries[j - 1] = s->entries[j];
     atomic_store_explicit(&s->depth, depth - 1, memory_order_release);
     return 1;
 }

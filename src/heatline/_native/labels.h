@@ -20,8 +20,11 @@
  *
  * Unbalanced use: a pop names the entry it closes (the token its push returned), so a pop of
  * an entry that is not the innermost closes that entry alone, where its exit ran, and the
- * entries above it stay open; a pop of an entry already closed, or of another thread's, does
- * nothing. Entries deeper than HL_LABELS_MAX_DEPTH are counted for balance but not recorded.
+ * entries above it stay open, under the closed entry's parent from then on: each one's wall
+ * time so far stays with the path it had (as do the samples taken meanwhile), its count and
+ * its time from then on go to its new path. A pop of an entry already closed, or of another
+ * thread's, does nothing. Entries past HL_LABELS_MAX_DEPTH deep are not recorded (their push
+ * returns 0, and popping 0 does nothing).
  */
 #ifndef HEATLINE_LABELS_H
 #define HEATLINE_LABELS_H
