@@ -8,6 +8,8 @@ import os
 
 import pytest
 
+from heatline.renderers import chrome
+
 TOLERANCE_PP = 5.0
 INTERVAL = 0.004
 KINDS = ("python_s", "native_s", "system_s", "cpu_wait_s")
@@ -65,6 +67,14 @@ def test_regions_match_the_program_own_clock_and_import_no_torch(run_heatline, p
     assert top["file"] == program("regions_phases.py")
     # the terminal report's section
     assert "Regions" in result.stderr and "step/forward" in result.stderr
+    # the Chrome trace: each span a slice on the track of the thread that entered it
+    events = [e for e in chrome.to_dict(profile)["traceEvents"] if e.get("cat") == "region"]
+    main_tid = next(t["native_id"] for t in profile["threads"] if t["main"])
+    steps = [e for e in events if e["args"]["path"] == "step"]
+    assert len(steps) == 3 and {e["tid"] for e in steps} == {main_tid}
+    worker = [e for e in events if e["args"]["path"] == "worker"]
+    assert len(worker) == 1 and worker[0]["tid"] != main_tid
+    assert abs(sum(e["dur"] for e in steps) / 1e6 - truth["wall"]["step"]) < 0.01
 
 
 def test_torch_regions_and_modules_match_the_program_own_hooks(run_heatline, program,

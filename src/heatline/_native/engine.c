@@ -560,6 +560,7 @@ uint32_t hl_engine_label_current(void) {
 
 void hl_engine_labels_begin(hl_labels_view *view) {
     view->nodes = hl_labels_nodes(hl_now_ns(), &view->nnodes, &view->open);
+    view->slices = hl_labels_slices(&view->nslices, &view->origin_ns);
     hl_engine_lock();
     view->charges = hl_labels_charges(&view->ncharges);
     view->lines = hl_labels_lines(&view->nlines);
@@ -570,6 +571,8 @@ void hl_engine_labels_end(hl_labels_view *view) {
     hl_engine_unlock();
     free(view->nodes);
     view->nodes = NULL;
+    free(view->slices);
+    view->slices = NULL;
 }
 
 int hl_engine_line_of(uintptr_t code, int offset, int *line) {

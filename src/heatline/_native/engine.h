@@ -154,7 +154,7 @@ void hl_engine_snapshot_end(void);
 /* ---- labels: regions and modules (labels.h) ------------------------------------------------- */
 
 /* With the GIL held, on the program's thread: enter label `name` (the shell's id of a kind and
- * a name) and get the token that closes that entry (0: not recorded), or close it (1 when it
+ * a name, HL_LABEL_SLICED or'ed in to keep its spans) and get the token that closes that entry (0: not recorded), or close it (1 when it
  * was open). Lock-free of the engine lock; a session need not be on. */
 uint64_t hl_engine_label_push(uint32_t name);
 int hl_engine_label_pop(uint64_t token);
@@ -172,6 +172,9 @@ typedef struct hl_labels_view {
     const hl_label_line *lines;
     size_t nlines;
     const hl_stats *stats; /* what the lines' ids name */
+    hl_label_slice *slices; /* a copy */
+    size_t nslices;
+    uint64_t origin_ns;
 } hl_labels_view;
 void hl_engine_labels_begin(hl_labels_view *view);
 void hl_engine_labels_end(hl_labels_view *view);

@@ -42,6 +42,9 @@ static hl_label_node *nodes;
 static size_t nnodes, nodes_capacity;
 static hl_map node_index;
 static uint64_t serial;
+static hl_label_slice *slices;
+static size_t nslices, slices_capacity;
+static uint64_t origin;
 
 /* The sampler's tables, under the engine lock. */
 static hl_label_charge *charges;
@@ -49,6 +52,17 @@ static size_t ncharges, charges_capacity;
 static hl_label_line *lines;
 static size_t nlines, lines_capacity;
 static hl_map line_index;
+
+/* Under mutex. */
+static void add_slice(uint32_t node, long tid, uint64_t start_ns, uint64_t end_ns) {
+    if (!(nodes[node].name & HL_LABEL_SLICED)) return;
+    if (nslices >= HL_LABELS_MAX_SLICES ||
+        HL_ARRAY_RESERVE(slices, slices_capacity, nslices + 1, 1024) != 0) {
+        nodes[node].slices_dropped++;
+        return;
+    }
+    slices[nslices++] = (hl_label_slice){node, tid, start_ns, end_ns};
+}
 
 static long own_tid(void) {
     return (long)syscall(SYS_gettid);
@@ -114,7 +128,7 @@ static uint32_t intern(uint32_t parent, uint32_t name) {
         return HL_NO_LABEL;
     id = (uint32_t)nnodes;
     if (hl_map_put(&node_index, k, id) != 0) return HL_NO_LABEL;
-    nodes[nnodes++] = (hl_label_node){parent, name, 0, 0};
+    nodes[nnodes++] = (hl_label_node){parent, name, 0, 0, 0};
     return id;
 }
 
@@ -144,9 +158,11 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns) {
     entry closed = s->entries[i - 1];
     uint64_t now = now_ns;
     pthread_mutex_lock(&mutex);
+    long tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
     if (closed.node < nnodes) {
         nodes[closed.node].count++;
         nodes[closed.node].wall_ns += now > closed.entered_ns ? now - closed.entered_ns : 0;
+        add_slice(closed.node, tid, closed.entered_ns, now);
     }
     /* Not the innermost: the entries above it move down one, still open, and from now on are
      * under the closed entry's parent: each one's time so far stays with the path it had, and
@@ -157,6 +173,7 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns) {
         uint32_t node = moved.node < nnodes ? intern(parent, nodes[moved.node].name) : HL_NO_LABEL;
         if (node != HL_NO_LABEL) {
             nodes[moved.node].wall_ns += now > moved.entered_ns ? now - moved.entered_ns : 0;
+            add_slice(moved.node, tid, moved.entered_ns, now);
             moved.node = node;
             moved.entered_ns = now;
         }
@@ -176,7 +193,10 @@ uint32_t hl_labels_current(void) {
 
 void hl_labels_reset_counts(uint64_t now_ns) {
     pthread_mutex_lock(&mutex);
-    for (size_t i = 0; i < nnodes; i++) nodes[i].count = nodes[i].wall_ns = 0;
+    for (size_t i = 0; i < nnodes; i++)
+        nodes[i].count = nodes[i].wall_ns = nodes[i].slices_dropped = 0;
+    nslices = 0;
+    origin = now_ns;
     size_t n = atomic_load_explicit(&nslots, memory_order_acquire);
     for (size_t i = 0; i < n; i++) {
         uint32_t depth = atomic_load_explicit(&slots[i]->depth, memory_order_acquire);
@@ -204,6 +224,16 @@ hl_label_node *hl_labels_nodes(uint64_t now_ns, size_t *n, size_t *open_count) {
             }
         }
     }
+    pthread_mutex_unlock(&mutex);
+    return copy;
+}
+
+hl_label_slice *hl_labels_slices(size_t *n, uint64_t *origin_ns) {
+    pthread_mutex_lock(&mutex);
+    hl_label_slice *copy = nslices ? malloc(nslices * sizeof(*copy)) : NULL;
+    *n = copy != NULL ? nslices : 0;
+    if (copy != NULL) memcpy(copy, slices, nslices * sizeof(*copy));
+    *origin_ns = origin;
     pthread_mutex_unlock(&mutex);
     return copy;
 }

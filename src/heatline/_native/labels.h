@@ -39,10 +39,15 @@
  * hl_labels_reset_counts. */
 typedef struct hl_label_node {
     uint32_t parent; /* HL_NO_LABEL: entered with no label open */
-    uint32_t name;   /* the shell's id of (kind, name) */
+    uint32_t name;   /* the shell's id of (kind, name), HL_LABEL_SLICED set if pushed so */
     uint64_t count;
     uint64_t wall_ns;
+    uint64_t slices_dropped; /* its spans not kept (HL_LABELS_MAX_SLICES) */
 } hl_label_node;
+
+/* Set in a pushed name: this label's spans are kept (slices, below): regions' are, modules'
+ * (many more, and short) are not. */
+#define HL_LABEL_SLICED 0x80000000u
 
 /* What the sampler charged to a node (innermost open), per category (stats.h). */
 typedef struct hl_label_charge {
@@ -56,9 +61,19 @@ typedef struct hl_label_line {
     uint64_t ns;
 } hl_label_line;
 
+/* A closed span of one path on one thread (a Chrome trace's slice): CLOCK_MONOTONIC ns. The
+ * first HL_LABELS_MAX_SLICES of a session are kept, the rest counted. */
+#define HL_LABELS_MAX_SLICES 100000
+typedef struct hl_label_slice {
+    uint32_t node;
+    long tid;
+    uint64_t start_ns, end_ns;
+} hl_label_slice;
+
 /* ---- the program's side (GIL held) ---- */
 
-/* Enters label `name` on the calling thread at now_ns: returns a token (> 0) for
+/* Enters label `name` (below HL_LABEL_SLICED, or'ed with it to keep its spans) on the calling
+ * thread at now_ns: returns a token (> 0) for
  * hl_labels_pop, or 0 when nothing could be recorded (out of memory). */
 uint64_t hl_labels_push(uint32_t name, uint64_t now_ns);
 /* Closes the calling thread's entry `token` at now_ns, wherever it is on the stack. Returns 1
@@ -73,6 +88,10 @@ void hl_labels_reset_counts(uint64_t now_ns);
  * *n nodes, with each open entry's time so far (until now_ns) added to its node's wall, and
  * *open_count entries open. NULL when there are none or memory ran out. */
 hl_label_node *hl_labels_nodes(uint64_t now_ns, size_t *n, size_t *open_count);
+
+/* The session's slices: a malloc'ed copy (free it) of *n, *origin_ns the session's start
+ * (hl_labels_reset_counts). NULL when there are none (or memory ran out). */
+hl_label_slice *hl_labels_slices(size_t *n, uint64_t *origin_ns);
 
 /* ---- the sampler's side (engine lock held) ---- */
 

@@ -349,7 +349,7 @@ static PyObject *native_label_push(PyObject *module, PyObject *name) {
     (void)module;
     unsigned long id = PyLong_AsUnsignedLong(name);
     if (id == (unsigned long)-1 && PyErr_Occurred()) return NULL;
-    if (id >= UINT32_MAX) {
+    if (id > UINT32_MAX || (id & ~(unsigned long)HL_LABEL_SLICED) >= HL_LABEL_SLICED - 1) {
         PyErr_SetString(PyExc_OverflowError, "label id out of range");
         return NULL;
     }

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 TOP_LINES = 5
+# A profile keeps the earliest this many region slices (a Chrome trace's spans), all regions
+# together; a region says how many of its own were left out.
+MAX_SLICES = 10000
 _CATEGORIES = ("python_s", "native_s", "system_s", "cpu_wait_s")
 
 
@@ -73,7 +76,7 @@ def regions_and_modules(snapshot: dict[str, Any]) -> dict[str, Any]:
     modules: dict[tuple[str, str], dict[str, Any]] = {}
     region_path: list[str | None] = [None] * n
     for index in range(n):
-        parent, _, count, wall_ns = nodes[index]
+        parent, _, count, wall_ns, dropped = nodes[index]
         kind, *rest = label(index)
         outer = region_path[parent] if parent is not None else None
         if kind != "region":
@@ -83,8 +86,10 @@ def regions_and_modules(snapshot: dict[str, Any]) -> dict[str, Any]:
             path = name if outer is None else f"{outer}/{name}"
             region_path[index] = path
             entry = regions.setdefault(path, {"name": name, "path": path, "count": 0,
-                                              "wall_ns": 0, "ns": [0, 0, 0, 0], "lines": {}})
+                                              "wall_ns": 0, "ns": [0, 0, 0, 0], "lines": {},
+                                              "slices": [], "slices_dropped": 0})
             _add(entry, count, wall_ns, subtree[index], lines[index])
+            entry["slices_dropped"] += dropped
         if kind == "module":
             root, path, cls = rest
             if _inside_itself(index, nodes, label):
@@ -97,6 +102,7 @@ def regions_and_modules(snapshot: dict[str, Any]) -> dict[str, Any]:
             _add(entry, count, wall_ns, subtree[index], {})
             entry["child_wall_ns"] += sum(nodes[c][3] for c in _child_modules(index, children,
                                                                               label))
+    _add_slices(raw, region_path, label, regions)
     result: dict[str, Any] = {}
     # nodes of an earlier session of this process, not entered in this one
     regions = {k: e for k, e in regions.items() if e["count"] or e["wall_ns"] or any(e["ns"])}
@@ -108,6 +114,25 @@ def regions_and_modules(snapshot: dict[str, Any]) -> dict[str, Any]:
         result["modules"] = sorted((_module(e) for e in modules.values()),
                                    key=lambda m: (-m["wall_s"], m["root"], m["path"]))
     return result
+
+
+def _add_slices(raw: dict[str, Any], region_path: list[str | None], label: Any,
+                regions: dict[str, dict[str, Any]]) -> None:
+    """Each region's spans, [thread native id, start_s, end_s] since the session started, the
+    earliest MAX_SLICES of all regions kept (those the engine did not keep are counted by it)."""
+    origin = raw.get("origin_ns") or 0
+    kept = 0
+    for node, tid, start_ns, end_ns in sorted(raw.get("slices") or [], key=lambda s: s[2]):
+        if node >= len(region_path) or label(node)[0] != "region":
+            continue
+        entry = regions.get(region_path[node] or "")
+        if entry is None:
+            continue
+        if kept >= MAX_SLICES:
+            entry["slices_dropped"] += 1
+            continue
+        kept += 1
+        entry["slices"].append([tid, _s(max(start_ns - origin, 0)), _s(max(end_ns - origin, 0))])
 
 
 def _add(entry: dict[str, Any], count: int, wall_ns: int, ns: list[int],
@@ -152,7 +177,8 @@ def _region(entry: dict[str, Any]) -> dict[str, Any]:
     return {"name": entry["name"], "path": entry["path"], "count": entry["count"],
             "wall_s": _s(entry["wall_ns"]), **_times(entry["ns"]),
             "top_lines": [{"file": path, "line": line, "time_s": _s(ns)}
-                          for (path, line), ns in top]}
+                          for (path, line), ns in top],
+            "slices": entry["slices"], "slices_dropped": entry["slices_dropped"]}
 
 
 def _module(entry: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +190,8 @@ def _module(entry: dict[str, Any]) -> dict[str, Any]:
 
 def merged(profile: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     """``profile``'s regions and modules with ``other``'s (another process's) added: regions
-    by path, modules by (root, path); new lists, the inputs unchanged."""
+    by path, modules by (root, path); new lists, the inputs unchanged. A region's slices stay
+    the first profile's (each process's own are in its own profile, on its own clock)."""
     result: dict[str, Any] = {}
     for key, fields in (("regions", ("path",)), ("modules", ("root", "path"))):
         rows = [dict(row) for row in profile.get(key, [])]
@@ -172,8 +199,13 @@ def merged(profile: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
         for row in other.get(key, []):
             into = by_key.get(tuple(row[f] for f in fields))
             if into is None:
-                by_key[tuple(row[f] for f in fields)] = dict(row)
+                by_key[tuple(row[f] for f in fields)] = into = dict(row)
+                if "slices" in into:
+                    into["slices_dropped"] = row["slices_dropped"] + len(row["slices"])
+                    into["slices"] = []
                 continue
+            if "slices" in row:
+                into["slices_dropped"] += row["slices_dropped"] + len(row["slices"])
             into["count"] += row["count"]
             for name in ("wall_s", "self_s", *_CATEGORIES):
                 if name in into:

@@ -386,6 +386,8 @@ class Region(TypedDict):
     system_s: float
     cpu_wait_s: float
     top_lines: list[RegionLine]
+    slices: list[list[float]]
+    slices_dropped: int
 
 
 # An entry of ``modules``: a torch nn.Module instance, by its path in its root module ("class"

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 REGION = "region"
 MODULE = "module"
+# or'ed into a region's id: the engine keeps its spans (a Chrome trace's slices), not a module's
+SLICED = 1 << 31
 
 # id -> the label's tuple; and back. Ids live as long as the process (the engine's nodes name
 # them), so a label entered in one session and closed in the next is still known.
@@ -48,6 +50,11 @@ def name_id(label: tuple[str, ...]) -> int:
     return found
 
 
+def region_id(name: str) -> int:
+    """What to push for a region named ``name``."""
+    return name_id((REGION, name)) | SLICED
+
+
 class region:  # noqa: N801 -- used as heatline.region, like a function
     """``with heatline.region("name"):`` or ``@heatline.region("name")``: marks a phase of the
     program; regions nest (the path "step/forward"). Each entry is closed where its exit runs,
@@ -57,7 +64,7 @@ class region:  # noqa: N801 -- used as heatline.region, like a function
 
     def __init__(self, name: str) -> None:
         self.name = str(name)
-        self._id = name_id((REGION, self.name))
+        self._id = region_id(self.name)
         self._open: list[tuple[int, int]] = []  # (thread, token) of the entries open
 
     def __enter__(self) -> region:

@@ -61,7 +61,7 @@ def _install_record_function(torch: Any) -> None:
     enter, exit_ = cls.__enter__, cls.__exit__
 
     def __enter__(self: Any) -> Any:
-        token = labels.push(labels.name_id((labels.REGION, str(self.name))))
+        token = labels.push(labels.region_id(str(self.name)))
         try:
             result = enter(self)
         except BaseException:
@@ -93,7 +93,7 @@ def _install_nvtx(torch: Any) -> None:
     push, pop = nvtx.range_push, nvtx.range_pop
 
     def range_push(msg: Any, *args: Any, **kwargs: Any) -> Any:
-        token = labels.push(labels.name_id((labels.REGION, str(msg))))
+        token = labels.push(labels.region_id(str(msg)))
         try:
             result = push(msg, *args, **kwargs)
         except BaseException:
