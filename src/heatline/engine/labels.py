@@ -35,6 +35,7 @@ _lock = threading.Lock()
 
 push = _native.label_push
 pop = _native.label_pop
+_get_ident = threading.get_ident
 
 
 def name_id(label: tuple[str, ...]) -> int:
@@ -68,13 +69,16 @@ class region:  # noqa: N801 -- used as heatline.region, like a function
         self._open: list[tuple[int, int]] = []  # (thread, token) of the entries open
 
     def __enter__(self) -> region:
-        self._open.append((threading.get_ident(), push(self._id)))
+        self._open.append((_get_ident(), push(self._id)))
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        ident = threading.get_ident()
+        ident = _get_ident()
         opened = self._open
-        for index in range(len(opened) - 1, -1, -1):
+        if opened and opened[-1][0] == ident:  # the usual case
+            pop(opened.pop()[1])
+            return
+        for index in range(len(opened) - 2, -1, -1):
             if opened[index][0] == ident:
                 pop(opened.pop(index)[1])
                 break

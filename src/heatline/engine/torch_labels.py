@@ -143,32 +143,32 @@ def _paths(root: Any) -> dict[int, int]:
     return found
 
 
-def _module_stack() -> list[tuple[int, dict[int, int], Any]]:
+def _pre_hook(module: Any, args: Any, _push: Any = labels.push, _local: Any = _local) -> None:
     try:
-        return _local.modules
+        stack = _local.modules
     except AttributeError:
-        _local.modules = []
-        return _local.modules
-
-
-def _pre_hook(module: Any, args: Any) -> None:
-    stack = _module_stack()
-    label = None
-    paths = stack[-1][1] if stack else None
-    if paths is not None:
-        label = paths.get(id(module))
+        stack = _local.modules = []
+    label = stack[-1][1].get(id(module)) if stack else None
     if label is None:  # no module open, or not one of the open root's: a root of its own
         paths = _paths(module)
         label = paths[id(module)]
-    stack.append((labels.push(label), paths, module))
+    else:
+        paths = stack[-1][1]
+    stack.append((_push(label), paths, module))
 
 
-def _post_hook(module: Any, args: Any, output: Any) -> None:
-    stack = _module_stack()
-    for index in range(len(stack) - 1, -1, -1):
+def _post_hook(module: Any, args: Any, output: Any, _pop: Any = labels.pop,
+               _local: Any = _local) -> None:
+    stack = getattr(_local, "modules", None)
+    if not stack:
+        return
+    if stack[-1][2] is module:  # the usual case: the innermost
+        _pop(stack.pop()[0])
+        return
+    for index in range(len(stack) - 2, -1, -1):
         if stack[index][2] is module:
             while len(stack) > index:
-                labels.pop(stack.pop()[0])
+                _pop(stack.pop()[0])
             return
 
 
