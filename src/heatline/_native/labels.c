@@ -240,14 +240,21 @@ hl_label_slice *hl_labels_slices(size_t *n, uint64_t *origin_ns) {
 
 /* ---- the sampler's side ---------------------------------------------------------------- */
 
-uint32_t hl_labels_innermost(long native_id) {
+static uint32_t innermost_of(slot *s) {
+    uint32_t depth = atomic_load_explicit(&s->depth, memory_order_acquire);
+    if (depth == 0 || depth > HL_LABELS_MAX_DEPTH) return HL_NO_LABEL;
+    return s->entries[depth - 1].node;
+}
+
+uint32_t hl_labels_innermost(long native_id, uint32_t *slot_hint) {
     size_t n = atomic_load_explicit(&nslots, memory_order_acquire);
+    if (*slot_hint < n &&
+        atomic_load_explicit(&slots[*slot_hint]->tid, memory_order_acquire) == native_id)
+        return innermost_of(slots[*slot_hint]);
     for (size_t i = 0; i < n; i++) {
-        slot *s = slots[i];
-        if (atomic_load_explicit(&s->tid, memory_order_acquire) != native_id) continue;
-        uint32_t depth = atomic_load_explicit(&s->depth, memory_order_acquire);
-        if (depth == 0 || depth > HL_LABELS_MAX_DEPTH) return HL_NO_LABEL;
-        return s->entries[depth - 1].node;
+        if (atomic_load_explicit(&slots[i]->tid, memory_order_acquire) != native_id) continue;
+        *slot_hint = (uint32_t)i;
+        return innermost_of(slots[i]);
     }
     return HL_NO_LABEL;
 }

@@ -95,8 +95,10 @@ hl_label_slice *hl_labels_slices(size_t *n, uint64_t *origin_ns);
 
 /* ---- the sampler's side (engine lock held) ---- */
 
-/* The innermost node open on thread native_id, or HL_NO_LABEL. Lock-free. */
-uint32_t hl_labels_innermost(long native_id);
+/* The innermost node open on thread native_id, or HL_NO_LABEL. Lock-free. *slot_hint: where
+ * the thread's stack was found last time (a per-thread cache of the caller's; start it at 0),
+ * checked first and updated. */
+uint32_t hl_labels_innermost(long native_id, uint32_t *slot_hint);
 /* Charges ns of category to node (and to (node, line) when line is not UINT32_MAX). */
 void hl_labels_charge(uint32_t node, int category, uint64_t ns, uint32_t line);
 /* Moves up to ns of node's time from one category to another (a wait for a CPU found later:

@@ -678,7 +678,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     else category = HL_NATIVE; /* an operator running C code that released the GIL */
     t->was_waiting = category == HL_SYSTEM;
     /* The innermost region or module open on the thread (labels.h) gets this sample too. */
-    uint32_t label = hl_labels_innermost(t->native_id);
+    uint32_t label = hl_labels_innermost(t->native_id, &t->label_slot);
 
     /* The line charged: the innermost user frame, wherever it is on the stack (the walk finds
      * it among elided frames too). Where the stack could not be read to a user frame, the
