@@ -12,7 +12,6 @@ when the program imports torch.
 
 from __future__ import annotations
 
-import functools
 import threading
 
 from heatline import _native
@@ -84,6 +83,8 @@ class region:  # noqa: N801 -- used as heatline.region, like a function
                 break
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        import functools
+
         label = self._id
 
         @functools.wraps(function)

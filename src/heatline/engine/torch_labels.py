@@ -18,7 +18,6 @@ has imported torch (integrations/torch_watch.py watches for it; this module neve
 from __future__ import annotations
 
 import threading
-import weakref
 
 from heatline.engine import labels
 
@@ -32,8 +31,12 @@ _local = threading.local()
 
 def install(torch: Any) -> None:
     """Install the hooks (once; uninstall() takes them out)."""
+    global _roots
     if _installed:
         return
+    import weakref  # here: torch has imported it; a session without torch need not
+
+    _roots = weakref.WeakKeyDictionary()
     _install_record_function(torch)
     _install_nvtx(torch)
     _install_module_hooks(torch)
@@ -125,7 +128,8 @@ def _nvtx_stack() -> list[int]:
 # ---- modules --------------------------------------------------------------------------------
 
 # root module -> {id(submodule): label id}, from its named_modules() when it is first called
-_roots: weakref.WeakKeyDictionary[Any, dict[int, int]] = weakref.WeakKeyDictionary()
+# (a WeakKeyDictionary once installed)
+_roots: Any = {}
 
 
 def _paths(root: Any) -> dict[int, int]:
