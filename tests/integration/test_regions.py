@@ -114,3 +114,18 @@ def test_torch_regions_and_modules_match_the_program_own_hooks(run_heatline, pro
     assert failing["count"] == truth["failing_calls"]
     assert failing["wall_s"] < 0.5 * net["wall_s"]
     assert "Modules" in result.stderr and "big.layers.0" in result.stderr
+
+
+def test_regions_in_fork_children_are_merged_under_the_parents_path(run_heatline, program,
+                                                                     tmp_path):
+    profile, truth, _ = _run(run_heatline, program, tmp_path, "regions_fork.py")
+    regions = {r["path"]: r for r in profile["regions"]}
+    # the children's tasks ran under the region open at the fork: its path, their counts
+    assert regions["main/task"]["count"] == truth["tasks"]
+    # the region open at the fork is the parent's time only: one entry, its own wall
+    assert regions["main"]["count"] == 1
+    assert abs(regions["main"]["wall_s"] - truth["main_s"]) < 0.05 * truth["main_s"]
+    children = [p for pid, p in profile["process_profiles"].items()
+                if int(pid) != profile["processes"][0]["pid"]]
+    assert children and all(r["wall_s"] == 0.0 for p in children for r in p["regions"]
+                            if r["path"] == "main")

@@ -18,6 +18,7 @@
 
 typedef struct entry {
     uint32_t node;
+    int inherited; /* open in the parent at a fork: a path for what the child enters, no time */
     uint64_t token;
     uint64_t entered_ns;
 } entry;
@@ -84,7 +85,12 @@ static void after_fork_child(void) {
         atomic_store_explicit(&slots[i]->depth, 0, memory_order_release);
         atomic_store_explicit(&slots[i]->tid, 0, memory_order_release);
     }
-    if (mine != NULL) atomic_store_explicit(&mine->tid, own_tid(), memory_order_release);
+    if (mine == NULL) return;
+    atomic_store_explicit(&mine->tid, own_tid(), memory_order_release);
+    /* The parent's entries: their time is the parent's (the child neither counts their wall
+     * nor charges samples to them), their paths still name what the child enters under them. */
+    uint32_t depth = atomic_load_explicit(&mine->depth, memory_order_relaxed);
+    for (uint32_t i = 0; i < depth; i++) mine->entries[i].inherited = 1;
 }
 
 static void init_once(void) {
@@ -143,7 +149,7 @@ uint64_t hl_labels_push(uint32_t name, uint64_t now_ns) {
     uint64_t token = ++serial;
     pthread_mutex_unlock(&mutex);
     if (node == HL_NO_LABEL) return 0;
-    s->entries[depth] = (entry){node, token, now_ns};
+    s->entries[depth] = (entry){node, 0, token, now_ns};
     atomic_store_explicit(&s->depth, depth + 1, memory_order_release);
     return token;
 }
@@ -159,7 +165,7 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns) {
     uint64_t now = now_ns;
     pthread_mutex_lock(&mutex);
     long tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
-    if (closed.node < nnodes) {
+    if (closed.node < nnodes && !closed.inherited) {
         nodes[closed.node].count++;
         nodes[closed.node].wall_ns += now > closed.entered_ns ? now - closed.entered_ns : 0;
         add_slice(closed.node, tid, closed.entered_ns, now);
@@ -172,8 +178,10 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns) {
         uint32_t parent = j >= 2 ? s->entries[j - 2].node : HL_NO_LABEL;
         uint32_t node = moved.node < nnodes ? intern(parent, nodes[moved.node].name) : HL_NO_LABEL;
         if (node != HL_NO_LABEL) {
-            nodes[moved.node].wall_ns += now > moved.entered_ns ? now - moved.entered_ns : 0;
-            add_slice(moved.node, tid, moved.entered_ns, now);
+            if (!moved.inherited) {
+                nodes[moved.node].wall_ns += now > moved.entered_ns ? now - moved.entered_ns : 0;
+                add_slice(moved.node, tid, moved.entered_ns, now);
+            }
             moved.node = node;
             moved.entered_ns = now;
         }
@@ -218,7 +226,7 @@ hl_label_node *hl_labels_nodes(uint64_t now_ns, size_t *n, size_t *open_count) {
             uint32_t depth = atomic_load_explicit(&slots[i]->depth, memory_order_acquire);
             for (uint32_t j = 0; j < depth; j++) {
                 const entry *e = &slots[i]->entries[j];
-                if (e->node >= nnodes) continue;
+                if (e->node >= nnodes || e->inherited) continue;
                 copy[e->node].wall_ns += now_ns > e->entered_ns ? now_ns - e->entered_ns : 0;
                 (*open_count)++;
             }
@@ -243,7 +251,8 @@ hl_label_slice *hl_labels_slices(size_t *n, uint64_t *origin_ns) {
 static uint32_t innermost_of(slot *s) {
     uint32_t depth = atomic_load_explicit(&s->depth, memory_order_acquire);
     if (depth == 0 || depth > HL_LABELS_MAX_DEPTH) return HL_NO_LABEL;
-    return s->entries[depth - 1].node;
+    const entry *e = &s->entries[depth - 1];
+    return e->inherited ? HL_NO_LABEL : e->node;
 }
 
 uint32_t hl_labels_innermost(long native_id, uint32_t *slot_hint) {

@@ -25,6 +25,10 @@
  * its time from then on go to its new path. A pop of an entry already closed, or of another
  * thread's, does nothing. Entries past HL_LABELS_MAX_DEPTH deep are not recorded (their push
  * returns 0, and popping 0 does nothing).
+ *
+ * A fork child keeps the forking thread's open entries as the paths of what it enters under
+ * them, but not as its own: it counts no wall time or span for them, and a sample taken while
+ * one of them is the innermost is charged to no label (the parent has that time).
  */
 #ifndef HEATLINE_LABELS_H
 #define HEATLINE_LABELS_H
