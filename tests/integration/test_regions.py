@@ -114,6 +114,10 @@ def test_torch_regions_and_modules_match_the_program_own_hooks(run_heatline, pro
     assert failing["count"] == truth["failing_calls"]
     assert failing["wall_s"] < 0.5 * net["wall_s"]
     assert "Modules" in result.stderr and "big.layers.0" in result.stderr
+    if truth["nvtx_error"] is None:
+        assert regions["nvtx-range"]["count"] == 1
+    else:  # a torch without NVTX: the same error as without heatline, and no region
+        assert "NVTX" in truth["nvtx_error"] and "nvtx-range" not in regions
 
 
 def test_regions_in_fork_children_are_merged_under_the_parents_path(run_heatline, program,

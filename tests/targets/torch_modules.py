@@ -86,9 +86,19 @@ def main():
             except ValueError:
                 failing_calls += 1
     run_s = clock() - started
+    # NVTX: a range where torch has NVTX; where it has not (a CPU-only build) range_push
+    # raises, as it does without a profiler, and marks nothing
+    try:
+        torch.cuda.nvtx.range_push("nvtx-range")
+        nvtx_error = None
+    except RuntimeError as exc:
+        nvtx_error = str(exc)
+    else:
+        spin(0.01)
+        torch.cuda.nvtx.range_pop()
     with open(sys.argv[1], "w") as f:
         json.dump({"regions": regions, "modules": modules, "run_s": run_s, "calls": CALLS,
-                   "failing_calls": failing_calls}, f)
+                   "failing_calls": failing_calls, "nvtx_error": nvtx_error}, f)
 
 
 main()

@@ -64,12 +64,8 @@ def _install_record_function(torch: Any) -> None:
     enter, exit_ = cls.__enter__, cls.__exit__
 
     def __enter__(self: Any) -> Any:
+        result = enter(self)  # first: an enter that raises opens no region
         token = labels.push(labels.region_id(str(self.name)))
-        try:
-            result = enter(self)
-        except BaseException:
-            labels.pop(token)
-            raise
         # one instance may be entered again before it exits (a decorated recursive function)
         self.__dict__.setdefault("_heatline_tokens", []).append(token)
         return result
@@ -96,13 +92,8 @@ def _install_nvtx(torch: Any) -> None:
     push, pop = nvtx.range_push, nvtx.range_pop
 
     def range_push(msg: Any, *args: Any, **kwargs: Any) -> Any:
-        token = labels.push(labels.region_id(str(msg)))
-        try:
-            result = push(msg, *args, **kwargs)
-        except BaseException:
-            labels.pop(token)
-            raise
-        _nvtx_stack().append(token)
+        result = push(msg, *args, **kwargs)  # first: where it raises (no NVTX), no region
+        _nvtx_stack().append(labels.push(labels.region_id(str(msg))))
         return result
 
     def range_pop(*args: Any, **kwargs: Any) -> Any:
