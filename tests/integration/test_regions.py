@@ -5,10 +5,13 @@ two instances of one module class with different widths, timed by the program's 
 import json
 import math
 import os
+import re
 
 import pytest
 
 from heatline.renderers import chrome
+
+from _tools import chromium_dom
 
 TOLERANCE_PP = 5.0
 INTERVAL = 0.004
@@ -114,6 +117,13 @@ def test_torch_regions_and_modules_match_the_program_own_hooks(run_heatline, pro
     assert failing["count"] == truth["failing_calls"]
     assert failing["wall_s"] < 0.5 * net["wall_s"]
     assert "Modules" in result.stderr and "big.layers.0" in result.stderr
+    # the HTML report's tables, as the page draws them
+    page = tmp_path / "report.html"
+    saved = run_heatline("view", str(tmp_path / "prof.json"), "-o", str(page), text=True)
+    assert saved.returncode == 0, saved.stderr
+    dom = chromium_dom(page.as_uri())
+    assert re.search(r'<div id="modules-box">', dom) and "big.layers.0" in dom
+    assert re.search(r'<div id="regions-box">', dom) and "compute" in dom
     if truth["nvtx_error"] is None:
         assert regions["nvtx-range"]["count"] == 1
     else:  # a torch without NVTX: the same error as without heatline, and no region
