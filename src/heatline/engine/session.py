@@ -291,14 +291,16 @@ class Session:
 
         _register_fork_hooks(_native)
         self._open_control()
+        # before the engine starts, so that its imports are not the program's allocations
+        _watch_torch(True)
         try:
             self._start_engine(_native)
         except BaseException:
+            _watch_torch(False)
             self._close_control()
             raise
         self._running = True
         _active = self
-        _watch_torch(True)
 
     def _open_control(self) -> None:
         if not self.control:

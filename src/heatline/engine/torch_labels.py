@@ -129,11 +129,16 @@ def _paths(root: Any) -> dict[int, int]:
         root_class = type(root).__name__
         found = {}
         try:
-            for path, module in root.named_modules(remove_duplicate=False):
+            try:  # a module shared at two paths is named by its first
+                named = list(root.named_modules(remove_duplicate=False))
+            except TypeError:  # a torch without remove_duplicate
+                named = list(root.named_modules())
+            for path, module in named:
                 found.setdefault(id(module), labels.name_id(
                     (labels.MODULE, root_class, path, type(module).__name__)))
         except Exception:  # noqa: BLE001 -- a module whose named_modules fails: the root alone
-            found[id(root)] = labels.name_id((labels.MODULE, root_class, "", root_class))
+            found = {}
+        found.setdefault(id(root), labels.name_id((labels.MODULE, root_class, "", root_class)))
         _roots[root] = found
     return found
 
