@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from heatline.api import HeatlineError, Profile, is_running, profile, start, stop
 __all__ = [
     "__version__", "pause", "resume", "start", "stop", "profile", "Profile", "HeatlineError",
-    "is_running",
+    "is_running", "region",
 ]
 
 # Imported from heatline.api on first use (PEP 562).
@@ -55,6 +55,10 @@ _API = frozenset({"start", "stop", "profile", "Profile", "HeatlineError", "is_ru
 
 
 def __getattr__(name: str) -> Any:
+    if name == "region":
+        from heatline.engine.labels import region
+
+        return region
     if name in _API:
         from heatline import api
 

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -273,6 +274,7 @@ static void reset_results_locked(hl_engine *e) {
     for (size_t i = 0; i < NPARTS; i++) /* their results refer to lines in the tables */
         if (parts[i]->reset) parts[i]->reset();
     hl_native_reset();
+    hl_labels_clear_charges(); /* their lines are ids in the tables cleared next */
     hl_stats_clear(&e->stats);
 }
 
@@ -300,6 +302,7 @@ int hl_engine_start(hl_config *config) {
     err = hl_memread_init();
     if (err != 0) goto fail_locked;
     reset_results_locked(e);
+    hl_labels_reset_counts(hl_now_ns()); /* the labels' counts and walls are this session's */
     hl_compat_init(&s->walker.layout);
     s->walker.scope = config->scope;
     memset(&config->scope, 0, sizeof(config->scope));
@@ -550,6 +553,37 @@ int hl_engine_was_paused(void) {
 
 void hl_engine_snapshot_end(void) {
     hl_engine_unlock();
+}
+
+/* ---- labels (labels.h) ------------------------------------------------------------------- */
+
+uint64_t hl_engine_label_push(uint32_t name) {
+    return hl_labels_push(name, hl_now_ns());
+}
+
+int hl_engine_label_pop(uint64_t token) {
+    return hl_labels_pop(token, hl_now_ns());
+}
+
+uint32_t hl_engine_label_current(void) {
+    return hl_labels_current();
+}
+
+void hl_engine_labels_begin(hl_labels_view *view) {
+    view->nodes = hl_labels_nodes(hl_now_ns(), &view->nnodes, &view->open);
+    view->slices = hl_labels_slices(&view->nslices, &view->origin_ns);
+    hl_engine_lock();
+    view->charges = hl_labels_charges(&view->ncharges);
+    view->lines = hl_labels_lines(&view->nlines);
+    view->stats = &hl_the_engine.stats;
+}
+
+void hl_engine_labels_end(hl_labels_view *view) {
+    hl_engine_unlock();
+    free(view->nodes);
+    view->nodes = NULL;
+    free(view->slices);
+    view->slices = NULL;
 }
 
 int hl_engine_line_of(uintptr_t code, int offset, int *line) {

@@ -107,6 +107,7 @@ def build_profile(
     (release_inherited). ``dynamic_sources``: the files where code cloudpickle rebuilt
     (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code)."""
     from heatline.data import gpu as gpu_report
+    from heatline.data.labels import regions_and_modules
 
     cpu_count = cpu_count or os.cpu_count() or 1
     idle_ns = None if fork_stack is None else release_inherited(snapshot, fork_stack)
@@ -130,6 +131,7 @@ def build_profile(
         "threads": threads,
         "files": _files(charges, attributed_ns, elapsed_s, read_lines),
         "stacks": stack_table,
+        **regions_and_modules(snapshot),
         **_memory_summary(memory, snapshot["files"]),
         "warnings": _all_warnings(snapshot, memory, stack_table, attributed_ns=attributed_ns,
                                   unattributed_ns=unattributed_ns, interval_ns=interval_ns,

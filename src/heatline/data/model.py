@@ -368,6 +368,38 @@ class CombinedPeak(TypedDict):
     lines: list[HeldLine]
 
 
+class RegionLine(TypedDict):
+    """One of a region's ``top_lines``."""
+
+    file: str
+    line: int
+    time_s: float
+
+
+class Region(TypedDict):
+    """An entry of ``regions``: heatline.region, record_function and NVTX ranges."""
+
+    name: str
+    path: str
+    count: int
+    wall_s: float
+    python_s: float
+    native_s: float
+    system_s: float
+    cpu_wait_s: float
+    top_lines: list[RegionLine]
+    slices: list[list[float]]
+    slices_dropped: int
+
+
+# An entry of ``modules``: a torch nn.Module instance, by its path in its root module ("class"
+# is a keyword, hence the functional form).
+Module = TypedDict("Module", {
+    "path": str, "class": str, "root": str, "count": int, "wall_s": float, "self_s": float,
+    "python_s": float, "native_s": float, "system_s": float, "cpu_wait_s": float,
+})
+
+
 class _ProcessRequired(TypedDict):
     pid: int
     ppid: int
@@ -431,6 +463,8 @@ class Profile(_ProfileRequired, total=False):
     paused: bool
     attached: Attached
     summary: list[SummaryItem]
+    regions: list[Region]
+    modules: list[Module]
     # Merged profiles (child processes).
     combined_peak: CombinedPeak
     main_peak_bytes: int

@@ -34,6 +34,28 @@ _fork_child_profiles = False
 _engine_tables: tuple[list[str], bytes] | None = None
 
 
+def _snapshot(_native: Any) -> dict[str, Any]:
+    """The engine's snapshot with its labels (regions and modules: labels.raw())."""
+    from heatline.engine import labels
+
+    snapshot = _native.snapshot()
+    snapshot["labels"] = labels.raw()
+    return snapshot
+
+
+def _watch_torch(on: bool) -> None:
+    """While a session runs: torch's ranges and modules as labels once the program imports
+    torch (engine/torch_labels.py), never importing it ourselves."""
+    from heatline.engine import torch_labels
+    from heatline.integrations import torch_watch
+
+    if on:
+        torch_watch.when_imported("torch", torch_labels.install)
+    else:
+        torch_watch.forget("torch", torch_labels.install)
+        torch_labels.uninstall()
+
+
 def _tables() -> tuple[list[str], bytes]:
     """The engine's tables: this process's, else those kept from an earlier run
     (tablecache.py), else worked out (and kept for the next run)."""
@@ -270,9 +292,12 @@ class Session:
 
         _register_fork_hooks(_native)
         self._open_control()
+        # before the engine starts, so that its imports are not the program's allocations
+        _watch_torch(True)
         try:
             self._start_engine(_native)
         except BaseException:
+            _watch_torch(False)
             self._close_control()
             raise
         self._running = True
@@ -340,6 +365,7 @@ class Session:
         _native.stop()
         if self._thread_names is not None:
             self._thread_names.read_all()  # the last names of the threads alive
+        _watch_torch(False)
         self._close_control()
         self._wall_stop = time.perf_counter()
         self._cpu_stop = time.process_time()
@@ -388,7 +414,7 @@ class Session:
         from heatline import _native
 
         with collector_paused():
-            snapshot = _native.snapshot()
+            snapshot = _snapshot(_native)
             self._add_thread_names(snapshot)
         self._note_origin(snapshot)
         return snapshot
@@ -436,7 +462,7 @@ class Session:
         steal_s = None
         if self._steal_start is not None and steal_stop is not None:
             steal_s = max(steal_stop - self._steal_start, 0.0)
-        snapshot = _native.snapshot()
+        snapshot = _snapshot(_native)
         self._add_thread_names(snapshot)
         self._note_origin(snapshot)
         if self.snapshot_filter is not None:

@@ -4,9 +4,10 @@ heatline samples into totals, so there is no per-sample timeline of what ran whe
 shows what has a time axis in the profile, the program's live memory (``memory_timeline``) and
 the live memory of the ten lines that held the most (their ``timeline``), as counter ("C")
 tracks, plus one complete ("X") event per thread spanning the run with its time split in
-``args``. With GPU profiling, each device's utilisation and memory in use (NVML, device-wide)
-are counter tracks too, and ``otherData.gpu`` holds the GPU totals and top kernels.
-``otherData`` says so in words.
+``args``; and each region's spans (``regions``' slices), as complete events on the track of
+the thread that entered it. With GPU profiling, each device's utilisation and memory in use
+(NVML, device-wide) are counter tracks too, and ``otherData.gpu`` holds the GPU totals and
+top kernels. ``otherData`` says so in words.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ def to_dict(profile: Profile) -> dict[str, Any]:
                        "args": {key: thread.get(key, 0) for key in
                                 ("python_s", "native_s", "system_s", "cpu_wait_s",
                                  "unattributed_s", "cpu_s")}})
+    for region in profile.get("regions", []):
+        for tid, start_s, end_s in region.get("slices", []):
+            events.append({"name": region["name"], "cat": "region", "ph": "X",
+                           "ts": float(start_s) * 1e6,
+                           "dur": max(float(end_s) - float(start_s), 0.0) * 1e6,
+                           "pid": PID, "tid": int(tid), "args": {"path": region["path"]}})
     for t_s, value in profile.get("memory_timeline", []):
         events.append({"name": "program live memory", "cat": "memory", "ph": "C",
                        "ts": float(t_s) * 1e6, "pid": PID, "args": {"bytes": value}})

@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from heatline.renderers import View, gpu_terminal
+from heatline.renderers import View, gpu_terminal, labels_terminal
 from heatline.renderers.visible import visible
 from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.data import native as native_report
@@ -148,6 +148,7 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
         console.print()
         console.print(_memory_footer(profile), style="dim")
     gpu_terminal.render(console, profile, _short_path)
+    labels_terminal.render(console, profile)
     if len(profile.get("processes", ())) > 1:
         console.print()
         console.print(_process_table(profile["processes"], console.width), no_wrap=True,
