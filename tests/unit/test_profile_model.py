@@ -35,6 +35,7 @@ TABLES = {
     model.Stacks: [("`stacks`", 0)],
     model.ElidedFrame: [("`stacks`", 1)],
     model.ProcessRecord: [("Child processes: `processes`, `process_profiles`", 1)],
+    model.Steps: [("`steps`", 0)],
 }
 # A row naming a group of fields instead of keys (the function table's "GPU fields").
 GROUPS = {"GPU fields": model.GpuFields, "memory fields": model.MemoryFields}
