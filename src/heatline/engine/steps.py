@@ -21,8 +21,8 @@ have no order to be durations of)."""
 
 from __future__ import annotations
 
-import threading
 import time
+from _thread import get_ident  # threading's, without importing threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class StepClock:
             if self.source == EXPLICIT:
                 return  # explicit steps win over the optimizer's
             self._restart(source)
-        thread = threading.get_ident()
+        thread = get_ident()
         if self.thread is None:
             self.thread = thread
         elif thread != self.thread:

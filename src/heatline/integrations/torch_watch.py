@@ -13,19 +13,19 @@ loader is: one per module) that runs the loader's and then the callbacks, and is
 An exception raised by a callback is swallowed: the program's import must succeed as it would
 without heatline. The finder takes itself off ``sys.meta_path`` once no watch is pending.
 
-Dependency-free (only sys and threading), so any layer may import it
+Dependency-free (only sys and _thread), so any layer may import it
 (tests/unit/test_python_layout.py)."""
 
 from __future__ import annotations
 
 import sys
-import threading
+from _thread import allocate_lock  # threading's Lock, without importing threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-_lock = threading.Lock()
+_lock = allocate_lock()
 _pending: dict[str, list[Callable[[Any], None]]] = {}
 
 
