@@ -120,3 +120,13 @@ def test_a_bad_window_through_the_api_is_a_heatline_error():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=False)
     assert result.stdout == "option steps: the last step comes before the first in '6:4'\n"
+
+
+def test_each_process_keeps_its_own_steps(run_heatline, tmp_path):
+    profile, _, _ = _run(run_heatline, tmp_path,
+                         program=os.path.join(TARGETS, "steps_children.py"))
+    main_pid = str(profile["processes"][0]["pid"])
+    counts = {pid: own["steps"]["count"] for pid, own in profile["process_profiles"].items()}
+    assert counts.pop(main_pid) == 5
+    assert list(counts.values()) == [3]  # the fork child's own
+    assert profile["steps"]["count"] == 5  # the merged profile's: the main process's
