@@ -137,3 +137,18 @@ def test_a_failing_callback_does_not_fail_the_import(tmp_path, monkeypatch):
         assert __import__(name).VALUE == 1
     finally:
         sys.modules.pop(name, None)
+
+
+def test_the_chrome_trace_has_a_span_per_step():
+    from heatline.renderers import chrome
+
+    record = {"source": "optimizer", "marks_ns": [500_000_000, 600_000_000, 900_000_000],
+              "window": [2, 2], "other_thread_calls": 0}
+    profile = {"program": "train.py", "elapsed_s": 1.0,
+               **step_report.from_record(record)[0]}
+    events = [event for event in chrome.to_dict(profile)["traceEvents"]
+              if event.get("cat") == "steps"]
+    assert {event["tid"] for event in events} == {chrome.STEPS_TID}
+    assert [(e["name"], e["ts"], e["dur"], e["args"]["profiled"]) for e in events] == [
+        ("step 1", 500_000.0, pytest.approx(100_000.0), False),
+        ("step 2", 600_000.0, pytest.approx(300_000.0), True)]
