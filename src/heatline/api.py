@@ -460,6 +460,14 @@ class Profile:
         at = self.data.get("peak_at")
         return None if not at else (at["file"], at["line"])
 
+    @property
+    def step_durations_s(self) -> list[float]:
+        """Each training step's wall time, in order (the profile's ``steps``: step N runs
+        from the Nth heatline.step() call, or else Optimizer.step(), to the next); empty when
+        the program marked fewer than two. ``data["steps"]`` has their statistics, what marked
+        them and the --steps window."""
+        return list((self.data.get("steps") or {}).get("durations_s", []))
+
     def lines(self) -> list[LineStats]:
         """Every line that took time or memory, by file then line number."""
         result = []

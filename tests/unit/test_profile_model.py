@@ -37,6 +37,7 @@ TABLES = {
     model.ProcessRecord: [("Child processes: `processes`, `process_profiles`", 1)],
     model.Region: [("`regions`", 0)],
     model.Module: [("`modules`", 0)],
+    model.Steps: [("`steps`", 0)],
 }
 # A row naming a group of fields instead of keys (the function table's "GPU fields").
 GROUPS = {"GPU fields": model.GpuFields, "memory fields": model.MemoryFields}

@@ -108,6 +108,7 @@ def build_profile(
     (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code)."""
     from heatline.data import gpu as gpu_report
     from heatline.data.labels import regions_and_modules
+    from heatline.data import steps as step_report
 
     cpu_count = cpu_count or os.cpu_count() or 1
     idle_ns = None if fork_stack is None else release_inherited(snapshot, fork_stack)
@@ -120,11 +121,13 @@ def build_profile(
     threads, unattributed_ns, other_threads = _threads(snapshot)
     interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
     stack_table = _stacks(snapshot, snapshot["files"], snapshot["functions"], other_threads)
+    steps, step_warnings = step_report.from_record(snapshot.get("steps"))
     profile = {
         **_run_fields(snapshot, program=program, argv=argv, started_at=started_at,
                       elapsed_s=elapsed_s, cpu_s=cpu_s, interval_ns=interval_ns,
                       steal_s=steal_s, cpu_count=cpu_count),
         **_profiled_periods(snapshot),
+        **steps,
         **_asyncio_summary(snapshot),
         **({} if idle_ns is None else {"idle_s": _seconds(idle_ns)}),
         "totals": _totals(charges, attributed_ns, unattributed_ns),
@@ -136,7 +139,7 @@ def build_profile(
         "warnings": _all_warnings(snapshot, memory, stack_table, attributed_ns=attributed_ns,
                                   unattributed_ns=unattributed_ns, interval_ns=interval_ns,
                                   steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count)
-        + dynamic_warnings,
+        + dynamic_warnings + step_warnings,
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
 

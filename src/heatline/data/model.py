@@ -422,6 +422,20 @@ class ProcessRecord(_ProcessRequired, total=False):
     cpu_wait_s: float
 
 
+class Steps(TypedDict):
+    """``steps``: the program's step boundaries (heatline.step() or Optimizer.step())."""
+
+    source: Optional[Literal["heatline.step", "optimizer"]]
+    count: int
+    started_s: list[float]
+    durations_s: list[float]
+    median_s: float
+    mean_s: float
+    min_s: float
+    max_s: float
+    window: Optional[tuple[int, int]]
+
+
 class _ProfileRequired(TypedDict):
     schema_version: int
     heatline_version: str
@@ -461,6 +475,7 @@ class Profile(_ProfileRequired, total=False):
     asyncio: Asyncio
     profiled_periods: list[Period]
     paused: bool
+    steps: Steps
     attached: Attached
     summary: list[SummaryItem]
     regions: list[Region]

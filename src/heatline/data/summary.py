@@ -91,12 +91,26 @@ WAITING_SHARE = 0.20
 OVERSUBSCRIBED_RATIO = 1.25
 BUSY_THREAD_SHARE = 0.10
 
+# Training steps (the profile's `steps`): a step is named when it took at least this many times
+# the median step and at least STEP_MIN_EXTRA_S more than it, over at least STEP_MIN_COUNT
+# steps. 3x: the spread of a steady loop's steps on a loaded machine (scheduler preemption,
+# another program's burst, the collector) stays well under it, and a step three times the
+# usual is what a reader asks about. The floor keeps quick loops quiet: a 2 ms step taking
+# 7 ms is worth no sentence, and 50 ms is several of the kernel's scheduling slices (a few ms
+# each), more than a slice lost to another program. Five steps at least, else the median is
+# no "usual".
+STEP_RATIO = 3.0
+STEP_MIN_EXTRA_S = 0.05
+STEP_MIN_COUNT = 5
+# At most this many slow steps are named (the slowest), the rest counted.
+STEP_NAMED = 3
+
 # Rules in the order their sentences are shown; when more than MAX_SENTENCES fire, those with
 # the lowest RANK (diagnoses before descriptions) are kept.
-ORDER = ("processes", "oversubscription", "busy_machine", "dataloader_starvation",
+ORDER = ("steps", "processes", "oversubscription", "busy_machine", "dataloader_starvation",
          "gpu_utilisation", "main_wait", "worker_threads", "gil_contention", "pool_imbalance",
          "hot_lines", "copy_volume", "leaks", "memory_peak")
-RANK = {"dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
+RANK = {"steps": 1, "dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
         "pool_imbalance": 0, "leaks": 1, "main_wait": 1, "worker_threads": 1, "hot_lines": 2,
         "copy_volume": 3, "processes": 3, "memory_peak": 4, "oversubscription": 0,
         "busy_machine": 2}
@@ -950,7 +964,69 @@ def _busy_machine(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None
             "file": None, "line": None}
 
 
+def slow_steps(durations: list[float]) -> tuple[list[int], list[int], float]:
+    """(warm-up steps, other slow steps, median): the 0-based indices of the steps that took
+    at least STEP_RATIO times the median and STEP_MIN_EXTRA_S more; the warm-up ones are the
+    leading run of them from the first step on. Nothing with fewer than STEP_MIN_COUNT
+    steps."""
+    if len(durations) < STEP_MIN_COUNT:
+        return [], [], 0.0
+    ordered = sorted(durations)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    slow = [index for index, duration in enumerate(durations)
+            if duration >= STEP_RATIO * median and duration - median >= STEP_MIN_EXTRA_S]
+    warmup = []
+    for index in slow:
+        if index != len(warmup):
+            break
+        warmup.append(index)
+    return warmup, slow[len(warmup):], median
+
+
+def _steps(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """Steps that stand out from the program's usual step: the first ones (warm-up) and any
+    later one, each with its time and how many times the median that is."""
+    steps = facts.profile.get("steps")
+    durations = (steps or {}).get("durations_s") or []
+    warmup, slow, median = slow_steps(durations)
+    if not warmup and not slow:
+        return None
+    usual = f"the median {_step_seconds(median)}"
+
+    def named(index: int) -> str:
+        return (f"step {index + 1} took {_step_seconds(durations[index])}, "
+                f"{durations[index] / median:.1f}x")
+
+    parts = []
+    if warmup:
+        if len(warmup) == 1:
+            parts.append(f"{named(0)} {usual} (warm-up: the first step)")
+        else:
+            taken = ", ".join(_step_seconds(durations[index]) for index in warmup)
+            parts.append(f"the first {len(warmup)} steps took {taken}, over "
+                         f"{STEP_RATIO:g}x {usual} each (warm-up)")
+    if slow:
+        shown = sorted(sorted(slow, key=lambda index: -durations[index])[:STEP_NAMED])
+        words = [named(index) for index in shown]
+        words[0] += " the median" if warmup else f" {usual}"
+        text = "; ".join(words)
+        if len(slow) > len(shown):
+            text += f" ({len(slow) - len(shown)} more over {STEP_RATIO:g}x the median)"
+        parts.append(text)
+    source = "Optimizer.step()" if steps.get("source") == "optimizer" else "heatline.step()"
+    text = "; ".join(parts)
+    return {"text": f"Slow steps ({len(durations)} marked by {source}): {text}.",
+            "file": None, "line": None}
+
+
+def _step_seconds(value: float) -> str:
+    """Two significant decimals for a step: 0.08 s, 0.50 s, 12.30 s; ms under 10 ms."""
+    return f"{value * 1000:.1f} ms" if value < 0.01 else f"{value:.2f} s"
+
+
 _RULES = {
+    "steps": _steps,
     "processes": _processes,
     "oversubscription": _oversubscription,
     "busy_machine": _busy_machine,

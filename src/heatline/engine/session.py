@@ -10,6 +10,7 @@ import sys
 import time
 
 from heatline.engine import scope
+from heatline.engine import steps as step_clock
 
 # typing and collections.abc only for type checkers: a run's path imports neither
 # (heatline/__init__.py).
@@ -232,6 +233,20 @@ def resume() -> None:
         _active.resume()
 
 
+def step() -> None:
+    """Mark a step boundary in the running session, if any (backs heatline.step())."""
+    active = _active
+    if active is not None and active.steps is not None:
+        active.steps.mark(step_clock.EXPLICIT)
+
+
+def _optimizer_step() -> None:
+    """A torch Optimizer.step() ended: a step boundary unless the program marks its own."""
+    active = _active
+    if active is not None and active.steps is not None:
+        active.steps.mark(step_clock.OPTIMIZER)
+
+
 class Session:
     """Start the engine, stop it, and build the profile of what it saw in between."""
 
@@ -250,6 +265,7 @@ class Session:
         native: bool = False,  # native frames: the C functions under each line (native.c)
         control: bool = True,  # files through which `heatline ctl` turns profiling on/off
         main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
+        steps: Sequence[int] | None = None,  # --steps A:B: profile only steps A to B (steps.py)
     ) -> None:
         self.program = program
         self.argv = list(argv)
@@ -264,7 +280,10 @@ class Session:
         self.profile_all = profile_all
         self.only = list(only)
         self.exclude = list(exclude)
-        self.paused = paused
+        # The step window: the engine starts paused, the step clock turns it on and off.
+        self.steps_window = None if steps is None else (int(steps[0]), int(steps[1]))
+        self.paused = paused or self.steps_window is not None
+        self.steps: step_clock.StepClock | None = None
         self.memory_sampling_window_bytes = memory_sampling_window_bytes
         self.gpu = gpu
         self.native = native
@@ -300,6 +319,8 @@ class Session:
             _watch_torch(False)
             self._close_control()
             raise
+        self.steps = step_clock.StepClock(self.steps_window, self.resume, self.pause)
+        step_clock.install_optimizer_hook(_optimizer_step)
         self._running = True
         _active = self
 
@@ -417,6 +438,7 @@ class Session:
             snapshot = _snapshot(_native)
             self._add_thread_names(snapshot)
         self._note_origin(snapshot)
+        self._add_steps(snapshot)
         return snapshot
 
     def _add_thread_names(self, snapshot: dict[str, Any]) -> None:
@@ -465,6 +487,7 @@ class Session:
         snapshot = _snapshot(_native)
         self._add_thread_names(snapshot)
         self._note_origin(snapshot)
+        self._add_steps(snapshot)
         if self.snapshot_filter is not None:
             snapshot = self.snapshot_filter(snapshot)
         profile = build_profile(
@@ -480,6 +503,13 @@ class Session:
         )
         profile["warnings"] += self._warnings
         return profile
+
+    def _add_steps(self, snapshot: dict[str, Any]) -> None:
+        """The step clock's marks into ``snapshot`` (``steps``), on the engine's clock: time 0
+        is the engine's start, from the memory part's clock origin when it gives one, else
+        the clock read just before the engine started (milliseconds before it, at most)."""
+        if self.steps is not None:
+            snapshot["steps"] = self.steps.record(self._origin_ns or self._start_clock[1])
 
     def _argv(self) -> list[str]:
         first = self.argv0() if self.argv0 is not None else None

@@ -81,7 +81,9 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
         console.print(f"attached to process {attached['pid']} at {profile['started_at']}, "
                       f"{ended}: memory held before attaching is not counted")
     if not profile["samples"]:
-        if profile.get("profiled_periods") == []:
+        if profile.get("profiled_periods") == [] and (profile.get("steps") or {}).get("window"):
+            reason = "profiling was never on: the program never reached the --steps window"
+        elif profile.get("profiled_periods") == []:
             reason = ("profiling was never on (started with --off, and neither "
                       "heatline.resume() nor heatline ctl on turned it on)")
         else:
@@ -89,9 +91,11 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
         console.print(
             f"heatline: the program ran for {_duration(profile['elapsed_s'])}; {reason}"
         )
+        _print_steps(console, profile)
         _print_warnings(console, profile)
         return
     _print_summary(console, profile)
+    _print_steps(console, profile)
     memory = _memory_on(profile)
     allocated = _allocated(profile)
     shown_any = False
@@ -177,6 +181,55 @@ def _print_summary(console: Console, profile: Profile) -> None:
                              initial_indent="• ", subsequent_indent="  ",
                              break_long_words=False, break_on_hyphens=False)
         console.print(Text(text), no_wrap=True, overflow="ignore")
+
+
+# The steps' sparkline: at most this many characters, each the longest of its run of steps.
+_STEP_SPARK_WIDTH = 60
+
+
+def _print_steps(console: Console, profile: Profile) -> None:
+    """The program's training steps (``steps``), when it marked any or asked for a window:
+    how many and what marked them, their median, mean, shortest and longest, each step's time
+    as a sparkline, and what --steps covered."""
+    import textwrap
+
+    from heatline.data.steps import window_words
+
+    steps = profile.get("steps")
+    if not steps:
+        return
+    lines = []
+    count = steps["count"]
+    if count:
+        source = "Optimizer.step()" if steps["source"] == "optimizer" else "heatline.step()"
+        lines.append(f"{count} step{'s' if count != 1 else ''} marked by {source}: median "
+                     f"{_step_time(steps['median_s'])}, mean {_step_time(steps['mean_s'])}, "
+                     f"min {_step_time(steps['min_s'])}, max {_step_time(steps['max_s'])}")
+    window = window_words(profile)
+    if window:
+        lines.append(window[0].upper() + window[1:])
+    durations = steps["durations_s"]
+    if len(durations) > 1:
+        per = -(-len(durations) // _STEP_SPARK_WIDTH)  # steps per character
+        heights = [max(durations[i:i + per]) for i in range(0, len(durations), per)]
+        top = max(heights) or 1.0
+        spark = "".join(_SPARK[min(int(h / top * len(_SPARK)), len(_SPARK) - 1)]
+                        for h in heights)
+        each = "each step" if per == 1 else f"each {per} steps' longest"
+        lines.append(f"{spark}  ({each})")
+    if not lines:
+        return
+    console.print()
+    console.print(Text("Steps", "bold"))
+    width = max(console.width - 1, 40)
+    for line in lines:
+        text = textwrap.fill(line, width=width, subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+        console.print(Text(text), no_wrap=True, overflow="ignore")
+
+
+def _step_time(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 0.01 else f"{seconds:.3f} s"
 
 
 def _console(file: TextIO) -> Console:
