@@ -51,10 +51,26 @@ def _watch_torch(on: bool) -> None:
     from heatline.integrations import torch_watch
 
     if on:
-        torch_watch.when_imported("torch", torch_labels.install)
+        torch_watch.when_imported("torch", _hook_torch)
     else:
-        torch_watch.forget("torch", torch_labels.install)
+        torch_watch.forget("torch", _hook_torch)
         torch_labels.uninstall()
+        while _optimizer_hooks:
+            _optimizer_hooks.pop().remove()
+
+
+_optimizer_hooks: list[Any] = []
+
+
+def _hook_torch(torch: Any) -> None:
+    """The program has imported torch: its ranges and modules as labels, and each
+    Optimizer.step() a step boundary (steps.py), until the session stops."""
+    from heatline.engine import torch_labels
+
+    torch_labels.install(torch)
+    handle = step_clock.optimizer_hook(torch, _optimizer_step)
+    if handle is not None:
+        _optimizer_hooks.append(handle)
 
 
 def _tables() -> tuple[list[str], bytes]:
@@ -320,7 +336,6 @@ class Session:
             self._close_control()
             raise
         self.steps = step_clock.StepClock(self.steps_window, self.resume, self.pause)
-        step_clock.install_optimizer_hook(_optimizer_step)
         self._running = True
         _active = self
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 EXPLICIT = "heatline.step"
 OPTIMIZER = "optimizer"
 
-_hook_installed = False
 
 
 class StepClock:
@@ -95,20 +94,11 @@ class StepClock:
         }
 
 
-def install_optimizer_hook(mark: Callable[[], None]) -> None:
-    """Have every torch Optimizer.step() call ``mark()`` once the program imports torch
-    (now, if it has); once per process."""
-    global _hook_installed
-    if _hook_installed:
-        return
-    _hook_installed = True
-    from heatline.integrations import torch_watch
+def optimizer_hook(torch: Any, mark: Callable[[], None]) -> Any:
+    """Have every torch Optimizer.step() call ``mark()``: the hook's handle (its remove()
+    takes it out), or None where torch has no global step hook. Called once the program has
+    imported torch (session.py's torch watch)."""
+    import torch.optim.optimizer as optimizer  # torch is imported: this adds nothing new
 
-    def register(torch: Any) -> None:
-        import torch.optim.optimizer as optimizer  # torch is imported: this adds nothing new
-
-        register_hook = getattr(optimizer, "register_optimizer_step_post_hook", None)
-        if register_hook is not None:
-            register_hook(lambda *args: mark())
-
-    torch_watch.when_imported("torch", register)
+    register_hook = getattr(optimizer, "register_optimizer_step_post_hook", None)
+    return None if register_hook is None else register_hook(lambda *args: mark())
