@@ -46,15 +46,17 @@ def _snapshot(_native: Any) -> dict[str, Any]:
 
 def _watch_torch(on: bool) -> None:
     """While a session runs: torch's ranges and modules as labels once the program imports
-    torch (engine/torch_labels.py), never importing it ourselves."""
-    from heatline.engine import torch_labels
+    torch (engine/torch_labels.py), never importing it ourselves. torch_labels is imported
+    only once torch is (a child's start imports only carrier.CHILD_MODULES)."""
     from heatline.integrations import torch_watch
 
     if on:
         torch_watch.when_imported("torch", _hook_torch)
     else:
         torch_watch.forget("torch", _hook_torch)
-        torch_labels.uninstall()
+        torch_labels = sys.modules.get("heatline.engine.torch_labels")
+        if torch_labels is not None:
+            torch_labels.uninstall()
         while _optimizer_hooks:
             _optimizer_hooks.pop().remove()
 

@@ -201,7 +201,7 @@ CHILD_MODULES = (
     "heatline", "heatline._version", "heatline.run", "heatline.run.carrier",
     "heatline.run.follow", "heatline.run.output", "heatline.run.sigterm", "heatline.engine",
     "heatline.engine.scope", "heatline.engine.session", "heatline.engine.steps",
-    "heatline.engine.threadnames",
+    "heatline.engine.threadnames", "heatline.integrations", "heatline.integrations.torch_watch",
 )
 # The standard library's modules with a source that CHILD_MODULES import: each begins with
 # `from __future__ import annotations`, which imports __future__. While the child imports
