@@ -283,6 +283,15 @@ static void common_remote(hl_remote_layout *r) {
     l->str_state = 32;
     l->str_length = 16;
     l->owner_interpreter = -1;
+    r->type_name = 24;
+    r->cfunction_method = 16;
+    r->cfunction_self = 24;
+    /* _threadmodule.c's lockobject and rlockobject, alike from 3.9 to 3.13 */
+    r->lock_sem = 16;
+    r->lock_locked = 32;
+    r->rlock_sem = 16;
+    r->rlock_owner = 24;
+    r->rlock_count = 32;
 }
 
 /* 3.9 and 3.10: PyFrameObject chains, the GIL in _PyRuntime; the same offsets but for f_lasti
@@ -312,6 +321,10 @@ static void remote_39_310(hl_remote_layout *r, int minor) {
     l->linetable_format = minor == 9 ? HL_LNOTAB_39 : HL_LINETABLE_310;
     l->code_code = 48;
     l->code_read_size = 176; /* sizeof(PyCodeObject) */
+    r->lock_layout = 1;
+    r->frame_valuestack = 64;
+    r->frame_localsplus = minor == 9 ? 360 : 352;
+    r->code_stacksize = 32;
     l->str_ascii_size = 48;  /* PyASCIIObject still has wstr */
     l->str_compact_size = 72;
 }
@@ -326,6 +339,11 @@ static void remote_311_315(hl_remote_layout *r, int minor) {
     l->code_qualname = 128;
     l->code_linetable = 136;
     l->code_size = 16; /* ob_size */
+    r->frame_localsplus = 72;
+    r->lock_layout = minor <= 13;
+    if (minor <= 13) r->frame_stacktop = 64;
+    r->code_stacksize = minor == 11 ? 68 : 64;
+    r->code_nlocalsplus = minor == 11 ? 76 : 72;
     if (minor == 11) {
         l->frame_model = HL_FRAMES_CFRAME;
         r->runtime_interpreters_head = 40;
@@ -614,6 +632,14 @@ static const struct {
     FIELD(gil_locked),
     FIELD(gil_holder),
     FIELD(gil_interval),
+    FIELD(frame_localsplus),
+    FIELD(frame_valuestack),
+    FIELD(frame_stacktop),
+    FIELD(code_nlocalsplus),
+    FIELD(code_stacksize),
+    FIELD(type_name),
+    FIELD(cfunction_method),
+    FIELD(cfunction_self),
 };
 #undef FIELD
 
@@ -635,6 +661,20 @@ int hl_compat_remote_check(const char **field) {
     here.gil_locked = offsetof(struct _gil_runtime_state, locked);
     here.gil_holder = offsetof(struct _gil_runtime_state, last_holder);
     here.gil_interval = offsetof(struct _gil_runtime_state, interval);
+#if PY_VERSION_HEX < 0x030B0000
+    here.frame_localsplus = offsetof(PyFrameObject, f_localsplus);
+    here.frame_valuestack = offsetof(PyFrameObject, f_valuestack);
+#else
+    here.frame_localsplus = offsetof(_PyInterpreterFrame, localsplus);
+    here.code_nlocalsplus = offsetof(PyCodeObject, co_nlocalsplus);
+#if PY_VERSION_HEX < 0x030E0000
+    here.frame_stacktop = offsetof(_PyInterpreterFrame, stacktop);
+#endif
+#endif
+    here.code_stacksize = offsetof(PyCodeObject, co_stacksize);
+    here.type_name = offsetof(PyTypeObject, tp_name);
+    here.cfunction_method = offsetof(PyCFunctionObject, m_ml);
+    here.cfunction_self = offsetof(PyCFunctionObject, m_self);
 
     *field = "version";
     if (hl_compat_remote_layout((PY_VERSION_HEX >> 16) & 0xFF, &table) != 0) return 0;

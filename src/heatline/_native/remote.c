@@ -261,7 +261,7 @@ static int add_thread(hl_dump *d, const hl_dump_thread *t) {
 /* Walks the thread states of one interpreter. Returns 0, or -1 when out of memory. */
 static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layout *r,
                         uintptr_t interp, int64_t interp_id, gil g, uintptr_t main_thread,
-                        hl_frame *frames) {
+                        hl_frame *frames, hl_lock_types *lock_types) {
     const hl_layout *l = &w->layout;
     uintptr_t tstate = 0;
     if (read_word(pid, interp + l->interp_threads_head, &tstate) != 0) {
@@ -301,8 +301,12 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
             if (t.frames == NULL) return -1;
             memcpy(t.frames, frames, (size_t)t.depth * sizeof(*t.frames));
         }
-        if (add_thread(d, &t) != 0) {
+        if ((lock_types != NULL && t.depth > 0 &&
+             hl_locks_read(pid, r, lock_types, tstate, &t.locks, &t.nlocks, &t.locks_capacity) !=
+                 0) ||
+            add_thread(d, &t) != 0) {
             free(t.frames);
+            free(t.locks);
             return -1;
         }
         tstate = hl_load_word(header, l->tstate_next);
@@ -389,9 +393,10 @@ done:
 }
 
 /* Reads every interpreter's threads with walker (whose code cache may outlive the reading)
- * into frames (HL_DUMP_MAX_DEPTH of them, scratch). */
+ * into frames (HL_DUMP_MAX_DEPTH of them, scratch), and with lock_types (a dump's; NULL for a
+ * reader's samples) the locks their frames hold. */
 static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uintptr_t runtime,
-                             hl_walker *walker, hl_frame *frames) {
+                             hl_walker *walker, hl_frame *frames, hl_lock_types *lock_types) {
     int result = 0;
     uintptr_t interp = 0, main_thread = 0;
     if (frames == NULL) {
@@ -413,7 +418,7 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
             break;
         }
         gil g = read_gil(pid, r, runtime, interp);
-        if (read_threads(pid, d, walker, r, interp, id, g, main_thread, frames) != 0) {
+        if (read_threads(pid, d, walker, r, interp, id, g, main_thread, frames, lock_types) != 0) {
             result = fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory");
             goto done;
         }
@@ -480,10 +485,12 @@ int hl_remote_dump(int pid, int pause, hl_dump *d) {
     walker.layout = r.walk;
     walker.stats = &d->stats;
     hl_frame *frames = malloc(HL_DUMP_MAX_DEPTH * sizeof(*frames));
+    hl_lock_types lock_types;
+    lock_types.count = 0;
     uint64_t start = hl_now_ns();
-    int result = frames == NULL
-                     ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
-                     : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME), &walker, frames);
+    int result = frames == NULL ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
+                                : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME),
+                                                    &walker, frames, &lock_types);
     d->read_ns = hl_now_ns() - start;
     free(frames);
     hl_walker_clear(&walker);
@@ -598,7 +605,7 @@ int hl_remote_sample(hl_remote *reader, hl_dump *d) {
     uint64_t start = hl_now_ns();
     int result =
         read_interpreters(reader->pid, d, &reader->layout, address_of(&reader->in, SYM_RUNTIME),
-                          &reader->walker, reader->frames);
+                          &reader->walker, reader->frames, NULL);
     d->read_ns = hl_now_ns() - start;
     for (size_t i = 0; result == 0 && i < d->nthreads; i++)
         if (d->threads[i].native_id > 0)
@@ -619,7 +626,10 @@ void hl_remote_close(hl_remote *reader) {
 }
 
 void hl_remote_dump_free(hl_dump *d) {
-    for (size_t i = 0; i < d->nthreads; i++) free(d->threads[i].frames);
+    for (size_t i = 0; i < d->nthreads; i++) {
+        free(d->threads[i].frames);
+        free(d->threads[i].locks);
+    }
     free(d->threads);
     d->threads = NULL;
     d->nthreads = d->threads_capacity = 0;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "frames.h"
+#include "locks.h"
 #include "stats.h"
 
 /* Why a dump failed (hl_dump.error); the message says more. */
@@ -57,6 +58,8 @@ typedef struct hl_dump_thread {
                           * samples only; else 0) */
     int depth;
     hl_frame *frames;    /* innermost first; file and function ids resolve in hl_dump.stats */
+    hl_lock_ref *locks;  /* the lock objects its frames hold (locks.h; a dump's only) */
+    size_t nlocks, locks_capacity;
 } hl_dump_thread;
 
 typedef struct hl_dump {
