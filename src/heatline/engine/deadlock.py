@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from heatline.engine.dump import Frame, Thread
+# engine/dump.py's Thread and Frame, which are not imported: dump.py imports this module.
+Thread = Any
+Frame = Any
 
 # How strongly a frame's slot shows that its thread holds the lock: a `with` block's bound
 # __exit__ stays on the value stack for the whole block; the lock itself on a value stack or in
