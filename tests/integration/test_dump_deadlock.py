@@ -1,7 +1,8 @@
 """`heatline dump PID` names a deadlock in one line at the top, against targets whose locks are
 known (tests/targets/dump_*_cycle.py, dump_lock_quiet.py): two threading.Lock taken in opposite
 orders in with blocks (no owner recorded: each holder found by the with block in its frames),
-an RLock and a Condition (owners recorded by the locks), and a process whose threads wait on a
+an RLock and a Condition (owners recorded by the locks), two locks taken by acquire() calls
+(holders nobody records: said so), and a process whose threads wait on a
 queue, a socket, a lock held by a sleeping thread, and sleep, where nothing is said. Each target
 runs on this test's CPython and on every other 3.9-3.13 installed (PYENV_VERSIONS), since the
 frames and locks are read with each version's layout.
@@ -23,6 +24,7 @@ TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LOCKS = os.path.join(TARGETS, "dump_lock_cycle.py")
 RLOCKS = os.path.join(TARGETS, "dump_rlock_cycle.py")
 QUIET = os.path.join(TARGETS, "dump_lock_quiet.py")
+UNNAMED = os.path.join(TARGETS, "dump_lock_unnamed.py")
 PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
@@ -144,6 +146,26 @@ def test_rlock_deadlock_names_the_holders_the_locks_record(start, version, pytho
     text = _dump(pid).splitlines()[0]
     assert text.startswith("deadlock: ") and "held by writer" in text and (
         "held by loader" in text), text
+
+
+@pytest.mark.parametrize("version, python", _pythons())
+def test_holders_nothing_shows_are_said_to_be_unknown(start, version, python):
+    _, (pid, jobs, journal) = start(UNNAMED, python)
+    dump = _deadlock(pid)
+    assert dump["deadlock"] is not None, dump
+    assert dump["deadlock"]["cycle"] is False
+    waits = _waits(dump)
+    assert {name: (w["line"], w["lock"], w["holder"], w["held_by"])
+            for name, w in waits.items()} == {
+        "main thread": (_line(UNNAMED, "# main waits here"), int(jobs), None, None),
+        "loader": (_line(UNNAMED, "# loader waits here"), int(journal), None, None),
+        "writer": (_line(UNNAMED, "# writer waits here"), int(jobs), None, None),
+    }
+    text = _dump(pid).splitlines()[0]
+    name = os.path.basename(UNNAMED)
+    assert text.startswith("deadlock: every thread waits for a lock: "), text
+    assert (f"loader waits at {name}:{_line(UNNAMED, '# loader waits here')} for lock "
+            f"{int(journal):#x} held by a thread heatline cannot name") in text, text
 
 
 @pytest.mark.parametrize("version, python", _pythons())

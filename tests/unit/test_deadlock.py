@@ -101,3 +101,14 @@ def test_the_name_of_a_thread():
     assert deadlock.thread_name(thread, "python3") == "main thread"
     thread.name = "loader"
     assert deadlock.thread_name(thread, "python3") == "loader"
+
+
+def test_a_lock_on_the_innermost_value_stack_names_no_holder():
+    # The innermost frame's value stack is read to co_stacksize: a lock there may be a leftover.
+    a = _thread(1, "a", 10, [_lock(0xA0), _lock(0xB0, place="stack")], waits_on=0xB0)
+    b = _thread(2, "b", 20, [_lock(0xB0, place="stack"), _lock(0xA0, place="stack")],
+                waits_on=0xA0)
+    found = deadlock.find([a, b])
+    assert not found.cycle and [w.holder for w in found.waits] == [None, a]
+    b.locks[0]["frame"] = 1  # an outer frame's live stack: b holds it
+    assert deadlock.find([a, b]).cycle

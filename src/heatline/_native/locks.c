@@ -12,6 +12,9 @@
 #define MAX_FRAMES 1024       /* frames read per thread (remote.h's HL_DUMP_MAX_DEPTH) */
 #define MAX_SLOTS 1024        /* slots read per frame: hl_memread_batch's most pieces */
 #define FRAME_HEADER_BYTES 512 /* >= every layout's frame fields and f_localsplus */
+#define MAX_REFCOUNT                                                                               \
+    ((uintptr_t)1 << 40) /* above: a pointer, not a count (3.12+'s immortal
+                                           * objects count 2^32 - 1) */
 
 enum { TYPE_OTHER = 0, TYPE_LOCK = HL_LOCK_PLAIN, TYPE_RLOCK = HL_LOCK_RLOCK, TYPE_CFUNCTION };
 
@@ -40,12 +43,20 @@ static int type_of(int pid, const hl_remote_layout *r, hl_lock_types *types, uin
     return what;
 }
 
-/* The type of the object at address, or TYPE_OTHER when unreadable. */
+/* Whether an object's header (its reference count, then its type: every version that has a
+ * lock layout) is a live object's: a slot above a value stack's live top may point to an object
+ * freed since, whose first word the allocator has taken for its free list (a pointer, or 0). */
+static int alive(const uintptr_t header[2]) {
+    return header[0] > 0 && header[0] < MAX_REFCOUNT && header[1] != 0;
+}
+
+/* The type of the object at address, or TYPE_OTHER when unreadable or not alive. */
 static int object_type(int pid, const hl_remote_layout *r, hl_lock_types *types, uintptr_t object) {
-    uintptr_t type = 0;
-    if (object == 0 || read_word(pid, object + r->walk.object_type, &type) != 0 || type == 0)
+    uintptr_t header[2];
+    if (object == 0 || r->walk.object_type != 8 ||
+        hl_memread_remote(pid, header, object, sizeof(header)) != 0 || !alive(header))
         return TYPE_OTHER;
-    return type_of(pid, r, types, type);
+    return type_of(pid, r, types, header[1]);
 }
 
 /* Fills a ref from the lock object at address (of kind TYPE_LOCK or TYPE_RLOCK). */
@@ -138,7 +149,7 @@ static int frame_slots(int pid, const hl_remote_layout *r, uintptr_t frame, uint
 
 /* One frame's slots as read, and the reads of their objects' types. */
 typedef struct scratch {
-    uintptr_t slots[MAX_SLOTS], slot_types[MAX_SLOTS];
+    uintptr_t slots[MAX_SLOTS], headers[MAX_SLOTS][2]; /* headers: reference count, type */
     struct iovec local[MAX_SLOTS], remote[MAX_SLOTS];
     uint8_t ok[MAX_SLOTS];
 } scratch;
@@ -147,25 +158,27 @@ typedef struct scratch {
 static int read_frame(int pid, const hl_remote_layout *r, hl_lock_types *types, scratch *s,
                       int index, uintptr_t start, size_t nlocals, size_t nslots, hl_lock_ref **refs,
                       size_t *count, size_t *capacity) {
-    uintptr_t *slots = s->slots, *slot_types = s->slot_types;
+    uintptr_t *slots = s->slots;
     struct iovec *local = s->local, *remote = s->remote;
     uint8_t *ok = s->ok;
-    if (nslots == 0 || hl_memread_remote(pid, slots, start, nslots * 8) != 0) return 0;
+    if (nslots == 0 || r->walk.object_type != 8 ||
+        hl_memread_remote(pid, slots, start, nslots * 8) != 0)
+        return 0;
     size_t n = 0;
     for (size_t i = 0; i < nslots; i++) {
         slots[i] &= ~r->walk.code_tag_bits;
         if (slots[i] < 4096) continue; /* NULL, or a tagged small value */
-        local[n].iov_base = &slot_types[i];
-        local[n].iov_len = 8;
-        remote[n].iov_base = (void *)(slots[i] + r->walk.object_type);
-        remote[n].iov_len = 8;
+        local[n].iov_base = s->headers[i];
+        local[n].iov_len = sizeof(s->headers[i]);
+        remote[n].iov_base = (void *)slots[i];
+        remote[n].iov_len = sizeof(s->headers[i]);
         n++;
     }
     hl_memread_batch(pid, local, remote, n, ok);
     for (size_t k = 0; k < n; k++) {
-        size_t i = (size_t)((uintptr_t *)local[k].iov_base - slot_types);
-        if (!ok[k]) continue;
-        int what = type_of(pid, r, types, slot_types[i]);
+        size_t i = (size_t)((uintptr_t (*)[2])local[k].iov_base - s->headers);
+        if (!ok[k] || !alive(s->headers[i])) continue;
+        int what = type_of(pid, r, types, s->headers[i][1]);
         uintptr_t lock = slots[i];
         int place = i < nlocals ? HL_LOCK_LOCAL : HL_LOCK_STACK;
         if (what == TYPE_CFUNCTION) {

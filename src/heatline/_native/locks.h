@@ -6,7 +6,8 @@
  * shim frames are stepped over), the frame's slots are read: its locals, cells and free
  * variables, then its value stack (to the count the frame saved when it called a Python
  * function; the innermost frame, inside a C call, saves none, so its whole co_stacksize is
- * read, where slots above the live top may hold stale values). Each slot's object is kept when
+ * read, where slots above the live top may hold stale values: an object whose reference count
+ * is 0 or a pointer, one freed since, is passed over). Each slot's object is kept when
  * its type is _thread.lock or _thread.RLock (told by the type's tp_name, read once per type),
  * or a builtin method bound to one: `with lock:` keeps the lock's bound __exit__ on the value
  * stack for the whole block, `lock.acquire()` has the lock itself there while it runs.

@@ -90,7 +90,9 @@ def _holder(ref: dict, waiter: Thread, threads: list[Thread]) -> tuple:
         if thread is waiter:
             continue
         for held in thread.locks:
-            if held["lock"] != ref["lock"]:
+            # The innermost frame's value stack is read to co_stacksize (its live top is not
+            # saved during a C call): a lock there may be left from an expression done with.
+            if held["lock"] != ref["lock"] or (held["place"] == "stack" and held["frame"] == 0):
                 continue
             strength = _EVIDENCE.get(held["place"], 0)
             if strength > best.get(id(thread), (0, None))[0]:
