@@ -1,11 +1,13 @@
 """`heatline dump PID` names a deadlock in one line at the top, against targets whose locks are
-known (tests/targets/dump_*_cycle.py, dump_lock_quiet.py): two threading.Lock taken in opposite
-orders in with blocks (no owner recorded: each holder found by the with block in its frames),
-an RLock and a Condition (owners recorded by the locks), two locks taken by acquire() calls
-(holders nobody records: said so), and a process whose threads wait on a
-queue, a socket, a lock held by a sleeping thread, and sleep, where nothing is said. Each target
-runs on this test's CPython and on every other 3.9-3.13 installed (PYENV_VERSIONS), since the
-frames and locks are read with each version's layout.
+known (tests/targets/dump_lock_*.py, dump_rlock_cycle.py, dump_condition_hang.py): two
+threading.Lock taken in opposite orders in with blocks (no owner recorded: each holder found by
+the with block in its frames), an RLock and a Condition (owners recorded by the locks), two
+locks taken by acquire() calls (holders nobody records: said so), a Condition's wait for a
+notify that a thread waiting for a lock would send while the main thread joins (every thread
+waits), and a process whose threads wait on a queue, a socket, a lock held by a sleeping thread,
+and sleep, where nothing is said. Each target runs on this test's CPython and on every other
+3.9-3.13 installed (PYENV_VERSIONS), since the frames and locks are read with each version's
+layout.
 
 The targets let any process of their user read them (prctl PR_SET_PTRACER_ANY), as in
 test_dump.py.
@@ -25,6 +27,7 @@ LOCKS = os.path.join(TARGETS, "dump_lock_cycle.py")
 RLOCKS = os.path.join(TARGETS, "dump_rlock_cycle.py")
 QUIET = os.path.join(TARGETS, "dump_lock_quiet.py")
 UNNAMED = os.path.join(TARGETS, "dump_lock_unnamed.py")
+HANG = os.path.join(TARGETS, "dump_condition_hang.py")
 PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
@@ -163,9 +166,33 @@ def test_holders_nothing_shows_are_said_to_be_unknown(start, version, python):
     }
     text = _dump(pid).splitlines()[0]
     name = os.path.basename(UNNAMED)
-    assert text.startswith("deadlock: every thread waits for a lock: "), text
+    assert text.startswith("deadlock: every thread waits, none can go on: "), text
     assert (f"loader waits at {name}:{_line(UNNAMED, '# loader waits here')} for lock "
             f"{int(journal):#x} held by a thread heatline cannot name") in text, text
+
+
+@pytest.mark.parametrize("version, python", _pythons())
+def test_a_notify_that_cannot_come_while_every_thread_waits(start, version, python):
+    _, (pid, table) = start(HANG, python)
+    dump = _deadlock(pid)
+    assert dump["deadlock"] is not None, dump
+    assert dump["deadlock"]["cycle"] is False
+    waits = _waits(dump)
+    assert {name: (w["line"], w["holder"], w["held_by"]) for name, w in waits.items()} == {
+        "main thread": (_line(HANG, "# main waits here"), None, None),
+        "sleeper": (_line(HANG, "# sleeper waits here"), None, None),
+        "notifier": (_line(HANG, "# notifier waits here"), "sleeper", "with"),
+    }
+    assert waits["notifier"]["lock"] == int(table)
+    name = os.path.basename(HANG)
+    text = _dump(pid).splitlines()[0]
+    assert text == (
+        "deadlock: every thread waits, none can go on: "
+        f"main thread waits at {name}:{_line(HANG, '# main waits here')} for a thread to end (in "
+        f"a join); sleeper waits at {name}:{_line(HANG, '# sleeper waits here')} for a notify "
+        f"(in a Condition's wait); notifier waits at {name}:{_line(HANG, '# notifier waits here')}"
+        f" for lock {int(table):#x} held by sleeper (in a with block of sleep_on_it(), at "
+        f"{name}:{_line(HANG, '# sleeper waits here')})"), text
 
 
 @pytest.mark.parametrize("version, python", _pythons())

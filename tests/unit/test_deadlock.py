@@ -64,8 +64,8 @@ def test_a_wait_on_a_sleeping_holder_or_on_oneself_is_no_deadlock():
 
 
 def test_holders_it_cannot_tell_apart_are_said_so_when_every_thread_waits():
-    # Two threads show 0xA0 on their value stacks alike: neither is named its holder; no cycle
-    # closes, but every Python thread waits for a lock.
+    # a and c show 0xA0 only on their innermost value stacks (maybe leftovers): no holder is
+    # named, no cycle closes, but every Python thread waits for a lock.
     a = _thread(1, "a", 10, [_lock(0xA0, place="stack"), _lock(0xB0, place="stack")],
                 waits_on=0xB0)
     b = _thread(2, "b", 20, [_lock(0xB0), _lock(0xA0, place="stack")], waits_on=0xA0)
@@ -74,7 +74,7 @@ def test_holders_it_cannot_tell_apart_are_said_so_when_every_thread_waits():
     found = deadlock.find([a, b, c])
     assert found is not None and not found.cycle
     line = deadlock.text(found, "python3")
-    assert line.startswith("deadlock: every thread waits for a lock: a waits at app.py:10 for "
+    assert line.startswith("deadlock: every thread waits, none can go on: a waits at app.py:10 for "
                            "lock 0xb0 held by b (in a with block of b_run(), at app.py:20); "
                            "b waits at app.py:20 for lock 0xa0 held by a thread heatline cannot "
                            "name"), line
@@ -112,3 +112,17 @@ def test_a_lock_on_the_innermost_value_stack_names_no_holder():
     assert not found.cycle and [w.holder for w in found.waits] == [None, a]
     b.locks[0]["frame"] = 1  # an outer frame's live stack: b holds it
     assert deadlock.find([a, b]).cycle
+
+
+def test_a_condition_wait_is_a_wait_for_a_notify():
+    # a holds `table` (a with block) and waits in Condition.wait (on its own waiter lock, a
+    # local of threading.py's wait); b, which would notify, waits for `table`.
+    a = _thread(1, "a", 10, [_lock(0xA0, frame=1), _lock(0xC0, place="local")], waits_on=0xC0)
+    a.frames.insert(0, Frame("/usr/lib/python3/threading.py", "wait", "Condition.wait", 320))
+    b = _thread(2, "b", 20, [_lock(0xA0, place="stack")], waits_on=0xA0)
+    found = deadlock.find([a, b])
+    assert found is not None and not found.cycle
+    assert deadlock.text(found, "python3") == (
+        "deadlock: every thread waits, none can go on: a waits at app.py:10 for a notify (in a "
+        "Condition's wait); b waits at app.py:20 for lock 0xa0 held by a (in a with block of "
+        "a_run(), at app.py:10)")

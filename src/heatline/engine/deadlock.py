@@ -39,6 +39,9 @@ class Wait:
     held_by: str | None  # how the holder is known: "owner" (the RLock records it), "with",
     # "stack", "local" (inferred from the holder's frames), None
     held_at: Frame | None  # the holder's frame that shows it (inferred holders)
+    waits_for: str = "lock"  # "lock": a holder's release; "notify": in threading's
+    # Condition.wait (on a lock of its own), another thread's notify; "join": in threading's
+    # Thread.join, a thread's end
 
     @property
     def at(self) -> Frame:
@@ -67,10 +70,28 @@ def thread_name(thread: Thread, process_name: str) -> str:
     return f"thread {thread.native_id or '?'}"
 
 
+def _asleep_in_futex(thread: Thread) -> bool:
+    return bool(thread.python and thread.frames and not thread.holds_gil and thread.complete
+                and thread.kernel_state in ("S", "D") and thread.futex)
+
+
+def _in_threading(thread: Thread) -> str | None:
+    """"join" or "notify" when the thread's innermost frames, in threading.py, are in a
+    Thread.join or a Condition.wait; else None."""
+    for frame in thread.frames:
+        if os.path.basename(frame.file) != "threading.py":
+            return None
+        if frame.name == "join":
+            return "join"
+        if frame.qualname == "Condition.wait" or (frame.name == "wait" and frame is
+                                                  thread.frames[0]):
+            return "notify"
+    return None
+
+
 def _waited_lock(thread: Thread, by_sem: dict[int, dict]) -> dict | None:
     """The lock (a locks.c ref) thread sleeps on in futex, or None when it waits on no lock."""
-    if (not thread.python or not thread.frames or thread.holds_gil or not thread.complete
-            or thread.kernel_state not in ("S", "D") or not thread.futex):
+    if not _asleep_in_futex(thread):
         return None
     for ref in thread.locks:
         if ref["frame"] == 0 and ref["sem"] == thread.futex:
@@ -119,6 +140,15 @@ def find(threads: list[Thread]) -> Deadlock | None:
     for thread in threads:
         ref = _waited_lock(thread, by_sem)
         if ref is None:
+            if _asleep_in_futex(thread) and _in_threading(thread) == "join":
+                # 3.13+: a join waits on the thread's handle, not on a lock
+                waits[id(thread)] = Wait(thread, 0, "", None, None, None, "join")
+            continue
+        waits_for = _in_threading(thread)
+        if waits_for == "join" or (waits_for == "notify" and ref["frame"] == 0
+                                   and ref["place"] == "local"):
+            waits[id(thread)] = Wait(thread, ref["lock"], ref["kind"], None, None, None,
+                                     waits_for)
             continue
         holder, held_by, held_at = _holder(ref, thread, threads)
         waits[id(thread)] = Wait(thread, ref["lock"], ref["kind"], holder, held_by, held_at)
@@ -138,7 +168,7 @@ def find(threads: list[Thread]) -> Deadlock | None:
                       and id(w.holder) in members]
             return Deadlock(cycle=True, waits=cycle, behind=behind)
     python = [t for t in threads if t.python]
-    if waits and len(waits) == len(python):
+    if len(waits) == len(python) and any(w.waits_for == "lock" for w in waits.values()):
         return Deadlock(cycle=False, waits=[waits[id(t)] for t in python], behind=[])
     return None
 
@@ -164,6 +194,10 @@ def _held(wait: Wait, process_name: str) -> str:
 
 
 def _wait_text(wait: Wait, process_name: str, subject: str) -> str:
+    if wait.waits_for == "notify":
+        return f"{subject} waits at {_where(wait.at)} for a notify (in a Condition's wait)"
+    if wait.waits_for == "join":
+        return f"{subject} waits at {_where(wait.at)} for a thread to end (in a join)"
     return f"{subject} waits at {_where(wait.at)} for {_lock(wait)} {_held(wait, process_name)}"
 
 
@@ -174,7 +208,7 @@ def text(deadlock: Deadlock, process_name: str) -> str:
         return thread_name(wait.thread, process_name)
 
     if not deadlock.cycle:
-        return "deadlock: every thread waits for a lock: " + "; ".join(
+        return "deadlock: every thread waits, none can go on: " + "; ".join(
             _wait_text(w, process_name, name(w)) for w in deadlock.waits)
     line = "deadlock: " + ", ".join(
         _wait_text(w, process_name, name(w) if i == 0 else "which")
