@@ -184,6 +184,8 @@ def test_a_notify_that_cannot_come_while_every_thread_waits(start, version, pyth
         "notifier": (_line(HANG, "# notifier waits here"), "sleeper", "with"),
     }
     assert waits["notifier"]["lock"] == int(table)
+    assert [waits[name]["waits_for"] for name in ("main thread", "sleeper", "notifier")] == [
+        "join", "notify", "lock"]
     name = os.path.basename(HANG)
     text = _dump(pid).splitlines()[0]
     assert text == (

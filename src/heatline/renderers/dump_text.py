@@ -41,6 +41,7 @@ def _deadlock_json(dump: Dump) -> dict[str, Any] | None:
         return {
             "native_id": w.thread.native_id or None,
             "thread": deadlock.thread_name(w.thread, _process_name(dump)),
+            "waits_for": w.waits_for,
             "file": w.at.file,
             "line": w.at.line,
             "lock": w.lock,
