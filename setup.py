@@ -23,7 +23,7 @@ from setuptools import Extension, setup  # noqa: E402 -- after the refusal, whic
 NATIVE = "src/heatline/_native"
 SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhooks.c"]
 SOURCES += ["livetable.c", "got.c", "frames.c", "stats.c", "linetable.c", "memread.c"]
-SOURCES += ["compat.c", "control.c", "remote.c", "elf.c", "seize.c", "native.c"]
+SOURCES += ["compat.c", "control.c", "remote.c", "remoteobj.c", "elf.c", "seize.c", "native.c"]
 SOURCES += ["scope.c", "sigterm.c", "exitstatus.c", "periodic.c", "asyncwait.c"]
 SOURCES += ["detach.c", "locks.c"]
 SOURCES += ["gpu.c", "nvml.c", "cupti.c", "inject.c"]

@@ -695,6 +695,8 @@ def splice(text, generated, source, marker="bench"):
            "pool": "run `make bench-pool`",
            "versions": "run `make bench-versions`",
            "builtin": "run `make bench-versions`",
+           "dump-latency": "run `python bench/dump_latency.py --out "
+                           "bench/results/dump-latency.json`, then its `--render`",
            "workloads": "run the bench/run.py command given above it"}
     note = NOTE.format(source=source).replace("run `make bench`", how.get(marker, "run `make bench`"))
     block = f"{begin}\n{note}\n\n{generated.rstrip()}\n{end}"

@@ -409,6 +409,9 @@ DUMP_OPTIONS = (
     Option(("--no-pause",), "read the stacks without stopping the process's threads (by default "
            "they are stopped for the fraction of a millisecond the reading takes): a thread that "
            "moves meanwhile may show a torn stack, marked as such"),
+    Option(("--locals",), "also show each frame's local variables: names and short values read "
+           "from outside (numbers, None, True, False, str and bytes cut at 40 characters; a "
+           "list, tuple, dict or set as its type and length; any other object as its type)"),
 )
 
 # `heatline top PID`: it reads another process, each reading costing it nothing but taking

@@ -160,7 +160,7 @@ def test_the_text_names_each_thread_and_its_frames(start):
     text = done.stdout
     assert text.startswith(f"Process {pid}: ")
     assert "Threads stopped for " in text and "stacks innermost first" in text
-    assert f"\nThread {pid} (main thread): idle in " in text
+    assert f'\nThread {pid} ("MainThread", main thread): idle in ' in text
     assert f"    sleep_deeply ({STACKS}:{_source_line(STACKS, 'time.sleep(600)')})\n" in text
     assert ": holds the GIL, running\n    spin (" in text
     assert ": idle in futex\n    blocked (" in text
@@ -222,7 +222,7 @@ def test_the_json_shape(start):
     for thread in dump["threads"]:
         assert set(thread) == {"native_id", "name", "python", "thread_id", "interpreter", "main",
                                "holds_gil", "state", "kernel_state", "syscall", "wchan", "stopped",
-                               "stack_complete", "stack_truncated", "frames"}
+                               "stack_complete", "stack_truncated", "python_name", "frames"}
         assert isinstance(thread["native_id"], int) and thread["interpreter"] == 0
         assert thread["state"] in ("running", "idle")
         for frame in thread["frames"]:

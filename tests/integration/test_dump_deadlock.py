@@ -160,7 +160,7 @@ def test_holders_nothing_shows_are_said_to_be_unknown(start, version, python):
     waits = _waits(dump)
     assert {name: (w["line"], w["lock"], w["holder"], w["held_by"])
             for name, w in waits.items()} == {
-        "main thread": (_line(UNNAMED, "# main waits here"), int(jobs), None, None),
+        "MainThread": (_line(UNNAMED, "# main waits here"), int(jobs), None, None),
         "loader": (_line(UNNAMED, "# loader waits here"), int(journal), None, None),
         "writer": (_line(UNNAMED, "# writer waits here"), int(jobs), None, None),
     }
@@ -179,18 +179,18 @@ def test_a_notify_that_cannot_come_while_every_thread_waits(start, version, pyth
     assert dump["deadlock"]["cycle"] is False
     waits = _waits(dump)
     assert {name: (w["line"], w["holder"], w["held_by"]) for name, w in waits.items()} == {
-        "main thread": (_line(HANG, "# main waits here"), None, None),
+        "MainThread": (_line(HANG, "# main waits here"), None, None),
         "sleeper": (_line(HANG, "# sleeper waits here"), None, None),
         "notifier": (_line(HANG, "# notifier waits here"), "sleeper", "with"),
     }
     assert waits["notifier"]["lock"] == int(table)
-    assert [waits[name]["waits_for"] for name in ("main thread", "sleeper", "notifier")] == [
+    assert [waits[name]["waits_for"] for name in ("MainThread", "sleeper", "notifier")] == [
         "join", "notify", "lock"]
     name = os.path.basename(HANG)
     text = _dump(pid).splitlines()[0]
     assert text == (
         "deadlock: every thread waits, none can go on: "
-        f"main thread waits at {name}:{_line(HANG, '# main waits here')} for a thread to end (in "
+        f"MainThread waits at {name}:{_line(HANG, '# main waits here')} for a thread to end (in "
         f"a join); sleeper waits at {name}:{_line(HANG, '# sleeper waits here')} for a notify "
         f"(in a Condition's wait); notifier waits at {name}:{_line(HANG, '# notifier waits here')}"
         f" for lock {int(table):#x} held by sleeper (in a with block of sleep_on_it(), at "

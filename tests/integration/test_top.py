@@ -336,3 +336,59 @@ def test_bad_arguments(args, message):
     done = _top(*args)
     assert done.returncode == 2
     assert done.stderr == f"heatline: error: {message}\n"
+
+
+# Colours and styles (SGR), left out of a line; any other control sequence (the cursor moved
+# up, a line erased: rich's Live redrawing its view) and a carriage return start a new line.
+STYLE = re.compile(rb"\x1b\[[0-9;]*m")
+MOVE = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
+
+
+def _live_view_at(kinds, columns):
+    """The live view's lines on a pty `columns` wide, once it shows the busy functions' rows
+    (control sequences taken out); top quit with q."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["COLUMNS"], os.environ["LINES"] = str(columns), "40"
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.execv(sys.executable, [sys.executable, "-m", "heatline", "top", "--refresh", "0.5",
+                                  str(kinds.pid)])
+    try:
+        seen = _read_until(fd, b"hash_in_c")
+        seen += _read_until(fd, b"sleep_in_system")
+        seen += _read_until(fd, b"\x00", timeout=1.0)  # the rest of that view
+        os.write(fd, b"q")
+        deadline = time.monotonic() + 60
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            seen += _read_until(fd, b"\x00", timeout=0.2)
+            assert time.monotonic() < deadline, "q did not quit heatline top"
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(fd)
+    text = MOVE.sub(b"\n", STYLE.sub(b"", seen)).decode("utf-8", errors="replace")
+    return text.split("\n")
+
+
+@pytest.mark.parametrize("columns", [80, 132])
+def test_live_view_keeps_own_and_total_within_the_width(kinds, columns):
+    """At 80 columns as wider, the function table keeps its own and total columns (narrowing the
+    function's text first, as py-spy top does), and no line is wider than the terminal."""
+    lines = _live_view_at(kinds, columns)
+    assert "Traceback" not in "\n".join(lines)
+    too_wide = [line for line in lines if len(line.rstrip()) > columns]
+    assert not too_wide, too_wide
+    headers = [line.split() for line in lines if line.split()[:2] == ["thread", "own"]]
+    assert headers, lines[-40:]
+    assert "total" in headers[-1]
+    total_at = headers[-1].index("total")
+    rows = [line.split() for line in lines if "spin_in_python" in line]
+    assert rows, lines[-40:]
+    own, total = rows[-1][1], rows[-1][total_at]
+    assert own.endswith("%") and total.endswith("%"), rows[-1]
+    assert float(total[:-1]) >= float(own[:-1]) > 50, rows[-1]
+    if columns >= 132:  # room for everything: the split and the seconds so far
+        assert headers[-1][:7] == ["thread", "own", "python", "native", "system", "total", "own"]

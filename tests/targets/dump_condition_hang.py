@@ -21,20 +21,14 @@ table = threading.Lock()
 changed = threading.Condition()
 
 
-def name_this_thread(name):
-    libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: the kernel's name, /proc's comm
-
-
 def sleep_on_it():
-    name_this_thread("sleeper")
     with table:
         with changed:
-            threading.Thread(target=notify, daemon=True).start()
+            threading.Thread(target=notify, name="notifier", daemon=True).start()
             changed.wait()  # sleeper waits here
 
 
 def notify():
-    name_this_thread("notifier")
     with open(sys.argv[1] + ".tmp", "w") as ready:
         ready.write(f"{os.getpid()} {id(table)}\n")
     os.replace(sys.argv[1] + ".tmp", sys.argv[1])
@@ -43,6 +37,6 @@ def notify():
             changed.notify()
 
 
-sleeper = threading.Thread(target=sleep_on_it)
+sleeper = threading.Thread(target=sleep_on_it, name="sleeper")
 sleeper.start()
 sleeper.join()  # main waits here

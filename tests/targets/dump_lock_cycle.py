@@ -22,12 +22,7 @@ journal = threading.Lock()
 both_hold_one = threading.Barrier(3)
 
 
-def name_this_thread(name):
-    libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: the kernel's name, /proc's comm
-
-
 def load():
-    name_this_thread("loader")
     with jobs:
         both_hold_one.wait()
         with journal:  # loader waits here
@@ -35,15 +30,14 @@ def load():
 
 
 def write():
-    name_this_thread("writer")
     with journal:
         both_hold_one.wait()
         with jobs:  # writer waits here
             pass
 
 
-loader = threading.Thread(target=load)
-writer = threading.Thread(target=write, daemon=True)
+loader = threading.Thread(target=load, name="loader")
+writer = threading.Thread(target=write, name="writer", daemon=True)
 loader.start()
 writer.start()
 both_hold_one.wait()

@@ -12,6 +12,7 @@ dump_lock_cycle.py.
 import ctypes
 import os
 import sys
+import _thread
 import threading
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -42,8 +43,10 @@ def write():
     jobs.acquire()  # writer waits here
 
 
+# Started by _thread, so threading names them not: the deadlock line names them by the kernel's
+# names they give themselves.
 for target in (load, write):
-    threading.Thread(target=target, daemon=True).start()
+    _thread.start_new_thread(target, ())
 both_hold_one.wait()
 with open(sys.argv[1] + ".tmp", "w") as ready:
     ready.write(f"{os.getpid()} {id(jobs)} {id(journal)}\n")

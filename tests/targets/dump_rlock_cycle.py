@@ -24,17 +24,12 @@ ready = threading.Condition()
 both_hold_one = threading.Barrier(3)
 
 
-def name_this_thread(name):
-    libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: the kernel's name, /proc's comm
-
-
 def take_journal():
     journal.acquire()
     journal.acquire()  # twice: the RLock counts
 
 
 def load():
-    name_this_thread("loader")
     take_journal()
     both_hold_one.wait()
     with ready:  # loader waits here
@@ -42,14 +37,13 @@ def load():
 
 
 def write():
-    name_this_thread("writer")
     with ready:
         both_hold_one.wait()
         journal.acquire()  # writer waits here
 
 
-for target in (load, write):
-    threading.Thread(target=target, daemon=True).start()
+for name, target in (("loader", load), ("writer", write)):
+    threading.Thread(target=target, name=name, daemon=True).start()
 both_hold_one.wait()
 with open(sys.argv[1] + ".tmp", "w") as file:
     file.write(f"{os.getpid()} {id(journal)} {id(ready._lock)}\n")

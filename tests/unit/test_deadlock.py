@@ -101,6 +101,8 @@ def test_the_name_of_a_thread():
     assert deadlock.thread_name(thread, "python3") == "main thread"
     thread.name = "loader"
     assert deadlock.thread_name(thread, "python3") == "loader"
+    thread.python_name = "Loader-1"  # threading's name comes before the kernel's
+    assert deadlock.thread_name(thread, "python3") == "Loader-1"
 
 
 def test_a_lock_on_the_innermost_value_stack_names_no_holder():

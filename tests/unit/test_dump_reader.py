@@ -165,10 +165,28 @@ def test_the_json():
     assert idle["state"] == "idle" and idle["syscall"] is None
 
 
+def test_python_names_and_locals():
+    """threading's name before the kernel's; locals under their frame (text) and in it (JSON),
+    absent where they were not read."""
+    dump = _sample()
+    dump.threads[1].python_name = "worker-one"  # the kernel calls it "loader"
+    dump.threads[0].frames = [reader.Frame("/app/x.py", "run", "Job.run", 12,
+                                           locals=(("label", "'hi'"), ("items", "<list of 3>")))]
+    text = dump_text.as_text(dump)
+    assert ("Thread 10 (main thread): idle in futex\n"
+            "    Job.run (/app/x.py:12)\n"
+            "        label = 'hi'\n"
+            "        items = <list of 3>\n") in text
+    assert 'Thread 11 ("worker-one"): holds the GIL' in text and "loader" not in text
+    main, loader, _, _ = dump_text.as_json(dump)["threads"]
+    assert main["python_name"] is None and main["frames"][0]["locals"] == [
+        {"name": "label", "value": "'hi'"}, {"name": "items", "value": "<list of 3>"}]
+    assert (loader["python_name"], loader["name"]) == ("worker-one", "loader")
+    assert "locals" not in loader["frames"][0]
+
+
 @pytest.mark.parametrize("number, name", [(202, "futex"), (230, "clock_nanosleep"), (7, "poll")])
-def test_system_call_names(number, name, monkeypatch):
-    monkeypatch.setattr(reader.platform, "machine", lambda: "x86_64")
-    assert reader.syscall_name(number) == name
-    assert reader.syscall_name(999) == "system call 999"
-    monkeypatch.setattr(reader.platform, "machine", lambda: "aarch64")
-    assert reader.syscall_name(number) == f"system call {number}"
+def test_system_call_names(number, name):
+    assert reader.syscall_name(number, "x86_64") == name
+    assert reader.syscall_name(999, "x86_64") == "system call 999"
+    assert reader.syscall_name(number, "aarch64") == f"system call {number}"

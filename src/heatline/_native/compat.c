@@ -24,6 +24,12 @@
 #endif
 #include "internal/pycore_interp.h"
 #include "internal/pycore_runtime.h"
+#if PY_VERSION_HEX >= 0x030B0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "internal/pycore_dict.h"
+#pragma GCC diagnostic pop
+#endif
 
 #include "compat.h"
 
@@ -283,7 +289,6 @@ static void common_remote(hl_remote_layout *r) {
     l->str_state = 32;
     l->str_length = 16;
     l->owner_interpreter = -1;
-    r->type_name = 24;
     r->cfunction_method = 16;
     r->cfunction_self = 24;
     /* _threadmodule.c's lockobject and rlockobject, alike from 3.9 to 3.13 */
@@ -323,7 +328,6 @@ static void remote_39_310(hl_remote_layout *r, int minor) {
     l->code_read_size = 176; /* sizeof(PyCodeObject) */
     r->lock_layout = 1;
     r->frame_valuestack = 64;
-    r->frame_localsplus = minor == 9 ? 360 : 352;
     r->code_stacksize = 32;
     l->str_ascii_size = 48;  /* PyASCIIObject still has wstr */
     l->str_compact_size = 72;
@@ -339,7 +343,6 @@ static void remote_311_315(hl_remote_layout *r, int minor) {
     l->code_qualname = 128;
     l->code_linetable = 136;
     l->code_size = 16; /* ob_size */
-    r->frame_localsplus = 72;
     r->lock_layout = minor <= 13;
     if (minor <= 13) r->frame_stacktop = 64;
     r->code_stacksize = minor == 11 ? 68 : 64;
@@ -420,11 +423,58 @@ static void remote_311_315(hl_remote_layout *r, int minor) {
     l->code_read_size = l->code_adaptive; /* the code units follow the header */
 }
 
+/* The objects remoteobj.c reads (from Include/cpython/object.h, longintrepr.h, tupleobject.h,
+ * Include/internal/pycore_dict.h, pycore_object.h, pycore_frame.h, Objects/dict-common.h on
+ * 3.9 and 3.10). */
+static void remote_objects(hl_object_layout *o, int minor) {
+    static const size_t modules[] = {856, 856, 888, 944, 7656, 7688, 7592};
+    static const size_t localsplus[] = {360, 352, 72, 72, 72, 80, 80};
+    int k = minor - HL_REMOTE_MINOR_FIRST;
+    o->interp_modules = modules[k];
+    o->module_dict = 16;
+    o->type_name = 24;
+    o->type_basicsize = 32;
+    o->type_flags = 168;
+    o->type_dictoffset = 288;
+    o->type_cached_keys = minor == 11 ? 872 : minor >= 15 ? 888 : minor >= 12 ? 880 : 0;
+    o->var_size = 16;
+    o->tuple_items = minor >= 14 ? 32 : 24; /* 3.14 caches the hash before the items */
+    o->float_value = 16;
+    o->set_used = 24;
+    o->cell_ref = 16;
+    o->long_model = minor >= 12 ? HL_LONG_TAG : HL_LONG_SIZE;
+    o->long_digits = 24;
+    o->dict_used = 16;
+    o->dict_keys = 32;
+    o->dict_values = 40;
+    o->keys_model = minor >= 11 ? HL_KEYS_LOG2 : HL_KEYS_SIZE;
+    o->keys_size = 8;
+    o->keys_nentries = minor >= 11 ? 24 : 32;
+    o->keys_indices = minor >= 11 ? 32 : 40;
+    o->values_items = minor >= 13 ? 8 : 0;
+    o->managed_dict = minor >= 13   ? HL_DICT_INLINE_313
+                      : minor == 12 ? HL_DICT_OR_VALUES_312
+                      : minor == 11 ? HL_DICT_OR_VALUES_311
+                                    : HL_DICT_AT_OFFSET;
+    o->frame_localsplus = localsplus[k];
+    if (minor >= 11) {
+        o->code_localsplusnames = 96;
+        o->code_localspluskinds = 104;
+    } else {
+        o->code_nlocals = 28;
+        o->code_varnames = 72;
+        o->code_freevars = 80;
+        o->code_cellvars = 88;
+    }
+    o->stackrefs = minor >= 14;
+}
+
 int hl_compat_remote_layout(int minor, hl_remote_layout *r) {
     if (minor < HL_REMOTE_MINOR_FIRST || minor > HL_REMOTE_MINOR_LAST) return -1;
     common_remote(r);
     if (minor <= 10) remote_39_310(r, minor);
     else remote_311_315(r, minor);
+    remote_objects(&r->objects, minor);
     r->version = 0x03000000ul | ((unsigned long)minor << 16);
     return 0;
 }
@@ -463,7 +513,11 @@ int hl_compat_remote_layout(int minor, hl_remote_layout *r) {
     X(BYTES_DATA, bytes_object.ob_sval)                                                            \
     X(STR_STATE, unicode_object.state)                                                             \
     X(STR_LENGTH, unicode_object.length)                                                           \
-    X(STR_ASCII_SIZE, unicode_object.asciiobject_size)
+    X(STR_ASCII_SIZE, unicode_object.asciiobject_size)                                             \
+    X(IMPORTS_MODULES, interpreter_state.imports_modules)                                          \
+    X(FRAME_LOCALSPLUS, interpreter_frame.localsplus)                                              \
+    X(CODE_LOCALSPLUSNAMES, code_object.localsplusnames)                                           \
+    X(CODE_LOCALSPLUSKINDS, code_object.localspluskinds)
 
 #define DEBUG_WORD_ENUM(name, member) DO_##name,
 enum { DEBUG_WORDS(DEBUG_WORD_ENUM) DO_COUNT };
@@ -481,18 +535,18 @@ typedef struct debug_shape {
 static const debug_shape debug_shapes[] = {
     /* 3.13 */
     {73,
-     {5,  7,  8,  9,  14, 15, 17, 18, 21, 22, 23, 24, 25, 29, 30,
-      31, 33, 35, 36, 37, 38, 39, 43, 45, 65, 66, 68, 69, 70},
+     {5,  7,  8,  9,  14, 15, 17, 18, 21, 22, 23, 24, 25, 29, 30, 31, 33,
+      35, 36, 37, 38, 39, 43, 45, 65, 66, 68, 69, 70, 11, 32, 41, 42},
      0},
     /* 3.14 */
     {95,
-     {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 27, 28, 32, 33,
-      34, 36, 40, 41, 42, 43, 44, 48, 51, 75, 76, 78, 79, 80},
+     {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 27, 28, 32, 33, 34, 36,
+      40, 41, 42, 43, 44, 48, 51, 75, 76, 78, 79, 80, 12, 35, 46, 47},
      0},
     /* 3.15 */
     {111,
-     {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 30, 31, 40, 41,
-      42, 44, 48, 49, 50, 51, 52, 56, 59, 87, 88, 90, 91, 92},
+     {5,  7,  8,  9,  15, 16, 18, 19, 24, 25, 26, 30, 31, 40, 41, 42, 44,
+      48, 49, 50, 51, 52, 56, 59, 87, 88, 90, 91, 92, 12, 43, 54, 55},
      93},
 };
 
@@ -577,6 +631,10 @@ int hl_compat_apply_debug_offsets(const uint8_t *bytes, hl_remote_layout *r, con
     l->str_state = v[DO_STR_STATE];
     l->str_length = v[DO_STR_LENGTH];
     l->str_ascii_size = v[DO_STR_ASCII_SIZE];
+    r->objects.interp_modules = v[DO_IMPORTS_MODULES];
+    r->objects.frame_localsplus = v[DO_FRAME_LOCALSPLUS];
+    r->objects.code_localsplusnames = v[DO_CODE_LOCALSPLUSNAMES];
+    r->objects.code_localspluskinds = v[DO_CODE_LOCALSPLUSKINDS];
     if (shape->str_compact_size != 0 && w[shape->str_compact_size] < MAX_OFFSET)
         l->str_compact_size = w[shape->str_compact_size];
     else /* PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (3.12+) */
@@ -632,16 +690,93 @@ static const struct {
     FIELD(gil_locked),
     FIELD(gil_holder),
     FIELD(gil_interval),
-    FIELD(frame_localsplus),
     FIELD(frame_valuestack),
     FIELD(frame_stacktop),
     FIELD(code_nlocalsplus),
     FIELD(code_stacksize),
-    FIELD(type_name),
     FIELD(cfunction_method),
     FIELD(cfunction_self),
+    FIELD(objects.interp_modules),
+    FIELD(objects.module_dict),
+    FIELD(objects.type_name),
+    FIELD(objects.type_basicsize),
+    FIELD(objects.type_flags),
+    FIELD(objects.type_dictoffset),
+    FIELD(objects.type_cached_keys),
+    FIELD(objects.var_size),
+    FIELD(objects.tuple_items),
+    FIELD(objects.float_value),
+    FIELD(objects.set_used),
+    FIELD(objects.cell_ref),
+    FIELD(objects.long_model),
+    FIELD(objects.long_digits),
+    FIELD(objects.dict_used),
+    FIELD(objects.dict_keys),
+    FIELD(objects.dict_values),
+    FIELD(objects.keys_model),
+    FIELD(objects.keys_size),
+    FIELD(objects.keys_nentries),
+    FIELD(objects.keys_indices),
+    FIELD(objects.values_items),
+    FIELD(objects.managed_dict),
+    FIELD(objects.frame_localsplus),
+    FIELD(objects.code_localsplusnames),
+    FIELD(objects.code_localspluskinds),
+    FIELD(objects.code_nlocals),
+    FIELD(objects.code_varnames),
+    FIELD(objects.code_cellvars),
+    FIELD(objects.code_freevars),
+    FIELD(objects.stackrefs),
 };
 #undef FIELD
+
+/* The running version's hl_object_layout, from its headers; what they do not define (3.9 and
+ * 3.10 keep the dict keys' struct in Objects/) is taken from the table. Returns 0 or -1. */
+static int objects_here(hl_object_layout *o) {
+    hl_remote_layout table;
+    if (hl_compat_remote_layout((PY_VERSION_HEX >> 16) & 0xFF, &table) != 0) return -1;
+    *o = table.objects;
+#if PY_VERSION_HEX >= 0x030C0000
+    o->interp_modules = offsetof(PyInterpreterState, imports.modules);
+#else
+    o->interp_modules = offsetof(PyInterpreterState, modules);
+#endif
+    o->module_dict = sizeof(PyObject); /* PyModuleObject's first field after the header */
+    o->type_name = offsetof(PyTypeObject, tp_name);
+    o->type_basicsize = offsetof(PyTypeObject, tp_basicsize);
+    o->type_flags = offsetof(PyTypeObject, tp_flags);
+    o->type_dictoffset = offsetof(PyTypeObject, tp_dictoffset);
+    o->var_size = offsetof(PyVarObject, ob_size);
+    o->tuple_items = offsetof(PyTupleObject, ob_item);
+    o->float_value = offsetof(PyFloatObject, ob_fval);
+    o->set_used = offsetof(PySetObject, used);
+    o->cell_ref = offsetof(PyCellObject, ob_ref);
+    o->dict_used = offsetof(PyDictObject, ma_used);
+    o->dict_keys = offsetof(PyDictObject, ma_keys);
+    o->dict_values = offsetof(PyDictObject, ma_values);
+#if PY_VERSION_HEX >= 0x030C0000
+    o->long_digits = offsetof(PyLongObject, long_value.ob_digit);
+#else
+    o->long_digits = offsetof(PyLongObject, ob_digit);
+#endif
+#if PY_VERSION_HEX >= 0x030B0000
+    o->type_cached_keys = offsetof(PyHeapTypeObject, ht_cached_keys);
+    o->keys_size = offsetof(PyDictKeysObject, dk_log2_size);
+    o->keys_nentries = offsetof(PyDictKeysObject, dk_nentries);
+    o->keys_indices = offsetof(PyDictKeysObject, dk_indices);
+    o->values_items = offsetof(PyDictValues, values);
+    o->frame_localsplus = offsetof(_PyInterpreterFrame, localsplus);
+    o->code_localsplusnames = offsetof(PyCodeObject, co_localsplusnames);
+    o->code_localspluskinds = offsetof(PyCodeObject, co_localspluskinds);
+#else
+    o->frame_localsplus = offsetof(PyFrameObject, f_localsplus);
+    o->code_nlocals = offsetof(PyCodeObject, co_nlocals);
+    o->code_varnames = offsetof(PyCodeObject, co_varnames);
+    o->code_freevars = offsetof(PyCodeObject, co_freevars);
+    o->code_cellvars = offsetof(PyCodeObject, co_cellvars);
+#endif
+    return 0;
+}
 
 int hl_compat_remote_check(const char **field) {
     hl_remote_layout here, table;
@@ -662,19 +797,20 @@ int hl_compat_remote_check(const char **field) {
     here.gil_holder = offsetof(struct _gil_runtime_state, last_holder);
     here.gil_interval = offsetof(struct _gil_runtime_state, interval);
 #if PY_VERSION_HEX < 0x030B0000
-    here.frame_localsplus = offsetof(PyFrameObject, f_localsplus);
     here.frame_valuestack = offsetof(PyFrameObject, f_valuestack);
 #else
-    here.frame_localsplus = offsetof(_PyInterpreterFrame, localsplus);
     here.code_nlocalsplus = offsetof(PyCodeObject, co_nlocalsplus);
 #if PY_VERSION_HEX < 0x030E0000
     here.frame_stacktop = offsetof(_PyInterpreterFrame, stacktop);
 #endif
 #endif
     here.code_stacksize = offsetof(PyCodeObject, co_stacksize);
-    here.type_name = offsetof(PyTypeObject, tp_name);
     here.cfunction_method = offsetof(PyCFunctionObject, m_ml);
     here.cfunction_self = offsetof(PyCFunctionObject, m_self);
+    if (objects_here(&here.objects) != 0) {
+        *field = "objects: version";
+        return 0;
+    }
 
     *field = "version";
     if (hl_compat_remote_layout((PY_VERSION_HEX >> 16) & 0xFF, &table) != 0) return 0;

@@ -95,6 +95,53 @@ void hl_compat_init(hl_layout *layout);
 
 /* ---- another process's interpreter (remote.c) ------------------------------------------- */
 
+/* The objects remoteobj.h reads in another process (a thread's name, a frame's local
+ * variables): offsets in the struct each name starts with, and the models of the structs whose
+ * shape changed between versions. */
+enum hl_dict_keys_model {
+    HL_KEYS_SIZE = 1, /* 3.9, 3.10: dk_size (a Py_ssize_t) gives the index width */
+    HL_KEYS_LOG2 = 2, /* 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind (unicode entries) */
+};
+enum hl_managed_dict_model {
+    HL_DICT_AT_OFFSET = 1, /* 3.9, 3.10: the type's tp_dictoffset locates the dict pointer */
+    HL_DICT_OR_VALUES_311 = 2, /* 3.11: dict pointer at -3 words, values pointer at -4 */
+    HL_DICT_OR_VALUES_312 = 3, /* 3.12: one word at -3: a dict, or values (odd: values - 1) */
+    HL_DICT_INLINE_313 = 4,    /* 3.13+: dict pointer at -3 words, values inline after the
+                                * object's basic size (valid while their valid byte is set) */
+};
+enum hl_long_model {
+    HL_LONG_SIZE = 1, /* 3.9-3.11: ob_size counts the digits, its sign is the number's */
+    HL_LONG_TAG = 2,  /* 3.12+: lv_tag: digits << 3 | sign (0 positive, 1 zero, 2 negative) */
+};
+typedef struct hl_object_layout {
+    size_t interp_modules;    /* PyInterpreterState: sys.modules (a dict) */
+    size_t module_dict;       /* PyModuleObject: md_dict */
+    size_t type_name, type_basicsize, type_flags, type_dictoffset; /* PyTypeObject */
+    size_t type_cached_keys;  /* PyHeapTypeObject: ht_cached_keys (3.11+: instances' shared
+                               * dict keys) */
+    size_t var_size;          /* PyVarObject: ob_size (list, tuple) */
+    size_t tuple_items;
+    size_t float_value;
+    size_t set_used;
+    size_t cell_ref;
+    int long_model;           /* an hl_long_model */
+    size_t long_digits;       /* 30-bit digits, in uint32_t each */
+    size_t dict_used, dict_keys, dict_values; /* PyDictObject */
+    int keys_model;           /* an hl_dict_keys_model */
+    size_t keys_size;         /* HL_KEYS_SIZE: dk_size; HL_KEYS_LOG2: dk_log2_size (a byte) */
+    size_t keys_nentries, keys_indices;
+    size_t values_items;      /* where a split dict's values start in its values struct */
+    int managed_dict;         /* an hl_managed_dict_model */
+    size_t frame_localsplus;  /* the frame's local variables, cells and free variables */
+    /* The code object's names of them: co_localsplusnames and co_localspluskinds (3.11+;
+     * code_nlocals then 0), or co_nlocals, co_varnames, co_cellvars, co_freevars (3.9,
+     * 3.10) */
+    size_t code_localsplusnames, code_localspluskinds;
+    size_t code_nlocals, code_varnames, code_cellvars, code_freevars;
+    int stackrefs; /* 3.14+: a frame's slots are _PyStackRef: pointers with tag bits, or an
+                    * int tagged 3 in its low bits */
+} hl_object_layout;
+
 /* What reading another process needs beyond the walker's table: where its interpreters and
  * their threads are listed and where the GIL's state is. Offsets are relative to the struct
  * each name starts with; addresses (walk.interp, walk.code_type, walk.str_type,
@@ -113,15 +160,15 @@ typedef struct hl_remote_layout {
      * sys.setswitchinterval sets) are offsets in that struct. */
     int gil_per_interpreter;
     size_t gil_state, gil_locked, gil_holder, gil_interval;
+    hl_object_layout objects;
     /* What heatline dump's deadlock finding reads (locks.h): each frame's locals and value
-     * stack, and the lock objects they hold. frame_localsplus: where a frame's slots start (a
-     * _PyInterpreterFrame's localsplus, 3.11+; a PyFrameObject's f_localsplus before);
-     * frame_valuestack: before 3.11, the PyFrameObject's f_valuestack (a pointer to the value
+     * stack, and the lock objects they hold (a frame's slots start at objects.frame_localsplus,
+     * a type's name is at objects.type_name). frame_valuestack: before 3.11, the PyFrameObject's f_valuestack (a pointer to the value
      * stack's first slot, after the locals, cells and free variables); frame_stacktop: 3.11+,
      * the int that counts a frame's live slots from localsplus while the frame calls a Python
      * function (-1 or stale in the innermost frame: then co_stacksize bounds it), 0 where the
      * version keeps no such count; code_nlocalsplus (3.11+), code_stacksize: ints of the code
-     * object. type_name: PyTypeObject.tp_name; cfunction_method, cfunction_self:
+     * object. cfunction_method, cfunction_self:
      * PyCFunctionObject's m_ml (whose first word is the method's name) and m_self (a bound
      * method's object: a `with lock:` keeps the lock's bound __exit__ on the value stack). The
      * lock objects are _threadmodule.c's, whose structs no header shows: measured on each
@@ -130,9 +177,9 @@ typedef struct hl_remote_layout {
      * owner's thread ident, 0: none), rlock_count). lock_layout 0: not known for this version
      * (3.14+, whose locks are PyMutex-based), and no deadlock is looked for. */
     int lock_layout;
-    size_t frame_localsplus, frame_valuestack, frame_stacktop;
+    size_t frame_valuestack, frame_stacktop;
     size_t code_nlocalsplus, code_stacksize;
-    size_t type_name, cfunction_method, cfunction_self;
+    size_t cfunction_method, cfunction_self;
     size_t lock_sem, lock_locked, rlock_sem, rlock_owner, rlock_count;
 } hl_remote_layout;
 

@@ -439,18 +439,30 @@ static PyObject *dump_lock_item(size_t i, const void *thread) {
         ref->place >= HL_LOCK_LOCAL && ref->place <= HL_LOCK_EXIT ? places[ref->place] : "stack");
 }
 
+/* A local variable: (frame index, name, repr). */
+static PyObject *dump_local_item(size_t i, const void *thread) {
+    const hl_remote_local *local = &((const hl_dump_thread *)thread)->locals[i];
+    return Py_BuildValue("(iNN)", local->frame, name_str(local->name), name_str(local->repr));
+}
+
+/* The name threading gave a thread, or None. */
+static PyObject *python_name(const hl_dump_thread *t) {
+    if (t->python_name[0] == '\0') Py_RETURN_NONE;
+    return name_str(t->python_name);
+}
+
 static PyObject *dump_thread_item(size_t i, const void *context) {
     const hl_dump *dump = context;
     const hl_dump_thread *t = &dump->threads[i];
     const void *pair[2] = {dump, t};
     return Py_BuildValue(
-        "{sKslsLsOsOsOsOsOsNsN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
+        "{sKslsLsOsOsOsOsOsNsNsNsN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
         t->native_id, "interpreter", (long long)t->interpreter, "main",
         t->main ? Py_True : Py_False, "holds_gil", t->holds_gil ? Py_True : Py_False, "stopped",
         t->stopped ? Py_True : Py_False, "complete", t->complete ? Py_True : Py_False, "truncated",
         t->truncated ? Py_True : Py_False, "frames",
-        list_of((size_t)t->depth, dump_frame_item, pair), "locks",
-        list_of(t->nlocks, dump_lock_item, t));
+        list_of((size_t)t->depth, dump_frame_item, pair), "python_name", python_name(t), "locals",
+        list_of(t->nlocals, dump_local_item, t), "locks", list_of(t->nlocks, dump_lock_item, t));
 }
 
 /* A reader's sample: frames as (function id, line), the ids resolving in the reader's table
@@ -464,12 +476,12 @@ static PyObject *sample_thread_item(size_t i, const void *context) {
     const hl_dump_thread *t = &((const hl_dump *)context)->threads[i];
     char state[2] = {t->kernel_state, '\0'};
     return Py_BuildValue(
-        "{sKslsLsOsOsOsOsisssN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
+        "{sKslsLsOsOsOsOsisssNsN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
         t->native_id, "interpreter", (long long)t->interpreter, "main",
         t->main ? Py_True : Py_False, "holds_gil", t->holds_gil ? Py_True : Py_False, "complete",
         t->complete ? Py_True : Py_False, "truncated", t->truncated ? Py_True : Py_False,
         "leaf_flags", t->leaf_flags, "kernel_state", state, "frames",
-        list_of((size_t)t->depth, sample_frame_item, t));
+        list_of((size_t)t->depth, sample_frame_item, t), "python_name", python_name(t));
 }
 
 typedef struct function_range {

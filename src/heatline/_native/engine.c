@@ -584,8 +584,8 @@ void hl_engine_hold_lock(uint64_t ns) {
     hl_engine_unlock();
 }
 
-int hl_engine_dump(int pid, int pause, hl_dump *out) {
-    return hl_remote_dump(pid, pause, out);
+int hl_engine_dump(int pid, int flags, hl_dump *out) {
+    return hl_remote_dump(pid, flags, out);
 }
 
 void hl_engine_dump_free(hl_dump *dump) {

@@ -176,7 +176,7 @@ void *hl_engine_on_fresh_stack(void *(*run)(void *), void *context);
  * need neither the engine lock nor the GIL (call them with it released), and work while a
  * session runs. hl_engine_dump fills *out (free it with hl_engine_dump_free in every case);
  * returns 0, or -1 with out->error set (remote.h). */
-int hl_engine_dump(int pid, int pause, hl_dump *out);
+int hl_engine_dump(int pid, int flags, hl_dump *out);
 void hl_engine_dump_free(hl_dump *dump);
 /* heatline top's reader of another process (remote.h, hl_remote_*): found once, read again
  * and again without stopping it. The same rules: no engine lock, no GIL needed. */

@@ -427,8 +427,8 @@ static hl_frame decode_frame(const hl_walker *w, hl_code *c, const uint8_t *buff
  * frame are skipped without decoding their lines, and the walk ends at that frame. A walk
  * that meets an unreadable frame stops there with *complete = 0 and returns the frames read
  * so far. */
-static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
-                int first_user, int *complete) {
+static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, uintptr_t *addresses,
+                int max_depth, int *leaf_flags, int first_user, int *complete) {
     int ok;
     walk_begins(w, 0);
     uintptr_t frame = innermost_frame(w, tstate, &ok);
@@ -457,6 +457,7 @@ static int walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth,
             continue;
         }
         frames[depth] = decode_frame(w, c, buffer, depth == 0 && !first_user ? leaf_flags : NULL);
+        if (addresses != NULL) addresses[depth] = frame;
         depth++;
         if (first_user) break;
         frame = previous;
@@ -480,8 +481,13 @@ int hl_walk_frame_at(hl_walker *w, uintptr_t address, hl_frame *frame) {
 
 int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
             int *complete) {
+    return hl_walk_addresses(w, tstate, frames, NULL, max_depth, leaf_flags, complete);
+}
+
+int hl_walk_addresses(hl_walker *w, uintptr_t tstate, hl_frame *frames, uintptr_t *addresses,
+                      int max_depth, int *leaf_flags, int *complete) {
     int whole;
-    int depth = walk(w, tstate, frames, max_depth, leaf_flags, 0, &whole);
+    int depth = walk(w, tstate, frames, addresses, max_depth, leaf_flags, 0, &whole);
     if (complete != NULL) *complete = whole;
     else if (!whole) return -1;
     return depth;
@@ -489,7 +495,7 @@ int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int
 
 int hl_walk_user(hl_walker *w, uintptr_t tstate, hl_frame *frame) {
     int flags, complete;
-    int found = walk(w, tstate, frame, 1, &flags, 1, &complete);
+    int found = walk(w, tstate, frame, NULL, 1, &flags, 1, &complete);
     if (found == 1) return 1;
     return complete ? 0 : -1;
 }

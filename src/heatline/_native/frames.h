@@ -126,6 +126,10 @@ typedef struct hl_walker {
  * (1 when the chain was read to its end or to max_depth); with complete NULL it returns -1. */
 int hl_walk(hl_walker *w, uintptr_t tstate, hl_frame *frames, int max_depth, int *leaf_flags,
             int *complete);
+/* hl_walk, also giving the address of each frame read: addresses[i] is frames[i]'s (the
+ * PyFrameObject or _PyInterpreterFrame its model has), for a reader of its contents. */
+int hl_walk_addresses(hl_walker *w, uintptr_t tstate, hl_frame *frames, uintptr_t *addresses,
+                      int max_depth, int *leaf_flags, int *complete);
 
 /* A thread's stack as the sampler records it (hl_walk_sample). A stack of up to HL_MAX_DEPTH
  * frames is kept whole. A deeper one keeps both ends: its innermost HL_MAX_DEPTH - 1 -

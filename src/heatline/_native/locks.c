@@ -9,7 +9,6 @@
 #include "memread.h"
 #include "unaligned.h"
 
-#define MAX_FRAMES 1024       /* frames read per thread (remote.h's HL_DUMP_MAX_DEPTH) */
 #define MAX_SLOTS 1024        /* slots read per frame: hl_memread_batch's most pieces */
 #define FRAME_HEADER_BYTES 512 /* >= every layout's frame fields and f_localsplus */
 #define MAX_REFCOUNT                                                                               \
@@ -29,7 +28,7 @@ static int type_of(int pid, const hl_remote_layout *r, hl_lock_types *types, uin
     uintptr_t name_at = 0;
     char name[32];
     int what = TYPE_OTHER;
-    if (read_word(pid, type + r->type_name, &name_at) == 0 &&
+    if (read_word(pid, type + r->objects.type_name, &name_at) == 0 &&
         hl_memread_remote(pid, name, name_at, sizeof(name)) == 0) {
         name[sizeof(name) - 1] = '\0';
         if (strcmp(name, "_thread.lock") == 0) what = TYPE_LOCK;
@@ -96,39 +95,24 @@ static int add_ref(const hl_lock_ref *ref, hl_lock_ref **refs, size_t *count, si
     return 0;
 }
 
-/* The innermost frame of the thread state at tstate, or 0. */
-static uintptr_t first_frame(int pid, const hl_layout *l, uintptr_t tstate) {
-    uintptr_t frame = 0;
-    if (read_word(pid, tstate + l->tstate_frame, &frame) != 0) return 0;
-    if (l->frame_model == HL_FRAMES_CFRAME &&
-        (frame == 0 || read_word(pid, frame + l->cframe_current_frame, &frame) != 0))
-        return 0;
-    return frame;
-}
-
 /* The slots of the frame at address: where they start, how many of them are locals (the rest is
- * the value stack) and how many to read. Returns 0, or -1 for a frame the walker steps over or
- * cannot read (*next still set when it could be read). */
-static int frame_slots(int pid, const hl_remote_layout *r, uintptr_t frame, uintptr_t *next,
-                       uintptr_t *start, size_t *nlocals, size_t *nslots) {
+ * the value stack) and how many to read. Returns 0, or -1 for a frame it cannot read (changed
+ * since the walker read it). */
+static int frame_slots(int pid, const hl_remote_layout *r, uintptr_t frame, uintptr_t *start,
+                       size_t *nlocals, size_t *nslots) {
     const hl_layout *l = &r->walk;
     uint8_t header[FRAME_HEADER_BYTES];
     size_t size = l->frame_read_size;
     if (r->frame_stacktop + 4 > size) size = r->frame_stacktop + 4;
     if (r->frame_valuestack + 8 > size) size = r->frame_valuestack + 8;
-    *next = 0;
     if (size > sizeof(header) || hl_memread_remote(pid, header, frame, size) != 0) return -1;
-    *next = hl_load_word(header, l->frame_previous);
-    if (l->frame_model != HL_FRAMES_OBJECTS && l->owner_interpreter >= 0 &&
-        header[l->frame_owner] >= l->owner_interpreter)
-        return -1; /* the interpreter's own entry frame: the walker steps over it too */
     uintptr_t code = hl_load_word(header, l->frame_code) & ~l->code_tag_bits, type = 0;
     int ints[2];
     if (code == 0 || read_word(pid, code + l->object_type, &type) != 0 || type != l->code_type)
-        return -1; /* a shim frame (3.13: no code object) */
+        return -1; /* not a code object's frame (any more) */
     if (hl_memread_remote(pid, &ints[0], code + r->code_stacksize, sizeof(int)) != 0) return -1;
     size_t stacksize = ints[0] > 0 ? (size_t)ints[0] : 0;
-    *start = frame + r->frame_localsplus;
+    *start = frame + r->objects.frame_localsplus;
     if (l->frame_model == HL_FRAMES_OBJECTS) {
         uintptr_t valuestack = hl_load_word(header, r->frame_valuestack);
         if (valuestack < *start || (valuestack - *start) / 8 > MAX_SLOTS) return -1;
@@ -202,24 +186,18 @@ static int read_frame(int pid, const hl_remote_layout *r, hl_lock_types *types, 
     return 0;
 }
 
-int hl_locks_read(int pid, const hl_remote_layout *r, hl_lock_types *types, uintptr_t tstate,
-                  hl_lock_ref **refs, size_t *count, size_t *capacity) {
-    if (!r->lock_layout) return 0;
+int hl_locks_read(int pid, const hl_remote_layout *r, hl_lock_types *types, const uintptr_t *frames,
+                  int depth, hl_lock_ref **refs, size_t *count, size_t *capacity) {
+    if (!r->lock_layout || depth <= 0) return 0;
     scratch *s = malloc(sizeof(*s));
     if (s == NULL) return -1;
     int result = 0;
-    uintptr_t frame = first_frame(pid, &r->walk, tstate);
-    for (int visited = 0, index = 0; frame != 0 && visited < MAX_FRAMES && index < MAX_FRAMES;
-         visited++) {
-        uintptr_t next = 0, start = 0;
+    for (int index = 0; index < depth && result == 0; index++) {
+        uintptr_t start = 0;
         size_t nlocals = 0, nslots = 0;
-        if (frame_slots(pid, r, frame, &next, &start, &nlocals, &nslots) == 0) {
+        if (frame_slots(pid, r, frames[index], &start, &nlocals, &nslots) == 0)
             result =
                 read_frame(pid, r, types, s, index, start, nlocals, nslots, refs, count, capacity);
-            if (result != 0) break;
-            index++;
-        }
-        frame = next;
     }
     free(s);
     return result;

@@ -2,8 +2,8 @@
  * dump's deadlock finding (engine/deadlock.py makes the wait-for graph from them).
  *
  * Read from outside, as remote.h reads stacks: nothing runs in the target. For each frame of a
- * thread (innermost first, counted as the walker counts them: the interpreter's own entry and
- * shim frames are stepped over), the frame's slots are read: its locals, cells and free
+ * thread the walker read (innermost first, the interpreter's own entry and shim frames stepped
+ * over), the frame's slots are read: its locals, cells and free
  * variables, then its value stack (to the count the frame saved when it called a Python
  * function; the innermost frame, inside a C call, saves none, so its whole co_stacksize is
  * read, where slots above the live top may hold stale values: an object whose reference count
@@ -55,11 +55,11 @@ typedef struct hl_lock_types {
     int count;
 } hl_lock_types;
 
-/* Appends to *refs (*count of them, *capacity allocated) the locks held in the frames of the
- * thread whose PyThreadState is at tstate in process pid. Returns 0, or -1 out of memory; an
- * unreadable frame ends the thread's reading (what was read stays). Does nothing when the
- * layout has no lock layout (r->lock_layout 0). */
-int hl_locks_read(int pid, const hl_remote_layout *r, hl_lock_types *types, uintptr_t tstate,
-                  hl_lock_ref **refs, size_t *count, size_t *capacity);
+/* Appends to *refs (*count of them, *capacity allocated) the locks held in a thread's frames,
+ * the depth of them at frames (their addresses in process pid, innermost first, as frames.h's
+ * hl_walk_addresses gives them). Returns 0, or -1 out of memory; an unreadable frame shows no
+ * locks. Does nothing when the layout has no lock layout (r->lock_layout 0). */
+int hl_locks_read(int pid, const hl_remote_layout *r, hl_lock_types *types, const uintptr_t *frames,
+                  int depth, hl_lock_ref **refs, size_t *count, size_t *capacity);
 
 #endif

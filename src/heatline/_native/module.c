@@ -356,17 +356,19 @@ static PyObject *native_snapshot(PyObject *module, PyObject *unused) {
 /* ---- heatline dump ------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(dump_doc,
-             "dump($module, pid, pause, /)\n--\n\n"
+             "dump($module, pid, pause, locals=False, /)\n--\n\n"
              "Every thread's Python stack of process pid, read from outside it (its threads\n"
-             "stopped meanwhile if pause). See docs/engine-api.md.");
+             "stopped meanwhile if pause; each frame's local variables if locals). See\n"
+             "docs/engine-api.md.");
 
 static PyObject *native_dump(PyObject *module, PyObject *args) {
     (void)module;
-    int pid, pause;
-    if (!PyArg_ParseTuple(args, "ip:dump", &pid, &pause)) return NULL;
+    int pid, pause, locals = 0;
+    if (!PyArg_ParseTuple(args, "ip|p:dump", &pid, &pause, &locals)) return NULL;
+    int flags = (pause ? HL_DUMP_PAUSE : 0) | (locals ? HL_DUMP_LOCALS : 0);
     hl_dump dump;
     Py_BEGIN_ALLOW_THREADS
-    hl_engine_dump(pid, pause, &dump);
+    hl_engine_dump(pid, flags, &dump);
     Py_END_ALLOW_THREADS
     PyObject *result = hl_convert_dump(&dump);
     hl_engine_dump_free(&dump);

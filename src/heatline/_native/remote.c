@@ -18,6 +18,7 @@
 #include "compat.h"
 #include "elf.h"
 #include "memread.h"
+#include "remoteobj.h"
 #include "seize.h"
 #include "unaligned.h"
 
@@ -60,6 +61,17 @@ enum {
     SYM_STR_TYPE,
     SYM_BYTES_TYPE,
     SYM_NONE, /* _Py_NoneStruct: a 3.13 shim frame's code */
+    SYM_TRUE,
+    SYM_FALSE,
+    SYM_INT_TYPE,
+    SYM_BOOL_TYPE,
+    SYM_FLOAT_TYPE,
+    SYM_LIST_TYPE,
+    SYM_TUPLE_TYPE,
+    SYM_DICT_TYPE,
+    SYM_SET_TYPE,
+    SYM_FROZENSET_TYPE,
+    SYM_CELL_TYPE,
     SYM_SINCE_310, /* exported from 3.10 on */
     SYM_SINCE_39,  /* exported from 3.9 on */
     SYM_DEBUG,     /* a --with-pydebug build's */
@@ -78,6 +90,17 @@ static void name_symbols(hl_elf_symbol *s) {
     s[SYM_STR_TYPE].name = "PyUnicode_Type";
     s[SYM_BYTES_TYPE].name = "PyBytes_Type";
     s[SYM_NONE].name = "_Py_NoneStruct";
+    s[SYM_TRUE].name = "_Py_TrueStruct";
+    s[SYM_FALSE].name = "_Py_FalseStruct";
+    s[SYM_INT_TYPE].name = "PyLong_Type";
+    s[SYM_BOOL_TYPE].name = "PyBool_Type";
+    s[SYM_FLOAT_TYPE].name = "PyFloat_Type";
+    s[SYM_LIST_TYPE].name = "PyList_Type";
+    s[SYM_TUPLE_TYPE].name = "PyTuple_Type";
+    s[SYM_DICT_TYPE].name = "PyDict_Type";
+    s[SYM_SET_TYPE].name = "PySet_Type";
+    s[SYM_FROZENSET_TYPE].name = "PyFrozenSet_Type";
+    s[SYM_CELL_TYPE].name = "PyCell_Type";
     s[SYM_SINCE_310].name = "PyModule_AddObjectRef";
     s[SYM_SINCE_39].name = "PyType_GetModule";
     s[SYM_DEBUG].name = "_Py_NegativeRefcount";
@@ -116,6 +139,37 @@ static int try_file(int pid, const char *path, uintptr_t start, uintptr_t end, i
     if (found != 0 || !in->symbols[SYM_RUNTIME].found) return 0;
     in->bias = start - (uintptr_t)first_vaddr;
     return 1;
+}
+
+#define PF_KTHREAD 0x00200000u /* a task's flags (/proc/PID/stat's 9th field): a kernel thread */
+
+/* Whether process pid is a kernel thread (which has no memory map; nor has a process that is
+ * exiting, or gone). */
+static int kernel_thread(int pid) {
+    char path[64], buffer[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buffer, sizeof(buffer) - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buffer[n] = '\0';
+    const char *after = strrchr(buffer, ')'); /* the name may hold ')' */
+    unsigned long flags = 0;
+    if (after == NULL || sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return 0;
+    return (flags & PF_KTHREAD) != 0;
+}
+
+/* Whether process pid has gone, or is exiting: no memory map left, and not a kernel thread
+ * (whose map is empty too). Its map read while it was unmapped named no interpreter. */
+static int exiting(int pid) {
+    char path[64], byte;
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ESRCH;
+    ssize_t n = read(fd, &byte, 1);
+    close(fd);
+    return n <= 0 && !kernel_thread(pid);
 }
 
 static int find_interpreter(int pid, hl_dump *d, interpreter *in) {
@@ -165,9 +219,11 @@ static int find_interpreter(int pid, hl_dump *d, interpreter *in) {
     if (read_error == EACCES || read_error == EPERM)
         return fail(d, HL_DUMP_REFUSED, read_error, "reading /proc/%d/maps: %s", pid,
                     strerror(read_error));
+    if (exiting(pid))
+        return fail(d, HL_DUMP_NO_PROCESS, ESRCH, "process %d exited while it was read", pid);
     if (mappings == 0)
-        return fail(d, HL_DUMP_NOT_PYTHON, 0,
-                    "process %d has no memory of its own (a kernel thread, or exiting)", pid);
+        return fail(d, HL_DUMP_NOT_PYTHON, 0, "process %d is a kernel thread, not a Python process",
+                    pid);
     return fail(d, HL_DUMP_NOT_PYTHON, 0,
                 "process %d is not a Python process: no CPython interpreter (the _PyRuntime "
                 "symbol) in %s or in a libpython it maps",
@@ -233,6 +289,143 @@ static int read_layout(int pid, hl_dump *d, const interpreter *in, hl_remote_lay
 
 /* ---- the threads ------------------------------------------------------------------------ */
 
+/* What a reading reads beyond the stacks: the threads' names (remoteobj.h), and with locals
+ * set each frame's local variables (addresses: scratch, HL_DUMP_MAX_DEPTH frames' addresses). */
+#define ACTIVE_CACHED 8 /* interpreters whose threading._active a reader remembers */
+#define ACTIVE_RETRY 64 /* readings between two lookups of a threading not found */
+#define NAMES_REFRESH 16 /* a reader's readings between two readings of known threads' names */
+
+typedef struct known_name {
+    uint64_t ident;
+    char name[HL_REMOTE_NAME_MAX];
+} known_name;
+
+typedef struct extras {
+    hl_remote_objects objects;
+    int locals;
+    /* A dump's: the lock types met so far (locks.h); NULL for a reader's samples, which look
+     * for no locks. */
+    hl_lock_types *lock_types;
+    uintptr_t *addresses; /* each frame's address (with locals or lock_types): scratch */
+    /* A reader's: each interpreter's threading._active found so far (looking it up reads every
+     * key of sys.modules; the dict lives as long as its interpreter), 0 where threading was not
+     * imported at the reading looked_up. */
+    uintptr_t active_interp[ACTIVE_CACHED], active[ACTIVE_CACHED];
+    unsigned looked_up[ACTIVE_CACHED], readings;
+    /* A reader's: the names of the threads seen so far (a reading reads them again only when
+     * it meets a thread it has not named yet, or every NAMES_REFRESH readings). */
+    int remember;
+    known_name *known;
+    size_t nknown, known_capacity;
+} extras;
+
+/* The remembered name of thread ident, or NULL. */
+static known_name *known_of(extras *x, uint64_t ident) {
+    for (size_t i = 0; i < x->nknown; i++)
+        if (x->known[i].ident == ident) return &x->known[i];
+    return NULL;
+}
+
+/* Names the threads from index first of d's from what was remembered; 0 when one is unknown. */
+static int name_from_known(extras *x, hl_dump *d, size_t first) {
+    for (size_t i = first; i < d->nthreads; i++)
+        if (known_of(x, d->threads[i].thread_id) == NULL) return 0;
+    for (size_t i = first; i < d->nthreads; i++)
+        memcpy(d->threads[i].python_name, known_of(x, d->threads[i].thread_id)->name,
+               HL_REMOTE_NAME_MAX);
+    return 1;
+}
+
+#define MAX_KNOWN 4096 /* names remembered; past it (threads come and go) they start afresh */
+
+static void remember_names(extras *x, const hl_dump *d, size_t first) {
+    if (x->nknown >= MAX_KNOWN) x->nknown = 0;
+    for (size_t i = first; i < d->nthreads; i++) {
+        known_name *k = known_of(x, d->threads[i].thread_id);
+        if (k == NULL) {
+            if (HL_ARRAY_RESERVE(x->known, x->known_capacity, x->nknown + 1, 16) != 0) return;
+            k = &x->known[x->nknown++];
+            k->ident = d->threads[i].thread_id;
+        }
+        memcpy(k->name, d->threads[i].python_name, HL_REMOTE_NAME_MAX);
+    }
+}
+
+/* The threads of one interpreter (from index first of d's) that threading named. */
+typedef struct naming {
+    hl_dump *d;
+    size_t first;
+} naming;
+
+static void name_thread(uint64_t ident, const char *name, void *context) {
+    naming *n = context;
+    for (size_t i = n->first; i < n->d->nthreads; i++)
+        if (n->d->threads[i].thread_id == ident)
+            snprintf(n->d->threads[i].python_name, sizeof(n->d->threads[i].python_name), "%s",
+                     name);
+}
+
+/* Names the threads of the interpreter at interp, through its threading._active: the one
+ * remembered (a reader's) while it reads as a dict, else looked up afresh. */
+static void lookup_names(extras *x, uintptr_t interp, naming *n) {
+    int slot = 0;
+    while (slot < ACTIVE_CACHED && x->active_interp[slot] != 0 && x->active_interp[slot] != interp)
+        slot++;
+    int known = slot < ACTIVE_CACHED && x->active_interp[slot] == interp;
+    if (known && x->active[slot] != 0 &&
+        hl_remote_thread_names(&x->objects, x->active[slot], name_thread, n) >= 0)
+        return;
+    if (known && x->active[slot] == 0 && x->readings - x->looked_up[slot] < ACTIVE_RETRY) return;
+    uintptr_t active = hl_remote_threading_active(&x->objects, interp);
+    if (slot < ACTIVE_CACHED) {
+        x->active_interp[slot] = interp;
+        x->active[slot] = active;
+        x->looked_up[slot] = x->readings;
+    }
+    hl_remote_thread_names(&x->objects, active, name_thread, n);
+}
+
+/* Names the threads of one interpreter (from index n->first of its dump's): a reader from what
+ * it remembers when it can, else through threading._active (lookup_names). */
+static void name_threads(extras *x, uintptr_t interp, naming *n) {
+    if (x->remember && x->readings % NAMES_REFRESH != 0 && name_from_known(x, n->d, n->first))
+        return;
+    lookup_names(x, interp, n);
+    if (x->remember) remember_names(x, n->d, n->first);
+}
+
+static void set_objects(int pid, const interpreter *in, const hl_remote_layout *r,
+                        hl_remote_objects *o) {
+    hl_remote_types *t = &o->types;
+    o->pid = pid;
+    o->layout = r;
+    t->none = address_of(in, SYM_NONE);
+    t->true_object = address_of(in, SYM_TRUE);
+    t->false_object = address_of(in, SYM_FALSE);
+    t->int_type = address_of(in, SYM_INT_TYPE);
+    t->bool_type = address_of(in, SYM_BOOL_TYPE);
+    t->float_type = address_of(in, SYM_FLOAT_TYPE);
+    t->str_type = address_of(in, SYM_STR_TYPE);
+    t->bytes_type = address_of(in, SYM_BYTES_TYPE);
+    t->list_type = address_of(in, SYM_LIST_TYPE);
+    t->tuple_type = address_of(in, SYM_TUPLE_TYPE);
+    t->dict_type = address_of(in, SYM_DICT_TYPE);
+    t->set_type = address_of(in, SYM_SET_TYPE);
+    t->frozenset_type = address_of(in, SYM_FROZENSET_TYPE);
+    t->cell_type = address_of(in, SYM_CELL_TYPE);
+}
+
+/* Each frame's local variables of thread t, whose frames were read from x->addresses (an
+ * unreadable frame shows none). */
+static void read_locals(const extras *x, hl_dump_thread *t) {
+    size_t capacity = 0;
+    for (int i = 0; i < t->depth; i++) {
+        size_t before = t->nlocals;
+        hl_remote_frame_locals(&x->objects, x->addresses[i], &t->locals, &t->nlocals, &capacity);
+        for (size_t k = before; k < t->nlocals; k++) t->locals[k].frame = i;
+    }
+}
+
 static int read_word(int pid, uintptr_t address, uintptr_t *value) {
     return hl_memread_remote(pid, value, address, sizeof(*value));
 }
@@ -261,7 +454,7 @@ static int add_thread(hl_dump *d, const hl_dump_thread *t) {
 /* Walks the thread states of one interpreter. Returns 0, or -1 when out of memory. */
 static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layout *r,
                         uintptr_t interp, int64_t interp_id, gil g, uintptr_t main_thread,
-                        hl_frame *frames, hl_lock_types *lock_types) {
+                        hl_frame *frames, const extras *x) {
     const hl_layout *l = &w->layout;
     uintptr_t tstate = 0;
     if (read_word(pid, interp + l->interp_threads_head, &tstate) != 0) {
@@ -291,7 +484,9 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
         t.main = interp_id == 0 && t.thread_id == main_thread;
         t.holds_gil = g.locked && g.holder == tstate;
         int flags, complete = 0;
-        int depth = hl_walk(w, tstate, frames, HL_DUMP_MAX_DEPTH, &flags, &complete);
+        int depth = hl_walk_addresses(w, tstate, frames,
+                                      x->locals || x->lock_types != NULL ? x->addresses : NULL,
+                                      HL_DUMP_MAX_DEPTH, &flags, &complete);
         t.complete = depth >= 0 && complete;
         t.leaf_flags = depth > 0 ? flags : 0;
         t.depth = depth > 0 ? depth : 0;
@@ -301,11 +496,13 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
             if (t.frames == NULL) return -1;
             memcpy(t.frames, frames, (size_t)t.depth * sizeof(*t.frames));
         }
-        if ((lock_types != NULL && t.depth > 0 &&
-             hl_locks_read(pid, r, lock_types, tstate, &t.locks, &t.nlocks, &t.locks_capacity) !=
-                 0) ||
+        if (x->locals) read_locals(x, &t);
+        if ((x->lock_types != NULL && t.depth > 0 &&
+             hl_locks_read(pid, r, x->lock_types, x->addresses, t.depth, &t.locks, &t.nlocks,
+                           &t.locks_capacity) != 0) ||
             add_thread(d, &t) != 0) {
             free(t.frames);
+            free(t.locals);
             free(t.locks);
             return -1;
         }
@@ -393,10 +590,10 @@ done:
 }
 
 /* Reads every interpreter's threads with walker (whose code cache may outlive the reading)
- * into frames (HL_DUMP_MAX_DEPTH of them, scratch), and with lock_types (a dump's; NULL for a
- * reader's samples) the locks their frames hold. */
+ * into frames (HL_DUMP_MAX_DEPTH of them, scratch), with x's extras (names, locals, and a
+ * dump's locks their frames hold). */
 static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uintptr_t runtime,
-                             hl_walker *walker, hl_frame *frames, hl_lock_types *lock_types) {
+                             hl_walker *walker, hl_frame *frames, extras *x) {
     int result = 0;
     uintptr_t interp = 0, main_thread = 0;
     if (frames == NULL) {
@@ -410,6 +607,7 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
         goto done;
     }
     d->threads_complete = 1;
+    x->readings++;
     for (int count = 0; interp != 0; count++) {
         int64_t id = -1;
         if (count >= MAX_INTERPRETERS ||
@@ -418,16 +616,21 @@ static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uin
             break;
         }
         gil g = read_gil(pid, r, runtime, interp);
-        if (read_threads(pid, d, walker, r, interp, id, g, main_thread, frames, lock_types) != 0) {
+        naming n = {d, d->nthreads};
+        if (read_threads(pid, d, walker, r, interp, id, g, main_thread, frames, x) != 0) {
             result = fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory");
             goto done;
         }
+        name_threads(x, interp, &n);
         if (read_word(pid, interp + r->interp_next, &interp) != 0) {
             d->threads_complete = 0;
             break;
         }
     }
     if (!r->walk.has_native_thread_id) find_native_ids(pid, d);
+    /* A process that exited meanwhile leaves what was read before it did: not its state. */
+    if (read_word(pid, runtime + r->runtime_interpreters_head, &interp) == -ESRCH)
+        result = fail(d, HL_DUMP_NO_PROCESS, ESRCH, "process %d exited while it was read", pid);
 done:
     return result;
 }
@@ -447,7 +650,8 @@ static long tracer_of(int pid) {
     return tracer;
 }
 
-int hl_remote_dump(int pid, int pause, hl_dump *d) {
+int hl_remote_dump(int pid, int flags, hl_dump *d) {
+    int pause = flags & HL_DUMP_PAUSE;
     memset(d, 0, sizeof(*d));
     d->names = &d->stats;
     if (pid <= 0) return fail(d, HL_DUMP_NO_PROCESS, ESRCH, "no process %d", pid);
@@ -487,12 +691,17 @@ int hl_remote_dump(int pid, int pause, hl_dump *d) {
     hl_frame *frames = malloc(HL_DUMP_MAX_DEPTH * sizeof(*frames));
     hl_lock_types lock_types;
     lock_types.count = 0;
+    extras x = {.locals = (flags & HL_DUMP_LOCALS) != 0, .lock_types = &lock_types};
+    set_objects(pid, &in, &r, &x.objects);
+    x.addresses = malloc(HL_DUMP_MAX_DEPTH * sizeof(*x.addresses));
     uint64_t start = hl_now_ns();
-    int result = frames == NULL ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
-                                : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME),
-                                                    &walker, frames, &lock_types);
+    int result =
+        frames == NULL || x.addresses == NULL
+            ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
+            : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME), &walker, frames, &x);
     d->read_ns = hl_now_ns() - start;
     free(frames);
+    free(x.addresses);
     hl_walker_clear(&walker);
     for (size_t i = 0; i < d->nthreads; i++)
         d->threads[i].stopped = d->threads[i].native_id > 0 &&
@@ -543,6 +752,7 @@ struct hl_remote {
     int pid;
     interpreter in;
     hl_remote_layout layout;
+    extras extras;    /* objects: the threads' names */
     hl_walker walker; /* its code cache lives as long as the reader */
     hl_stats names;   /* the files and functions of every reading */
     hl_frame *frames; /* scratch: HL_DUMP_MAX_DEPTH */
@@ -589,6 +799,8 @@ hl_remote *hl_remote_open(int pid, const uint8_t *opcode_flags, hl_dump *status)
     reader->walker.pid = pid;
     reader->walker.layout = reader->layout.walk;
     reader->walker.stats = &reader->names;
+    set_objects(pid, &reader->in, &reader->layout, &reader->extras.objects);
+    reader->extras.remember = 1;
     if (opcode_flags != NULL) memcpy(reader->walker.opcode_flags, opcode_flags, 256);
     snprintf(reader->binary, sizeof(reader->binary), "%s", status->binary);
     reader->version = status->version;
@@ -605,7 +817,7 @@ int hl_remote_sample(hl_remote *reader, hl_dump *d) {
     uint64_t start = hl_now_ns();
     int result =
         read_interpreters(reader->pid, d, &reader->layout, address_of(&reader->in, SYM_RUNTIME),
-                          &reader->walker, reader->frames, NULL);
+                          &reader->walker, reader->frames, &reader->extras);
     d->read_ns = hl_now_ns() - start;
     for (size_t i = 0; result == 0 && i < d->nthreads; i++)
         if (d->threads[i].native_id > 0)
@@ -621,6 +833,7 @@ void hl_remote_close(hl_remote *reader) {
     if (reader == NULL) return;
     hl_walker_clear(&reader->walker);
     hl_stats_clear(&reader->names);
+    free(reader->extras.known);
     free(reader->frames);
     free(reader);
 }
@@ -628,6 +841,7 @@ void hl_remote_close(hl_remote *reader) {
 void hl_remote_dump_free(hl_dump *d) {
     for (size_t i = 0; i < d->nthreads; i++) {
         free(d->threads[i].frames);
+        free(d->threads[i].locals);
         free(d->threads[i].locks);
     }
     free(d->threads);

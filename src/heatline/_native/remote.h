@@ -27,6 +27,7 @@
 
 #include "frames.h"
 #include "locks.h"
+#include "remoteobj.h"
 #include "stats.h"
 
 /* Why a dump failed (hl_dump.error); the message says more. */
@@ -58,6 +59,10 @@ typedef struct hl_dump_thread {
                           * samples only; else 0) */
     int depth;
     hl_frame *frames;    /* innermost first; file and function ids resolve in hl_dump.stats */
+    char python_name[HL_REMOTE_NAME_MAX]; /* the name threading gave it ("": none) */
+    hl_remote_local *locals; /* with HL_DUMP_LOCALS: its frames' bound local variables, in
+                              * frame order (each names its frame's index) */
+    size_t nlocals;
     hl_lock_ref *locks;  /* the lock objects its frames hold (locks.h; a dump's only) */
     size_t nlocks, locks_capacity;
 } hl_dump_thread;
@@ -80,10 +85,14 @@ typedef struct hl_dump {
     const hl_stats *names; /* where the frames' ids resolve: &stats, or a reader's table */
 } hl_dump;
 
-/* Reads every thread's stack of process pid into *out (zeroed first), stopping its threads
- * meanwhile if pause is set. Returns 0, or -1 with out->error set. Free *out with
+/* hl_remote_dump's flags. */
+#define HL_DUMP_PAUSE 1  /* stop the target's threads while they are read */
+#define HL_DUMP_LOCALS 2 /* read each frame's local variables (remoteobj.h) */
+
+/* Reads every thread's stack of process pid into *out (zeroed first), and the names threading
+ * gave the threads; flags: HL_DUMP_*. Returns 0, or -1 with out->error set. Free *out with
  * hl_remote_dump_free in every case. Does not need the GIL (nor Python at all). */
-int hl_remote_dump(int pid, int pause, hl_dump *out);
+int hl_remote_dump(int pid, int flags, hl_dump *out);
 void hl_remote_dump_free(hl_dump *dump);
 
 /* The switch interval of process pid's main GIL (what sys.setswitchinterval sets, in

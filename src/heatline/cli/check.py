@@ -138,8 +138,9 @@ def run_and_check(run_args: list[str], program: list[str], budget: Any, keep: st
 
     with tempfile.TemporaryDirectory(prefix="heatline-check-") as directory:
         path = os.path.join(directory, "profile.json")
-        command = [sys.executable, "-m", "heatline", *run_args, "-o", path, "--format", "json",
-                   "--", *program]
+        # `run`: after it, "--" only ends heatline's options (the program may start with "-").
+        command = [sys.executable, "-m", "heatline", "run", *run_args, "-o", path,
+                   "--format", "json", "--", *program]
         # Ctrl-C reaches the child too (same process group): it finishes its profile and
         # ends; this process waits for it rather than dying first. SIGTERM is passed on.
         child = subprocess.Popen(command)

@@ -31,6 +31,8 @@ COMMANDS = (
 RUN_SYNOPSIS = """\
 heatline [run] [options] script.py [args...]
 heatline [run] [options] -m module [args...]
+heatline [run] [options] console-script [args...]
+heatline [options] -- command [args...]
 python -m heatline [options] script.py [args...]"""
 
 # What an option's one-line help leaves out, keyed by the option's first flag (a negatable

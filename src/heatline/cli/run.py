@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 USAGE = """\
 heatline [options] script.py [args...]
        heatline [options] -m module [args...]
+       heatline [options] console-script [args...]    (a Python script on PATH)
+       heatline [options] -- command [args...]        (any command: its Python processes)
        heatline run [options] script.py [args...]
        heatline view [--format F] [-o OUT] [--reduced-profile] [--cpu-percent-threshold N]
                      profile.json
@@ -42,6 +44,9 @@ after the script (or -m module) is passed to the program."""
 
 
 EPILOG = """\
+A name that is no file here is looked up on PATH as a shell would ('heatline pytest -x'):
+a Python script found there runs as it would run alone. 'heatline -- make test' runs any
+command and profiles every Python process it starts, merged into one report.
 To profile a script named 'run' or 'view', use 'heatline ./view' (or 'heatline run view').
 Profile just part of a program by starting with --off and calling heatline.resume() (and
 heatline.pause()) in it, or from another shell with 'heatline ctl on PID' (and off)."""
@@ -134,13 +139,45 @@ def parse_plainly(option_args: list[str]) -> dict[str, Any] | None:
     return values
 
 
-def prepare(args: list[str]) -> launch.Launch:
-    """The program ready to run, the profiler started; a usage error exits."""
+def _run_command(program: list[str], values: dict[str, Any]) -> int:
+    """``heatline [options] -- command [args...]``: run the command, profiling every Python
+    process it starts; its exit status."""
+    from heatline.run import command
+
+    if not program:
+        fail("no command after '--': give one (heatline -- make test); see heatline --help")
+    del values["module"]
+    for dest, flag in (("no_children", "--no-children"), ("write_interval_s", "--write-interval"),
+                       ("pprof_server", "--pprof-server")):
+        if values.get(dest):
+            fail(f"{flag} does not go with a command (heatline -- ...): its Python processes "
+                 "are each a child of the command")
+    if values["outfile"] is None and values["format"] in ("html", "json"):
+        values["outfile"] = f"profile.{values['format']}"
+    only_implies_all(values)
+    run_options = Options(**values)
+    if run_options.outfile is not None:
+        run_options.outfile = check_outfile(run_options.outfile)
+    try:
+        return command.CommandRun(program, run_options).run()
+    except command.ProgramError as exc:
+        fail(str(exc), exc.status)
+
+
+def prepare(args: list[str], command_allowed: bool = True) -> launch.Launch | int:
+    """The program ready to run, the profiler started; a usage error exits. With
+    ``heatline [options] -- command [args...]`` (``command_allowed``: not after ``heatline
+    run``, where ``--`` only ends heatline's options) the command is run and profiled here,
+    and its exit status returned (run/command.py)."""
     option_args, program = split_argv(args)
+    command = (command_allowed and len(option_args) < len(args)
+               and args[len(option_args)] == "--")
     refuse_renamed(option_args)
     values = parse_plainly(option_args)
     if values is None:
         values = vars(parser().parse_args(option_args))
+    if command:
+        return _run_command(program, values)
     if program[:1] == ["-"]:
         fail("reading the program from stdin is not supported; give a script file")
     if not program:  # (-m MODULE never reaches argparse: split_argv put it in program)

@@ -401,6 +401,9 @@ def _processes(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
                      key=lambda item: (item[0] != "main", -sum(p["cpu_s"] for p in item[1])))
     parts = []
     first = None
+    # heatline -- CMD's root runs no Python of its own unless it is a Python process itself.
+    ordered = [(role, members) for role, members in ordered
+               if role != "command" or sum(p["cpu_s"] for p in members) > 0]
     for role, members in ordered[:3]:
         cpu = sum(p["cpu_s"] for p in members)
         name = "the main process" if role == "main" else _plural(len(members), role)

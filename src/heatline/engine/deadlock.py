@@ -15,12 +15,16 @@ unnamed. Runs once per dump, in Python.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
 
-# engine/dump.py's Thread and Frame, which are not imported: dump.py imports this module.
-Thread = Any
-Frame = Any
+from heatline.engine.records import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # heatline dump's start imports no typing (engine/records.py)
+    from typing import Any
+
+    # engine/dump.py's Thread and Frame, which are not imported: dump.py imports this module.
+    Thread = Any
+    Frame = Any
 
 # How strongly a frame's slot shows that its thread holds the lock: a `with` block's bound
 # __exit__ stays on the value stack for the whole block; the lock itself on a value stack or in
@@ -62,7 +66,10 @@ class Deadlock:
 
 
 def thread_name(thread: Thread, process_name: str) -> str:
-    """How the deadlock line names a thread: its name, else "main thread" or "thread TID"."""
+    """How the deadlock line names a thread: the name threading gave it, else the kernel's
+    (unless it is the process's own), else "main thread" or "thread TID"."""
+    if thread.python_name:
+        return thread.python_name
     if thread.name and thread.name != process_name:
         return thread.name
     if thread.main:

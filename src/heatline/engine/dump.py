@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
-from dataclasses import dataclass, field
+
+from heatline.engine.records import dataclass, field
 
 from heatline.engine import deadlock
 from heatline.engine.deadlock import Deadlock
@@ -60,12 +60,16 @@ class Frame:
     name: str
     qualname: str
     line: int
+    # With locals read: its bound local variables as (name, short repr), in the code's order
+    # (remoteobj.h: the repr is read from outside, never made by the target); else None
+    locals: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass
 class Thread:
     native_id: int  # the kernel's thread id (0: not known)
     name: str = ""  # the kernel's name for it (/proc/.../comm)
+    python_name: str | None = None  # the name threading gave it (None: not a threading.Thread)
     kernel_state: str = ""  # /proc's letter: R, S, D...
     syscall: str | None = None  # the system call it waits in, when it waits in one
     wchan: str | None = None  # the kernel function it sleeps in
@@ -115,8 +119,9 @@ def _read(path: str) -> str | None:
         return None
 
 
-def syscall_name(number: int) -> str:
-    if platform.machine() == "x86_64" and number in _X86_64_SYSCALLS:
+def syscall_name(number: int, machine: str | None = None) -> str:
+    """The system call's name on this machine (os.uname()'s machine unless given)."""
+    if (machine or os.uname().machine) == "x86_64" and number in _X86_64_SYSCALLS:
         return _X86_64_SYSCALLS[number]
     return f"system call {number}"
 
@@ -136,7 +141,7 @@ def _task(pid: int, tid: int) -> Thread:
     if thread.kernel_state != "R" and syscall and syscall[0] not in ("running", "-1"):
         try:
             thread.syscall = syscall_name(int(syscall[0]))
-            if int(syscall[0]) == _FUTEX.get(platform.machine()) and len(syscall) > 1:
+            if int(syscall[0]) == _FUTEX.get(os.uname().machine) and len(syscall) > 1:
                 thread.futex = int(syscall[1], 16)
         except ValueError:
             pass
@@ -173,15 +178,16 @@ def check_process(pid: int) -> None:
                         "waited for)")
 
 
-def read(pid: int, *, pause: bool = True) -> Dump:
+def read(pid: int, *, pause: bool = True, locals: bool = False) -> Dump:
     """Every thread of process pid: its Python stack, whether it holds the GIL, what it waits
-    in. With pause, the threads are stopped while their stacks are read (a few hundred
-    microseconds to a few milliseconds), so the stacks are consistent. Raises DumpError."""
+    in, the name threading gave it. With pause, the threads are stopped while their stacks are
+    read (a few hundred microseconds to a few milliseconds), so the stacks are consistent. With
+    locals, each frame's local variables too. Raises DumpError."""
     from heatline import _native
 
     check_process(pid)
     tasks = _tasks(pid)
-    raw = _native.dump(pid, pause)
+    raw = _native.dump(pid, pause, locals)
     if raw["error"] is not None:
         raise error_of(pid, raw)
     threads = []
@@ -195,7 +201,15 @@ def read(pid: int, *, pause: bool = True) -> Dump:
         thread.stopped = entry["stopped"]
         thread.complete = entry["complete"]
         thread.truncated = entry["truncated"]
-        thread.frames = [Frame(*frame) for frame in entry["frames"]]
+        thread.python_name = entry["python_name"]
+        if locals:
+            by_frame: list[list[tuple[str, str]]] = [[] for _ in entry["frames"]]
+            for index, name, value in entry["locals"]:
+                by_frame[index].append((name, value))
+            thread.frames = [Frame(*frame, tuple(variables))
+                             for frame, variables in zip(entry["frames"], by_frame)]
+        else:
+            thread.frames = [Frame(*frame) for frame in entry["frames"]]
         thread.locks = entry["locks"]
         threads.append(thread)
     # Python's list runs newest first; the main thread first, then the others as they started.

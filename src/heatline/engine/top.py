@@ -54,6 +54,7 @@ class ThreadSample:
     kind: int  # PYTHON, NATIVE or SYSTEM
     frames: list[tuple[int, int]]  # (function id, line), innermost first
     complete: bool
+    python_name: str | None = None  # the name threading gave it (None: none)
 
 
 def classify(kernel_state: str, holds_gil: bool, leaf_flags: int, gil_taken: bool,
@@ -161,7 +162,7 @@ class Reader:
                 holds_gil=t["holds_gil"], kernel_state=t["kernel_state"],
                 kind=classify(t["kernel_state"], t["holds_gil"], t["leaf_flags"], gil_taken,
                               self.version),
-                frames=t["frames"], complete=t["complete"]))
+                frames=t["frames"], complete=t["complete"], python_name=t["python_name"]))
         return samples
 
 
@@ -178,7 +179,8 @@ class FunctionTime:
 class ThreadTime:
     native_id: int
     main: bool
-    name: str = ""
+    name: str = ""  # the kernel's (/proc/PID/task/TID/comm)
+    python_name: str | None = None  # the name threading gave it
     ns: list[int] = field(default_factory=lambda: [0, 0, 0])
     gil_ns: int = 0
     functions: dict[int, FunctionTime] = field(default_factory=dict)
@@ -259,6 +261,8 @@ class Sampler:
             if thread is None:
                 thread = window.threads[s.native_id] = ThreadTime(
                     s.native_id, s.main, self._name(s.native_id))
+            if s.python_name:
+                thread.python_name = s.python_name
             thread.ns[s.kind] += dt
             if s.holds_gil:
                 thread.gil_ns += dt

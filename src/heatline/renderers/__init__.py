@@ -14,9 +14,8 @@ readings); they are not formats of a profile.
 from __future__ import annotations
 
 import os
-from collections import namedtuple
 
-from heatline.options import DEFAULT_THRESHOLD_PCT, FORMATS
+from heatline.options import FORMATS
 
 # typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
@@ -24,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 
     from typing import Any
 
     from heatline.data.model import Profile
+    from heatline.renderers.view import View
 
 # Format -> the module of this package that renders it.
 MODULES = {"terminal": "terminal", "json": "profile_json", "html": "html",
@@ -47,20 +47,15 @@ SUFFIXES = (
 )
 
 
-class View(namedtuple("View", "reduced threshold_pct malloc_threshold",
-                      defaults=(False, DEFAULT_THRESHOLD_PCT, 1))):
-    """What the reader asked to see (the report options: --reduced-profile,
-    --cpu-percent-threshold, --malloc-threshold). The data formats ignore what they do not
-    show; every format gets the same View. (A collections.namedtuple: typing's NamedTuple
-    would import typing on every run's path.)"""
+def __getattr__(name: str) -> Any:
+    # View lives in view.py, imported on first use: the live views' modules of this package
+    # (dump_text.py) need none, and `heatline dump`, whose whole run is its start-up, then does
+    # not import collections for its namedtuple (about 1 ms).
+    if name == "View":
+        from heatline.renderers.view import View
 
-    __slots__ = ()
-
-    @classmethod
-    def of(cls, options: Any) -> View:
-        """The View that run or view options (anything with those attributes) ask for."""
-        return cls(options.reduced_profile, options.threshold_pct,
-                   options.malloc_threshold)
+        return View
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def format_for_path(path: str) -> str:
@@ -72,15 +67,19 @@ def format_for_path(path: str) -> str:
     return "json"
 
 
-def render_bytes(profile: Profile, fmt: str, view: View = View()) -> bytes:
-    """``profile`` in format ``fmt``."""
+def render_bytes(profile: Profile, fmt: str, view: View | None = None) -> bytes:
+    """``profile`` in format ``fmt`` (view None: the default View)."""
+    if view is None:
+        from heatline.renderers.view import View
+
+        view = View()
     if fmt not in MODULES:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     module = __import__(f"heatline.renderers.{MODULES[fmt]}", fromlist=["render"])
     return module.render(profile, view)
 
 
-def render_to(profile: Profile, fmt: str | None, path: str, view: View = View()) -> None:
+def render_to(profile: Profile, fmt: str | None, path: str, view: View | None = None) -> None:
     """Write ``profile`` to ``path`` in ``fmt`` (None: from the suffix), atomically (a reader
     never sees half a file; data.io.write_bytes). Raises OSError if it cannot be written."""
     from heatline.data.io import write_bytes

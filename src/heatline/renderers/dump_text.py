@@ -4,10 +4,12 @@ alone; cli/dump.py parses the arguments, reads the process and writes what these
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+# typing only for type checkers: `heatline dump`'s whole run is its start-up (cli/dump.py).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from heatline.engine.dump import Dump, Thread
+    from typing import Any
+
+    from heatline.engine.dump import Dump, Frame, Thread
 
 FORMAT_VERSION = 1
 
@@ -82,16 +84,24 @@ def _thread_json(thread: Thread) -> dict[str, Any]:
         "stopped": thread.stopped,
         "stack_complete": thread.complete,
         "stack_truncated": thread.truncated,
-        "frames": [
-            {"function": f.qualname, "name": f.name, "file": f.file, "line": f.line}
-            for f in thread.frames
-        ],
+        "python_name": thread.python_name,
+        "frames": [_frame_json(frame) for frame in thread.frames],
     }
+
+
+def _frame_json(frame: Frame) -> dict[str, Any]:
+    entry: dict[str, Any] = {"function": frame.qualname, "name": frame.name, "file": frame.file,
+                             "line": frame.line}
+    if frame.locals is not None:
+        entry["locals"] = [{"name": name, "value": value} for name, value in frame.locals]
+    return entry
 
 
 def _what(thread: Thread, process_name: str) -> str:
     parts = []
-    if thread.name and thread.name != process_name:
+    if thread.python_name:  # threading's name; else the kernel's, unless the process's own
+        parts.append(f'"{thread.python_name}"')
+    elif thread.name and thread.name != process_name:
         parts.append(f'"{thread.name}"')
     if thread.main:
         parts.append("main thread")
@@ -134,6 +144,8 @@ def as_text(dump: Dump) -> str:
         lines.append(visible(_what(thread, process_name)))
         for frame in thread.frames:
             lines.append(visible(f"    {frame.qualname} ({frame.file}:{frame.line})"))
+            for name, value in frame.locals or ():
+                lines.append(visible(f"        {name} = {value}"))
         if thread.python and not thread.frames and thread.complete:
             lines.append("    (no Python code running)")
         if thread.truncated:

@@ -884,7 +884,12 @@ def _combined_peak(profile: Profile, combined: CombinedPeak) -> str:
                          f"{_mb(sum(line['bytes'] for line in rest))} MiB")
         text += ", held by " + ", ".join(named)
     own = profile.get("main_peak_at")
-    text += f"; main process alone {_mb(profile.get('main_peak_bytes', 0)) or '0'} MiB"
+    processes = profile.get("processes") or [{}]
+    command = processes[0].get("role") == "command"  # heatline -- CMD's root
+    if command and not profile.get("main_peak_bytes"):
+        return text  # the command ran no Python of its own
+    text += (f"; {'the command' if command else 'main process'} alone "
+             f"{_mb(profile.get('main_peak_bytes', 0)) or '0'} MiB")
     if own:
         text += f" at {_duration(own['t_s'])}, {_short_path(own['file'])}:{own['line']}"
     return text

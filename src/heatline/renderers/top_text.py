@@ -46,7 +46,8 @@ def _thread_rows(window: Window) -> list[tuple[str, float, float, float, float]]
     wall_ns = window.sampled_ns
     rows = []
     for thread in sorted(window.threads.values(), key=lambda t: (not t.main, t.native_id)):
-        label = f"{thread.native_id}" + (f" {thread.name}" if thread.name else "") + (
+        name = thread.python_name or thread.name  # threading's name, else the kernel's
+        label = f"{thread.native_id}" + (f" {name}" if name else "") + (
             " (main)" if thread.main else "")
         rows.append((label, *(_pct(ns, wall_ns) for ns in thread.ns),
                      _pct(thread.gil_ns, wall_ns)))
@@ -108,24 +109,46 @@ def table(reader: Reader, sampler: Sampler, window: Window, rows: int, width: in
         threads.add_column(name, justify=justify)
     for label, *values in _thread_rows(window):
         threads.add_row(visible(label), *(f"{v:.1f}%" for v in values))
-    # On a narrow terminal (80 columns) the function keeps room for its name: the total and
-    # the seconds so far are left out.
-    wide = width >= 110
     functions = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=True)
-    names = ("thread", "own", "python", "native", "system") + (("total", "own (s)") if wide
-                                                                else ())
+    found = _function_rows(reader, sampler, window, rows)
+    cells = {"thread": [r[0] for r in found], "own (s)": [f"{r[6]:.2f}" for r in found]}
+    for at, name in enumerate(("own", "python", "native", "system", "total"), 1):
+        cells[name] = [f"{r[at]:.1f}%" for r in found]
+    names = _columns(cells, width)
     for name in names:
         functions.add_column(name, justify="right", no_wrap=True, min_width=6)
     functions.add_column("function (file:line)", overflow="ellipsis", no_wrap=True, ratio=1,
-                         min_width=20)
-    for thread, own, python, native, system, total, seconds, name, where in _function_rows(
-            reader, sampler, window, rows):
-        cells = [thread, f"{own:.1f}%", f"{python:.1f}%", f"{native:.1f}%", f"{system:.1f}%"]
-        if wide:
-            cells += [f"{total:.1f}%", f"{seconds:.2f}"]
-        functions.add_row(*cells, Text(visible(f"{name} ({_short(where)})")))
+                         min_width=FUNCTION_MIN_WIDTH)
+    for at, (*_, name, where) in enumerate(found):
+        functions.add_row(*(cells[column][at] for column in names),
+                          Text(visible(f"{name} ({_short(where)})")))
     header = Text("\n".join(_header(reader, window)) + "\n(q or Ctrl-C quits)")
     return Group(header, threads, functions)
+
+
+# The function table's columns, in their order; on a narrow terminal those that do not fit
+# beside the function's FUNCTION_MIN_WIDTH columns are left out, the least needed first (the
+# seconds so far, then the split into Python, native and system), so own and total always show,
+# as py-spy top's do at 80 columns: the function's text is narrowed (ellipsized) before.
+COLUMNS = ("thread", "own", "python", "native", "system", "total", "own (s)")
+DROPPED_FIRST = (("own (s)",), ("python", "native", "system"))
+FUNCTION_MIN_WIDTH = 20
+
+
+def _columns(cells: dict[str, list[str]], width: int) -> list[str]:
+    """The columns shown at this terminal width; cells: each column's texts."""
+    def used(names: list[str]) -> int:
+        # Each column: its widest text, a space of padding each side and one between columns
+        # (rich's SIMPLE_HEAD box, pad_edge off); the function column's minimum and the edges.
+        return sum(max(6, len(name), *map(len, cells[name])) + 3 for name in names) + (
+            FUNCTION_MIN_WIDTH + 2)
+
+    names = list(COLUMNS)
+    for group in DROPPED_FIRST:
+        if used(names) <= width:
+            break
+        names = [name for name in names if name not in group]
+    return names
 
 
 def _short(where: str) -> str:

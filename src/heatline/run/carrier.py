@@ -123,17 +123,21 @@ class Carrier:
             return {os.fsdecode(k): os.fsdecode(v) for k, v in values.items()}
         return values
 
-    def variables(self, role: str, pythonpath: bytes | None) -> dict[bytes, bytes]:
+    def variables(self, role: str, pythonpath: bytes | None,
+                  parent: int | None = None) -> dict[bytes, bytes]:
         """heatline's two variables for a followed child of ``role`` whose environment has
         ``pythonpath`` (None: none): the settings, and PYTHONPATH with the hook directory
         first (the hook takes it out again). An empty PYTHONPATH, which python takes as none,
         gives the directory alone with a trailing separator ("DIR:" would put the child's
-        working directory on its sys.path): the hook puts back the empty value."""
+        working directory on its sys.path): the hook puts back the empty value. ``parent``:
+        the child's parent (None: this process; 0: whichever process it has, for the
+        processes of a command, run/command.py)."""
         from heatline.engine.session import tables_for_children
 
         if "pycache" not in self.config:  # once per process; a child passes its parent's on
             self.config["pycache"] = bytecode_for_children(self.config["dir"])
-        config = dict(self.config, role=role, parent=os.getpid(), tables=tables_for_children())
+        config = dict(self.config, role=role, parent=os.getpid() if parent is None else parent,
+                      tables=tables_for_children())
         if role == "main":  # the run goes on in the exec'd program, with these options
             from heatline.options import RUN_OPTIONS  # not on a child's start path
 
@@ -587,6 +591,13 @@ def _named_version(name: str, prefix: str) -> tuple[int, int] | None:
     if not (dot and major.isdigit() and minor.isdigit()):
         return None
     return (int(major), int(minor))
+
+
+def engine_versions() -> list[tuple[int, int]]:
+    """The CPython versions heatline can profile here: within SUPPORTED_VERSIONS, and with
+    heatline's engine built for them."""
+    low, high = SUPPORTED_VERSIONS
+    return sorted(version for version in _built_versions() if low <= version <= high)
 
 
 def _built_versions() -> set[tuple[int, int]]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
-            main_exit: str = "exit") -> dict[str, Any]:
+            main_exit: str = "exit", root: dict[str, Any] | None = None) -> dict[str, Any]:
     """The main profile merged with every child's (data/merge.py); the run directory is
     removed. Children still running are not waited for. The parts of the main process that
     ran before an exec handed the run over (handover.py) are merged into the main profile
@@ -24,7 +24,13 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
     timelines (Session.start_epoch, known exactly once its snapshot is taken); children's
     start_s are measured from it (from the run's first session's, when an exec handed the run
     over: the merged main profile's time 0 is that session's). main_exit: how the main
-    process ends, as a process's ``exit`` (docs/profile-format.md)."""
+    process ends, as a process's ``exit`` (docs/profile-format.md).
+
+    ``root``: the command heatline ran (run/command.py), the processes table's first row in
+    place of this process (pid, ppid, role, argv; program, the profile's label), listed even
+    with no child; ``main_profile`` then holds no work of its own. Where the command itself
+    was a profiled Python process (``heatline -- python x.py``, a shell's exec of python),
+    that process's profile, its parts merged, is the root's."""
     carrier = carriers.current()
     if carrier is None or carrier.config["dir"] is None:
         return main_profile
@@ -34,26 +40,48 @@ def collect(main_profile: dict[str, Any], main_epoch: float | None = None,
     found, started, finished, problems = _read_children(directory, _sources(main_profile))
     children = []
     segments = []  # this process's, before its execs
+    command_parts = []  # the command's own, when it was a profiled Python process
     for token, info, profile, segment in found:
         if segment and info["pid"] == os.getpid():
             if token != carrier.written_segment:  # else the session's own
                 segments.append((info, profile))
+        elif root is not None and info["pid"] == root["pid"]:
+            command_parts.append((info, profile))
         else:
             children.append((info, profile))
     _remove_dir(directory)
     origin = carrier.config["start_epoch"] if segments or main_epoch is None else main_epoch
-    for info, _ in segments + children:
+    for info, _ in segments + children + command_parts:
         info["offset_s"] = info.pop("start_epoch") - origin
     if segments:
         epoch = carrier.main_epoch if main_epoch is None else main_epoch
         this = {"pid": os.getpid(), "role": "main", "offset_s": epoch - origin}
         segments.sort(key=lambda segment: segment[0]["offset_s"])
         main_profile = merge_segments([*segments, (this, main_profile)])
+    if command_parts:
+        command_parts.sort(key=lambda part: part[0]["offset_s"])
+        base = command_parts[0][0]["offset_s"]
+        if any(info["offset_s"] < base for info, _ in children):
+            # The command started others before it exec'd Python (bash -c 'a; python b'):
+            # its profile is heatline's empty one, then the Python parts after the exec.
+            first = {"pid": root["pid"], "role": root["role"], "offset_s": 0.0}
+            main_profile = merge_segments([(first, main_profile), *command_parts])
+        else:
+            # Python from the start (heatline -- python x.py): time 0 is its own.
+            main_profile = (command_parts[0][1] if len(command_parts) == 1
+                            else merge_segments(command_parts))
+            for info, _ in children:
+                info["offset_s"] -= base
     missing = len(started - finished)
-    if not children and not missing:
+    if not children and not missing and root is None:
         return main_profile
-    main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
-                 "argv": list(main_profile["argv"]), "exit": main_exit, "offset_s": 0.0}
+    if root is None:
+        main_info = {"pid": os.getpid(), "ppid": os.getppid(), "role": "main",
+                     "argv": list(main_profile["argv"]), "exit": main_exit, "offset_s": 0.0}
+    else:
+        main_info = {"pid": root["pid"], "ppid": root["ppid"], "role": root["role"],
+                     "argv": list(root["argv"]), "exit": main_exit, "offset_s": 0.0}
+        main_profile = dict(main_profile, program=root["program"], argv=list(root["argv"]))
     merged = merge_processes((main_info, main_profile), children, missing=missing,
                              missing_detail=_missing_detail(started - finished))
     merged["warnings"] += sorted(problems)

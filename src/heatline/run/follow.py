@@ -158,8 +158,9 @@ def start_spawned(config: dict[str, Any]) -> None:
     install(carrier)
     if config.get("role") == "forkserver":
         return  # it only forks the workers, which profile themselves; it lives past the run
-    start_child(carrier, config.get("role", "python subprocess"), config.get("parent", 0),
-                gpu=None)
+    # parent 0: a process of a command (run/command.py), whose parent heatline did not start.
+    start_child(carrier, config.get("role", "python subprocess"),
+                config.get("parent") or os.getppid(), gpu=None)
 
 
 def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None,

@@ -51,8 +51,14 @@ class Program:
 
 
 def find_script(script: str, args: list[str]) -> Program:
-    """What ``python script args...`` would run (sys.path[0] is set, as python sets it)."""
+    """What ``python script args...`` would run (sys.path[0] is set, as python sets it).
+    A name without a slash that is no file here is looked up on PATH, as a shell would run
+    it: a Python script found there (a console script, a ``#!...python`` script) runs as its
+    shebang's interpreter would run it, ``sys.argv[0]`` the path the shell would give it."""
     path = os.path.abspath(script)
+    if os.sep not in script and not os.path.lexists(path):
+        script = _python_command(script, path)
+        path = os.path.abspath(script)
     if os.path.isdir(path) or (not path.endswith(".py") and _is_zipfile(path)):
         # Like Python: a directory or zip archive runs its __main__ module, found through
         # sys.path[0] (the path as given, made absolute; not resolved through symlinks).
@@ -150,6 +156,85 @@ def set_path0(path0: str, *, always: bool = False) -> None:
         sys.path[0] = path0
     else:
         sys.path.insert(0, path0)
+
+
+def which(name: str) -> str | None:
+    """Where a shell finds the command ``name`` (no slash in it) on PATH: the first
+    directory's executable file of that name, joined as the shell joins it (an empty entry
+    is the current directory); None where there is none."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+# pip's launcher where the interpreter's path is too long for a shebang: "#!/bin/sh", then
+# this line, which execs the interpreter on the script.
+_SH_LAUNCHER = b"'''exec' "
+
+
+def python_interpreter(path: str) -> str | None:
+    """The interpreter a script's shebang names when it is a Python one (``#!/venv/bin/python``,
+    ``#!/usr/bin/env python3``, or pip's ``#!/bin/sh`` launcher for a long path, whose second
+    line execs python), else None (a shell script, a binary). A file named ``*.py`` without a
+    shebang counts as Python ("python")."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return None
+    lines = head.split(b"\n")
+    if not lines[0].startswith(b"#!"):
+        return "python" if path.endswith(".py") and b"\0" not in head else None
+    words = lines[0][2:].split()
+    if words and os.path.basename(words[0]) == b"env":  # env [-S] [NAME=VALUE...] python3
+        words = [word for word in words[1:] if not word.startswith(b"-") and b"=" not in word]
+    if (words and os.path.basename(words[0]) == b"sh" and len(lines) > 1
+            and lines[1].startswith(_SH_LAUNCHER)):
+        words = lines[1][len(_SH_LAUNCHER):].split()
+    if words and os.path.basename(words[0]).startswith(b"python"):
+        return os.fsdecode(words[0])
+    return None
+
+
+def _python_command(name: str, path: str) -> str:
+    """The path of the Python script the command ``name`` runs (``heatline NAME`` where NAME
+    is no file here), as the shell would find it on PATH; else a ProgramError: not found, or
+    not Python."""
+    found = which(name)
+    if found is None:
+        raise ProgramError(
+            f"can't open file '{path}': [Errno 2] No such file or directory, nor is '{name}' "
+            "a command on PATH", 2)
+    interpreter = python_interpreter(found)
+    if interpreter is None:
+        raise ProgramError(
+            f"'{name}' ({found}) is not a Python script; to profile the Python processes it "
+            f"starts, run: heatline -- {name}", 2)
+    own = other_interpreter(interpreter)
+    if own is not None:
+        sys.stderr.write(f"heatline: warning: {name}'s interpreter is {own}; it runs in "
+                         f"heatline's, {sys.executable} (heatline -- {name} runs it in its "
+                         "own)\n")
+        sys.stderr.flush()
+    return found
+
+
+def other_interpreter(interpreter: str) -> str | None:
+    """The interpreter a shebang names (a path, or a name looked up on PATH as env does), when
+    it is not this one: another file in another directory (another environment); None when
+    it is this one, or cannot be found."""
+    path = interpreter if os.sep in interpreter else which(interpreter)
+    if path is None or not sys.executable:
+        return None
+    try:
+        if os.path.samefile(path, sys.executable) or os.path.samefile(
+                os.path.dirname(os.path.abspath(path)), os.path.dirname(sys.executable)):
+            return None  # this interpreter, or another name of it in its environment
+    except OSError:
+        return None
+    return path
 
 
 def _compile_script(script: str, args: list[str], path: str) -> Program:

@@ -64,7 +64,19 @@ def _config(text):
         config = marshal.loads(bytes.fromhex(text))
     except (ValueError, EOFError, TypeError):
         return None
-    return config if isinstance(config, dict) else None
+    if not isinstance(config, dict):
+        return None
+    # A command's processes (run/command.py) get the variables whatever their interpreter:
+    # only a CPython of a version heatline's engine is built for, with the GIL, is profiled.
+    engines = config.get("engines")
+    if engines is not None and (
+        tuple(sys.version_info[:2]) not in [tuple(version) for version in engines]
+        or getattr(sys, "implementation", None) is None
+        or sys.implementation.name != "cpython"
+        or "t" in getattr(sys, "abiflags", "")
+    ):
+        return None
+    return config
 
 
 def _restore_pythonpath(hook_dir):
