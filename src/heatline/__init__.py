@@ -12,7 +12,8 @@ from inside a program (heatline/api.py)::
     @heatline.profile                       # each call of a function
     def work(): ...
 
-A profiled program may call :func:`pause` and :func:`resume` to profile only part of its run.
+A profiled program may call :func:`pause` and :func:`resume` to profile only part of its run,
+and :func:`step` at each iteration of its loop (a training step) to have each one timed.
 
 Importing this package is cheap on purpose: the API (heatline.api), the engine
 (``heatline._native``) and rich are only imported when they are used.
@@ -46,8 +47,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
 
     from heatline.api import HeatlineError, Profile, is_running, profile, start, stop
 __all__ = [
-    "__version__", "pause", "resume", "start", "stop", "profile", "Profile", "HeatlineError",
-    "is_running",
+    "__version__", "pause", "resume", "step", "start", "stop", "profile", "Profile",
+    "HeatlineError", "is_running", "region",
 ]
 
 # Imported from heatline.api on first use (PEP 562).
@@ -55,6 +56,10 @@ _API = frozenset({"start", "stop", "profile", "Profile", "HeatlineError", "is_ru
 
 
 def __getattr__(name: str) -> Any:
+    if name == "region":
+        from heatline.engine.labels import region
+
+        return region
     if name in _API:
         from heatline import api
 
@@ -84,3 +89,16 @@ def resume() -> None:
     session = sys.modules.get("heatline.engine.session")
     if session is not None:
         session.resume()
+
+
+def step() -> None:
+    """Mark the boundary between two steps of the program's loop (a training step): step N
+    runs from the Nth call to the (N+1)th. Each step's duration is in the profile (``steps``)
+    and the report, and ``--steps A:B`` profiles only steps A to B. Without any call, each
+    PyTorch ``Optimizer.step()`` marks one; once the program calls this, only its calls do.
+    Costs a clock read; does nothing when no profile is being taken. Steps are marked from one
+    thread (the first that marks one): calls from other threads are ignored, and the profile's
+    warnings say how many there were."""
+    session = sys.modules.get("heatline.engine.session")
+    if session is not None:
+        session.step()

@@ -374,6 +374,35 @@ class Leak(NamedTuple):
     growth_bytes_per_s: float
 
 
+_LABEL_TIMES = (("python_s", float), ("native_s", float), ("system_s", float),
+                ("cpu_wait_s", float))
+
+
+class RegionStats(NamedTuple("RegionStats", [("path", str), ("name", str), ("count", int),
+                                             ("wall_s", float), *_LABEL_TIMES])):
+    """A region (heatline.region, record_function, an NVTX range) by its path ("step/forward"):
+    entries, wall time, and the sampled split of its time, nested regions included."""
+
+    __slots__ = ()
+
+    @property
+    def sampled_s(self) -> float:
+        return self.python_s + self.native_s + self.system_s + self.cpu_wait_s
+
+
+class ModuleStats(NamedTuple("ModuleStats", [("path", str), ("class_name", str), ("root", str),
+                                             ("count", int), ("wall_s", float), ("self_s", float),
+                                             *_LABEL_TIMES])):
+    """A torch module instance by its path in its root module: forward calls, wall time (its
+    submodules included), self time (without them) and the sampled split."""
+
+    __slots__ = ()
+
+    @property
+    def sampled_s(self) -> float:
+        return self.python_s + self.native_s + self.system_s + self.cpu_wait_s
+
+
 class Profile:
     """A finished profile: ``data`` is the profile dict (docs/profile-format.md, the same as
     ``heatline -o prof.json`` writes); the methods render it and give its numbers."""
@@ -431,6 +460,14 @@ class Profile:
         at = self.data.get("peak_at")
         return None if not at else (at["file"], at["line"])
 
+    @property
+    def step_durations_s(self) -> list[float]:
+        """Each training step's wall time, in order (the profile's ``steps``: step N runs
+        from the Nth heatline.step() call, or else Optimizer.step(), to the next); empty when
+        the program marked fewer than two. ``data["steps"]`` has their statistics, what marked
+        them and the --steps window."""
+        return list((self.data.get("steps") or {}).get("durations_s", []))
+
     def lines(self) -> list[LineStats]:
         """Every line that took time or memory, by file then line number."""
         result = []
@@ -461,6 +498,18 @@ class Profile:
             if line.get("leak")
         ]
         return sorted(found, key=lambda leak: (-leak.growth_bytes, -leak.likelihood))
+
+    def regions(self) -> list[RegionStats]:
+        """The regions, the longest wall time first (empty when none was entered)."""
+        return [RegionStats(r["path"], r["name"], r["count"], r["wall_s"],
+                            *(r[k] for k, _ in _LABEL_TIMES))
+                for r in self.data.get("regions", [])]
+
+    def modules(self) -> list[ModuleStats]:
+        """The torch modules, the longest wall time first (empty without torch)."""
+        return [ModuleStats(m["path"], m["class"], m["root"], m["count"], m["wall_s"],
+                            m["self_s"], *(m[k] for k, _ in _LABEL_TIMES))
+                for m in self.data.get("modules", [])]
 
     def __repr__(self) -> str:
         if self._data is None:

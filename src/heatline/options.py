@@ -297,7 +297,33 @@ RUN_OPTIONS = (
         "start paused; the program calls heatline.resume() to start",
         session="paused",
     ),
+    Option(
+        ("--steps",),
+        "profile only training steps A to B (inclusive, counted from 1): step N runs from the "
+        "Nth heatline.step() call, or else PyTorch Optimizer.step(), to the next; profiling is "
+        "off before and after",
+        default=None,
+        metavar="A:B",
+        parse=lambda text: _step_window(text),
+        session="steps",
+    ),
 )
+
+
+def _step_window(text: str) -> tuple[int, int]:
+    """A:B (whole numbers, 1 <= A <= B) -> (A, B)."""
+    first, sep, last = text.partition(":")
+    try:
+        window = (int(first), int(last)) if sep else None
+    except ValueError:
+        window = None
+    if window is None:
+        raise _usage_error(f"must be A:B, two step numbers (e.g. 4:6), not {text!r}")
+    if window[0] < 1:
+        raise _usage_error(f"steps are counted from 1, not {text!r}")
+    if window[1] < window[0]:
+        raise _usage_error(f"the last step comes before the first in {text!r}")
+    return window
 
 
 def _address(text: str) -> tuple[str, int]:

@@ -297,6 +297,8 @@ def test_every_thread_of_a_multi_threaded_target_is_profiled(tmp_path):
     workers = [t for t in profile["threads"] if not t["main"]
                and _all_time(t) > 0.2 * window]
     assert len(workers) == 3, profile["threads"]
+    # by the names the program gave them, read in it while attached
+    assert sorted(t.get("name") for t in workers) == ["w0", "w1", "w2"]
     for thread in workers:
         charged = _all_time(thread)
         assert abs(charged - window) <= slack, (thread, window)

@@ -143,7 +143,8 @@ def test_idle_threads_leave_the_flame_graph_until_asked_for(run_heatline, progra
     data = page_data(profile)
     threads = {node[0]: node for node in data["flame"][2]}
     idle = {name for name, node in threads.items() if node[4]}
-    assert idle == {f"thread {native_id}" for native_id in truth["idle"]}, threads.keys()
+    assert idle == {f"{name} (thread {native_id})"
+                    for name, native_id in zip(truth["idle_names"], truth["idle"])}, threads.keys()
     [main] = [node for node in threads.values() if node[0].startswith("main thread")]
     assert not main[4]
     # Every frame knows its time's kinds: the busy loop's are running time (or, on a busy

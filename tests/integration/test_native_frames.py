@@ -22,6 +22,8 @@ import sys
 import pytest
 from _tools import require_perf_event
 
+from heatline.data.queries import thread_name
+
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 # native.c samples each thread SAMPLES_PER_INTERVAL times per mean sampling interval of CPU.
 SAMPLES_PER_INTERVAL = 4
@@ -129,9 +131,12 @@ def test_a_c_threads_functions_are_its_measured_shares(thread_burned):
     thread entry's (python: false, charged to no line), split among its native functions as
     they measured it."""
     truth, profile = thread_burned
-    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    index, entry = next((i, t) for i, t in enumerate(profile["threads"])
+                        if t["native_id"] == truth["tid"])
     assert entry["python"] is False and not entry["main"]
-    assert entry["name"] == f"native thread {truth['tid']} (libburn)"
+    # its name is the kernel's (it has no other); the reports add the library its time went to
+    assert entry["name"] == entry["comm"]
+    assert thread_name(profile, index) == f"{entry['comm']} (native thread {truth['tid']}, libburn)"
     assert entry["python_s"] == entry["native_s"] == entry["system_s"] == 0.0
     true_s = (truth["a_ns"] + truth["b_ns"]) / 1e9
     # Its clock is first read at the first tick after it started, last at the last tick before
@@ -198,13 +203,14 @@ def test_a_c_thread_is_in_the_terminal_and_html_reports(thread_burned):
     from heatline.renderers import html, terminal
 
     truth, profile = thread_burned
-    entry = next(t for t in profile["threads"] if t["native_id"] == truth["tid"])
+    index = next(i for i, t in enumerate(profile["threads"]) if t["native_id"] == truth["tid"])
+    label = thread_name(profile, index)
     text = terminal.render(profile).decode()
-    after = text[text.index(entry["name"] + ":"):]
+    after = text[text.index(label + ":"):]
     row = " ".join(after.split("\n\n", 1)[0].split())  # its row, wrapped to the width
     assert "in no line" in row and "burn_b (libburn)" in row and "burn_a (libburn)" in row, row
     rows = {r[0]: r for r in html.page_data(profile)["native"]}
-    assert [entry["name"], None] in [where[:2] for where in rows["burn_b"][3]]
+    assert [label, None] in [where[:2] for where in rows["burn_b"][3]]
 
 
 def test_no_native_shows_no_thread_without_a_thread_state(libraries, tmp_path, run_heatline):
@@ -284,7 +290,8 @@ def test_blas_pool_threads_show_the_gemm_kernel(tmp_path, run_heatline):
         pytest.skip("numpy's OpenBLAS started no thread (built single-threaded)")
     summed = {}
     for thread in pool:
-        assert "openblas" in thread["name"], thread["name"]
+        label = thread_name(profile, profile["threads"].index(thread))
+        assert "openblas" in label, label
         for f in thread["native_functions"]:
             summed[f["symbol"]] = summed.get(f["symbol"], 0) + f["seconds"]
     # The pool's threads wait for one another spinning in OpenBLAS's own thread routines

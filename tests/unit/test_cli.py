@@ -121,7 +121,8 @@ def test_a_run_imports_neither_typing_nor_shutil_nor_json_nor_re(tmp_path, mode)
 
 # A value each option accepts, by its metavar (a new metavar needs one here).
 PLAIN_SAMPLES = {"FILE": "out.json", "PATTERNS": "a.py,b", "SECONDS": "0.02", "BYTES": "1024",
-                 "PERCENT": "5", "N": "3", "FORMAT": "html", "HOST:PORT": "127.0.0.1:0"}
+                 "PERCENT": "5", "N": "3", "FORMAT": "html", "HOST:PORT": "127.0.0.1:0",
+                 "A:B": "4:6"}
 
 
 def _plain_command_lines():

@@ -115,7 +115,7 @@ def test_snapshot_memory_and_gpu_fields_carry_the_profiles_own_names():
     threads = snapshot["threads"]
     assert {_profile_name(key) for key in threads[0]} == {
         "native_id", "main", "python_s", "native_s", "system_s", "cpu_wait_s", "unattributed_s",
-        "cpu_s", "engine_wait_s",
+        "cpu_s", "engine_wait_s", "comm",
     }
     assert "sampling_interval_ns" in snapshot
     # on from start() to stop(): one period, a [start_ns, end_ns] list like a timeline's points

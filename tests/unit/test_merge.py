@@ -171,3 +171,20 @@ def test_a_malformed_combined_peak_is_refused():
     merged["combined_peak"]["lines"][0]["pid"] = "101"
     with pytest.raises(profile.ProfileError, match=r"combined_peak.lines\[0\].pid"):
         profile.validate(merged)
+
+
+def test_thread_names_stay_with_their_process():
+    """Each process's threads keep the names read in that process (a child's "loader" is not
+    the main process's), and every view tells them apart by their ids."""
+    from heatline.data.queries import thread_name
+
+    main = test_profile.build(test_profile.snapshot(thread_names=[[11, "MainThread"],
+                                                                  [12, "loader"]]))
+    child = test_profile.build(test_profile.snapshot(thread_names=[[12, "writer"]]))
+    merged = merge_processes((_info(100, 1, role="main"), main), [(_info(101, 100), child)])
+    assert [(t.get("pid"), t.get("name")) for t in merged["threads"]] == [
+        (None, "MainThread"), (None, "loader"), (101, None), (101, "writer")]
+    assert [thread_name(merged, i) for i in range(4)] == [
+        "main thread 11", "loader (thread 12)", "main thread 11", "writer (thread 12)"]
+    assert process_view(merged, 101) == child
+    profile.validate(copy.deepcopy(merged))

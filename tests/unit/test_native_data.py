@@ -2,6 +2,7 @@
 data/merge.py and the terminal report), from synthetic engine snapshots."""
 
 from heatline.data import native as native_report
+from heatline.data.queries import thread_name
 from heatline.renderers import terminal
 
 from test_profile import MS, build, snapshot
@@ -138,12 +139,14 @@ def test_a_thread_without_a_thread_state_is_a_thread_of_its_own_in_no_line():
     profile = build(snap)
     pythons = len(plain["threads"])
     blas, other = profile["threads"][pythons:]
-    assert blas["name"] == "native thread 501 (libopenblas)" and blas["python"] is False
+    assert blas["name"] == blas["comm"] == "python" and blas["python"] is False
+    # the reports call it after the library its named time mostly went to
+    assert thread_name(profile, pythons) == "python (native thread 501, libopenblas)"
     assert blas["cpu_s"] == blas["unattributed_s"] == 0.009
     assert blas["native_functions"] == [
         {"symbol": "dgemm_kernel", "library": LIB, "seconds": 0.006},
         {"symbol": "blas_thread_server", "library": LIB, "seconds": 0.002}]
-    assert other["name"] == "native thread 777 (libc)"
+    assert thread_name(profile, pythons + 1) == "python (native thread 777, libc)"
     # in no line: the lines' totals are the Python threads' alone; the thread time is unattributed
     assert profile["totals"]["attributed_s"] == plain["totals"]["attributed_s"]
     assert profile["totals"]["unattributed_s"] == round(plain["totals"]["unattributed_s"]

@@ -35,6 +35,9 @@ TABLES = {
     model.Stacks: [("`stacks`", 0)],
     model.ElidedFrame: [("`stacks`", 1)],
     model.ProcessRecord: [("Child processes: `processes`, `process_profiles`", 1)],
+    model.Region: [("`regions`", 0)],
+    model.Module: [("`modules`", 0)],
+    model.Steps: [("`steps`", 0)],
 }
 # A row naming a group of fields instead of keys (the function table's "GPU fields").
 GROUPS = {"GPU fields": model.GpuFields, "memory fields": model.MemoryFields}
@@ -55,6 +58,7 @@ PROSE = {
     model.NativeFrame: "**Native frames.**",
     model.FunctionFrame: "`frames`",
     model.StackEntry: "`entries`",
+    model.RegionLine: "`top_lines`",
 }
 # A key set the types share (checked with them), and the "off" halves of memory and gpu
 # (`{"enabled": false}`, checked by the validator's own test).

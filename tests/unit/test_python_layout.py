@@ -13,7 +13,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "heatline"
 
 # From the bottom up: a module may import its own layer and the layers below it.
 LAYERS = (
-    ("heatline._version", "heatline.options", "heatline.units"),
+    # torch_watch imports nothing of heatline's: the session, below the integrations, uses it
+    ("heatline._version", "heatline.options", "heatline.units",
+     "heatline.integrations.torch_watch"),
     ("heatline.data",),  # the profile format
     ("heatline.engine",),  # the engine adapter
     ("heatline.api", "heatline.renderers", "heatline.serve"),

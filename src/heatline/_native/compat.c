@@ -217,6 +217,36 @@ void *hl_compat_on_fresh_stack(void *(*run)(void *), void *context) {
     return result;
 }
 
+void hl_compat_enter_tracing(void) {
+    PyThreadState *tstate = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_EnterTracing(tstate);
+#else
+    /* What 3.11's PyThreadState_EnterTracing does (and 3.9/3.10 around a trace function). */
+    tstate->tracing++;
+#if PY_VERSION_HEX >= 0x030A0000
+    tstate->cframe->use_tracing = 0;
+#else
+    tstate->use_tracing = 0;
+#endif
+#endif
+}
+
+void hl_compat_leave_tracing(void) {
+    PyThreadState *tstate = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_LeaveTracing(tstate);
+#else
+    int use_tracing = tstate->c_tracefunc != NULL || tstate->c_profilefunc != NULL;
+    tstate->tracing--;
+#if PY_VERSION_HEX >= 0x030A0000
+    tstate->cframe->use_tracing = use_tracing;
+#else
+    tstate->use_tracing = use_tracing;
+#endif
+#endif
+}
+
 void hl_compat_notice_pending_calls(void) {
 #if PY_VERSION_HEX < 0x030D0000
     /* Before 3.13, Py_AddPendingCall computes the eval breaker for the calling thread, which

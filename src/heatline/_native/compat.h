@@ -229,6 +229,13 @@ int hl_compat_python_depth(void);
  * whole recursion limit to use. Both are put back when it returns; returns what it returned. */
 void *hl_compat_on_fresh_stack(void *(*run)(void *), void *context);
 
+/* With the GIL, around Python code heatline runs in one of the program's threads (a pending
+ * call): the program's trace and profile functions (sys.settrace, sys.setprofile, and from 3.12
+ * sys.monitoring's tools) do not see it, as while CPython runs a trace function. They nest
+ * as CPython's own do; each enter needs its leave. */
+void hl_compat_enter_tracing(void);
+void hl_compat_leave_tracing(void);
+
 /* The sampler thread, after Py_AddPendingCall: make the main thread notice its pending calls
  * soon (3.9-3.12 need a nudge; see compat.c). */
 void hl_compat_notice_pending_calls(void);

@@ -68,12 +68,14 @@ static PyObject *thread_item(size_t i, const void *unused) {
     const hl_thread_stat *t = &stat;
     hl_engine_thread_stat_locked(i, &stat);
     return Py_BuildValue(
-        "{s:l,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
-        t->main ? Py_True : Py_False, "python_ns", (unsigned long long)t->ns[HL_PYTHON],
-        "native_ns", (unsigned long long)t->ns[HL_NATIVE], "system_ns",
-        (unsigned long long)t->ns[HL_SYSTEM], "cpu_wait_ns", (unsigned long long)t->ns[HL_CPU_WAIT],
-        "unattributed_ns", (unsigned long long)t->unattributed_ns, "cpu_ns",
-        (unsigned long long)t->cpu_ns, "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
+        "{s:l,s:O,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "native_id", t->native_id, "main",
+        t->main ? Py_True : Py_False, "comm",
+        PyUnicode_DecodeUTF8(t->comm, (Py_ssize_t)strlen(t->comm), "replace"), "python_ns",
+        (unsigned long long)t->ns[HL_PYTHON], "native_ns", (unsigned long long)t->ns[HL_NATIVE],
+        "system_ns", (unsigned long long)t->ns[HL_SYSTEM], "cpu_wait_ns",
+        (unsigned long long)t->ns[HL_CPU_WAIT], "unattributed_ns",
+        (unsigned long long)t->unattributed_ns, "cpu_ns", (unsigned long long)t->cpu_ns,
+        "engine_wait_ns", (unsigned long long)t->engine_wait_ns);
 }
 
 static PyObject *stack_item(size_t i, const void *stats) {
@@ -386,6 +388,55 @@ PyObject *hl_convert_snapshot_locked(const hl_snapshot *view) {
         (unsigned long long)view->woken_ns, "other_loop_wait_ns",
         (unsigned long long)view->other_loop_wait_ns, "cpu_wait", "error", view->schedstat_error,
         "tid", view->schedstat_tid, "native", native_dict(s, &view->native));
+}
+
+/* ---- labels (labels.h) --------------------------------------------------------------------- */
+
+static PyObject *label_node_item(size_t i, const void *nodes) {
+    const hl_label_node *n = &((const hl_label_node *)nodes)[i];
+    uint32_t name = n->name & ~HL_LABEL_SLICED;
+    PyObject *parent;
+    if (n->parent == HL_NO_LABEL) {
+        Py_INCREF(Py_None);
+        parent = Py_None;
+    } else {
+        parent = PyLong_FromUnsignedLong(n->parent);
+    }
+    return Py_BuildValue("(NIKKK)", parent, name, (unsigned long long)n->count,
+                         (unsigned long long)n->wall_ns, (unsigned long long)n->slices_dropped);
+}
+
+static PyObject *label_charge_item(size_t i, const void *charges) {
+    const hl_label_charge *c = &((const hl_label_charge *)charges)[i];
+    return Py_BuildValue("(KKKK)", (unsigned long long)c->ns[HL_PYTHON],
+                         (unsigned long long)c->ns[HL_NATIVE], (unsigned long long)c->ns[HL_SYSTEM],
+                         (unsigned long long)c->ns[HL_CPU_WAIT]);
+}
+
+static PyObject *label_line_item(size_t i, const void *view) {
+    const hl_labels_view *v = view;
+    const hl_label_line *l = &v->lines[i];
+    if (l->line >= v->stats->nlines)
+        return Py_BuildValue("(IOOK)", l->node, Py_None, Py_None, 0ULL);
+    const hl_line_stat *line = &v->stats->lines[l->line];
+    return Py_BuildValue("(IIiK)", l->node, line->file, line->line, (unsigned long long)l->ns);
+}
+
+static PyObject *label_slice_item(size_t i, const void *slices) {
+    const hl_label_slice *s = &((const hl_label_slice *)slices)[i];
+    return Py_BuildValue("(IlKK)", s->node, s->tid, (unsigned long long)s->start_ns,
+                         (unsigned long long)s->end_ns);
+}
+
+PyObject *hl_convert_labels_locked(const hl_labels_view *view) {
+    HL_ASSERT_ENGINE_LOCKED();
+    return Py_BuildValue("{s:N,s:n,s:N,s:N,s:N,s:K}", "nodes",
+                         list_of(view->nnodes, label_node_item, view->nodes), "open",
+                         (Py_ssize_t)view->open, "charges",
+                         list_of(view->ncharges, label_charge_item, view->charges), "lines",
+                         list_of(view->nlines, label_line_item, view), "slices",
+                         list_of(view->nslices, label_slice_item, view->slices), "origin_ns",
+                         (unsigned long long)view->origin_ns);
 }
 
 /* ---- the test hooks' stack ----------------------------------------------------------------- */

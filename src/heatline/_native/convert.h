@@ -15,6 +15,13 @@
 /* The snapshot dict: a new reference, or NULL with an exception set. */
 PyObject *hl_convert_snapshot_locked(const hl_snapshot *view);
 
+/* The labels' results (hl_engine_labels_begin) as the dict engine/labels.py reads:
+ * {"nodes": [(parent or None, name id, count, wall ns, slices dropped)], "open": entries open,
+ *  "charges": [(python, native, system, cpu_wait ns)] indexed by node,
+ *  "lines": [(node, file id, line, ns)], "slices": [(node, thread id, start ns, end ns)],
+ *  "origin_ns" (the session's start)}: a new reference, or NULL with an exception set. */
+PyObject *hl_convert_labels_locked(const hl_labels_view *view);
+
 /* frames[0..depth) (innermost first, from hl_engine_walk_locked) as a list of (filename, qualname,
  * line, user) tuples: a new reference, or NULL with an exception set. */
 PyObject *hl_convert_stack_locked(const hl_snapshot *view, const hl_frame *frames, int depth);

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include "detach.h"
 #include "exitstatus.h"
 #include "memread.h"
+#include "newthreads.h"
 #include "periodic.h"
 #include "sampler.h"
 #include "sigterm.h"
@@ -48,9 +50,9 @@ static hl_engine hl_the_engine = {
     .lock = HL_LOCK_INITIALIZER,
 };
 
-static const hl_engine_part *const parts[] = {&hl_memory_part,    &hl_gpu_part,
-                                              &hl_control_part,   &hl_periodic_part,
-                                              &hl_asyncwait_part, &hl_detach_part};
+static const hl_engine_part *const parts[] = {
+    &hl_memory_part,    &hl_gpu_part,    &hl_control_part,   &hl_periodic_part,
+    &hl_asyncwait_part, &hl_detach_part, &hl_newthreads_part};
 #define NPARTS (sizeof(parts) / sizeof(*parts))
 
 /* ---- marking threads inside the engine ------------------------------------------------------ */
@@ -162,6 +164,11 @@ void hl_engine_wait_until_gone(int tid) {
     hl_sampler_wait_until_gone(tid);
 }
 
+size_t hl_engine_threads_seen_locked(void) {
+    HL_ASSERT_ENGINE_LOCKED();
+    return hl_the_engine.sampler.nthreads;
+}
+
 hl_stats *hl_engine_stats_locked(void) {
     HL_ASSERT_ENGINE_LOCKED();
     return &hl_the_engine.stats;
@@ -267,6 +274,7 @@ static void reset_results_locked(hl_engine *e) {
     for (size_t i = 0; i < NPARTS; i++) /* their results refer to lines in the tables */
         if (parts[i]->reset) parts[i]->reset();
     hl_native_reset();
+    hl_labels_clear_charges(); /* their lines are ids in the tables cleared next */
     hl_stats_clear(&e->stats);
 }
 
@@ -294,6 +302,7 @@ int hl_engine_start(hl_config *config) {
     err = hl_memread_init();
     if (err != 0) goto fail_locked;
     reset_results_locked(e);
+    hl_labels_reset_counts(hl_now_ns()); /* the labels' counts and walls are this session's */
     hl_compat_init(&s->walker.layout);
     s->walker.scope = config->scope;
     memset(&config->scope, 0, sizeof(config->scope));
@@ -456,6 +465,10 @@ void hl_engine_set_periodic(uint64_t write_interval_ns, PyObject *callback) {
     hl_periodic_set(write_interval_ns, callback);
 }
 
+void hl_engine_on_new_threads(PyObject *callback) {
+    hl_newthreads_set(callback);
+}
+
 int hl_engine_watch_detach(const char *stop_path, const char *request_path, PyObject *callback) {
     return hl_detach_watch(stop_path, request_path, callback);
 }
@@ -523,6 +536,7 @@ void hl_engine_thread_stat_locked(size_t index, hl_thread_stat *out) {
     const hl_thread *t = &hl_the_engine.sampler.threads[index];
     out->native_id = t->native_id;
     out->main = t->main;
+    memcpy(out->comm, t->comm, sizeof(out->comm));
     memcpy(out->ns, t->ns, sizeof(out->ns));
     out->unattributed_ns = t->unattributed_ns;
     out->cpu_ns = t->cpu_ns;
@@ -539,6 +553,37 @@ int hl_engine_was_paused(void) {
 
 void hl_engine_snapshot_end(void) {
     hl_engine_unlock();
+}
+
+/* ---- labels (labels.h) ------------------------------------------------------------------- */
+
+uint64_t hl_engine_label_push(uint32_t name) {
+    return hl_labels_push(name, hl_now_ns());
+}
+
+int hl_engine_label_pop(uint64_t token) {
+    return hl_labels_pop(token, hl_now_ns());
+}
+
+uint32_t hl_engine_label_current(void) {
+    return hl_labels_current();
+}
+
+void hl_engine_labels_begin(hl_labels_view *view) {
+    view->nodes = hl_labels_nodes(hl_now_ns(), &view->nnodes, &view->open);
+    view->slices = hl_labels_slices(&view->nslices, &view->origin_ns);
+    hl_engine_lock();
+    view->charges = hl_labels_charges(&view->ncharges);
+    view->lines = hl_labels_lines(&view->nlines);
+    view->stats = &hl_the_engine.stats;
+}
+
+void hl_engine_labels_end(hl_labels_view *view) {
+    hl_engine_unlock();
+    free(view->nodes);
+    view->nodes = NULL;
+    free(view->slices);
+    view->slices = NULL;
 }
 
 int hl_engine_line_of(uintptr_t code, int offset, int *line) {

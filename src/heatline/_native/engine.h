@@ -32,6 +32,7 @@
 #include "frames.h"
 #include "gpu.h"    /* the GPU part's results, in the snapshot */
 #include "inject.h" /* heatline attach's way in */
+#include "labels.h" /* regions and modules */
 #include "memory.h" /* the memory part's results, likewise */
 #include "native.h" /* native frames' results, likewise */
 #include "remote.h" /* heatline dump's results */
@@ -67,6 +68,9 @@ void hl_engine_pause(int paused);
  * in the main thread, the engine paused meanwhile (periodic.h). */
 struct _object; /* PyObject, as in periodic.h */
 void hl_engine_set_periodic(uint64_t write_interval_ns, struct _object *callback);
+/* With the GIL: call callback() in the main thread after a tick that saw new threads
+ * (newthreads.h); None: never. */
+void hl_engine_on_new_threads(struct _object *callback);
 
 /* heatline attach: with the GIL, while running: callback() is called on a short-lived thread
  * of the engine's once stop_path exists or request_path does not (detach.h). 0 or -errno. */
@@ -111,6 +115,7 @@ void hl_engine_resume_after_fork(void);
 typedef struct hl_thread_stat {
     long native_id;
     int main;
+    char comm[16]; /* the kernel's name for it when first seen ("": unread) */
     uint64_t ns[HL_NCATEGORIES]; /* attributed to user lines */
     uint64_t unattributed_ns;
     uint64_t cpu_ns;
@@ -149,6 +154,34 @@ size_t hl_engine_profiled_periods(uint64_t (*periods)[2], size_t capacity, uint6
 /* Whether profiling was off at any moment (control.h, hl_control_was_paused). */
 int hl_engine_was_paused(void);
 void hl_engine_snapshot_end(void);
+
+/* ---- labels: regions and modules (labels.h) ------------------------------------------------- */
+
+/* With the GIL held, on the program's thread: enter label `name` (the shell's id of a kind and
+ * a name, HL_LABEL_SLICED or'ed in to keep its spans) and get the token that closes that entry (0: not recorded), or close it (1 when it
+ * was open). Lock-free of the engine lock; a session need not be on. */
+uint64_t hl_engine_label_push(uint32_t name);
+int hl_engine_label_pop(uint64_t token);
+/* The calling thread's innermost open node, or HL_NO_LABEL. */
+uint32_t hl_engine_label_current(void);
+
+/* The labels' results: the nodes (a copy, with the open entries' time so far in their wall),
+ * and what the sampler charged to them. Begin takes the engine lock (the GIL held); end
+ * releases it and frees the copy. */
+typedef struct hl_labels_view {
+    hl_label_node *nodes;
+    size_t nnodes, open;
+    const hl_label_charge *charges;
+    size_t ncharges;
+    const hl_label_line *lines;
+    size_t nlines;
+    const hl_stats *stats; /* what the lines' ids name */
+    hl_label_slice *slices; /* a copy */
+    size_t nslices;
+    uint64_t origin_ns;
+} hl_labels_view;
+void hl_engine_labels_begin(hl_labels_view *view);
+void hl_engine_labels_end(hl_labels_view *view);
 
 /* Test hooks, with the GIL held: what the engine's own walker reads. Both return -EBUSY while
  * a session is on (the walker is then the sampler's), -EFAULT if the code object or the stack

@@ -71,6 +71,7 @@ extern const hl_engine_part hl_control_part; /* control.c: heatline ctl, the on/
 extern const hl_engine_part hl_periodic_part; /* periodic.c (--write-interval) */
 extern const hl_engine_part hl_asyncwait_part; /* asyncwait.c: event loop waits to awaits */
 extern const hl_engine_part hl_detach_part;    /* detach.c: heatline attach's stop */
+extern const hl_engine_part hl_newthreads_part; /* newthreads.c: new threads' names */
 
 /* ---- what the parts may call ---------------------------------------------------------------- */
 
@@ -113,6 +114,10 @@ void hl_engine_set_paused(int paused);
  * from then on is charged (a tick that had read the flag before could otherwise charge the
  * code that follows pause()). Do not call with the engine lock held. */
 void hl_engine_wait_for_tick(void);
+
+/* How many threads with a Python thread state the sampler has seen so far (it only grows while
+ * the session runs). Lock held. */
+size_t hl_engine_threads_seen_locked(void);
 
 /* The engine's tables (lock held). */
 hl_stats *hl_engine_stats_locked(void);

@@ -273,6 +273,20 @@ static PyObject *native_set_periodic(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(on_new_threads_doc,
+             "_on_new_threads($module, callback, /)\n--\n\n"
+             "Call callback() in the main thread after a tick that saw threads not seen before,\n"
+             "and after the next while it returns true (None: never). Cleared by stop().");
+static PyObject *native_on_new_threads(PyObject *module, PyObject *callback) {
+    (void)module;
+    if (callback != Py_None && !PyCallable_Check(callback)) {
+        PyErr_SetString(PyExc_ValueError, "callback must be callable or None");
+        return NULL;
+    }
+    hl_engine_on_new_threads(callback);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(
     watch_detach_doc,
     "_watch_detach($module, stop_path, request_path, callback, /)\n--\n\n"
@@ -337,6 +351,54 @@ static PyObject *native_is_running(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     return PyBool_FromLong(hl_engine_running());
+}
+
+/* ---- labels: regions and modules (labels.h) ----------------------------------------------- */
+
+PyDoc_STRVAR(label_push_doc,
+             "label_push($module, name, /)\n--\n\n"
+             "Enters label `name` (an int id) on the calling thread; returns the token that\n"
+             "closes it (0: not recorded). See docs/engine-api.md.");
+static PyObject *native_label_push(PyObject *module, PyObject *name) {
+    (void)module;
+    unsigned long id = PyLong_AsUnsignedLong(name);
+    if (id == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    if (id > UINT32_MAX || (id & ~(unsigned long)HL_LABEL_SLICED) >= HL_LABEL_SLICED - 1) {
+        PyErr_SetString(PyExc_OverflowError, "label id out of range");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(hl_engine_label_push((uint32_t)id));
+}
+
+PyDoc_STRVAR(label_pop_doc, "label_pop($module, token, /)\n--\n\n"
+                            "Closes the calling thread's entry `token`; whether it was open.");
+static PyObject *native_label_pop(PyObject *module, PyObject *token) {
+    (void)module;
+    unsigned long long value = PyLong_AsUnsignedLongLong(token);
+    if (value == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    return PyBool_FromLong(hl_engine_label_pop(value));
+}
+
+PyDoc_STRVAR(label_current_doc, "label_current($module, /)\n--\n\n"
+                                "The calling thread's innermost open node, or None.");
+static PyObject *native_label_current(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    uint32_t node = hl_engine_label_current();
+    if (node == HL_NO_LABEL) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLong(node);
+}
+
+PyDoc_STRVAR(labels_doc, "labels($module, /)\n--\n\n"
+                         "The labels' nodes and what was charged to them (docs/engine-api.md).");
+static PyObject *native_labels(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    hl_labels_view view;
+    hl_engine_labels_begin(&view);
+    PyObject *result = hl_convert_labels_locked(&view);
+    hl_engine_labels_end(&view);
+    return result;
 }
 
 PyDoc_STRVAR(
@@ -695,6 +757,7 @@ static PyMethodDef native_methods[] = {
     {"resume", native_resume, METH_NOARGS, resume_doc},
     {"is_running", native_is_running, METH_NOARGS, is_running_doc},
     {"_set_periodic", native_set_periodic, METH_VARARGS, set_periodic_doc},
+    {"_on_new_threads", native_on_new_threads, METH_O, on_new_threads_doc},
     {"_watch_detach", native_watch_detach, METH_VARARGS, watch_detach_doc},
     {"_suspend_for_fork", native_suspend_for_fork, METH_NOARGS, suspend_doc},
     {"_chain_sigterm", native_chain_sigterm, METH_NOARGS, chain_sigterm_doc},
@@ -705,6 +768,10 @@ static PyMethodDef native_methods[] = {
     {"_resume_after_fork", native_resume_after_fork, METH_NOARGS, resume_after_fork_doc},
     {"_release_after_fork", native_release_after_fork, METH_NOARGS, release_after_fork_doc},
     {"snapshot", native_snapshot, METH_NOARGS, snapshot_doc},
+    {"label_push", native_label_push, METH_O, label_push_doc},
+    {"label_pop", native_label_pop, METH_O, label_pop_doc},
+    {"label_current", native_label_current, METH_NOARGS, label_current_doc},
+    {"labels", native_labels, METH_NOARGS, labels_doc},
     {"dump", native_dump, METH_VARARGS, dump_doc},
     {"remote_open", native_remote_open, METH_VARARGS, remote_open_doc},
     {"remote_sample", native_remote_sample, METH_O, remote_sample_doc},

@@ -521,7 +521,7 @@ static int cpu_clock_ns(long tid, uint64_t *ns) {
     return 0;
 }
 
-static void read_comm(long tid, char *comm, size_t size) {
+void hl_thread_comm(long tid, char *comm, size_t size) {
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", tid);
     comm[0] = '\0';
@@ -550,7 +550,7 @@ static size_t other_of(long tid) {
     hl_native_other *o = &N.others[N.nothers];
     memset(o, 0, sizeof(*o));
     o->tid = tid;
-    read_comm(tid, o->comm, sizeof(o->comm));
+    hl_thread_comm(tid, o->comm, sizeof(o->comm));
     other_thread *state = &N.other_state[N.nothers];
     hl_native_thread_init(&state->event);
     state->last_cpu_ns = cpu;

@@ -42,6 +42,10 @@ void hl_native_configure(int enabled, uint64_t sampling_interval_ns);
  * no event is opened (its descriptor would live in the program's table between ticks). */
 void hl_native_set_private_table(int own);
 
+/* The kernel's name for thread tid (/proc/self/task/TID/comm, at most 15 bytes) into comm
+ * ("" when it cannot be read: the thread is gone). Any thread. */
+void hl_thread_comm(long tid, char *comm, size_t size);
+
 /* A registry entry made (the sampler's thread registry): no event yet. */
 void hl_native_thread_init(hl_native_thread *t);
 

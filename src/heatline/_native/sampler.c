@@ -66,6 +66,7 @@
 
 #include "array.h"
 #include "clock.h"
+#include "labels.h"
 #include "memread.h"
 
 #define MAX_THREADS_SCANNED 4096
@@ -165,6 +166,7 @@ static void forget_unrun(hl_thread *t) {
     memset(t->unrun_ns, 0, sizeof(t->unrun_ns));
     t->unrun_cell = -1;
     t->unrun_stack = HL_NO_STACK;
+    t->unrun_label = HL_NO_LABEL;
 }
 
 /* Reads the thread's run-queue wait; returns what it grew by since the previous read. */
@@ -207,6 +209,7 @@ static void settle_wait(hl_sampler *e, hl_thread *t, uint64_t grew) {
             hl_stats_move_cell(e->stats, (uint32_t)t->unrun_cell, from, HL_CPU_WAIT, wanted);
         if (t->unrun_stack != HL_NO_STACK)
             hl_stats_move_stack(e->stats, t->unrun_stack, from, HL_CPU_WAIT, moved);
+        hl_labels_move(t->unrun_label, from, HL_CPU_WAIT, moved);
         t->ns[from] -= moved;
         t->ns[HL_CPU_WAIT] += moved;
         grew -= moved;
@@ -302,6 +305,9 @@ static int add_thread(hl_sampler *e, uintptr_t tstate, long native_id) {
     memset(t, 0, sizeof(*t));
     t->tstate = tstate;
     t->native_id = native_id;
+    /* Read now: a thread may end before the profile is built (its Python name, where it has
+     * one, is read by the shell: newthreads.h). */
+    hl_thread_comm(native_id, t->comm, sizeof(t->comm));
     t->clock = thread_clock(native_id);
     t->main = native_id == e->main_native_id;
     t->alive = 1;
@@ -586,12 +592,17 @@ static void remember_stack(hl_thread *t, const hl_sampled_stack *stack, int dept
  * stack, or the thread's unattributed time. */
 static void charge_cpu_wait(hl_sampler *e, hl_thread *t, uint32_t thread_index,
                             const hl_frame *target, int complete, const uint64_t *keys,
-                            uint32_t length, uint64_t ns) {
+                            uint32_t length, uint64_t ns, uint32_t label) {
     if (target == NULL && complete) {
         t->unattributed_ns += ns;
+        hl_labels_charge(label, HL_CPU_WAIT, ns, HL_NO_LINE);
     } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
                                                       target->function, HL_CPU_WAIT, ns) == 0) {
         t->ns[HL_CPU_WAIT] += ns;
+        if (label != HL_NO_LABEL) {
+            int64_t line = hl_stats_line(e->stats, target->file, target->line, target->function);
+            hl_labels_charge(label, HL_CPU_WAIT, ns, line >= 0 ? (uint32_t)line : HL_NO_LINE);
+        }
     } else {
         e->lost_ns += ns; /* in no line: in no stack either */
         return;
@@ -669,6 +680,8 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     else if ((flags & HL_OP_SWITCH_CONTENDED) && gil_holder != 0) category = HL_PYTHON; /* to it */
     else category = HL_NATIVE; /* an operator running C code that released the GIL */
     t->was_waiting = category == HL_SYSTEM;
+    /* The innermost region or module open on the thread (labels.h) gets this sample too. */
+    uint32_t label = hl_labels_innermost(t->native_id, &t->label_slot);
 
     /* The line charged: the innermost user frame, wherever it is on the stack (the walk finds
      * it among elided frames too). Where the stack could not be read to a user frame, the
@@ -695,6 +708,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
         hold_loop_wait(e, t, thread_index, keys, length, length - (uint32_t)at, target, dt) == 0) {
         t->cpu_wait_due_ns -= t->cpu_wait_due_ns < dt ? t->cpu_wait_due_ns : dt;
         t->ns[category] += dt;
+        hl_labels_charge(label, category, dt, HL_NO_LINE);
         hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, dt);
         return;
     }
@@ -703,7 +717,7 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     uint64_t wait = t->cpu_wait_due_ns < dt ? t->cpu_wait_due_ns : dt;
     if (wait != 0) {
         t->cpu_wait_due_ns -= wait;
-        charge_cpu_wait(e, t, thread_index, target, complete, keys, length, wait);
+        charge_cpu_wait(e, t, thread_index, target, complete, keys, length, wait, label);
         dt -= wait;
         if (dt == 0) {
             hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, 0);
@@ -715,11 +729,13 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
     int64_t line_id = -1;
     if (target == NULL && complete) {
         t->unattributed_ns += dt;
+        hl_labels_charge(label, category, dt, HL_NO_LINE);
     } else if (target != NULL && hl_stats_charge_line(e->stats, target->file, target->line,
                                                       target->function, category, dt) == 0) {
         t->ns[category] += dt;
         /* the line's id, for the native functions under it (the cell above made it) */
         line_id = hl_stats_line(e->stats, target->file, target->line, target->function);
+        hl_labels_charge(label, category, dt, line_id >= 0 ? (uint32_t)line_id : HL_NO_LINE);
     } else {
         hl_native_thread_tick(&t->native, t->native_id, HL_NO_LINE, HL_NO_STACK, 0);
         e->lost_ns += dt; /* in no line: in no stack either */
@@ -740,10 +756,11 @@ static void sample_thread(hl_sampler *e, hl_thread *t, uint32_t thread_index, ui
      * when it runs again, and then moved out of this charge (settle_wait). */
     if (idle && line_id >= 0) {
         int64_t cell = hl_stats_cell(e->stats, target->file, target->line, target->function);
-        if (cell != t->unrun_cell || stack_id != t->unrun_stack) {
+        if (cell != t->unrun_cell || stack_id != t->unrun_stack || label != t->unrun_label) {
             forget_unrun(t);
             t->unrun_cell = cell;
             t->unrun_stack = stack_id;
+            t->unrun_label = label;
         }
         t->unrun_ns[category] += dt;
     }

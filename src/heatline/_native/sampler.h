@@ -26,6 +26,7 @@
 typedef struct hl_thread {
     uintptr_t tstate;   /* its PyThreadState (only compared and read via hl_memread) */
     long native_id;     /* the kernel's thread id */
+    char comm[16];      /* the kernel's name for it when first seen ("": unread) */
     clockid_t clock;    /* its CPU-time clock */
     int main;
     int alive;          /* present in the interpreter's thread list at the latest scan */
@@ -52,6 +53,8 @@ typedef struct hl_thread {
     uint64_t unrun_ns[HL_NCATEGORIES];
     int64_t unrun_cell; /* -1: none */
     uint32_t unrun_stack;
+    uint32_t unrun_label; /* the label (labels.h) those samples charged too */
+    uint32_t label_slot; /* where its label stack was found (hl_labels_innermost's hint) */
     /* Its latest complete stack, read after its CPU clock stood at last_cpu_ns: while the clock
      * stands still the thread has not run, so its stack is this one (sampler.c, "An idle
      * thread's stack"). memo holds memo_capacity frames; memo_valid 0: none to reuse. */

@@ -107,6 +107,8 @@ def build_profile(
     (release_inherited). ``dynamic_sources``: the files where code cloudpickle rebuilt
     (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code)."""
     from heatline.data import gpu as gpu_report
+    from heatline.data.labels import regions_and_modules
+    from heatline.data import steps as step_report
 
     cpu_count = cpu_count or os.cpu_count() or 1
     idle_ns = None if fork_stack is None else release_inherited(snapshot, fork_stack)
@@ -119,22 +121,25 @@ def build_profile(
     threads, unattributed_ns, other_threads = _threads(snapshot)
     interval_ns = snapshot.get("sampling_interval_ns") or sampling_interval_s * 1e9
     stack_table = _stacks(snapshot, snapshot["files"], snapshot["functions"], other_threads)
+    steps, step_warnings = step_report.from_record(snapshot.get("steps"))
     profile = {
         **_run_fields(snapshot, program=program, argv=argv, started_at=started_at,
                       elapsed_s=elapsed_s, cpu_s=cpu_s, interval_ns=interval_ns,
                       steal_s=steal_s, cpu_count=cpu_count),
         **_profiled_periods(snapshot),
+        **steps,
         **_asyncio_summary(snapshot),
         **({} if idle_ns is None else {"idle_s": _seconds(idle_ns)}),
         "totals": _totals(charges, attributed_ns, unattributed_ns),
         "threads": threads,
         "files": _files(charges, attributed_ns, elapsed_s, read_lines),
         "stacks": stack_table,
+        **regions_and_modules(snapshot),
         **_memory_summary(memory, snapshot["files"]),
         "warnings": _all_warnings(snapshot, memory, stack_table, attributed_ns=attributed_ns,
                                   unattributed_ns=unattributed_ns, interval_ns=interval_ns,
                                   steal_s=steal_s, elapsed_s=elapsed_s, cpu_count=cpu_count)
-        + dynamic_warnings,
+        + dynamic_warnings + step_warnings,
     }
     return with_summary(gpu_report.with_gpu(profile, snapshot, read_lines))
 
@@ -536,14 +541,33 @@ def _threads(snapshot: dict[str, Any]
             other["thread_index"] = at
             records[at]["unattributed_ns"] += other["cpu_ns"]
             records[at]["cpu_ns"] += other["cpu_ns"]
-    threads = [{**in_seconds(t), "main": bool(t["main"])} for t in records]
+    # The names the shell read while the threads lived (engine/threadnames.py).
+    names = {tid: name for tid, name in snapshot.get("thread_names", ())}
+    threads = [_named({**in_seconds(t), "main": bool(t["main"])}, names) for t in records]
     for other in listed:
         record = {k: v for k, v in other.items()
                   if k not in ("functions", "unnamed_ns", "thread_index")}
+        record["name"] = names.get(record["native_id"]) or record["name"]  # the last read
+        if not record["name"]:
+            del record["name"]
         threads.append({**in_seconds(record), "native_functions":
                         native_report.function_list(other["functions"])})
     unattributed_ns = sum(t["unattributed_ns"] for t in (*records, *listed))
     return threads, unattributed_ns, other_threads
+
+
+def _named(thread: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+    """A Python thread's record with its ``name`` (the shell's: threading's, else the kernel's
+    as last read) and ``comm`` (the engine's, when it first saw the thread), each where known,
+    after ``main`` as the profile lists them."""
+    comm = thread.pop("comm", "")  # engines before it: none
+    record = {key: thread[key] for key in ("native_id", "main")}
+    name = names.get(thread["native_id"]) or comm
+    if name:
+        record["name"] = name
+    if comm:
+        record["comm"] = comm
+    return {**record, **thread}
 
 
 def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],

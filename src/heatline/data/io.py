@@ -99,7 +99,8 @@ _FILE = {
     "functions": [_FUNCTION],
 }
 _SECONDS = {key: _NUMBER for key in ("python_s", "native_s", "system_s")}
-# A thread without a Python thread state's own fields (optional: --native; no schema bump).
+# A thread's optional fields (no schema bump): its name, and a thread without a Python thread
+# state's own (--native).
 _NATIVE_THREAD = {"python": bool, "name": str, "comm": str,
                   "native_functions": _NATIVE_FUNCTIONS}
 _MEMORY_TOTALS = {key: _NUMBER for key in MEMORY_TOTAL_KEYS}

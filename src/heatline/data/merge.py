@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from heatline.data import labels as labels_report
 from heatline.data import memory as memory_report
 from heatline.data import native as native_report
 from heatline.data.gpu import LINE_KEYS as _GPU_KEYS
@@ -178,6 +179,7 @@ def _add_profile(merged: Profile, profile: Profile, info: dict[str, Any],
         into = merged.setdefault("asyncio", {})
         for key, value in profile["asyncio"].items():
             into[key] = _round(into.get(key, 0.0) + value)
+    merged.update(labels_report.merged(merged, profile))
     thread_base = len(merged["threads"])
     merged["threads"].extend(dict(thread, pid=info["pid"]) for thread in profile["threads"])
     _add_stacks(merged["stacks"], profile["stacks"], thread_base)

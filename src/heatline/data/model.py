@@ -153,10 +153,12 @@ class ThreadRecord(_ThreadRequired, total=False):
 
     cpu_wait_s: float
     engine_wait_s: float
-    # A thread without a Python thread state (native frames) has these four.
-    python: Literal[False]
+    # The thread's name: threading's Thread.name, else the kernel's; absent if unread.
     name: str
+    # The kernel's name for it when first seen (/proc/self/task/TID/comm).
     comm: str
+    # A thread without a Python thread state (native frames) has these two.
+    python: Literal[False]
     native_functions: list[NativeFunction]
     # Merged profiles: the process the thread was in (a child's, or a later exec part's).
     pid: int
@@ -366,6 +368,38 @@ class CombinedPeak(TypedDict):
     lines: list[HeldLine]
 
 
+class RegionLine(TypedDict):
+    """One of a region's ``top_lines``."""
+
+    file: str
+    line: int
+    time_s: float
+
+
+class Region(TypedDict):
+    """An entry of ``regions``: heatline.region, record_function and NVTX ranges."""
+
+    name: str
+    path: str
+    count: int
+    wall_s: float
+    python_s: float
+    native_s: float
+    system_s: float
+    cpu_wait_s: float
+    top_lines: list[RegionLine]
+    slices: list[list[float]]
+    slices_dropped: int
+
+
+# An entry of ``modules``: a torch nn.Module instance, by its path in its root module ("class"
+# is a keyword, hence the functional form).
+Module = TypedDict("Module", {
+    "path": str, "class": str, "root": str, "count": int, "wall_s": float, "self_s": float,
+    "python_s": float, "native_s": float, "system_s": float, "cpu_wait_s": float,
+})
+
+
 class _ProcessRequired(TypedDict):
     pid: int
     ppid: int
@@ -386,6 +420,20 @@ class ProcessRecord(_ProcessRequired, total=False):
     """An entry of ``processes``."""
 
     cpu_wait_s: float
+
+
+class Steps(TypedDict):
+    """``steps``: the program's step boundaries (heatline.step() or Optimizer.step())."""
+
+    source: Optional[Literal["heatline.step", "optimizer"]]
+    count: int
+    started_s: list[float]
+    durations_s: list[float]
+    median_s: float
+    mean_s: float
+    min_s: float
+    max_s: float
+    window: Optional[tuple[int, int]]
 
 
 class _ProfileRequired(TypedDict):
@@ -427,8 +475,11 @@ class Profile(_ProfileRequired, total=False):
     asyncio: Asyncio
     profiled_periods: list[Period]
     paused: bool
+    steps: Steps
     attached: Attached
     summary: list[SummaryItem]
+    regions: list[Region]
+    modules: list[Module]
     # Merged profiles (child processes).
     combined_peak: CombinedPeak
     main_peak_bytes: int

@@ -91,9 +91,9 @@ def other_threads(native: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The threads without a Python thread state that used CPU (a BLAS pool, a C library's own
     thread), from the snapshot's "other_threads": each as the engine's thread records are
     ({native_id, main, *_ns}), its CPU time unattributed (it ran no line), plus ``python``:
-    false, ``name`` ("native thread TID (libopenblas)", after its busiest function's library),
-    ``comm`` (the kernel's name for it), ``functions`` ({(symbol, library): ns}) and
-    ``unnamed_ns``."""
+    false, ``name`` and ``comm`` (the kernel's name for it: such a thread has no other; the
+    reports call it after its busiest function's library too, queries.thread_name),
+    ``functions`` ({(symbol, library): ns}) and ``unnamed_ns``."""
     if not native or not native.get("enabled"):
         return []
     addresses = native["addresses"]
@@ -107,14 +107,8 @@ def other_threads(native: dict[str, Any] | None) -> list[dict[str, Any]]:
         if cpu_ns <= 0:
             continue
         functions = cells.get(index, {})
-        by_library: dict[str | None, int] = {}
-        for (_, library), ns in functions.items():
-            by_library[library] = by_library.get(library, 0) + ns
-        busiest = max(by_library.items(), key=lambda item: item[1], default=None)
-        where = f" ({library_name(busiest[0])})" if busiest else ""
         threads.append({
-            "native_id": tid, "main": False, "python": False,
-            "name": f"native thread {tid}{where}", "comm": comm,
+            "native_id": tid, "main": False, "python": False, "name": comm, "comm": comm,
             "python_ns": 0, "native_ns": 0, "system_ns": 0, "cpu_wait_ns": 0,
             "unattributed_ns": cpu_ns,
             "cpu_ns": cpu_ns, "engine_wait_ns": 0, "unnamed_ns": unnamed_ns,

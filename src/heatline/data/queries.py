@@ -12,7 +12,7 @@ from collections import namedtuple
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
     from typing import Iterator
-    from heatline.data.model import FileRecord, LineRecord, Profile, StackFrame
+    from heatline.data.model import FileRecord, LineRecord, Profile, StackFrame, ThreadRecord
 
 # heatline's package directory (this file is in heatline/data/).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -182,13 +182,42 @@ def calling_only(profile: Profile) -> dict[tuple[str, str], int]:
 
 
 def thread_name(profile: Profile, index: int) -> str:
+    """What the reports and exports call a thread: its name and kernel id, "loader (thread
+    4243)", "main thread 4242" (the main thread by its default name, MainThread, or without a
+    threading name, the kernel's being the program's), a thread
+    without a Python thread state after the library its time mostly went to, "python (native
+    thread 4250, libopenblas)"; a file without names: "thread 4243". Names are the program's
+    text: each renderer escapes them as it escapes function names."""
     threads = profile.get("threads", [])
-    if 0 <= index < len(threads):
-        thread = threads[index]
-        if thread.get("name"):  # a thread without a Python thread state (native frames)
-            return thread["name"]
-        return f"{'main thread' if thread.get('main') else 'thread'} {thread.get('native_id')}"
-    return f"thread {index}"
+    if not 0 <= index < len(threads):
+        return f"thread {index}"
+    thread = threads[index]
+    tid, name = thread.get("native_id"), thread.get("name")
+    if thread.get("python") is False:
+        if name and name.startswith("native thread "):  # older files: the name was this label
+            return name
+        library = _busiest_library(thread)
+        if not name:
+            return f"native thread {tid}" + (f" ({library})" if library else "")
+        return f"{name} (native thread {tid}" + (f", {library})" if library else ")")
+    kind = "main thread" if thread.get("main") else "thread"
+    if not name or (thread.get("main") and name in ("MainThread", thread.get("comm"))):
+        return f"{kind} {tid}"  # the main thread's default name, or the program's own
+    return f"{name} ({kind} {tid})"
+
+
+def _busiest_library(thread: ThreadRecord) -> str | None:
+    """The short name of the library a native thread's named time mostly went to."""
+    from heatline.data.native import library_name
+
+    by_library: dict[str | None, float] = {}
+    for function in thread.get("native_functions", ()):
+        if function["symbol"] != "[other]":
+            library = function["library"]
+            by_library[library] = by_library.get(library, 0.0) + function["seconds"]
+    if not by_library:
+        return None
+    return library_name(max(by_library.items(), key=lambda item: item[1])[0])
 
 
 def function_of_line(entry: FileRecord, line: LineRecord) -> str:

@@ -43,6 +43,8 @@ WAIT_PLACE_SHARE = 0.25
 STARVED_SHARE = 0.30
 # DataLoader workers busy this share of their time are the bottleneck themselves.
 WORKERS_BUSY_SHARE = 0.60
+# Worker threads are named (their names, busiest first) up to this many.
+THREAD_NAMES = 3
 # Worker threads: the main thread blocked this share of its time mostly waits ...
 THREADS_MAIN_WAIT_SHARE = 0.50
 # ... and the other threads of its process, with this share of the process's running time in
@@ -89,12 +91,26 @@ WAITING_SHARE = 0.20
 OVERSUBSCRIBED_RATIO = 1.25
 BUSY_THREAD_SHARE = 0.10
 
+# Training steps (the profile's `steps`): a step is named when it took at least this many times
+# the median step and at least STEP_MIN_EXTRA_S more than it, over at least STEP_MIN_COUNT
+# steps. 3x: the spread of a steady loop's steps on a loaded machine (scheduler preemption,
+# another program's burst, the collector) stays well under it, and a step three times the
+# usual is what a reader asks about. The floor keeps quick loops quiet: a 2 ms step taking
+# 7 ms is worth no sentence, and 50 ms is several of the kernel's scheduling slices (a few ms
+# each), more than a slice lost to another program. Five steps at least, else the median is
+# no "usual".
+STEP_RATIO = 3.0
+STEP_MIN_EXTRA_S = 0.05
+STEP_MIN_COUNT = 5
+# At most this many slow steps are named (the slowest), the rest counted.
+STEP_NAMED = 3
+
 # Rules in the order their sentences are shown; when more than MAX_SENTENCES fire, those with
 # the lowest RANK (diagnoses before descriptions) are kept.
-ORDER = ("processes", "oversubscription", "busy_machine", "dataloader_starvation",
+ORDER = ("steps", "processes", "oversubscription", "busy_machine", "dataloader_starvation",
          "gpu_utilisation", "main_wait", "worker_threads", "gil_contention", "pool_imbalance",
          "hot_lines", "copy_volume", "leaks", "memory_peak")
-RANK = {"dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
+RANK = {"steps": 1, "dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
         "pool_imbalance": 0, "leaks": 1, "main_wait": 1, "worker_threads": 1, "hot_lines": 2,
         "copy_volume": 3, "processes": 3, "memory_peak": 4, "oversubscription": 0,
         "busy_machine": 2}
@@ -520,7 +536,7 @@ def _worker_threads(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | No
     running = 0.0  # the process's running time in user code, every thread
     by_function: dict[tuple[str, str], float] = {}
     by_line: dict[tuple[str, str], dict[int, float]] = {}
-    threads = set()
+    threads: dict[int, float] = {}  # thread -> its running time in user code
     for stack in facts.stacks:
         seconds = stack.python_s + stack.native_s
         position = facts.user_frame(stack.frames)
@@ -530,7 +546,7 @@ def _worker_threads(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | No
         running += seconds
         if stack.thread == facts.main_thread:
             continue
-        threads.add(stack.thread)
+        threads[stack.thread] = threads.get(stack.thread, 0.0) + seconds
         frame = facts.frames[stack.frames[position]]
         key = (frame["file"], _enclosing(frame.get("qualname") or frame.get("name") or "?"))
         by_function[key] = by_function.get(key, 0.0) + seconds
@@ -545,11 +561,28 @@ def _worker_threads(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | No
     first = next((f.get("first_line") for f in (facts.files.get(path) or {}).get("functions", [])
                   if f.get("qualname") == function and f.get("first_line")), None)
     defined = f" ({facts.where(path, first)})" if first else ""
-    return {"text": f"While the main thread waits, {_plural(count, 'other thread')} "
-                    f"{'runs' if count == 1 else 'run'} {_seconds(work)} "
+    return {"text": f"While the main thread waits, {_plural(count, 'other thread')}"
+                    f"{_thread_names(facts, threads)} {'runs' if count == 1 else 'run'} "
+                    f"{_seconds(work)} "
                     f"({_pct(work / running)} of the running time), {_pct(seconds / work)} of "
                     f"it in {function}{defined}, most at {facts.place(path, line)}.",
             "file": path, "line": line}
+
+
+def _thread_names(facts: _Facts, threads: dict[int, float]) -> str:
+    """" (loader, writer)": the threads' names, busiest first (at most THREAD_NAMES of them,
+    then how many more), where every one of them has a name; else ""."""
+    names = []
+    for index in sorted(threads, key=lambda i: (-threads[i], i)):
+        name = facts.threads[index].get("name") if 0 <= index < len(facts.threads) else None
+        if not name:
+            return ""
+        names.append(name)
+    if not names:
+        return ""
+    shown = ", ".join(names[:THREAD_NAMES])
+    more = len(names) - THREAD_NAMES
+    return f" ({shown}{f' and {more} more' if more > 0 else ''})"
 
 
 def _enclosing(qualname: str) -> str:
@@ -931,7 +964,69 @@ def _busy_machine(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None
             "file": None, "line": None}
 
 
+def slow_steps(durations: list[float]) -> tuple[list[int], list[int], float]:
+    """(warm-up steps, other slow steps, median): the 0-based indices of the steps that took
+    at least STEP_RATIO times the median and STEP_MIN_EXTRA_S more; the warm-up ones are the
+    leading run of them from the first step on. Nothing with fewer than STEP_MIN_COUNT
+    steps."""
+    if len(durations) < STEP_MIN_COUNT:
+        return [], [], 0.0
+    ordered = sorted(durations)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    slow = [index for index, duration in enumerate(durations)
+            if duration >= STEP_RATIO * median and duration - median >= STEP_MIN_EXTRA_S]
+    warmup = []
+    for index in slow:
+        if index != len(warmup):
+            break
+        warmup.append(index)
+    return warmup, slow[len(warmup):], median
+
+
+def _steps(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """Steps that stand out from the program's usual step: the first ones (warm-up) and any
+    later one, each with its time and how many times the median that is."""
+    steps = facts.profile.get("steps")
+    durations = (steps or {}).get("durations_s") or []
+    warmup, slow, median = slow_steps(durations)
+    if not warmup and not slow:
+        return None
+    usual = f"the median {_step_seconds(median)}"
+
+    def named(index: int) -> str:
+        return (f"step {index + 1} took {_step_seconds(durations[index])}, "
+                f"{durations[index] / median:.1f}x")
+
+    parts = []
+    if warmup:
+        if len(warmup) == 1:
+            parts.append(f"{named(0)} {usual} (warm-up: the first step)")
+        else:
+            taken = ", ".join(_step_seconds(durations[index]) for index in warmup)
+            parts.append(f"the first {len(warmup)} steps took {taken}, over "
+                         f"{STEP_RATIO:g}x {usual} each (warm-up)")
+    if slow:
+        shown = sorted(sorted(slow, key=lambda index: -durations[index])[:STEP_NAMED])
+        words = [named(index) for index in shown]
+        words[0] += " the median" if warmup else f" {usual}"
+        text = "; ".join(words)
+        if len(slow) > len(shown):
+            text += f" ({len(slow) - len(shown)} more over {STEP_RATIO:g}x the median)"
+        parts.append(text)
+    source = "Optimizer.step()" if steps.get("source") == "optimizer" else "heatline.step()"
+    text = "; ".join(parts)
+    return {"text": f"Slow steps ({len(durations)} marked by {source}): {text}.",
+            "file": None, "line": None}
+
+
+def _step_seconds(value: float) -> str:
+    """Two significant decimals for a step: 0.08 s, 0.50 s, 12.30 s; ms under 10 ms."""
+    return f"{value * 1000:.1f} ms" if value < 0.01 else f"{value:.2f} s"
+
+
 _RULES = {
+    "steps": _steps,
     "processes": _processes,
     "oversubscription": _oversubscription,
     "busy_machine": _busy_machine,

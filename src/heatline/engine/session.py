@@ -10,6 +10,7 @@ import sys
 import time
 
 from heatline.engine import scope
+from heatline.engine import steps as step_clock
 
 # typing and collections.abc only for type checkers: a run's path imports neither
 # (heatline/__init__.py).
@@ -32,6 +33,44 @@ _fork_child_profiles = False
 # every launcher read; kept on disk for the next run, tablecache.py): the same for every
 # session of this process, and of its fork children, which inherit them (a Pool worker's start).
 _engine_tables: tuple[list[str], bytes] | None = None
+
+
+def _snapshot(_native: Any) -> dict[str, Any]:
+    """The engine's snapshot with its labels (regions and modules: labels.raw())."""
+    from heatline.engine import labels
+
+    snapshot = _native.snapshot()
+    snapshot["labels"] = labels.raw()
+    return snapshot
+
+
+def _watch_torch(on: bool) -> None:
+    """While a session runs: torch's ranges and modules as labels once the program imports
+    torch (engine/torch_labels.py), never importing it ourselves."""
+    from heatline.engine import torch_labels
+    from heatline.integrations import torch_watch
+
+    if on:
+        torch_watch.when_imported("torch", _hook_torch)
+    else:
+        torch_watch.forget("torch", _hook_torch)
+        torch_labels.uninstall()
+        while _optimizer_hooks:
+            _optimizer_hooks.pop().remove()
+
+
+_optimizer_hooks: list[Any] = []
+
+
+def _hook_torch(torch: Any) -> None:
+    """The program has imported torch: its ranges and modules as labels, and each
+    Optimizer.step() a step boundary (steps.py), until the session stops."""
+    from heatline.engine import torch_labels
+
+    torch_labels.install(torch)
+    handle = step_clock.optimizer_hook(torch, _optimizer_step)
+    if handle is not None:
+        _optimizer_hooks.append(handle)
 
 
 def _tables() -> tuple[list[str], bytes]:
@@ -210,6 +249,20 @@ def resume() -> None:
         _active.resume()
 
 
+def step() -> None:
+    """Mark a step boundary in the running session, if any (backs heatline.step())."""
+    active = _active
+    if active is not None and active.steps is not None:
+        active.steps.mark(step_clock.EXPLICIT)
+
+
+def _optimizer_step() -> None:
+    """A torch Optimizer.step() ended: a step boundary unless the program marks its own."""
+    active = _active
+    if active is not None and active.steps is not None:
+        active.steps.mark(step_clock.OPTIMIZER)
+
+
 class Session:
     """Start the engine, stop it, and build the profile of what it saw in between."""
 
@@ -228,6 +281,7 @@ class Session:
         native: bool = False,  # native frames: the C functions under each line (native.c)
         control: bool = True,  # files through which `heatline ctl` turns profiling on/off
         main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
+        steps: Sequence[int] | None = None,  # --steps A:B: profile only steps A to B (steps.py)
     ) -> None:
         self.program = program
         self.argv = list(argv)
@@ -242,7 +296,10 @@ class Session:
         self.profile_all = profile_all
         self.only = list(only)
         self.exclude = list(exclude)
-        self.paused = paused
+        # The step window: the engine starts paused, the step clock turns it on and off.
+        self.steps_window = None if steps is None else (int(steps[0]), int(steps[1]))
+        self.paused = paused or self.steps_window is not None
+        self.steps: step_clock.StepClock | None = None
         self.memory_sampling_window_bytes = memory_sampling_window_bytes
         self.gpu = gpu
         self.native = native
@@ -261,6 +318,7 @@ class Session:
         self._cpu_start = self._cpu_stop = 0.0
         self._steal_start = self._steal_stop = None
         self._running = False
+        self._thread_names: Any = None  # threadnames.ThreadNames, from start()
 
     def start(self) -> None:
         """Start sampling. Raises RuntimeError/OSError from the engine if it cannot start."""
@@ -269,11 +327,15 @@ class Session:
 
         _register_fork_hooks(_native)
         self._open_control()
+        # before the engine starts, so that its imports are not the program's allocations
+        _watch_torch(True)
         try:
             self._start_engine(_native)
         except BaseException:
+            _watch_torch(False)
             self._close_control()
             raise
+        self.steps = step_clock.StepClock(self.steps_window, self.resume, self.pause)
         self._running = True
         _active = self
 
@@ -323,6 +385,11 @@ class Session:
             control=None if endpoint is None else (endpoint.command, endpoint.state),
             main_native_id=self.main_native_id,
         )
+        from heatline.engine.threadnames import ThreadNames
+
+        self._thread_names = names = ThreadNames()
+        names.read()
+        _native._on_new_threads(names.read)
 
     def stop(self) -> None:
         """Stop sampling (idempotent) and fix the end of the measured span."""
@@ -332,6 +399,9 @@ class Session:
         from heatline import _native
 
         _native.stop()
+        if self._thread_names is not None:
+            self._thread_names.read_all()  # the last names of the threads alive
+        _watch_torch(False)
         self._close_control()
         self._wall_stop = time.perf_counter()
         self._cpu_stop = time.process_time()
@@ -380,9 +450,18 @@ class Session:
         from heatline import _native
 
         with collector_paused():
-            snapshot = _native.snapshot()
+            snapshot = _snapshot(_native)
+            self._add_thread_names(snapshot)
         self._note_origin(snapshot)
+        self._add_steps(snapshot)
         return snapshot
+
+    def _add_thread_names(self, snapshot: dict[str, Any]) -> None:
+        """The threads' names (threadnames.py) into the snapshot, as ``thread_names``."""
+        if self._thread_names is not None:
+            if self._running:
+                self._thread_names.read_all()
+            snapshot["thread_names"] = self._thread_names.names()
 
     def pause(self) -> None:
         if self._running:
@@ -420,8 +499,10 @@ class Session:
         steal_s = None
         if self._steal_start is not None and steal_stop is not None:
             steal_s = max(steal_stop - self._steal_start, 0.0)
-        snapshot = _native.snapshot()
+        snapshot = _snapshot(_native)
+        self._add_thread_names(snapshot)
         self._note_origin(snapshot)
+        self._add_steps(snapshot)
         if self.snapshot_filter is not None:
             snapshot = self.snapshot_filter(snapshot)
         profile = build_profile(
@@ -437,6 +518,13 @@ class Session:
         )
         profile["warnings"] += self._warnings
         return profile
+
+    def _add_steps(self, snapshot: dict[str, Any]) -> None:
+        """The step clock's marks into ``snapshot`` (``steps``), on the engine's clock: time 0
+        is the engine's start, from the memory part's clock origin when it gives one, else
+        the clock read just before the engine started (milliseconds before it, at most)."""
+        if self.steps is not None:
+            snapshot["steps"] = self.steps.record(self._origin_ns or self._start_clock[1])
 
     def _argv(self) -> list[str]:
         first = self.argv0() if self.argv0 is not None else None

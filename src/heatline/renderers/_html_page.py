@@ -50,6 +50,8 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <table id="functions"></table>
 <h2>Threads</h2><table id="threads"></table>
 <div id="processes-box" hidden><h2>Processes</h2><table id="processes"></table></div>
+<div id="regions-box" hidden><h2>Regions</h2><table id="regions"></table></div>
+<div id="modules-box" hidden><h2>Modules</h2><div>wall s: its forward calls, the modules they call included; self s: without them; the split is sampled, inclusive.</div><table id="modules"></table></div>
 <h2>Leaks</h2><div id="leaks"></div>
 <h2>Source</h2><div id="files"></div>
 <script id="heatline-data" type="application/json">/*HEATLINE_DATA*/</script>
@@ -360,6 +362,24 @@ drawFlame();
     t.appendChild(tr);
   });
 })();
+// Regions and modules (heatline.region, record_function, NVTX; torch modules)
+[["regions", ["region", "count", "wall s", "Python s", "native s", "system s", "CPU wait s"], 1],
+ ["modules", ["module", "class", "root", "calls", "wall s", "self s", "Python s", "native s", "system s", "CPU wait s"], 3]].forEach(function (spec) {
+  var rows = D[spec[0]];
+  if (!rows || !rows.length) return;
+  document.getElementById(spec[0] + "-box").hidden = false;
+  var t = document.getElementById(spec[0]), h = el("tr");
+  spec[1].forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  rows.forEach(function (r) {
+    var tr = el("tr");
+    r.forEach(function (v, i) {
+      var text = i > spec[2] ? Number(v).toFixed(3) : String(v);
+      tr.appendChild(el("td", text, i < spec[2] ? "name" : ""));
+    });
+    t.appendChild(tr);
+  });
+});
 // Leaks
 (function () {
   var box = document.getElementById("leaks");

@@ -270,6 +270,14 @@ def page_data(
         "flame": _flame_tree(profile),
         "flame_thread_depth": 2 if len(profile.get("processes") or []) > 1 else 1,
         "gpu": _gpu(profile),
+        # [path, count, wall s, python s, native s, system s, cpu_wait s]
+        "regions": [[r["path"], r["count"], r["wall_s"], r["python_s"], r["native_s"],
+                     r["system_s"], r["cpu_wait_s"]] for r in profile.get("regions", [])],
+        # [path, class, root, calls, wall s, self s, python s, native s, system s, cpu_wait s]
+        "modules": [[m["path"] or f"({m['root']})", m["class"], m["root"], m["count"],
+                     m["wall_s"], m["self_s"], m["python_s"], m["native_s"], m["system_s"],
+                     m["cpu_wait_s"]]
+                    for m in profile.get("modules", [])],
         "native": _native(profile),
         "warnings": profile.get("warnings", []),
     }

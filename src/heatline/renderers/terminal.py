@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from heatline.renderers import View, gpu_terminal
+from heatline.renderers import View, gpu_terminal, labels_terminal
 from heatline.renderers.visible import visible
 from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.data import native as native_report
@@ -81,7 +81,9 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
         console.print(f"attached to process {attached['pid']} at {profile['started_at']}, "
                       f"{ended}: memory held before attaching is not counted")
     if not profile["samples"]:
-        if profile.get("profiled_periods") == []:
+        if profile.get("profiled_periods") == [] and (profile.get("steps") or {}).get("window"):
+            reason = "profiling was never on: the program never reached the --steps window"
+        elif profile.get("profiled_periods") == []:
             reason = ("profiling was never on (started with --off, and neither "
                       "heatline.resume() nor heatline ctl on turned it on)")
         else:
@@ -89,9 +91,11 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
         console.print(
             f"heatline: the program ran for {_duration(profile['elapsed_s'])}; {reason}"
         )
+        _print_steps(console, profile)
         _print_warnings(console, profile)
         return
     _print_summary(console, profile)
+    _print_steps(console, profile)
     memory = _memory_on(profile)
     allocated = _allocated(profile)
     shown_any = False
@@ -127,11 +131,15 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
                 functions, threshold_pct, memory=memory, console=console, inclusive=inclusive
             )
         )
+    threads = _thread_table(profile, console.width)
+    if threads is not None:
+        console.print()
+        console.print(threads, no_wrap=True, overflow="ellipsis")
     native_threads = _native_threads(profile)
     if native_threads:
         console.print()
         for text in native_threads:
-            console.print(text, style="dim")
+            console.print(Text(text, style="dim"))
     if memory:
         leaks = _leaks(profile)
         console.print()
@@ -144,6 +152,7 @@ def print_report(profile: Profile, file: TextIO | None = None, view: View = View
         console.print()
         console.print(_memory_footer(profile), style="dim")
     gpu_terminal.render(console, profile, _short_path)
+    labels_terminal.render(console, profile)
     if len(profile.get("processes", ())) > 1:
         console.print()
         console.print(_process_table(profile["processes"], console.width), no_wrap=True,
@@ -172,6 +181,55 @@ def _print_summary(console: Console, profile: Profile) -> None:
                              initial_indent="• ", subsequent_indent="  ",
                              break_long_words=False, break_on_hyphens=False)
         console.print(Text(text), no_wrap=True, overflow="ignore")
+
+
+# The steps' sparkline: at most this many characters, each the longest of its run of steps.
+_STEP_SPARK_WIDTH = 60
+
+
+def _print_steps(console: Console, profile: Profile) -> None:
+    """The program's training steps (``steps``), when it marked any or asked for a window:
+    how many and what marked them, their median, mean, shortest and longest, each step's time
+    as a sparkline, and what --steps covered."""
+    import textwrap
+
+    from heatline.data.steps import window_words
+
+    steps = profile.get("steps")
+    if not steps:
+        return
+    lines = []
+    count = steps["count"]
+    if count:
+        source = "Optimizer.step()" if steps["source"] == "optimizer" else "heatline.step()"
+        lines.append(f"{count} step{'s' if count != 1 else ''} marked by {source}: median "
+                     f"{_step_time(steps['median_s'])}, mean {_step_time(steps['mean_s'])}, "
+                     f"min {_step_time(steps['min_s'])}, max {_step_time(steps['max_s'])}")
+    window = window_words(profile)
+    if window:
+        lines.append(window[0].upper() + window[1:])
+    durations = steps["durations_s"]
+    if len(durations) > 1:
+        per = -(-len(durations) // _STEP_SPARK_WIDTH)  # steps per character
+        heights = [max(durations[i:i + per]) for i in range(0, len(durations), per)]
+        top = max(heights) or 1.0
+        spark = "".join(_SPARK[min(int(h / top * len(_SPARK)), len(_SPARK) - 1)]
+                        for h in heights)
+        each = "each step" if per == 1 else f"each {per} steps' longest"
+        lines.append(f"{spark}  ({each})")
+    if not lines:
+        return
+    console.print()
+    console.print(Text("Steps", "bold"))
+    width = max(console.width - 1, 40)
+    for line in lines:
+        text = textwrap.fill(line, width=width, subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+        console.print(Text(text), no_wrap=True, overflow="ignore")
+
+
+def _step_time(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 0.01 else f"{seconds:.3f} s"
 
 
 def _console(file: TextIO) -> Console:
@@ -498,15 +556,68 @@ def _last_outer_space(head: str) -> int:
     return at
 
 
+def _thread_table(profile: Profile, width: int = 80) -> Table | None:
+    """The Python threads, by name (queries.thread_name), busiest first: the time each had
+    charged to the program's lines, its time in no line of them and its CPU time. Shown when
+    more than one thread charged at least a sampling interval; at most _THREAD_ROWS threads,
+    the rest counted in the caption. At most ``width`` columns: a long name is cut (…), the
+    numbers stay whole."""
+    from heatline.data.queries import thread_name
+
+    least = profile.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S)
+    threads = [(index, thread) for index, thread in enumerate(profile.get("threads", []))
+               if thread.get("python") is not False]
+
+    def charged(thread: dict[str, Any]) -> float:
+        return (thread["python_s"] + thread["native_s"] + thread["system_s"]
+                + thread.get("cpu_wait_s", 0.0))
+
+    busy = sorted((item for item in threads if charged(item[1]) >= least),
+                  key=lambda item: (-charged(item[1]), item[0]))
+    if len(busy) < 2:
+        return None
+    waits = any(thread.get("cpu_wait_s", 0.0) for _, thread in busy)
+    rest = len(threads) - min(len(busy), _THREAD_ROWS)
+    caption = (Text(f"and {_plural(rest, 'other thread')} (heatline view --format json lists "
+                    "every thread)", no_wrap=False, overflow="fold") if rest else None)
+    headers = ["Py s", "nat s", "sys s", *(["wait s"] if waits else []), "no line s", "CPU s"]
+    rows = [(thread_name(profile, index),
+             [f"{value:.2f}" for value in (thread["python_s"], thread["native_s"],
+                                           thread["system_s"],
+                                           *([thread.get("cpu_wait_s", 0.0)] if waits else []),
+                                           thread["unattributed_s"], thread["cpu_s"])])
+            for index, thread in busy[:_THREAD_ROWS]]
+
+    def build(name_width: int) -> Table:
+        table = _new_table(title="Threads", caption=caption, caption_justify="left")
+        # Text, not str: a thread's name is the program's text, never parsed as markup.
+        table.add_column("thread", no_wrap=True, overflow="ellipsis", width=name_width)
+        _add_number_columns(table, *headers)
+        for name, cells in rows:
+            table.add_row(Text(visible(name)), *cells)
+        return table
+
+    longest = max(len("thread"), *(len(visible(name)) for name, _ in rows))
+    console = Console(width=1 << 20, file=_Discard())  # measures only
+    others = Measurement.get(console, console.options, build(1)).maximum - 1
+    return build(max(12, min(longest, width - others)))
+
+
+# The thread table's most rows.
+_THREAD_ROWS = 12
+
+
 def _native_threads(profile: Profile) -> list[str]:
     """The threads without a Python thread state (a BLAS pool, a C library's thread) that used
     at least a sampling interval of CPU: their time is in no line, so they get a line each."""
+    from heatline.data.queries import thread_name
+
     least = profile.get("sampling_interval_s", DEFAULT_SAMPLING_INTERVAL_S)
     rows = []
-    for thread in profile.get("threads", []):
+    for index, thread in enumerate(profile.get("threads", [])):
         if thread.get("python") is not False or thread.get("cpu_s", 0) < least:
             continue
-        row = f"{visible(thread.get('name', ''))}: {_duration(thread['cpu_s'])} CPU in no line"
+        row = f"{visible(thread_name(profile, index))}: {_duration(thread['cpu_s'])} CPU in no line"
         if thread.get("native_functions"):
             row += ", " + _native_functions(thread)
         rows.append(row)

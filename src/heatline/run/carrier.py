@@ -200,7 +200,8 @@ class Carrier:
 CHILD_MODULES = (
     "heatline", "heatline._version", "heatline.run", "heatline.run.carrier",
     "heatline.run.follow", "heatline.run.output", "heatline.run.sigterm", "heatline.engine",
-    "heatline.engine.scope", "heatline.engine.session",
+    "heatline.engine.scope", "heatline.engine.session", "heatline.engine.steps",
+    "heatline.engine.threadnames",
 )
 # The standard library's modules with a source that CHILD_MODULES import: each begins with
 # `from __future__ import annotations`, which imports __future__. While the child imports
