@@ -208,7 +208,9 @@ def test_the_json_shape(start):
     process, (pid, _, _) = start(STACKS)
     dump = _settled(pid, ["sleep_deeply", "spin", "blocked"])
     assert set(dump) == {"format", "format_version", "pid", "command", "python", "paused",
-                         "pause_ms", "pause_note", "read_ms", "threads_complete", "threads"}
+                         "pause_ms", "pause_note", "read_ms", "threads_complete", "deadlock",
+                         "threads"}
+    assert dump["deadlock"] is None  # a thread waits for a lock the sleeping main thread holds
     assert dump["format"] == "heatline-dump" and dump["format_version"] == 1
     assert dump["pid"] == int(pid) and dump["command"][1:2] == [STACKS]
     assert dump["command"][-1] == "ptracer"

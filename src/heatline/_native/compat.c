@@ -319,6 +319,14 @@ static void common_remote(hl_remote_layout *r) {
     l->str_state = 32;
     l->str_length = 16;
     l->owner_interpreter = -1;
+    r->cfunction_method = 16;
+    r->cfunction_self = 24;
+    /* _threadmodule.c's lockobject and rlockobject, alike from 3.9 to 3.13 */
+    r->lock_sem = 16;
+    r->lock_locked = 32;
+    r->rlock_sem = 16;
+    r->rlock_owner = 24;
+    r->rlock_count = 32;
 }
 
 /* 3.9 and 3.10: PyFrameObject chains, the GIL in _PyRuntime; the same offsets but for f_lasti
@@ -348,6 +356,9 @@ static void remote_39_310(hl_remote_layout *r, int minor) {
     l->linetable_format = minor == 9 ? HL_LNOTAB_39 : HL_LINETABLE_310;
     l->code_code = 48;
     l->code_read_size = 176; /* sizeof(PyCodeObject) */
+    r->lock_layout = 1;
+    r->frame_valuestack = 64;
+    r->code_stacksize = 32;
     l->str_ascii_size = 48;  /* PyASCIIObject still has wstr */
     l->str_compact_size = 72;
 }
@@ -362,6 +373,10 @@ static void remote_311_315(hl_remote_layout *r, int minor) {
     l->code_qualname = 128;
     l->code_linetable = 136;
     l->code_size = 16; /* ob_size */
+    r->lock_layout = minor <= 13;
+    if (minor <= 13) r->frame_stacktop = 64;
+    r->code_stacksize = minor == 11 ? 68 : 64;
+    r->code_nlocalsplus = minor == 11 ? 76 : 72;
     if (minor == 11) {
         l->frame_model = HL_FRAMES_CFRAME;
         r->runtime_interpreters_head = 40;
@@ -705,6 +720,12 @@ static const struct {
     FIELD(gil_locked),
     FIELD(gil_holder),
     FIELD(gil_interval),
+    FIELD(frame_valuestack),
+    FIELD(frame_stacktop),
+    FIELD(code_nlocalsplus),
+    FIELD(code_stacksize),
+    FIELD(cfunction_method),
+    FIELD(cfunction_self),
     FIELD(objects.interp_modules),
     FIELD(objects.module_dict),
     FIELD(objects.type_name),
@@ -805,6 +826,17 @@ int hl_compat_remote_check(const char **field) {
     here.gil_locked = offsetof(struct _gil_runtime_state, locked);
     here.gil_holder = offsetof(struct _gil_runtime_state, last_holder);
     here.gil_interval = offsetof(struct _gil_runtime_state, interval);
+#if PY_VERSION_HEX < 0x030B0000
+    here.frame_valuestack = offsetof(PyFrameObject, f_valuestack);
+#else
+    here.code_nlocalsplus = offsetof(PyCodeObject, co_nlocalsplus);
+#if PY_VERSION_HEX < 0x030E0000
+    here.frame_stacktop = offsetof(_PyInterpreterFrame, stacktop);
+#endif
+#endif
+    here.code_stacksize = offsetof(PyCodeObject, co_stacksize);
+    here.cfunction_method = offsetof(PyCFunctionObject, m_ml);
+    here.cfunction_self = offsetof(PyCFunctionObject, m_self);
     if (objects_here(&here.objects) != 0) {
         *field = "objects: version";
         return 0;

@@ -161,6 +161,26 @@ typedef struct hl_remote_layout {
     int gil_per_interpreter;
     size_t gil_state, gil_locked, gil_holder, gil_interval;
     hl_object_layout objects;
+    /* What heatline dump's deadlock finding reads (locks.h): each frame's locals and value
+     * stack, and the lock objects they hold (a frame's slots start at objects.frame_localsplus,
+     * a type's name is at objects.type_name). frame_valuestack: before 3.11, the PyFrameObject's f_valuestack (a pointer to the value
+     * stack's first slot, after the locals, cells and free variables); frame_stacktop: 3.11+,
+     * the int that counts a frame's live slots from localsplus while the frame calls a Python
+     * function (-1 or stale in the innermost frame: then co_stacksize bounds it), 0 where the
+     * version keeps no such count; code_nlocalsplus (3.11+), code_stacksize: ints of the code
+     * object. cfunction_method, cfunction_self:
+     * PyCFunctionObject's m_ml (whose first word is the method's name) and m_self (a bound
+     * method's object: a `with lock:` keeps the lock's bound __exit__ on the value stack). The
+     * lock objects are _threadmodule.c's, whose structs no header shows: measured on each
+     * version (_thread.lock: lock_sem, the PyThread_type_lock whose address a blocked acquire
+     * waits on in futex, and locked, a char; _thread.RLock: rlock_sem, rlock_owner (the
+     * owner's thread ident, 0: none), rlock_count). lock_layout 0: not known for this version
+     * (3.14+, whose locks are PyMutex-based), and no deadlock is looked for. */
+    int lock_layout;
+    size_t frame_valuestack, frame_stacktop;
+    size_t code_nlocalsplus, code_stacksize;
+    size_t cfunction_method, cfunction_self;
+    size_t lock_sem, lock_locked, rlock_sem, rlock_owner, rlock_count;
 } hl_remote_layout;
 
 /* The oldest and newest minor versions of 3.x the tables describe. */

@@ -477,6 +477,19 @@ static PyObject *dump_frame_item(size_t i, const void *context) {
                          name_str(f->name), name_str(f->qualname), frame->line);
 }
 
+/* A lock a dump's thread holds in a frame (locks.h), as a dict. */
+static PyObject *dump_lock_item(size_t i, const void *thread) {
+    const hl_lock_ref *ref = &((const hl_dump_thread *)thread)->locks[i];
+    static const char *places[] = {NULL, "local", "stack", "exit"};
+    return Py_BuildValue(
+        "{sKsKsKsKsssOsiss}", "lock", (unsigned long long)ref->lock, "sem",
+        (unsigned long long)ref->sem, "owner", (unsigned long long)ref->owner, "count",
+        (unsigned long long)ref->count, "kind",
+        ref->kind == HL_LOCK_RLOCK ? "_thread.RLock" : "_thread.lock", "locked",
+        ref->locked ? Py_True : Py_False, "frame", ref->frame, "place",
+        ref->place >= HL_LOCK_LOCAL && ref->place <= HL_LOCK_EXIT ? places[ref->place] : "stack");
+}
+
 /* A local variable: (frame index, name, repr). */
 static PyObject *dump_local_item(size_t i, const void *thread) {
     const hl_remote_local *local = &((const hl_dump_thread *)thread)->locals[i];
@@ -494,13 +507,13 @@ static PyObject *dump_thread_item(size_t i, const void *context) {
     const hl_dump_thread *t = &dump->threads[i];
     const void *pair[2] = {dump, t};
     return Py_BuildValue(
-        "{sKslsLsOsOsOsOsOsNsNsN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
+        "{sKslsLsOsOsOsOsOsNsNsNsN}", "thread_id", (unsigned long long)t->thread_id, "native_id",
         t->native_id, "interpreter", (long long)t->interpreter, "main",
         t->main ? Py_True : Py_False, "holds_gil", t->holds_gil ? Py_True : Py_False, "stopped",
         t->stopped ? Py_True : Py_False, "complete", t->complete ? Py_True : Py_False, "truncated",
         t->truncated ? Py_True : Py_False, "frames",
         list_of((size_t)t->depth, dump_frame_item, pair), "python_name", python_name(t), "locals",
-        list_of(t->nlocals, dump_local_item, t));
+        list_of(t->nlocals, dump_local_item, t), "locks", list_of(t->nlocks, dump_lock_item, t));
 }
 
 /* A reader's sample: frames as (function id, line), the ids resolving in the reader's table

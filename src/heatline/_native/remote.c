@@ -303,7 +303,10 @@ typedef struct known_name {
 typedef struct extras {
     hl_remote_objects objects;
     int locals;
-    uintptr_t *addresses;
+    /* A dump's: the lock types met so far (locks.h); NULL for a reader's samples, which look
+     * for no locks. */
+    hl_lock_types *lock_types;
+    uintptr_t *addresses; /* each frame's address (with locals or lock_types): scratch */
     /* A reader's: each interpreter's threading._active found so far (looking it up reads every
      * key of sys.modules; the dict lives as long as its interpreter), 0 where threading was not
      * imported at the reading looked_up. */
@@ -481,7 +484,8 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
         t.main = interp_id == 0 && t.thread_id == main_thread;
         t.holds_gil = g.locked && g.holder == tstate;
         int flags, complete = 0;
-        int depth = hl_walk_addresses(w, tstate, frames, x->locals ? x->addresses : NULL,
+        int depth = hl_walk_addresses(w, tstate, frames,
+                                      x->locals || x->lock_types != NULL ? x->addresses : NULL,
                                       HL_DUMP_MAX_DEPTH, &flags, &complete);
         t.complete = depth >= 0 && complete;
         t.leaf_flags = depth > 0 ? flags : 0;
@@ -493,9 +497,13 @@ static int read_threads(int pid, hl_dump *d, hl_walker *w, const hl_remote_layou
             memcpy(t.frames, frames, (size_t)t.depth * sizeof(*t.frames));
         }
         if (x->locals) read_locals(x, &t);
-        if (add_thread(d, &t) != 0) {
+        if ((x->lock_types != NULL && t.depth > 0 &&
+             hl_locks_read(pid, r, x->lock_types, x->addresses, t.depth, &t.locks, &t.nlocks,
+                           &t.locks_capacity) != 0) ||
+            add_thread(d, &t) != 0) {
             free(t.frames);
             free(t.locals);
+            free(t.locks);
             return -1;
         }
         tstate = hl_load_word(header, l->tstate_next);
@@ -582,7 +590,8 @@ done:
 }
 
 /* Reads every interpreter's threads with walker (whose code cache may outlive the reading)
- * into frames (HL_DUMP_MAX_DEPTH of them, scratch). */
+ * into frames (HL_DUMP_MAX_DEPTH of them, scratch), with x's extras (names, locals, and a
+ * dump's locks their frames hold). */
 static int read_interpreters(int pid, hl_dump *d, const hl_remote_layout *r, uintptr_t runtime,
                              hl_walker *walker, hl_frame *frames, extras *x) {
     int result = 0;
@@ -680,12 +689,14 @@ int hl_remote_dump(int pid, int flags, hl_dump *d) {
     walker.layout = r.walk;
     walker.stats = &d->stats;
     hl_frame *frames = malloc(HL_DUMP_MAX_DEPTH * sizeof(*frames));
-    extras x = {.locals = (flags & HL_DUMP_LOCALS) != 0};
+    hl_lock_types lock_types;
+    lock_types.count = 0;
+    extras x = {.locals = (flags & HL_DUMP_LOCALS) != 0, .lock_types = &lock_types};
     set_objects(pid, &in, &r, &x.objects);
-    if (x.locals) x.addresses = malloc(HL_DUMP_MAX_DEPTH * sizeof(*x.addresses));
+    x.addresses = malloc(HL_DUMP_MAX_DEPTH * sizeof(*x.addresses));
     uint64_t start = hl_now_ns();
     int result =
-        frames == NULL || (x.locals && x.addresses == NULL)
+        frames == NULL || x.addresses == NULL
             ? fail(d, HL_DUMP_NO_MEMORY, ENOMEM, "out of memory")
             : read_interpreters(pid, d, &r, address_of(&in, SYM_RUNTIME), &walker, frames, &x);
     d->read_ns = hl_now_ns() - start;
@@ -831,6 +842,7 @@ void hl_remote_dump_free(hl_dump *d) {
     for (size_t i = 0; i < d->nthreads; i++) {
         free(d->threads[i].frames);
         free(d->threads[i].locals);
+        free(d->threads[i].locks);
     }
     free(d->threads);
     d->threads = NULL;

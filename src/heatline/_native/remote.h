@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "frames.h"
+#include "locks.h"
 #include "remoteobj.h"
 #include "stats.h"
 
@@ -62,6 +63,8 @@ typedef struct hl_dump_thread {
     hl_remote_local *locals; /* with HL_DUMP_LOCALS: its frames' bound local variables, in
                               * frame order (each names its frame's index) */
     size_t nlocals;
+    hl_lock_ref *locks;  /* the lock objects its frames hold (locks.h; a dump's only) */
+    size_t nlocks, locks_capacity;
 } hl_dump_thread;
 
 typedef struct hl_dump {

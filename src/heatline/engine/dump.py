@@ -15,6 +15,9 @@ import os
 
 from heatline.engine.records import dataclass, field
 
+from heatline.engine import deadlock
+from heatline.engine.deadlock import Deadlock
+
 # System calls a thread is commonly found waiting in, by number: x86_64's numbers
 # (arch/x86/entry/syscalls/syscall_64.tbl, fixed by the kernel's ABI). Elsewhere the number
 # is shown as it is.
@@ -29,6 +32,9 @@ _X86_64_SYSCALLS = {
     288: "accept4", 299: "recvmmsg", 426: "io_uring_enter", 441: "epoll_pwait2",
     449: "futex_waitv",
 }
+
+# futex's number, whose first argument is the word a thread waits on (deadlock.py's lock waits).
+_FUTEX = {"x86_64": 202, "aarch64": 98}
 
 # /proc/PID/stat's state letters, as words.
 _STATES = {
@@ -76,6 +82,8 @@ class Thread:
     complete: bool = True  # False: the stack was torn (changed while read)
     truncated: bool = False
     frames: list[Frame] = field(default_factory=list)  # innermost first
+    futex: int | None = None  # in futex: the word it waits on (its first argument)
+    locks: list[dict] = field(default_factory=list)  # lock objects its frames hold (locks.h)
 
     @property
     def state(self) -> str:
@@ -100,6 +108,7 @@ class Dump:
     read_s: float  # how long reading the interpreter's state took
     threads_complete: bool  # False: a thread list was torn (threads starting or ending)
     threads: list[Thread]
+    deadlock: Deadlock | None = None  # threads waiting for each other's locks (deadlock.py)
 
 
 def _read(path: str) -> str | None:
@@ -132,6 +141,8 @@ def _task(pid: int, tid: int) -> Thread:
     if thread.kernel_state != "R" and syscall and syscall[0] not in ("running", "-1"):
         try:
             thread.syscall = syscall_name(int(syscall[0]))
+            if int(syscall[0]) == _FUTEX.get(os.uname().machine) and len(syscall) > 1:
+                thread.futex = int(syscall[1], 16)
         except ValueError:
             pass
     return thread
@@ -199,6 +210,7 @@ def read(pid: int, *, pause: bool = True, locals: bool = False) -> Dump:
                              for frame, variables in zip(entry["frames"], by_frame)]
         else:
             thread.frames = [Frame(*frame) for frame in entry["frames"]]
+        thread.locks = entry["locks"]
         threads.append(thread)
     # Python's list runs newest first; the main thread first, then the others as they started.
     threads.sort(key=lambda t: (not t.main, t.native_id or 1 << 62))
@@ -215,6 +227,7 @@ def read(pid: int, *, pause: bool = True, locals: bool = False) -> Dump:
         read_s=raw["read_ns"] / 1e9,
         threads_complete=raw["threads_complete"],
         threads=threads,
+        deadlock=deadlock.find(threads),
     )
 
 

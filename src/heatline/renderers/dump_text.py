@@ -27,8 +27,45 @@ def as_json(dump: Dump) -> dict[str, Any]:
         "pause_note": dump.pause_note or None,
         "read_ms": round(dump.read_s * 1e3, 3),
         "threads_complete": dump.threads_complete,
+        "deadlock": _deadlock_json(dump),
         "threads": [_thread_json(thread) for thread in dump.threads],
     }
+
+
+def _deadlock_json(dump: Dump) -> dict[str, Any] | None:
+    from heatline.engine import deadlock
+
+    found = dump.deadlock
+    if found is None:
+        return None
+
+    def wait(w: deadlock.Wait) -> dict[str, Any]:
+        return {
+            "native_id": w.thread.native_id or None,
+            "thread": deadlock.thread_name(w.thread, _process_name(dump)),
+            "waits_for": w.waits_for,
+            "file": w.at.file,
+            "line": w.at.line,
+            "lock": w.lock,
+            "lock_type": w.lock_type,
+            "holder_native_id": (w.holder.native_id or None) if w.holder else None,
+            "holder": deadlock.thread_name(w.holder, _process_name(dump)) if w.holder else None,
+            "held_by": w.held_by,
+            "held_at": ({"file": w.held_at.file, "line": w.held_at.line}
+                        if w.held_at is not None else None),
+        }
+
+    return {
+        "cycle": found.cycle,
+        "text": deadlock.text(found, _process_name(dump)),
+        "waits": [wait(w) for w in found.waits],
+        "behind": [wait(w) for w in found.behind],
+    }
+
+
+def _process_name(dump: Dump) -> str:
+    main = next((t for t in dump.threads if t.native_id == dump.pid), None)
+    return main.name if main else ""
 
 
 def _thread_json(thread: Thread) -> dict[str, Any]:
@@ -86,10 +123,12 @@ def _what(thread: Thread, process_name: str) -> str:
 def as_text(dump: Dump) -> str:
     from heatline.renderers.visible import visible
 
-    main = next((t for t in dump.threads if t.native_id == dump.pid), None)
-    process_name = main.name if main else ""
+    from heatline.engine.deadlock import text as deadlock_text
+
+    process_name = _process_name(dump)
     command = " ".join(dump.command) or "?"
-    lines = [visible(f"Process {dump.pid}: {command}"),
+    lines = [visible(deadlock_text(dump.deadlock, process_name))] if dump.deadlock else []
+    lines += [visible(f"Process {dump.pid}: {command}"),
              visible(f"Python {dump.version} ({dump.binary})")]
     if dump.paused:
         lines.append(f"Threads stopped for {dump.pause_s * 1e3:.2f} ms while read "
