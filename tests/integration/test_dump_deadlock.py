@@ -42,7 +42,12 @@ def _pythons():
                                                    f"python{version}")))
         if version not in found and candidates:
             found[version] = candidates[-1]
-    return [pytest.param(version, path, id=version) for version, path in sorted(found.items())]
+    # From 3.14 the lock objects' layout is not known to the reader: dump looks for no deadlock
+    # there (docs/design-live.md, "heatline dump").
+    unread = pytest.mark.skip(reason="dump reads no lock objects of CPython 3.14+")
+    return [pytest.param(version, path, id=version,
+                         marks=[unread] if tuple(map(int, version.split("."))) >= (3, 14) else [])
+            for version, path in sorted(found.items())]
 
 
 def _line(path, text):

@@ -6,10 +6,12 @@ and :func:`field` declare them as dataclasses' namesakes do (annotated fields, d
 Why not dataclasses: ``heatline dump`` is a command whose whole run is its start-up, and
 importing dataclasses imports inspect, re, ast, dis, tokenize and more, several times the cost
 of reading the process (docs/design-live.md, "heatline dump", where its time goes). This module
-imports nothing.
+imports nothing but sys (loaded at start).
 """
 
 from __future__ import annotations
+
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,11 +44,24 @@ def dataclass(cls: type | None = None, *, frozen: bool = False) -> Any:
     return _make(cls, frozen)
 
 
+def _own_annotations(klass: type) -> Any:
+    """The fields ``klass`` itself annotates, in order. A module with ``from __future__ import
+    annotations`` (or before 3.14) keeps them in the class's dict; from 3.14 a class without it
+    makes them on first access (PEP 649), own ones only, as from 3.10 on."""
+    own = klass.__dict__.get("__annotations__")
+    if own is None and sys.version_info >= (3, 10):
+        try:
+            own = klass.__annotations__
+        except NameError:  # an annotation naming what does not exist (yet): no field known
+            own = None
+    return own or {}
+
+
 def _make(cls: type, frozen: bool) -> type:
     names: list[str] = []
     defaults: dict[str, Any] = {}  # name -> value, or _Field for a factory
     for klass in reversed(cls.__mro__[:-1]):  # a base record's fields first, as dataclasses
-        for name in klass.__dict__.get("__annotations__", {}):
+        for name in _own_annotations(klass):
             if name not in names:
                 names.append(name)
             value = klass.__dict__.get(name, _MISSING)
