@@ -290,7 +290,10 @@ def test_ctrl_c_reaches_the_command_and_the_profile_is_written(tmp_path):
     heatline = subprocess.Popen(
         [sys.executable, "-m", "heatline", "-q", "-o", str(out), "--", "bash", "-c",
          f"{sys.executable} {script}; exit 0"],
-        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A shell's background job (a CI runner's) starts with SIGINT ignored, which Python and
+        # bash would inherit: Ctrl-C as at a terminal needs its default action.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for _ in range(int(TIMEOUT_S / 0.05)):
             if ready.exists() or heatline.poll() is not None:

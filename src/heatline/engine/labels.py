@@ -12,7 +12,7 @@ when the program imports torch.
 
 from __future__ import annotations
 
-import threading
+from _thread import allocate_lock, get_ident  # threading's, without importing threading
 
 from heatline import _native
 
@@ -30,11 +30,11 @@ SLICED = 1 << 31
 # them), so a label entered in one session and closed in the next is still known.
 _names: list[tuple[str, ...]] = []
 _ids: dict[tuple[str, ...], int] = {}
-_lock = threading.Lock()
+_lock = allocate_lock()
 
 push = _native.label_push
 pop = _native.label_pop
-_get_ident = threading.get_ident
+_get_ident = get_ident
 
 
 def name_id(label: tuple[str, ...]) -> int:

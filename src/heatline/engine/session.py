@@ -36,11 +36,13 @@ _engine_tables: tuple[list[str], bytes] | None = None
 
 
 def _snapshot(_native: Any) -> dict[str, Any]:
-    """The engine's snapshot with its labels (regions and modules: labels.raw())."""
-    from heatline.engine import labels
-
+    """The engine's snapshot with its labels (regions and modules: labels.raw()). Labels are
+    entered only through engine/labels.py: a program that did not import it entered none, and the
+    snapshot has none (importing it then would import what the program did not)."""
     snapshot = _native.snapshot()
-    snapshot["labels"] = labels.raw()
+    labels = sys.modules.get("heatline.engine.labels")
+    if labels is not None:
+        snapshot["labels"] = labels.raw()
     return snapshot
 
 
