@@ -13,12 +13,14 @@ heatline's perf event; where it refuses it they skip, or fail with HEATLINE_REQU
 
 import ctypes
 import errno
+import glob
 import importlib.util
 import os
 import platform
 import shutil
 import struct
 import subprocess
+import sys
 
 import pytest
 
@@ -144,3 +146,28 @@ def assert_no_thread_held(pid):
             continue
         assert status["TracerPid"].strip() == "0", tid
         assert status["State"].split()[0] not in ("t", "T"), (tid, status["State"])
+
+
+PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
+
+
+def installed_pythons():
+    """{"3.X": path}: this test's CPython, then every other 3.9-3.13 installed under
+    PYENV_VERSIONS (as `make versions` finds them), for the readers of another process, which
+    read each version's own layouts."""
+    found = {f"{sys.version_info[0]}.{sys.version_info[1]}": sys.executable}
+    for minor in range(9, 14):
+        version = f"3.{minor}"
+        candidates = sorted(glob.glob(os.path.join(PYENV, f"{version}.*", "bin",
+                                                   f"python{version}")))
+        if version not in found and candidates:
+            found[version] = candidates[-1]
+    return dict(sorted(found.items()))
+
+
+def source_line(path, text):
+    """The line number of the one line of path that contains text."""
+    with open(path, encoding="utf-8") as file:
+        hits = [number for number, line in enumerate(file, 1) if text in line]
+    assert len(hits) == 1, (text, hits)
+    return hits[0]

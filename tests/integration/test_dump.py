@@ -21,36 +21,24 @@ import sys
 import time
 
 import pytest
-from _tools import assert_no_thread_held
+from _tools import PYENV, assert_no_thread_held, installed_pythons, source_line
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 STACKS = os.path.join(TARGETS, "dump_stacks.py")
 DEADLOCK = os.path.join(TARGETS, "dump_deadlock.py")
 CHURN = os.path.join(TARGETS, "dump_churn.py")
-PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
 SLEEP_CALLS = {"clock_nanosleep", "nanosleep", "select", "pselect6"}  # time.sleep's, by version
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
 
 def _pythons():
-    """This test's CPython, then every other 3.9-3.13 installed under PYENV_VERSIONS."""
-    found = {f"{sys.version_info[0]}.{sys.version_info[1]}": sys.executable}
-    for minor in range(9, 14):
-        version = f"3.{minor}"
-        pattern = os.path.join(PYENV, f"{version}.*", "bin", f"python{version}")
-        candidates = sorted(glob.glob(pattern))
-        if version not in found and candidates:
-            found[version] = candidates[-1]
-    return [pytest.param(version, path, id=version) for version, path in sorted(found.items())]
+    return [pytest.param(version, path, id=version)
+            for version, path in installed_pythons().items()]
 
 
-def _source_line(path, text):
-    """The line number of the one line of path that contains text."""
-    with open(path, encoding="utf-8") as file:
-        hits = [number for number, line in enumerate(file, 1) if text in line]
-    assert len(hits) == 1, (text, hits)
-    return hits[0]
+
+
 
 
 def _wait_for(path, process, timeout=60):
@@ -119,7 +107,7 @@ def _settled(pid, wanted, options=(), timeout=60):
 def test_every_thread_shows_its_exact_stack(start, version, python):
     process, (pid, main_ident, waiter_ident) = start(STACKS, python)
     dump = _settled(pid, ["sleep_deeply", "spin", "blocked"])
-    line = lambda text: _source_line(STACKS, text)  # noqa: E731
+    line = lambda text: source_line(STACKS, text)  # noqa: E731
     threads = _by_innermost(dump)
     assert len([t for t in dump["threads"] if t["python"]]) == 3, dump
 
@@ -161,7 +149,7 @@ def test_the_text_names_each_thread_and_its_frames(start):
     assert text.startswith(f"Process {pid}: ")
     assert "Threads stopped for " in text and "stacks innermost first" in text
     assert f'\nThread {pid} ("MainThread", main thread): idle in ' in text
-    assert f"    sleep_deeply ({STACKS}:{_source_line(STACKS, 'time.sleep(600)')})\n" in text
+    assert f"    sleep_deeply ({STACKS}:{source_line(STACKS, 'time.sleep(600)')})\n" in text
     assert ": holds the GIL, running\n    spin (" in text
     assert ": idle in futex\n    blocked (" in text
 
@@ -181,7 +169,7 @@ def test_a_deadlocked_process_shows_every_thread(start, version, python):
     """A thread holds the GIL inside pause() (ctypes.PyDLL keeps the GIL); the main thread waits
     for the GIL for ever. Nothing can be run in the process: its stacks are read from outside."""
     process, (pid,) = start(DEADLOCK, python)
-    line = lambda text: _source_line(DEADLOCK, text)  # noqa: E731
+    line = lambda text: source_line(DEADLOCK, text)  # noqa: E731
     deadline = time.monotonic() + 60
     while True:  # the thread calls pause() a moment after writing its ready file
         dump = _dump_json(pid)

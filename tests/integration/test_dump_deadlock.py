@@ -13,7 +13,6 @@ The targets let any process of their user read them (prctl PR_SET_PTRACER_ANY), 
 test_dump.py.
 """
 
-import glob
 import json
 import os
 import subprocess
@@ -21,6 +20,7 @@ import sys
 import time
 
 import pytest
+from _tools import installed_pythons, source_line
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 LOCKS = os.path.join(TARGETS, "dump_lock_cycle.py")
@@ -28,34 +28,21 @@ RLOCKS = os.path.join(TARGETS, "dump_rlock_cycle.py")
 QUIET = os.path.join(TARGETS, "dump_lock_quiet.py")
 UNNAMED = os.path.join(TARGETS, "dump_lock_unnamed.py")
 HANG = os.path.join(TARGETS, "dump_condition_hang.py")
-PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
 
 def _pythons():
-    """This test's CPython, then every other 3.9-3.13 installed under PYENV_VERSIONS."""
-    found = {f"{sys.version_info[0]}.{sys.version_info[1]}": sys.executable}
-    for minor in range(9, 14):
-        version = f"3.{minor}"
-        candidates = sorted(glob.glob(os.path.join(PYENV, f"{version}.*", "bin",
-                                                   f"python{version}")))
-        if version not in found and candidates:
-            found[version] = candidates[-1]
     # From 3.14 the lock objects' layout is not known to the reader: dump looks for no deadlock
     # there (docs/design-live.md, "heatline dump").
     unread = pytest.mark.skip(reason="dump reads no lock objects of CPython 3.14+")
     return [pytest.param(version, path, id=version,
                          marks=[unread] if tuple(map(int, version.split("."))) >= (3, 14) else [])
-            for version, path in sorted(found.items())]
+            for version, path in installed_pythons().items()]
 
 
-def _line(path, text):
-    """The line number of the one line of path that contains text."""
-    with open(path, encoding="utf-8") as file:
-        hits = [number for number, line in enumerate(file, 1) if text in line]
-    assert len(hits) == 1, (text, hits)
-    return hits[0]
+
+
 
 
 @pytest.fixture
@@ -111,8 +98,8 @@ def test_two_locks_deadlock_is_named_with_both_waiting_lines(start, version, pyt
     _, (pid, jobs, journal) = start(LOCKS, python)
     dump = _deadlock(pid)
     assert dump["deadlock"] is not None, dump
-    loader_waits = _line(LOCKS, "# loader waits here")
-    writer_waits = _line(LOCKS, "# writer waits here")
+    loader_waits = source_line(LOCKS, "# loader waits here")
+    writer_waits = source_line(LOCKS, "# writer waits here")
     waits = _waits(dump)
     assert set(waits) == {"loader", "writer"}, dump["deadlock"]
     assert dump["deadlock"]["cycle"] is True
@@ -146,9 +133,9 @@ def test_rlock_deadlock_names_the_holders_the_locks_record(start, version, pytho
     loader, writer = waits["loader"], waits["writer"]
     # loader waits inside Condition.__enter__ (threading.py): the line shown is its caller's.
     assert (loader["line"], loader["lock"], loader["lock_type"]) == (
-        _line(RLOCKS, "# loader waits here"), int(ready), "_thread.RLock")
+        source_line(RLOCKS, "# loader waits here"), int(ready), "_thread.RLock")
     assert (writer["line"], writer["lock"], writer["lock_type"]) == (
-        _line(RLOCKS, "# writer waits here"), int(journal), "_thread.RLock")
+        source_line(RLOCKS, "# writer waits here"), int(journal), "_thread.RLock")
     assert (loader["holder"], loader["held_by"]) == ("writer", "owner")
     assert (writer["holder"], writer["held_by"]) == ("loader", "owner")
     text = _dump(pid).splitlines()[0]
@@ -165,14 +152,14 @@ def test_holders_nothing_shows_are_said_to_be_unknown(start, version, python):
     waits = _waits(dump)
     assert {name: (w["line"], w["lock"], w["holder"], w["held_by"])
             for name, w in waits.items()} == {
-        "MainThread": (_line(UNNAMED, "# main waits here"), int(jobs), None, None),
-        "loader": (_line(UNNAMED, "# loader waits here"), int(journal), None, None),
-        "writer": (_line(UNNAMED, "# writer waits here"), int(jobs), None, None),
+        "MainThread": (source_line(UNNAMED, "# main waits here"), int(jobs), None, None),
+        "loader": (source_line(UNNAMED, "# loader waits here"), int(journal), None, None),
+        "writer": (source_line(UNNAMED, "# writer waits here"), int(jobs), None, None),
     }
     text = _dump(pid).splitlines()[0]
     name = os.path.basename(UNNAMED)
     assert text.startswith("deadlock: every thread waits, none can go on: "), text
-    assert (f"loader waits at {name}:{_line(UNNAMED, '# loader waits here')} for lock "
+    assert (f"loader waits at {name}:{source_line(UNNAMED, '# loader waits here')} for lock "
             f"{int(journal):#x} held by a thread heatline cannot name") in text, text
 
 
@@ -184,22 +171,24 @@ def test_a_notify_that_cannot_come_while_every_thread_waits(start, version, pyth
     assert dump["deadlock"]["cycle"] is False
     waits = _waits(dump)
     assert {name: (w["line"], w["holder"], w["held_by"]) for name, w in waits.items()} == {
-        "MainThread": (_line(HANG, "# main waits here"), None, None),
-        "sleeper": (_line(HANG, "# sleeper waits here"), None, None),
-        "notifier": (_line(HANG, "# notifier waits here"), "sleeper", "with"),
+        "MainThread": (source_line(HANG, "# main waits here"), None, None),
+        "sleeper": (source_line(HANG, "# sleeper waits here"), None, None),
+        "notifier": (source_line(HANG, "# notifier waits here"), "sleeper", "with"),
     }
     assert waits["notifier"]["lock"] == int(table)
     assert [waits[name]["waits_for"] for name in ("MainThread", "sleeper", "notifier")] == [
         "join", "notify", "lock"]
     name = os.path.basename(HANG)
+    main, sleeper, notifier = (source_line(HANG, f"# {who} waits here")
+                               for who in ("main", "sleeper", "notifier"))
     text = _dump(pid).splitlines()[0]
     assert text == (
         "deadlock: every thread waits, none can go on: "
-        f"MainThread waits at {name}:{_line(HANG, '# main waits here')} for a thread to end (in "
-        f"a join); sleeper waits at {name}:{_line(HANG, '# sleeper waits here')} for a notify "
-        f"(in a Condition's wait); notifier waits at {name}:{_line(HANG, '# notifier waits here')}"
+        f"MainThread waits at {name}:{main} for a thread to end (in "
+        f"a join); sleeper waits at {name}:{sleeper} for a notify "
+        f"(in a Condition's wait); notifier waits at {name}:{notifier}"
         f" for lock {int(table):#x} held by sleeper (in a with block of sleep_on_it(), at "
-        f"{name}:{_line(HANG, '# sleeper waits here')})"), text
+        f"{name}:{sleeper})"), text
 
 
 @pytest.mark.parametrize("version, python", _pythons())

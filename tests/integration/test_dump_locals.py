@@ -10,7 +10,6 @@ The target lets any process of its user read it (prctl PR_SET_PTRACER_ANY), as t
 targets do, since `heatline dump` is not its parent.
 """
 
-import glob
 import json
 import os
 import subprocess
@@ -18,11 +17,10 @@ import sys
 import time
 
 import pytest
-from _tools import assert_no_thread_held
+from _tools import assert_no_thread_held, installed_pythons
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 LOCALS = os.path.join(TARGETS, "dump_locals.py")
-PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -38,15 +36,9 @@ WORKER_TWO = [("big", str(2**70 + 5)), ("negative", "-12345"), ("ratio", "2.5"),
 
 
 def pythons():
-    """This test's CPython, then every other 3.9-3.13 installed under PYENV_VERSIONS."""
-    found = {f"{sys.version_info[0]}.{sys.version_info[1]}": sys.executable}
-    for minor in range(9, 14):
-        version = f"3.{minor}"
-        candidates = sorted(glob.glob(os.path.join(PYENV, f"{version}.*", "bin",
-                                                   f"python{version}")))
-        if version not in found and candidates:
-            found[version] = candidates[-1]
-    return [pytest.param(path, id=version) for version, path in sorted(found.items())]
+    return [pytest.param(path, id=version) for version, path in installed_pythons().items()]
+
+
 
 
 def heatline(*args):

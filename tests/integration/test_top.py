@@ -9,7 +9,6 @@ ptrace_scope 1 it could not read them, so each target first allows any process o
 (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)), as test_dump.py's do.
 """
 
-import glob
 import os
 import pty
 import re
@@ -21,11 +20,10 @@ import sys
 import time
 
 import pytest
-from _tools import assert_no_thread_held
+from _tools import assert_no_thread_held, installed_pythons, source_line
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 KINDS = os.path.join(TARGETS, "top_kinds.py")
-PYENV = os.environ.get("PYENV_VERSIONS", os.path.expanduser("~/.pyenv/versions"))
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -34,11 +32,10 @@ ROW = re.compile(r"^\s*(\d+)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%\s+(
 READINGS = re.compile(r"^(\d+) readings in ([\d.]+) s", re.M)
 
 
-def _source_line(path, text):
-    with open(path, encoding="utf-8") as file:
-        hits = [number for number, line in enumerate(file, 1) if text in line]
-    assert len(hits) == 1, (text, hits)
-    return hits[0]
+def _pythons():
+    return [pytest.param(path, id=version) for version, path in installed_pythons().items()]
+
+
 
 
 @pytest.fixture
@@ -89,9 +86,9 @@ def test_each_threads_kind_and_line(kinds):
     assert readings >= 50, done.stdout
     rows = _rows(done.stdout)
     expected = {
-        "spin_in_python": (1, _source_line(KINDS, "while n >= 0")),
-        "hash_in_c": (2, _source_line(KINDS, "hashlib.sha256(data)")),
-        "sleep_in_system": (3, _source_line(KINDS, "time.sleep(600)")),
+        "spin_in_python": (1, source_line(KINDS, "while n >= 0")),
+        "hash_in_c": (2, source_line(KINDS, "hashlib.sha256(data)")),
+        "sleep_in_system": (3, source_line(KINDS, "time.sleep(600)")),
     }
     for function, (kind, line) in expected.items():
         assert function in rows, done.stdout
@@ -103,16 +100,6 @@ def test_each_threads_kind_and_line(kinds):
     assert kinds.poll() is None
 
 
-def _pythons():
-    """This test's CPython, then every other 3.9-3.13 installed under PYENV_VERSIONS."""
-    found = {f"{sys.version_info[0]}.{sys.version_info[1]}": sys.executable}
-    for minor in range(9, 14):
-        version = f"3.{minor}"
-        candidates = sorted(glob.glob(os.path.join(PYENV, f"{version}.*", "bin",
-                                                   f"python{version}")))
-        if version not in found and candidates:
-            found[version] = candidates[-1]
-    return [pytest.param(path, id=version) for version, path in sorted(found.items())]
 
 
 @pytest.mark.parametrize("python", _pythons())
