@@ -25,7 +25,7 @@ SOURCES = ["module.c", "convert.c", "engine.c", "sampler.c", "memory.c", "memhoo
 SOURCES += ["livetable.c", "got.c", "frames.c", "stats.c", "linetable.c", "memread.c"]
 SOURCES += ["compat.c", "control.c", "remote.c", "remoteobj.c", "elf.c", "seize.c", "native.c"]
 SOURCES += ["scope.c", "sigterm.c", "exitstatus.c", "periodic.c", "asyncwait.c"]
-SOURCES += ["detach.c", "newthreads.c", "labels.c", "locks.c"]
+SOURCES += ["detach.c", "newthreads.c", "labels.c", "locks.c", "modhooks.c"]
 SOURCES += ["gpu.c", "nvml.c", "cupti.c", "inject.c"]
 
 extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]

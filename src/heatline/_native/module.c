@@ -11,6 +11,7 @@
 
 #include "convert.h"
 #include "engine.h"
+#include "modhooks.h"
 
 /* The ranges of the start options are declared once, in heatline/options.py, whose parsers
  * apply them; setup.py compiles this file with them: HL_MAX_SAMPLING_INTERVAL_S (seconds, and
@@ -377,6 +378,37 @@ static PyObject *native_label_pop(PyObject *module, PyObject *token) {
     unsigned long long value = PyLong_AsUnsignedLongLong(token);
     if (value == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
     return PyBool_FromLong(hl_engine_label_pop(value));
+}
+
+PyDoc_STRVAR(module_hooks_doc,
+             "module_hooks($module, resolver, /)\n--\n\n"
+             "Sets the resolver of torch's module hooks (module_pre_hook, module_post_hook):\n"
+             "resolver(module) -> {id(submodule): label id}; None turns them off.");
+static PyObject *native_module_hooks(PyObject *module, PyObject *resolver) {
+    (void)module;
+    if (resolver != Py_None && !PyCallable_Check(resolver)) {
+        PyErr_SetString(PyExc_TypeError, "resolver must be callable or None");
+        return NULL;
+    }
+    hl_modhooks_set(resolver, hl_engine_label_push, hl_engine_label_pop);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(module_pre_hook_doc, "module_pre_hook($module, module, *args, /)\n--\n\n"
+                                  "torch's global forward pre-hook: enters module's label.");
+static PyObject *native_module_pre_hook(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs >= 1) hl_modhooks_enter(args[0]);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(module_post_hook_doc, "module_post_hook($module, module, *args, /)\n--\n\n"
+                                   "torch's global forward hook: closes module's label.");
+static PyObject *native_module_post_hook(PyObject *module, PyObject *const *args,
+                                         Py_ssize_t nargs) {
+    (void)module;
+    if (nargs >= 1) hl_modhooks_exit(args[0]);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(label_current_doc, "label_current($module, /)\n--\n\n"
@@ -771,6 +803,11 @@ static PyMethodDef native_methods[] = {
     {"label_push", native_label_push, METH_O, label_push_doc},
     {"label_pop", native_label_pop, METH_O, label_pop_doc},
     {"label_current", native_label_current, METH_NOARGS, label_current_doc},
+    {"module_hooks", native_module_hooks, METH_O, module_hooks_doc},
+    {"module_pre_hook", (PyCFunction)(void (*)(void))native_module_pre_hook, METH_FASTCALL,
+     module_pre_hook_doc},
+    {"module_post_hook", (PyCFunction)(void (*)(void))native_module_post_hook, METH_FASTCALL,
+     module_post_hook_doc},
     {"labels", native_labels, METH_NOARGS, labels_doc},
     {"dump", native_dump, METH_VARARGS, dump_doc},
     {"remote_open", native_remote_open, METH_VARARGS, remote_open_doc},

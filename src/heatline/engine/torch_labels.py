@@ -10,15 +10,17 @@ has imported torch (integrations/torch_watch.py watches for it; this module neve
 - Every module's forward, through torch's global hooks (register_module_forward_pre_hook,
   register_module_forward_hook with always_call=True where torch has it, so that a forward
   that raises is still closed): a module label named by the path of the instance in the root
-  module being called (named_modules), its root's class and its own class. A forward-hook
-  call closes the module's entry and any entry of its submodules left open above it (their
-  forward ended before their parent's did).
+  module being called (named_modules), its root's class and its own class. The hooks are C
+  functions (_native/modhooks.c), which look a module up in the open root's table of paths
+  and ask _paths() here for a root's; a forward-hook call closes the module's entry and any
+  entry of its submodules left open above it (their forward ended before their parent's did).
 """
 
 from __future__ import annotations
 
 import threading
 
+from heatline import _native
 from heatline.engine import labels
 
 TYPE_CHECKING = False
@@ -51,6 +53,7 @@ def uninstall() -> None:
         nvtx.range_push, nvtx.range_pop = _installed.pop("nvtx_functions")
     for handle in _installed.pop("handles", ()):
         handle.remove()
+    _native.module_hooks(None)
     _installed.clear()
     _roots.clear()
 
@@ -143,40 +146,12 @@ def _paths(root: Any) -> dict[int, int]:
     return found
 
 
-def _pre_hook(module: Any, args: Any, _push: Any = labels.push, _local: Any = _local) -> None:
-    try:
-        stack = _local.modules
-    except AttributeError:
-        stack = _local.modules = []
-    label = stack[-1][1].get(id(module)) if stack else None
-    if label is None:  # no module open, or not one of the open root's: a root of its own
-        paths = _paths(module)
-        label = paths[id(module)]
-    else:
-        paths = stack[-1][1]
-    stack.append((_push(label), paths, module))
-
-
-def _post_hook(module: Any, args: Any, output: Any, _pop: Any = labels.pop,
-               _local: Any = _local) -> None:
-    stack = getattr(_local, "modules", None)
-    if not stack:
-        return
-    if stack[-1][2] is module:  # the usual case: the innermost
-        _pop(stack.pop()[0])
-        return
-    for index in range(len(stack) - 2, -1, -1):
-        if stack[index][2] is module:
-            while len(stack) > index:
-                _pop(stack.pop()[0])
-            return
-
-
 def _install_module_hooks(torch: Any) -> None:
     hooks = torch.nn.modules.module
-    pre = hooks.register_module_forward_pre_hook(_pre_hook)
+    _native.module_hooks(_paths)
+    pre = hooks.register_module_forward_pre_hook(_native.module_pre_hook)
     try:
-        post = hooks.register_module_forward_hook(_post_hook, always_call=True)
+        post = hooks.register_module_forward_hook(_native.module_post_hook, always_call=True)
     except TypeError:  # a torch without always_call
-        post = hooks.register_module_forward_hook(_post_hook)
+        post = hooks.register_module_forward_hook(_native.module_post_hook)
     _installed["handles"] = (pre, post)
