@@ -8,7 +8,12 @@ less the time per `with nullcontext: pass` (the loop and the with statement them
 Modules: a forward through a Sequential of 100 Linear(4, 4) layers on a 1x4 input (so the
 layers' own work is small and the hooks' cost shows), profiled against the same forward with
 no profile running; the difference per module call is the pre-hook and the forward hook.
-Each figure is the median over the rounds. Prints Markdown.
+Step: a training step (forward, backward, SGD) of a model of 100 modules (50 Linear(W, W),
+each followed by a ReLU) on a batch of 64, W chosen so that a step takes about 50 ms (20 steps
+a second), its phases marked by record_function and its steps by optimizer.step(): the CPU
+time of a step, profiled with heatline's torch hooks (regions, steps, modules) against profiled
+with them removed, the rounds interleaved. Each figure is the median over the rounds. Prints
+Markdown.
 """
 
 import argparse
@@ -77,6 +82,61 @@ def main():
     print(f"| forward, 101 modules, no profile | {statistics.median(plain) * 1e6:.0f} us |")
     print(f"| forward, 101 modules, profiled | {statistics.median(hooked) * 1e6:.0f} us |")
     print(f"| module hooks (pre + forward) per module call | {cost * 1e9:.0f} ns |")
+    step_model(torch, args.rounds)
+
+
+def step_model(torch, rounds):
+    """The issue's model: 100 modules at about 20 steps a second; the hooks' share of a step."""
+    from torch.profiler import record_function
+
+    from heatline.engine import session, torch_labels
+
+    def build(width):
+        layers = []
+        for _ in range(50):
+            layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers)
+
+    def steps(model, optimizer, n):
+        x = torch.randn(64, model[0].in_features)
+        started = time.thread_time()
+        for _ in range(n):
+            with record_function("forward"):
+                loss = model(x).square().mean()
+            with record_function("backward"):
+                optimizer.zero_grad()
+                loss.backward()
+            with record_function("optimizer"):
+                optimizer.step()
+        return (time.thread_time() - started) / n
+
+    width = 64
+    while True:  # the width whose plain step takes 50 ms or more
+        model = build(width)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        if steps(model, optimizer, 3) >= 0.05 or width >= 4096:
+            break
+        width *= 2
+    n = 10
+    hooked, bare = [], []
+    for _ in range(rounds):
+        heatline.start(cpu_only=True)
+        try:
+            hooked.append(steps(model, optimizer, n))
+            torch_labels.uninstall()  # as a run without the torch hooks
+            while session._optimizer_hooks:
+                session._optimizer_hooks.pop().remove()
+            bare.append(steps(model, optimizer, n))
+        finally:
+            heatline.stop()
+    with_hooks, without = statistics.median(hooked), statistics.median(bare)
+    calls = 101 + 3  # module forwards and regions per step (and one optimizer step)
+    print(f"| step, 100 modules (Linear({width}, {width}) and ReLU), batch 64, profiled, "
+          f"hooks off | {without * 1e3:.1f} ms |")
+    print(f"| the same step, hooks on (101 module calls, 3 regions, 1 step) | "
+          f"{with_hooks * 1e3:.1f} ms |")
+    print(f"| the hooks' share of a step | {(with_hooks / without - 1) * 100:+.2f}% "
+          f"({(with_hooks - without) / calls * 1e9:.0f} ns per hooked call) |")
 
 
 if __name__ == "__main__":

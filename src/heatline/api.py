@@ -376,12 +376,16 @@ class Leak(NamedTuple):
 
 _LABEL_TIMES = (("python_s", float), ("native_s", float), ("system_s", float),
                 ("cpu_wait_s", float))
+# A region's or module's memory: 0 where memory was not profiled (or an older file).
+_LABEL_MEMORY = (("alloc_bytes", int), ("peak_bytes", int))
 
 
 class RegionStats(NamedTuple("RegionStats", [("path", str), ("name", str), ("count", int),
-                                             ("wall_s", float), *_LABEL_TIMES])):
+                                             ("wall_s", float), *_LABEL_TIMES,
+                                             *_LABEL_MEMORY])):
     """A region (heatline.region, record_function, an NVTX range) by its path ("step/forward"):
-    entries, wall time, and the sampled split of its time, nested regions included."""
+    entries, wall time, the sampled split of its time and the memory allocated inside (and the
+    program's peak reached by it), nested regions included."""
 
     __slots__ = ()
 
@@ -392,9 +396,9 @@ class RegionStats(NamedTuple("RegionStats", [("path", str), ("name", str), ("cou
 
 class ModuleStats(NamedTuple("ModuleStats", [("path", str), ("class_name", str), ("root", str),
                                              ("count", int), ("wall_s", float), ("self_s", float),
-                                             *_LABEL_TIMES])):
+                                             *_LABEL_TIMES, *_LABEL_MEMORY])):
     """A torch module instance by its path in its root module: forward calls, wall time (its
-    submodules included), self time (without them) and the sampled split."""
+    submodules included), self time (without them), the sampled split and memory."""
 
     __slots__ = ()
 
@@ -502,13 +506,15 @@ class Profile:
     def regions(self) -> list[RegionStats]:
         """The regions, the longest wall time first (empty when none was entered)."""
         return [RegionStats(r["path"], r["name"], r["count"], r["wall_s"],
-                            *(r[k] for k, _ in _LABEL_TIMES))
+                            *(r[k] for k, _ in _LABEL_TIMES),
+                            *(r.get(k, 0) for k, _ in _LABEL_MEMORY))
                 for r in self.data.get("regions", [])]
 
     def modules(self) -> list[ModuleStats]:
         """The torch modules, the longest wall time first (empty without torch)."""
         return [ModuleStats(m["path"], m["class"], m["root"], m["count"], m["wall_s"],
-                            m["self_s"], *(m[k] for k, _ in _LABEL_TIMES))
+                            m["self_s"], *(m[k] for k, _ in _LABEL_TIMES),
+                            *(m.get(k, 0) for k, _ in _LABEL_MEMORY))
                 for m in self.data.get("modules", [])]
 
     def __repr__(self) -> str:

@@ -68,6 +68,14 @@ def test_regions_match_the_program_own_clock_and_import_no_torch(run_heatline, p
     assert counts["generator/after"] == counts["outer/inner"] == 0
     top = regions["step/forward"]["top_lines"][0]
     assert top["file"] == program("regions_phases.py")
+    # memory: an allocation of the sampling window or more is counted exactly; the region
+    # allocates nothing else but its list's growth (a few small samples at most)
+    window = profile["memory"]["sampling_window_bytes"]
+    true_alloc = truth["alloc_bytes"]["alloc"]
+    alloc = regions["alloc"]
+    assert abs(alloc["alloc_bytes"] - true_alloc) <= 4 * window, alloc
+    # the buffers are kept: the footprint after the last one holds all three
+    assert alloc["peak_bytes"] >= true_alloc - 4 * window, alloc
     # the terminal report's section
     assert "Regions" in result.stderr and "step/forward" in result.stderr
     # the Chrome trace: each span a slice on the track of the thread that entered it

@@ -1,6 +1,7 @@
 """Regions without torch: heatline.region nested, as a decorator, on a second thread, left open
-by a suspended generator, and exited out of order. Each region's wall time as the program
-measures it, and the run's, are written (JSON) to argv[1]: the truth. Imports no torch."""
+by a suspended generator, exited out of order, and one that allocates a known amount. Each
+region's wall time as the program measures it, the bytes allocated, and the run's wall time are
+written (JSON) to argv[1]: the truth. Imports no torch."""
 
 import json
 import sys
@@ -11,6 +12,8 @@ import heatline
 
 clock = time.perf_counter
 TRUTH = {"wall": {}}
+ALLOC_BYTES = 8 << 20
+KEPT = []
 
 
 def spin(seconds):
@@ -97,6 +100,13 @@ def main():
     add("outer", t1 - t0)
     add("outer/inner", t1 - t0)
     add("inner", clock() - t1)
+    # Memory: three 8 MiB buffers allocated in a region of their own, kept to the end.
+    t0 = clock()
+    with heatline.region("alloc"):
+        for _ in range(3):
+            KEPT.append(bytearray(ALLOC_BYTES))
+    add("alloc", clock() - t0)
+    TRUTH["alloc_bytes"] = {"alloc": 3 * ALLOC_BYTES}
     TRUTH["run_s"] = clock() - started
     TRUTH["torch_imported"] = "torch" in sys.modules
 

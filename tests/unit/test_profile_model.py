@@ -62,7 +62,7 @@ PROSE = {
 }
 # A key set the types share (checked with them), and the "off" halves of memory and gpu
 # (`{"enabled": false}`, checked by the validator's own test).
-COVERED_OTHERWISE = {model.TimeFields, model.MemoryOff, model.GpuOff}
+COVERED_OTHERWISE = {model.TimeFields, model.MemoryOff, model.GpuOff, model.LabelMemory}
 
 
 def _doc_sections():

@@ -255,6 +255,10 @@ static uint32_t innermost_of(slot *s) {
     return e->inherited ? HL_NO_LABEL : e->node;
 }
 
+uint32_t hl_labels_own_current(void) {
+    return mine == NULL ? HL_NO_LABEL : innermost_of(mine);
+}
+
 uint32_t hl_labels_innermost(long native_id, uint32_t *slot_hint) {
     size_t n = atomic_load_explicit(&nslots, memory_order_acquire);
     if (*slot_hint < n &&
@@ -292,6 +296,13 @@ void hl_labels_charge(uint32_t node, int category, uint64_t ns, uint32_t line) {
         lines[nlines++] = (hl_label_line){node, line, 0};
     }
     lines[index].ns += ns;
+}
+
+void hl_labels_charge_alloc(uint32_t node, uint64_t bytes, int64_t live) {
+    hl_label_charge *c = charge_of(node);
+    if (c == NULL) return;
+    c->alloc_bytes += bytes;
+    if (live > c->peak_bytes) c->peak_bytes = live;
 }
 
 void hl_labels_move(uint32_t node, int from, int to, uint64_t ns) {

@@ -53,9 +53,13 @@ typedef struct hl_label_node {
  * (many more, and short) are not. */
 #define HL_LABEL_SLICED 0x80000000u
 
-/* What the sampler charged to a node (innermost open), per category (stats.h). */
+/* What the sampler charged to a node (innermost open), per category (stats.h), and the memory
+ * sampled while it was the innermost: the allocations' weight, and the program's highest live
+ * weight reached by one of them. */
 typedef struct hl_label_charge {
     uint64_t ns[4];
+    uint64_t alloc_bytes;
+    int64_t peak_bytes;
 } hl_label_charge;
 
 /* Time charged to a node while its thread ran a line (the line's id in hl_stats.lines). */
@@ -103,6 +107,11 @@ hl_label_slice *hl_labels_slices(size_t *n, uint64_t *origin_ns);
  * the thread's stack was found last time (a per-thread cache of the caller's; start it at 0),
  * checked first and updated. */
 uint32_t hl_labels_innermost(long native_id, uint32_t *slot_hint);
+/* The calling thread's innermost node for an allocation it makes (an entry inherited at a
+ * fork: none), or HL_NO_LABEL. Lock-free, any thread. */
+uint32_t hl_labels_own_current(void);
+/* Charges a sampled allocation of bytes, after which the program held live bytes, to node. */
+void hl_labels_charge_alloc(uint32_t node, uint64_t bytes, int64_t live);
 /* Charges ns of category to node (and to (node, line) when line is not UINT32_MAX). */
 void hl_labels_charge(uint32_t node, int category, uint64_t ns, uint32_t line);
 /* Moves up to ns of node's time from one category to another (a wait for a CPU found later:

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "engine_part.h"
 #include "got.h"
+#include "labels.h"
 #include "livetable.h"
 #include "memhooks.h"
 
@@ -97,6 +98,7 @@ static void record_allocation(uintptr_t address, uint64_t weight, int kind) {
         }
     }
     program_changed_locked(now, line);
+    hl_labels_charge_alloc(hl_labels_own_current(), weight, m->live);
     hl_engine_unlock_from_hook();
 }
 

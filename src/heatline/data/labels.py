@@ -11,7 +11,10 @@ record_function inside a module's forward, a module called inside a region); her
   sampled times are those of the node's whole subtree (inclusive: nested regions and modules
   included), and its top lines likewise;
 - a module is its instance (root class, path in the root); inclusive wall and sampled times
-  as a region's, and ``self_s``: its wall minus the wall of the modules called inside it.
+  as a region's, and ``self_s``: its wall minus the wall of the modules called inside it;
+- memory, for both: ``alloc_bytes``, the sampled allocations made inside (the subtree's sum),
+  and ``peak_bytes``, the program's highest footprint reached by one of them (the subtree's
+  highest): the program's peak is in the region or module whose allocation reached it.
 Nodes with the same region path or the same module are merged (threads, and the places a
 module is called from).
 """
@@ -49,12 +52,14 @@ def regions_and_modules(snapshot: dict[str, Any]) -> dict[str, Any]:
             children[parent].append(index)
     # each node's subtree: its own charges plus its descendants' (parents come before
     # children: a node is made when its parent is already open)
-    subtree = [list(charges[i]) if i < len(charges) else [0, 0, 0, 0] for i in range(n)]
+    # (python, native, system, cpu_wait ns, alloc bytes, peak bytes); older engines: the first 4
+    subtree = [[*charges[i], 0, 0][:6] if i < len(charges) else [0] * 6 for i in range(n)]
     for index in range(n - 1, -1, -1):
         parent = nodes[index][0]
         if parent is not None:
-            for k in range(4):
+            for k in range(5):
                 subtree[parent][k] += subtree[index][k]
+            subtree[parent][5] = max(subtree[parent][5], subtree[index][5])
     lines: list[dict[tuple[str, int], int]] = [{} for _ in range(n)]
     for node, file_id, line, ns in raw.get("lines") or []:
         if file_id is None or node >= n:
@@ -86,7 +91,7 @@ def regions_and_modules(snapshot: dict[str, Any]) -> dict[str, Any]:
             path = name if outer is None else f"{outer}/{name}"
             region_path[index] = path
             entry = regions.setdefault(path, {"name": name, "path": path, "count": 0,
-                                              "wall_ns": 0, "ns": [0, 0, 0, 0], "lines": {},
+                                              "wall_ns": 0, "ns": [0] * 6, "lines": {},
                                               "slices": [], "slices_dropped": 0})
             _add(entry, count, wall_ns, subtree[index], lines[index])
             entry["slices_dropped"] += dropped
@@ -98,7 +103,7 @@ def regions_and_modules(snapshot: dict[str, Any]) -> dict[str, Any]:
                 continue
             entry = modules.setdefault((root, path), {
                 "path": path, "class": cls, "root": root, "count": 0, "wall_ns": 0,
-                "child_wall_ns": 0, "ns": [0, 0, 0, 0], "lines": {}})
+                "child_wall_ns": 0, "ns": [0] * 6, "lines": {}})
             _add(entry, count, wall_ns, subtree[index], {})
             entry["child_wall_ns"] += sum(nodes[c][3] for c in _child_modules(index, children,
                                                                               label))
@@ -139,8 +144,9 @@ def _add(entry: dict[str, Any], count: int, wall_ns: int, ns: list[int],
          lines: dict[tuple[str, int], int]) -> None:
     entry["count"] += count
     entry["wall_ns"] += wall_ns
-    for k in range(4):
+    for k in range(5):
         entry["ns"][k] += ns[k]
+    entry["ns"][5] = max(entry["ns"][5], ns[5])
     for key, value in lines.items():
         entry["lines"][key] = entry["lines"].get(key, 0) + value
 
@@ -168,8 +174,10 @@ def _child_modules(index: int, children: list[list[int]], label: Any) -> list[in
     return found
 
 
-def _times(ns: list[int]) -> dict[str, float]:
-    return dict(zip(_CATEGORIES, (_s(v) for v in ns)))
+def _times(ns: list[int]) -> dict[str, Any]:
+    """The sampled times, and the memory (alloc_bytes, peak_bytes)."""
+    return {**dict(zip(_CATEGORIES, (_s(v) for v in ns[:4]))),
+            "alloc_bytes": int(ns[4]), "peak_bytes": max(int(ns[5]), 0)}
 
 
 def _region(entry: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +218,9 @@ def merged(profile: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
             for name in ("wall_s", "self_s", *_CATEGORIES):
                 if name in into:
                     into[name] = round(into[name] + row.get(name, 0.0), 9)
+            # bytes: allocations add up; peaks are each process's own, the highest kept
+            into["alloc_bytes"] = into.get("alloc_bytes", 0) + row.get("alloc_bytes", 0)
+            into["peak_bytes"] = max(into.get("peak_bytes", 0), row.get("peak_bytes", 0))
             if "top_lines" in into:
                 into["top_lines"] = _merged_lines(into["top_lines"], row.get("top_lines", []))
         if by_key:

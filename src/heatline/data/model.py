@@ -376,7 +376,14 @@ class RegionLine(TypedDict):
     time_s: float
 
 
-class Region(TypedDict):
+class LabelMemory(TypedDict, total=False):
+    """A region's or module's memory (absent from files written before it was recorded)."""
+
+    alloc_bytes: int
+    peak_bytes: int
+
+
+class Region(LabelMemory):
     """An entry of ``regions``: heatline.region, record_function and NVTX ranges."""
 
     name: str
@@ -394,10 +401,14 @@ class Region(TypedDict):
 
 # An entry of ``modules``: a torch nn.Module instance, by its path in its root module ("class"
 # is a keyword, hence the functional form).
-Module = TypedDict("Module", {
+_ModuleRequired = TypedDict("_ModuleRequired", {
     "path": str, "class": str, "root": str, "count": int, "wall_s": float, "self_s": float,
     "python_s": float, "native_s": float, "system_s": float, "cpu_wait_s": float,
 })
+
+
+class Module(_ModuleRequired, LabelMemory):
+    """An entry of ``modules``."""
 
 
 class _ProcessRequired(TypedDict):

@@ -43,8 +43,8 @@ def render(console: Console, profile: Profile) -> None:
                       no_wrap=True, overflow="ellipsis")
         _more(console, len(modules), "module")
         console.print("wall s: its forward calls, the modules they call included; self s: "
-                      "without them; (Root): the module called first. Py, nat, sys, wait s: "
-                      "sampled, inclusive.", style="dim")
+                      "without them; (Root): the module called first. Py, nat, sys, wait s, "
+                      "alloc: sampled, inclusive.", style="dim")
 
 
 def _more(console: Console, count: int, what: str) -> None:
@@ -58,6 +58,10 @@ def _table(title: str, rows: list[tuple[str, dict[str, Any]]], elapsed: float, w
     waits = any(entry.get("cpu_wait_s") for _, entry in shown)
     headers = ["calls", "wall s", "self s"] if self_column else ["count", "wall s", "%"]
     headers += [h for h, key in KINDS if waits or key != "cpu_wait_s"]
+    # memory: when it was profiled and something was allocated inside
+    allocs = any(entry.get("alloc_bytes") for _, entry in shown)
+    if allocs:
+        headers.append("alloc")
     cells = []
     for name, entry in shown:
         row = [str(entry["count"]), f"{entry['wall_s']:.3f}"]
@@ -66,6 +70,8 @@ def _table(title: str, rows: list[tuple[str, dict[str, Any]]], elapsed: float, w
         else:
             row.append(f"{100.0 * entry['wall_s'] / elapsed:.1f}" if elapsed > 0 else "-")
         row += [f"{entry.get(key, 0.0):.2f}" for h, key in KINDS if waits or key != "cpu_wait_s"]
+        if allocs:
+            row.append(_size(entry.get("alloc_bytes", 0)))
         cells.append((name, row))
     numbers = sum(max(len(h), *(len(r[i]) for _, r in cells)) + 2
                   for i, h in enumerate(headers))
@@ -77,6 +83,15 @@ def _table(title: str, rows: list[tuple[str, dict[str, Any]]], elapsed: float, w
     for name, row in cells:
         table.add_row(_middle(name, room), *row)
     return table
+
+
+def _size(value: int) -> str:
+    """Bytes in at most 6 characters: "27.6M", "512K", "96B" (binary units)."""
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if value >= scale:
+            shown = f"{value / scale:.1f}" if value < 100 * scale else str(value // scale)
+            return shown + unit
+    return f"{value}B"
 
 
 def _middle(text: str, room: int) -> str:
