@@ -380,6 +380,12 @@ VIEW_OPTIONS = (
            default=None, metavar="PID", parse=_process),
 )
 
+# `heatline merge`.
+MERGE_OPTIONS = (
+    Option(("-o", "--outfile"), "write the merged profile (JSON) to FILE (required)",
+           default=None, metavar="FILE"),
+)
+
 # `heatline diff`.
 DIFF_OPTIONS = (
     Option(("--fail-on-regression",), "exit with status 1 when the total time, or one "

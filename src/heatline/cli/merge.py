@@ -3,7 +3,8 @@ machines, or one) joined into one profile, read as one job (data/runs.py)."""
 
 from __future__ import annotations
 
-from heatline.cli.common import Parser, check_outfile, fail
+from heatline.cli.common import Parser, add_option, check_outfile, fail
+from heatline.options import MERGE_OPTIONS
 
 
 def _merge_parser() -> Parser:
@@ -14,8 +15,8 @@ def _merge_parser() -> Parser:
         "processes kept apart by host and pid.",
         allow_abbrev=False,
     )
-    parser.add_argument("-o", "--outfile", metavar="FILE", required=True,
-                        help="write the merged profile (JSON) to FILE")
+    for option in MERGE_OPTIONS:
+        add_option(parser, option)
     parser.add_argument("profiles", metavar="profile.json", nargs="+",
                         help="the profiles to merge, two or more")
     return parser
@@ -27,6 +28,8 @@ def run(args: list[str]) -> int:
     from heatline.data.runs import MergeError, merge_runs
 
     options = _merge_parser().parse_args(args)
+    if options.outfile is None:
+        fail("merge needs -o FILE: where to write the merged profile")
     if len(options.profiles) < 2:
         fail(f"merge needs two or more profiles, not {len(options.profiles)}")
     outfile = check_outfile(options.outfile)
