@@ -112,6 +112,11 @@ def test_two_hosts_merge_into_one_job(runs, run_heatline, tmp_path):
     assert sum(got.values()) > 0
     # It is a normal profile: summary, every format, view --pid.
     assert merged["summary"]
+    report = run_heatline("view", str(tmp_path / "all.json"), text=True, env={"COLUMNS": "120"})
+    assert f"node-b:{b_truth['pid']}" in report.stdout
+    assert f"{host}:{a_truth['pid']}" in report.stdout
+    page = run_heatline("view", "--format", "html", str(tmp_path / "all.json"), text=True)
+    assert "main on node-b" in page.stdout
     for fmt in ("terminal", "html", "json", "collapsed", "speedscope", "pprof", "chrome"):
         shown = run_heatline("view", "--format", fmt, str(tmp_path / "all.json"))
         assert shown.returncode == 0, (fmt, shown.stderr)
