@@ -220,3 +220,35 @@ def test_bad_input_gives_one_line(runs, run_heatline, tmp_path):
     _one_line_error(merge("-o", out), "required")
     _one_line_error(merge(a_path, b_path), "-o")
     assert not os.path.exists(out)
+
+
+def test_a_run_on_another_host_records_that_host(runs, run_heatline, tmp_path):
+    """A real run whose machine has another host name (a UTS namespace of its own, where
+    unshare may make one): heatline records it, and the merge keeps it."""
+    import shutil
+    import subprocess
+    import sys
+
+    _, (a_path, a_truth, _), _ = runs
+    name = f"heatline-node-{os.getpid()}"
+    unshare = shutil.which("unshare")
+    probe = (subprocess.run([unshare, "--uts", "hostname", name], capture_output=True,
+                            timeout=60) if unshare else None)
+    if probe is None or probe.returncode:
+        why = "unshare --uts cannot make a host name here (needs root or user namespaces)"
+        if os.environ.get("HEATLINE_REQUIRE_NETNS"):
+            pytest.fail(why)
+        pytest.skip(why)
+    out, truth = tmp_path / "other.json", tmp_path / "other.truth.json"
+    done = subprocess.run(
+        [unshare, "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name, sys.executable,
+         "-m", "heatline", "-q", "-o", str(out), TARGET, str(truth), "0.1", "1"],
+        capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    other, other_truth = _load(out), json.loads(truth.read_text())
+    assert other["host"] == name and other["pid"] == other_truth["pid"]
+    assert [p["host"] for p in other["processes"]] == [name, name]  # the child inherits it
+    merged = _merge(run_heatline, tmp_path / "both.json", a_path, out)
+    hosts = {(p["host"], p["pid"]) for p in merged["processes"]}
+    assert {(name, other_truth["pid"]), (name, other_truth["children"][0])} <= hosts
+    assert (_load(a_path)["host"], a_truth["pid"]) in hosts and len(hosts) == 4
