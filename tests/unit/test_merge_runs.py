@@ -69,6 +69,10 @@ def test_runs_are_put_on_the_clock_of_the_earliest_start():
     with pytest.raises(KeyError):
         process_view(merged, "c:100")
     assert merged["started_at_epoch"] == EPOCH and merged["host"] == "b"
+    # The later host's warnings name it.
+    a_warned = dict(a, warnings=["slow disk"])
+    warned = merge_runs([("a.json", a_warned), ("b.json", b)])
+    assert "process 100 on a (main): slow disk" in warned["warnings"]
     assert merged["elapsed_s"] == pytest.approx(0.75 + a["elapsed_s"])
     assert merged["totals"]["attributed_s"] == pytest.approx(
         a["totals"]["attributed_s"] + b["totals"]["attributed_s"])

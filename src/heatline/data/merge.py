@@ -234,7 +234,9 @@ def _add_profile(merged: Profile, profile: Profile, info: dict[str, Any],
         for key, value in profile["memory"].items():
             if key in memory_report.TOTAL_KEYS and key != "sampling_window_bytes":
                 merged["memory"][key] += value
-    label = f"process {info['pid']} ({info['role']})"
+    host = info.get("host")  # named where it is another host's than the main process's
+    where = f" on {host}" if host is not None and host != merged.get("host") else ""
+    label = f"process {info['pid']}{where} ({info['role']})"
     merged["warnings"].extend(f"{label}: {warning}" for warning in profile["warnings"])
     if profile.get("gpu", {}).get("enabled") and not merged["gpu"].get("enabled"):
         merged["warnings"].append(f"{label} used the GPU; its GPU figures are in its own "
