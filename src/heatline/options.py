@@ -350,6 +350,14 @@ def _whole(text: str) -> int:
         raise _usage_error(f"must be a whole number, not {text!r}") from None
 
 
+def _process(text: str) -> str:
+    """A process of a merged profile: PID, or HOST:PID (its key in process_profiles)."""
+    number = text.rpartition(":")[2].partition("#")[0]
+    if not number.isdigit():
+        raise _usage_error(f"must be a process id (PID or HOST:PID), not {text!r}")
+    return text
+
+
 def _rows(text: str) -> int:
     value = _whole(text)
     if value < 1:
@@ -367,8 +375,15 @@ def _growth(text: str) -> float:
 # `heatline view`: the run options marked view=True, then these.
 VIEW_OPTIONS = (
     Option(("-o", "--outfile"), "write to FILE, not stdout", default=None, metavar="FILE"),
-    Option(("--pid",), "show only this process of a profile with child processes",
-           default=None, metavar="PID", parse=_whole),
+    Option(("--pid",), "show only this process of a profile with child processes (HOST:PID "
+           "where processes of several hosts share the pid)",
+           default=None, metavar="PID", parse=_process),
+)
+
+# `heatline merge`.
+MERGE_OPTIONS = (
+    Option(("-o", "--outfile"), "write the merged profile (JSON) to FILE (required)",
+           default=None, metavar="FILE"),
 )
 
 # `heatline diff`.

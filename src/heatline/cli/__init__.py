@@ -1,6 +1,7 @@
 """The command line: ``heatline [run] [options] script.py [args...]`` (or ``-m module``),
 ``heatline [options] -- command [args...]``, and
-the subcommands ``view``, ``diff``, ``check``, ``ctl``, ``dump`` and ``top``, one module each. Every
+the subcommands ``view``, ``diff``, ``check``, ``ctl``, ``dump``, ``top``, ``attach`` and
+``merge``, one module each. Every
 mistake on the command line is one ``heatline: error: ...`` line on stderr, never a
 traceback."""
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 # The subcommands: the first argument that names one (anything else is the program to run,
 # as after `heatline run`; `heatline ./view` runs a script named view).
-SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump", "top", "attach")
+SUBCOMMANDS = ("view", "diff", "check", "ctl", "dump", "top", "attach", "merge")
 
 
 # The subcommands whose command ends the process at once when they are done, skipping the

@@ -20,6 +20,7 @@ COMMANDS = (
     ("run", "run"),
     ("view", "view"),
     ("diff", "diff"),
+    ("merge", "merge"),
     ("check", "check"),
     ("attach", "attach"),
     ("dump", "dump"),
@@ -158,7 +159,7 @@ NOTES = {
 # The option tables, for each flag the Option it comes from.
 _TABLES = (
     table.RUN_OPTIONS, table.VIEW_OPTIONS, table.DIFF_OPTIONS, table.CHECK_OPTIONS,
-    table.DUMP_OPTIONS, table.TOP_OPTIONS, table.ATTACH_OPTIONS,
+    table.DUMP_OPTIONS, table.TOP_OPTIONS, table.ATTACH_OPTIONS, table.MERGE_OPTIONS,
 )
 
 

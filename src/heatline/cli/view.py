@@ -33,13 +33,15 @@ def run(args: list[str]) -> int:
     except profile.ProfileError as exc:
         fail(str(exc), 1)
     if options.pid is not None:
-        from heatline.data.merge import process_view
+        from heatline.data.merge import process_keys, process_view
 
         try:
             data = process_view(data, options.pid)
         except KeyError:
-            pids = ", ".join(str(p["pid"]) for p in data.get("processes", [])) or "none"
+            pids = ", ".join(process_keys(data.get("processes", []))) or "none"
             fail(f"'{options.profile}' has no process {options.pid} (processes: {pids})", 1)
+        except LookupError as exc:
+            fail(f"'{options.profile}': {exc}", 1)
     from heatline.renderers import View, render_bytes, render_to
 
     view = View.of(options)

@@ -97,6 +97,9 @@ def build_profile(
     read_lines: Callable[[str], Sequence[str]] = read_source_lines,
     fork_stack: Sequence[Sequence[Any]] | None = None,
     dynamic_sources: Sequence[str] = (),
+    host: str | None = None,
+    pid: int | None = None,
+    start_epoch: float | None = None,
 ) -> Profile:
     """Turn an engine snapshot (docs/engine-api.md) into a profile (docs/profile-format.md).
 
@@ -105,7 +108,9 @@ def build_profile(
     (summary.py) are added to the whole. ``fork_stack``: a fork child's inherited frames
     (run/follow.py); its time under them with no user frame of its own is its ``idle_s``
     (release_inherited). ``dynamic_sources``: the files where code cloudpickle rebuilt
-    (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code)."""
+    (``<dynamic-code>``) may come from, the main script first (charge_dynamic_code).
+    ``host``, ``pid``, ``start_epoch``: where the process ran and when its time 0 was (Unix
+    time), the profile's ``host``, ``pid`` and ``started_at_epoch`` (absent when not given)."""
     from heatline.data import gpu as gpu_report
     from heatline.data.labels import regions_and_modules
     from heatline.data import steps as step_report
@@ -125,7 +130,8 @@ def build_profile(
     profile = {
         **_run_fields(snapshot, program=program, argv=argv, started_at=started_at,
                       elapsed_s=elapsed_s, cpu_s=cpu_s, interval_ns=interval_ns,
-                      steal_s=steal_s, cpu_count=cpu_count),
+                      steal_s=steal_s, cpu_count=cpu_count,
+                      identity=_identity(host, pid, start_epoch)),
         **_profiled_periods(snapshot),
         **steps,
         **_asyncio_summary(snapshot),
@@ -570,9 +576,29 @@ def _named(thread: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
     return {**record, **thread}
 
 
+def host_name() -> str:
+    """This machine's host name, as socket.gethostname() gives it (without importing socket)."""
+    try:
+        return os.uname().nodename
+    except AttributeError:  # no uname (Windows)
+        import socket
+
+        return socket.gethostname()
+
+
+def _identity(host: str | None, pid: int | None, start_epoch: float | None) -> dict[str, Any]:
+    """The profile's host, pid and started_at_epoch, those given."""
+    return {
+        **({} if host is None else {"host": host}),
+        **({} if pid is None else {"pid": pid}),
+        **({} if start_epoch is None else {"started_at_epoch": round(start_epoch, 6)}),
+    }
+
+
 def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
                 started_at: str, elapsed_s: float, cpu_s: float, interval_ns: float,
-                steal_s: float | None, cpu_count: int) -> dict[str, Any]:
+                steal_s: float | None, cpu_count: int,
+                identity: dict[str, Any]) -> dict[str, Any]:
     """The profile's fields about the run: what ran, where, when, and how it was sampled."""
     from heatline.data import SCHEMA_VERSION
 
@@ -586,6 +612,7 @@ def _run_fields(snapshot: dict[str, Any], *, program: str, argv: Sequence[str],
         "platform": sys.platform,
         "cpu_count": cpu_count,
         "started_at": started_at,
+        **identity,
         "elapsed_s": round(elapsed_s, 6),
         "cpu_s": round(cpu_s, 6),
         "sampling_interval_s": _seconds(interval_ns),

@@ -183,6 +183,10 @@ _PROCESS = {
 }
 
 
+# Where and when the process ran (docs/profile-format.md, Top level; `host` on `processes`
+# too): optional, added in schema 5 without a version bump.
+_IDENTITY = {"host": str, "pid": int, "started_at_epoch": _NUMBER}
+
 # A profile taken by heatline attach (docs/profile-format.md, `attached`): optional, added in
 # schema 5 without a version bump; attach_s and detach_s may be absent.
 _ATTACHED = {"pid": int, "started_at_epoch": _NUMBER, "ended_by": str}
@@ -301,8 +305,14 @@ def validate(data: Any, path: str = "profile") -> None:
         for key, spec in _MERGED_PEAK.items():  # optional: profiles with child processes
             if key in data:
                 _check(data[key], spec, key)
+        for key, spec in _IDENTITY.items():  # optional: older files lack them
+            if key in data:
+                _check(data[key], spec, key)
         if "processes" in data:
             _check(data["processes"], [_PROCESS], "processes")
+            for number, process in enumerate(data["processes"]):
+                if "host" in process:  # optional: older files lack it
+                    _check(process["host"], str, f"processes[{number}].host")
             own = data.get("process_profiles")
             if not isinstance(own, dict) or any(
                 not isinstance(p, dict) or "processes" in p for p in own.values()

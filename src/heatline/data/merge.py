@@ -51,10 +51,13 @@ def merge_processes(
         _add_profile(merged, profile, info, end_s)
     _add_program_memory(merged, processes)
     _set_percentages(merged)
-    merged["processes"] = [_process_entry(info, profile) for info, profile in processes]
-    merged["process_profiles"] = {
-        str(info["pid"]): profile for info, profile in processes
-    }
+    host = main_profile.get("host")  # children not on another host are on the main one's
+    merged["processes"] = [_process_entry(dict({"host": host}, **info), profile)
+                           for info, profile in processes]
+    merged["process_profiles"] = dict(zip(
+        process_keys(merged["processes"]), (profile for _, profile in processes)))
+    if "pid" in merged:
+        merged["pid"] = main_info["pid"]
     if missing:
         merged["warnings"].append(
             f"{missing} child process{'es' if missing != 1 else ''} left no profile (killed by "
@@ -135,18 +138,52 @@ def _copy_to_merge_into(profile: Profile) -> Profile:
     }
 
 
-def process_view(profile: Profile, pid: int) -> Profile:
-    """The profile of one process of a merged profile; KeyError if it has none."""
+def process_keys(processes: Sequence[ProcessRecord]) -> list[str]:
+    """Each process's key in ``process_profiles``, in the order of ``processes``: its pid
+    (``"1234"``) where no other process of the profile has that pid, else ``"HOST:PID"``
+    (``"?"`` for a host not known), and ``"HOST:PID#N"`` (N from 2) for a second process
+    with both the same (processes of several runs on one machine, a pid used again)."""
+    count: dict[int, int] = {}
+    for process in processes:
+        count[process["pid"]] = count.get(process["pid"], 0) + 1
+    keys: list[str] = []
+    seen: dict[str, int] = {}
+    for process in processes:
+        pid = process["pid"]
+        key = str(pid) if count[pid] == 1 else f"{process.get('host') or '?'}:{pid}"
+        seen[key] = seen.get(key, 0) + 1
+        keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return keys
+
+
+def process_view(profile: Profile, pid: int | str) -> Profile:
+    """The profile of one process of a merged profile: ``pid`` is its key in
+    ``process_profiles`` (process_keys), or a pid that one process alone has, or
+    ``HOST:PID``. KeyError if no process matches; LookupError (its text, one line, names the
+    keys) if several do."""
     own = profile.get("process_profiles", {})
-    if str(pid) not in own:
+    text = str(pid)
+    if text in own:
+        return own[text]
+    processes = profile.get("processes", [])
+    host, _, number = text.rpartition(":")
+    if not number.isdigit():
         raise KeyError(pid)
-    return own[str(pid)]
+    matches = [key for key, process in zip(process_keys(processes), processes)
+               if process["pid"] == int(number) and (not host or process.get("host") == host)]
+    if len(matches) > 1:
+        raise LookupError(f"{len(matches)} processes have pid {text}: give one of "
+                          + ", ".join(matches))
+    if not matches or matches[0] not in own:
+        raise KeyError(pid)
+    return own[matches[0]]
 
 
 def _process_entry(info: dict[str, Any], profile: Profile) -> ProcessRecord:
     totals = profile["totals"]
     return {
         "pid": info["pid"],
+        **({"host": info["host"]} if info.get("host") is not None else {}),
         "ppid": info["ppid"],
         "role": info["role"],
         "argv": list(info["argv"]),
@@ -197,7 +234,9 @@ def _add_profile(merged: Profile, profile: Profile, info: dict[str, Any],
         for key, value in profile["memory"].items():
             if key in memory_report.TOTAL_KEYS and key != "sampling_window_bytes":
                 merged["memory"][key] += value
-    label = f"process {info['pid']} ({info['role']})"
+    host = info.get("host")  # named where it is another host's than the main process's
+    where = f" on {host}" if host is not None and host != merged.get("host") else ""
+    label = f"process {info['pid']}{where} ({info['role']})"
     merged["warnings"].extend(f"{label}: {warning}" for warning in profile["warnings"])
     if profile.get("gpu", {}).get("enabled") and not merged["gpu"].get("enabled"):
         merged["warnings"].append(f"{label} used the GPU; its GPU figures are in its own "

@@ -431,6 +431,7 @@ class ProcessRecord(_ProcessRequired, total=False):
     """An entry of ``processes``."""
 
     cpu_wait_s: float
+    host: str
 
 
 class Steps(TypedDict):
@@ -491,6 +492,10 @@ class Profile(_ProfileRequired, total=False):
     summary: list[SummaryItem]
     regions: list[Region]
     modules: list[Module]
+    # Where and when the process ran (absent from older files).
+    host: str
+    pid: int
+    started_at_epoch: float
     # Merged profiles (child processes).
     combined_peak: CombinedPeak
     main_peak_bytes: int

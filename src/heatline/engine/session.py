@@ -495,7 +495,7 @@ class Session:
 
     def _profile(self) -> dict[str, Any]:
         from heatline import _native
-        from heatline.data.build import build_profile
+        from heatline.data.build import build_profile, host_name
 
         wall_stop = self._wall_stop if not self._running else time.perf_counter()
         cpu_stop = self._cpu_stop if not self._running else time.process_time()
@@ -519,6 +519,9 @@ class Session:
             sampling_interval_s=self.sampling_interval_s,
             steal_s=steal_s,
             cpu_count=os.cpu_count() or 1,
+            host=host_name(),
+            pid=os.getpid(),
+            start_epoch=self.start_epoch if self._start_clock[0] else None,
         )
         profile["warnings"] += self._warnings
         return profile

@@ -242,7 +242,11 @@ def page_data(
                for i, t in enumerate(profile.get("threads", []))]
     # [pid, ppid, role, command line, exit, python s, native s, system s, CPU s, peak bytes,
     # (with waits) cpu_wait s]
-    processes = [[p["pid"], p["ppid"], p["role"], " ".join(p.get("argv", [])), p["exit"],
+    # Processes of several hosts (heatline merge): each role says on which.
+    hosts = len({p.get("host") for p in profile.get("processes", [])}) > 1
+    processes = [[p["pid"], p["ppid"],
+                  f"{p['role']} on {p.get('host') or 'an unknown host'}" if hosts else p["role"],
+                  " ".join(p.get("argv", [])), p["exit"],
                   p.get("python_s", 0), p.get("native_s", 0), p.get("system_s", 0),
                   p.get("cpu_s", 0), p.get("peak_bytes", 0),
                   *([p.get("cpu_wait_s", 0)] if waits else [])]

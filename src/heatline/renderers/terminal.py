@@ -1047,9 +1047,12 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
     busy = not waits and any(p["python_s"] + p["native_s"] > 1.05 * p["cpu_s"]
                              for p in processes)
     idle = any(p.get("idle_s", 0.0) > 0 for p in processes)
+    # Processes of several hosts (heatline merge): each PID as HOST:PID, as view --pid takes.
+    hosts = len({p.get("host") for p in processes}) > 1
     rows = [
         {
-            "PID": str(process["pid"]),
+            "PID": (f"{visible(process.get('host') or '?')}:{process['pid']}" if hosts
+                    else str(process["pid"])),
             "ppid": str(process["ppid"]),
             "role": visible(process["role"]),
             "CPU s": f"{process['cpu_s']:.2f}",

@@ -106,7 +106,7 @@ def _read_children(directory: str, sources: list[str] | None = None,
     charge_dynamic_code)."""
     import marshal
 
-    from heatline.data.build import build_profile
+    from heatline.data.build import build_profile, host_name
 
     try:
         names = os.listdir(directory)
@@ -136,6 +136,9 @@ def _read_children(directory: str, sources: list[str] | None = None,
                 sampling_interval_s=payload["sampling_interval_s"],
                 fork_stack=payload.get("fork_stack") or None,
                 dynamic_sources=sources or (),
+                host=host_name(),  # a child runs on its parent's machine
+                pid=payload["pid"],
+                start_epoch=payload["start_epoch"],
             )
         except Exception as exc:  # noqa: BLE001 -- a torn or foreign file costs only that child
             problems.append(f"the profile of child process {name.split('-')[0]} could not be "
