@@ -1053,7 +1053,7 @@ def _peer_groups(facts: _Facts) -> list[tuple[str, list[tuple[str, dict[str, Any
     groups: dict[str, list[tuple[str, dict[str, Any], Profile]]] = {}
     for process in facts.processes:
         role = process.get("role", "")
-        own = facts.own.get(_profile_key(process))
+        own = _own_profile(facts, process)
         if own is None:
             continue
         number = role[5:].split(" ")[0] if role.startswith("rank ") else ""
@@ -1071,9 +1071,15 @@ def _peer_order(member: tuple[str, dict[str, Any], Profile]) -> tuple[int, str]:
     return (int(name[5:]), "") if name.startswith("rank ") else (0, name)
 
 
-def _profile_key(process: dict[str, Any]) -> str:
-    """The key of a process's own profile in ``process_profiles``."""
-    return str(process.get("key") or process["pid"])
+def _own_profile(facts: _Facts, process: dict[str, Any]) -> Profile | None:
+    """A process's own profile in ``process_profiles``: keyed by its pid, or, in a profile
+    joining several hosts' runs, by its host and pid."""
+    host = process.get("host")
+    if host:
+        own = facts.own.get(f"{host}:{process['pid']}")
+        if own is not None:
+            return own
+    return facts.own.get(str(process["pid"]))
 
 
 def _peer_figures(facts: _Facts, own: Profile) -> tuple[dict[tuple[str, int], list[float]],
