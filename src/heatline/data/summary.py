@@ -1153,10 +1153,11 @@ def _stragglers(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
 
     path, line = max(lines, key=lambda key: (lines[key][0] / unit(top) - others_at(key), key))
     each = " per step" if per_step else ""
-    name = members[top][0]
-    text = (f"{name} is the straggler: {_step_seconds(lines[(path, line)][0] / unit(top))}{each} "
-            f"at {facts.place(path, line)} where the others spend "
-            f"{_step_seconds(others_at((path, line))) if others_at((path, line)) else 'none'}")
+    shown = _step_seconds if per_step else _seconds
+    theirs = others_at((path, line))
+    text = (f"{members[top][0]} is the straggler: {shown(lines[(path, line)][0] / unit(top))}"
+            f"{each} at {facts.place(path, line)} where the others spend "
+            f"{shown(theirs) if theirs else 'none'}")
     waits: dict[tuple[str, int], float] = {}
     for i in others:
         for key, (_, blocked) in figures[i][0].items():
