@@ -105,15 +105,16 @@ STEP_MIN_COUNT = 5
 # At most this many slow steps are named (the slowest), the rest counted.
 STEP_NAMED = 3
 
-# Stragglers among peer processes (torchrun's ranks, Dask or Ray workers: processes doing the same
-# work side by side, so that the slowest holds the others back). Each peer's busy time is its
-# running time (python + native) at the program's lines, imports left out (a cost every peer
-# pays once), per step where every peer marked steps. The busiest peer is the straggler when it
-# was busy STRAGGLER_RATIO times the others' median: 1.5, well over the spread of peers doing
-# the same work (on-CPU time, so a loaded machine's waits for a CPU do not count; ranks of one
-# balanced loop differed by under 10% in this project's runs), and when its excess over that
-# median is STRAGGLER_SIGMAS standard deviations of the sampling's counting noise (a figure of
-# n samples varies by about sqrt(n) samples from run to run) and MIN_SAMPLES samples at least.
+# Stragglers among peer processes (torchrun's ranks, Dask or Ray workers: processes doing the
+# same work side by side, so that the slowest holds the others back). Each peer's busy time is
+# its running time (python + native) at the program's lines, imports left out (a cost every
+# peer pays once), per step where every peer marked steps. The busiest peer is the straggler
+# when it was busy STRAGGLER_RATIO times the others' median: over the spread of peers doing the
+# same work (on-CPU time, so a loaded machine's waits for a CPU do not count; the ranks of one
+# balanced loop, 30 to 38 samples each, differed by up to 1.25 times in this project's runs,
+# within their counting noise), and when its excess over that median is STRAGGLER_SIGMAS
+# standard deviations of the sampling's counting noise (a figure of n samples varies by about
+# sqrt(n) samples from run to run) and MIN_SAMPLES samples at least.
 STRAGGLER_RATIO = 1.5
 STRAGGLER_SIGMAS = 3.0
 # The others' wait is named when their blocked time at one line is this share of their time
