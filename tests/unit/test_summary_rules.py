@@ -429,3 +429,78 @@ def test_waits_for_a_cpu_of_a_profile_without_a_cpu_count_name_no_oversubscripti
     del profile["cpu_count"]
     rules = _rules(profile)
     assert "oversubscription" not in rules and "busy_machine" in rules
+
+
+def _peers(shared, extra, roles=None, steps=10, wait=None):
+    """A torchrun-like profile: the agent (main) and one peer per entry of ``shared`` (running
+    seconds at the shared line, 20) with ``extra`` running seconds at line 30 for the same
+    peer index, and ``wait`` (default: what the busiest left the others) blocked at the
+    all_reduce line, 40; each peer marked ``steps`` steps of 1 s (None: no steps)."""
+    roles = roles or [f"rank {i} (node {i // 2}, local rank {i % 2})" for i in range(len(shared))]
+    sources = {20: "compute(batch)", 30: "extra_work()", 40: "dist.all_reduce(grads)",
+               5: "import torch"}
+    processes = [{"pid": 1, "ppid": 0, "role": "main", "argv": ["run.py"], "exit": "exit",
+                  "start_s": 0.0, "elapsed_s": 12.0, "cpu_s": 0.1, "python_s": 0.1,
+                  "native_s": 0.0, "system_s": 11.9, "peak_bytes": 0}]
+    own = {"1": _profile([(0, _main(12), 0.1, 0.0, 11.9)])}
+    entries = [(0, _main(12), 0.1, 0.0, 11.9)]
+    busiest = max(s + e for s, e in zip(shared, extra))
+    for number, (role, running, more) in enumerate(zip(roles, shared, extra), 2):
+        blocked = busiest - running - more if wait is None else wait
+        rows = [(0, [(PROGRAM, "<module>", 5)], 2.0, 0.4 * number, 0.0),  # import torch
+                (0, [(PROGRAM, "main", 20)], running, 0.0, 0.0),
+                (0, [(PROGRAM, "main", 40)], 0.0, 0.01, blocked)]
+        if more:
+            rows.append((0, [(PROGRAM, "main", 30)], more, 0.0, 0.0))
+        cpu = sum(row[2] + row[3] for row in rows)
+        processes.append({**processes[0], "pid": number, "ppid": 1, "role": role,
+                          "cpu_s": cpu, "python_s": cpu, "system_s": blocked})
+        mine = _profile(rows, sources=sources, threads=1)
+        if steps is not None:
+            mine["steps"] = {"source": "heatline.step", "count": steps,
+                             "durations_s": [busiest / steps] * steps}
+        own[str(number)] = mine
+        entries += [(number - 1, *row[1:]) for row in rows]
+    merged = _profile(entries, threads=len(entries), sources=sources, processes=processes,
+                      process_profiles=own)
+    for thread in merged["threads"][1:]:
+        thread["pid"] = 2
+    return merged
+
+
+def test_the_straggler_rank_is_named_with_its_line_and_where_the_others_wait():
+    item = _rules(_peers([0.5, 0.5, 0.5, 0.5], [0.0, 2.0, 0.0, 0.0]))["stragglers"]
+    assert item["text"] == ("rank 1 is the straggler: 0.20 s per step at app.py:30 "
+                            "`extra_work()` where the others spend none; ranks 0, 2, 3 wait in "
+                            "all_reduce (app.py:40) 80% of the time.")
+    assert (item["file"], item["line"]) == (PROGRAM, 30)
+    # Without steps: its busy time in all.
+    text = _rules(_peers([0.5, 0.5], [2.0, 0.0], steps=None))["stragglers"]["text"]
+    assert text.startswith("rank 0 is the straggler: 2.0 s at app.py:30 `extra_work()` where the "
+                           "others spend none; rank 1 waits in all_reduce (app.py:40) ")
+
+
+def test_balanced_peers_and_differences_within_the_noise_name_no_straggler():
+    # The import lines differ (0.4 s more each rank) and are left out.
+    assert "stragglers" not in _rules(_peers([1.0, 1.0, 1.0, 1.0], [0.0] * 4))
+    # 1.4 times the others: under STRAGGLER_RATIO.
+    assert "stragglers" not in _rules(_peers([1.0, 1.0], [0.4, 0.0]))
+    # Over the ratio, but 12 samples against 5: within 3 standard deviations of the counting.
+    assert "stragglers" not in _rules(_peers([0.05, 0.05], [0.07, 0.0]))
+    assert "stragglers" in _rules(_peers([0.05, 0.05], [0.5, 0.0]))
+    # One rank alone has no peers; other roles are no peers.
+    assert "stragglers" not in _rules(_peers([1.0], [2.0]))
+    assert "stragglers" not in _rules(_peers([1.0, 1.0], [2.0, 0.0],
+                                             roles=["python subprocess"] * 2))
+
+
+def test_dask_or_ray_workers_are_peers_too():
+    item = _rules(_peers([1.0, 1.0, 1.0], [0.0, 0.0, 3.0], roles=["Dask worker"] * 3,
+                         steps=None, wait=0.0))["stragglers"]
+    assert item["text"] == ("Dask worker pid 4 is the straggler: 3.0 s at app.py:30 "
+                            "`extra_work()` where the others spend none.")
+
+
+def test_time_by_process_counts_the_ranks_as_one_kind():
+    text = _rules(_peers([1.0, 1.0], [0.0, 0.0]))["processes"]["text"]
+    assert ", 2 ranks " in text, text

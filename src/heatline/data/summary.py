@@ -105,15 +105,33 @@ STEP_MIN_COUNT = 5
 # At most this many slow steps are named (the slowest), the rest counted.
 STEP_NAMED = 3
 
+# Stragglers among peer processes (torchrun's ranks, Dask or Ray workers: processes doing the
+# same work side by side, so that the slowest holds the others back). Each peer's busy time is
+# its running time (python + native) at the program's lines, imports left out (a cost every
+# peer pays once), per step where every peer marked steps. The busiest peer is the straggler
+# when it was busy STRAGGLER_RATIO times the others' median: over the spread of peers doing the
+# same work (on-CPU time, so a loaded machine's waits for a CPU do not count; the ranks of one
+# balanced loop, 30 to 38 samples each, differed by up to 1.25 times in this project's runs,
+# within their counting noise), and when its excess over that median is STRAGGLER_SIGMAS
+# standard deviations of the sampling's counting noise (a figure of n samples varies by about
+# sqrt(n) samples from run to run) and MIN_SAMPLES samples at least.
+STRAGGLER_RATIO = 1.5
+STRAGGLER_SIGMAS = 3.0
+# The others' wait is named when their blocked time at one line is this share of their time
+# (of their steps' time when steps were marked, else of their wall time).
+STRAGGLER_WAIT_SHARE = 0.20
+# Roles of peer workers besides torchrun's ranks ("rank N (node G, local rank L)").
+PEER_ROLES = ("Dask worker", "Ray worker")
+
 # Rules in the order their sentences are shown; when more than MAX_SENTENCES fire, those with
 # the lowest RANK (diagnoses before descriptions) are kept.
-ORDER = ("steps", "processes", "oversubscription", "busy_machine", "dataloader_starvation",
-         "gpu_utilisation", "main_wait", "worker_threads", "gil_contention", "pool_imbalance",
-         "hot_lines", "copy_volume", "leaks", "memory_peak")
-RANK = {"steps": 1, "dataloader_starvation": 0, "gpu_utilisation": 0, "gil_contention": 0,
-        "pool_imbalance": 0, "leaks": 1, "main_wait": 1, "worker_threads": 1, "hot_lines": 2,
-        "copy_volume": 3, "processes": 3, "memory_peak": 4, "oversubscription": 0,
-        "busy_machine": 2}
+ORDER = ("steps", "stragglers", "processes", "oversubscription", "busy_machine",
+         "dataloader_starvation", "gpu_utilisation", "main_wait", "worker_threads",
+         "gil_contention", "pool_imbalance", "hot_lines", "copy_volume", "leaks", "memory_peak")
+RANK = {"steps": 1, "stragglers": 0, "dataloader_starvation": 0, "gpu_utilisation": 0,
+        "gil_contention": 0, "pool_imbalance": 0, "leaks": 1, "main_wait": 1,
+        "worker_threads": 1, "hot_lines": 2, "copy_volume": 3, "processes": 3,
+        "memory_peak": 4, "oversubscription": 0, "busy_machine": 2}
 assert set(ORDER) == set(RANK)
 
 _POOL_ROLES = ("Pool worker", "ProcessPoolExecutor worker")
@@ -402,6 +420,11 @@ def _plural(count: int, role: str) -> str:
     return f"{count} {' '.join(words)}{paren}{tail}"
 
 
+def _kind(role: str) -> str:
+    """A process's kind: its role, "rank" for each of torchrun's ranks."""
+    return "rank" if role.startswith("rank ") and role[5:].split(" ")[0].isdigit() else role
+
+
 def _processes(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     """Where the time went, per process kind: each kind's share of the CPU time, and the line
     its processes spent most running time at. Needs child processes."""
@@ -409,7 +432,7 @@ def _processes(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
         return None
     groups: dict[str, list[dict[str, Any]]] = {}
     for process in facts.processes:
-        groups.setdefault(process["role"], []).append(process)
+        groups.setdefault(_kind(process["role"]), []).append(process)
     total = sum(process["cpu_s"] for process in facts.processes)
     if total < facts.min_s:
         return None
@@ -910,7 +933,7 @@ def _oversubscription(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | 
     if len(facts.processes) > 1:
         roles: dict[str, int] = {}
         for process in facts.processes:  # "multiprocessing process (ForkProcess-1)": by kind
-            role = process["role"].split(" (")[0]
+            role = _kind(process["role"]).split(" (")[0]
             roles[role] = roles.get(role, 0) + 1
         who = (f"the {len(facts.processes)} processes ("
                + ", ".join(_plural(n, role) if n > 1 else role for role, n in roles.items())
@@ -1025,8 +1048,148 @@ def _step_seconds(value: float) -> str:
     return f"{value * 1000:.1f} ms" if value < 0.01 else f"{value:.2f} s"
 
 
+def _peer_groups(facts: _Facts) -> list[tuple[str, list[tuple[str, dict[str, Any], Profile]]]]:
+    """The groups of peer processes with their own profiles, each (kind, [(name, process,
+    own profile)]): torchrun's ranks ("rank N"), and each role of PEER_ROLES."""
+    groups: dict[str, list[tuple[str, dict[str, Any], Profile]]] = {}
+    for process in facts.processes:
+        role = process.get("role", "")
+        own = _own_profile(facts, process)
+        if own is None:
+            continue
+        number = role[5:].split(" ")[0] if role.startswith("rank ") else ""
+        if number.isdigit():
+            groups.setdefault("rank", []).append((f"rank {number}", process, own))
+        elif role in PEER_ROLES:
+            where = process.get("address") or f"pid {process['pid']}"
+            groups.setdefault(role, []).append((f"{role} {where}", process, own))
+    return [(kind, sorted(members, key=_peer_order)) for kind, members in groups.items()
+            if len(members) >= 2]
+
+
+def _peer_order(member: tuple[str, dict[str, Any], Profile]) -> tuple[int, str]:
+    name = member[0]
+    return (int(name[5:]), "") if name.startswith("rank ") else (0, name)
+
+
+def _own_profile(facts: _Facts, process: dict[str, Any]) -> Profile | None:
+    """A process's own profile in ``process_profiles``: keyed by its pid, or, in a profile
+    joining several hosts' runs, by its host and pid."""
+    host = process.get("host")
+    if host:
+        own = facts.own.get(f"{host}:{process['pid']}")
+        if own is not None:
+            return own
+    return facts.own.get(str(process["pid"]))
+
+
+def _peer_figures(facts: _Facts, own: Profile) -> tuple[dict[tuple[str, int], list[float]],
+                                                         int, float]:
+    """A peer's (file, line) -> [running, blocked] seconds at the program's lines (imports
+    left out), its step count (0 without steps), and its time: its steps' time, else its wall
+    time."""
+    import re  # here, not at the top: only a run with peer processes needs it
+
+    lines: dict[tuple[str, int], list[float]] = {}
+    for path, entry in (own.get("files") or {}).items():
+        for line in entry.get("lines", []):
+            running = line.get("python_s", 0.0) + line.get("native_s", 0.0)
+            blocked = line.get("system_s", 0.0)
+            if (running > 0 or blocked > 0) and not re.match(_IMPORT_LINE, line.get("source", "")) \
+                    and not facts.mostly_importing(path, line["line"]):
+                lines[(path, line["line"])] = [running, blocked]
+    steps = own.get("steps") or {}
+    count = steps.get("count", 0) or 0
+    durations = steps.get("durations_s") or []
+    time = sum(durations) if count and durations else own.get("elapsed_s", 0.0)
+    return lines, count, time
+
+
+# An import statement's line: its time imports modules, wherever its stacks were cut (a deep
+# import's stacks lose their middle frames, the program's import line among them).
+_IMPORT_LINE = r"\s*(import\s|from\s+\S+\s+import\s)"
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _stragglers(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """Among peer processes (torchrun's ranks; Dask or Ray workers), the one that holds the
+    others back: busy STRAGGLER_RATIO times the others' median (per step when every peer
+    marked steps), by more than the sampling's noise (STRAGGLER_SIGMAS); named with the line
+    where its excess is, and where the others wait meanwhile. Silent when the peers' work is
+    balanced."""
+    best = None
+    for kind, members in _peer_groups(facts):
+        figures = [_peer_figures(facts, own) for _, _, own in members]
+        per_step = all(count > 0 for _, count, _ in figures)
+        busy = [sum(r for r, _ in lines.values()) for lines, _, _ in figures]
+        rates = [b / (count if per_step else 1) for b, (_, count, _) in zip(busy, figures)]
+        top = max(range(len(members)), key=lambda i: (rates[i], -i))
+        others = [i for i in range(len(members)) if i != top]
+        usual = _median([rates[i] for i in others])
+        # The counting noise of the straggler's busy time and of a median peer's.
+        count_top = figures[top][1] if per_step else 1
+        usual_busy = usual * count_top
+        noise = facts.interval * ((busy[top] + usual_busy) / facts.interval) ** 0.5
+        excess = busy[top] - usual_busy
+        if (rates[top] < STRAGGLER_RATIO * usual or excess < STRAGGLER_SIGMAS * noise
+                or excess < facts.min_s):
+            continue
+        if best is None or excess > best[0]:
+            best = (excess, kind, members, figures, top, others, per_step)
+    if best is None:
+        return None
+    _, kind, members, figures, top, others, per_step = best
+    lines, count, _ = figures[top]
+
+    def unit(i: int) -> int:
+        return figures[i][1] if per_step else 1
+
+    def others_at(key: tuple[str, int]) -> float:
+        return sum(figures[i][0].get(key, [0.0, 0.0])[0] / unit(i) for i in others) / len(others)
+
+    path, line = max(lines, key=lambda key: (lines[key][0] / unit(top) - others_at(key), key))
+    each = " per step" if per_step else ""
+    shown = _step_seconds if per_step else _seconds
+    theirs = others_at((path, line))
+    text = (f"{members[top][0]} is the straggler: {shown(lines[(path, line)][0] / unit(top))}"
+            f"{each} at {facts.place(path, line)} where the others spend "
+            f"{shown(theirs) if theirs else 'none'}")
+    waits: dict[tuple[str, int], float] = {}
+    for i in others:
+        for key, (_, blocked) in figures[i][0].items():
+            waits[key] = waits.get(key, 0.0) + blocked
+    wait_key = max(waits, key=lambda key: (waits[key], key), default=None)
+    their_time = sum(figures[i][2] for i in others)
+    if wait_key is not None and their_time > 0 and waits[wait_key] >= facts.min_s:
+        share = min(1.0, waits[wait_key] / their_time)
+        if share >= STRAGGLER_WAIT_SHARE:
+            names = [members[i][0] for i in others]
+            who = ("ranks " + ", ".join(n[5:] for n in names) if kind == "rank" and len(names) > 1
+                   else names[0] if len(names) == 1 else f"the other {_plural(len(names), kind)}")
+            call = _called(facts, *wait_key)
+            text += (f"; {who} wait{'s' if len(names) == 1 else ''} {call}"
+                     f"({facts.where(*wait_key)}) {_pct(share)} of the time")
+    return {"text": text + ".", "file": path, "line": line}
+
+
+def _called(facts: _Facts, path: str, line: int) -> str:
+    """``in NAME `` for the first call on a line (``dist.all_reduce(t)``: all_reduce), else
+    ``at ``."""
+    import re
+
+    source = _without_comment((facts.lines.get((path, line)) or {}).get("source", ""))
+    found = re.search(r"(\w+)\s*\(", source)
+    return f"in {found.group(1)} " if found else "at "
+
+
 _RULES = {
     "steps": _steps,
+    "stragglers": _stragglers,
     "processes": _processes,
     "oversubscription": _oversubscription,
     "busy_machine": _busy_machine,

@@ -116,6 +116,8 @@ class Carrier:
         else:
             items = [(os.fsencode(k), os.fsencode(v)) for k, v in env.items()]
         values = dict(items)
+        if role != "main":
+            role = launcher_role(values) or role
         values.update(self.variables(role, values.get(b"PYTHONPATH")))
         if as_list or env is None:
             return [k + b"=" + v for k, v in values.items()]
@@ -526,6 +528,27 @@ def python_role(args: Any) -> str | None:
     except (TypeError, IndexError, ValueError):
         return None
     return _role_of_command(args) if followable(first) else None
+
+
+def launcher_role(env: dict[bytes, bytes]) -> str | None:
+    """The role of a torchrun worker from the launcher's variables in the environment an exec
+    passes (torch.distributed.elastic's agent sets them for each worker it starts):
+    "rank 3 (node 1, local rank 1)", with ", restart N" after a restart; None without them,
+    or when they are this process's own (a rank's own subprocess inherits its rank's
+    variables and is no rank). A few lookups in the mapping the exec builds anyway."""
+    rank = env.get(b"RANK")
+    run = env.get(b"TORCHELASTIC_RUN_ID")
+    if rank is None or run is None or not rank.isdigit():
+        return None
+    if os.environb.get(b"RANK") == rank and os.environb.get(b"TORCHELASTIC_RUN_ID") == run:
+        return None
+    where = []
+    for name, label in ((b"GROUP_RANK", "node"), (b"LOCAL_RANK", "local rank"),
+                        (b"TORCHELASTIC_RESTART_COUNT", "restart")):
+        value = env.get(name)
+        if value is not None and value.isdigit() and (label != "restart" or value != b"0"):
+            where.append(f"{label} {int(value)}")
+    return f"rank {int(rank)}" + (f" ({', '.join(where)})" if where else "")
 
 
 # The CPython versions heatline runs on. An interpreter of another version, or of one that
