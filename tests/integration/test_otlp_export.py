@@ -309,3 +309,97 @@ def test_a_profile_with_a_child_has_one_resource_per_process(run_heatline, tmp_p
     # The child spins until its own CPU clock has run 0.3 s: its stacks hold at least that
     # time, but for the sampling gaps at its start and end (a few intervals, randomised).
     assert child_cpu["child_spin"] >= 0.3e9 - 5 * float(INTERVAL) * 1e9, child_cpu
+
+
+def _synthetic():
+    """A profile written out by hand: one thread, a Python frame calling a native function
+    of a library the profile maps, memory and GPU kernel tracing on, one line's figures."""
+    line = {"line": 3, "source": "work()", "function": "work", "python_s": 1.0,
+            "native_s": 0.5, "system_s": 0.0, "cpu_wait_s": 0.25, "alloc_python_bytes": 1000,
+            "alloc_native_bytes": 24, "growth_bytes": 512, "gpu_s": 0.125,
+            "gpu_copy_bytes": 4096, "gpu_alloc_bytes": 0}
+    native = {"file": "/usr/lib/libfoo.so", "name": "foo_kernel", "qualname": "foo_kernel",
+              "line": 0, "native": True, "address": 0x7F0000001234,
+              "mapping_start": 0x7F0000000000, "mapping_limit": 0x7F0000100000,
+              "mapping_offset": 0x1000, "build_id": "ab12cd34"}
+    return {
+        "program": "app.py", "argv": ["app.py", "--fast"], "python_version": "3.11.7",
+        "heatline_version": "1.2.3", "started_at": "2026-01-02T03:04:05.678Z",
+        "elapsed_s": 2.0, "sampling_interval_s": 0.01,
+        "threads": [{"native_id": 100, "main": True, "name": "MainThread", "python_s": 1.0,
+                     "native_s": 0.5, "system_s": 0.0, "cpu_wait_s": 0.25,
+                     "unattributed_s": 0.0}],
+        "files": {"/app.py": {"lines": [line], "functions": [
+            {"qualname": "work", "name": "work", "first_line": 2}]}},
+        "stacks": {"frames": [{"file": "/app.py", "name": "work", "qualname": "work",
+                               "line": 3}, native],
+                   "entries": [{"stack": [0], "thread": 0, "python_s": 1.0, "native_s": 0.0,
+                                "system_s": 0.0, "cpu_wait_s": 0.25},
+                               {"stack": [0, 1], "thread": 0, "python_s": 0.0,
+                                "native_s": 0.5, "system_s": 0.0}],
+                   "dropped_s": 0.0},
+        "memory": {"enabled": True, "sampling_window_bytes": 65536},
+        "gpu": {"enabled": True, "kernel_tracing": True},
+    }
+
+
+def test_a_hand_written_profile_exports_every_field_as_written():
+    from heatline.renderers import otlp
+
+    request = _decode(otlp.render(_synthetic()))
+    _check_indices(request)
+    d = request.dictionary
+    for table in ("mapping_table", "location_table", "function_table", "attribute_table",
+                  "stack_table"):
+        entries = [entry.SerializeToString() for entry in getattr(d, table)]
+        assert len(set(entries)) == len(entries), table  # no duplicates
+    assert len(set(d.string_table)) == len(d.string_table)
+    [resource] = request.resource_profiles
+    assert _resource_attributes(resource) == {
+        "service.name": "app.py", "process.pid": 100,
+        "process.command_args": ["app.py", "--fast"],
+        "process.runtime.name": "CPython", "process.runtime.version": "3.11.7"}
+    scope = resource.scope_profiles[0]
+    assert (scope.scope.name, scope.scope.version) == ("heatline", "1.2.3")
+    values = {}
+    for p in scope.profiles:
+        kind = (d.string_table[p.sample_type.type_strindex],
+                d.string_table[p.sample_type.unit_strindex])
+        assert p.time_unix_nano == 1767323045678000000  # 2026-01-02T03:04:05.678Z
+        assert p.duration_nano == 2_000_000_000
+        period = (d.string_table[p.period_type.type_strindex], p.period)
+        assert period == {"alloc_space": ("space", 65536), "inuse_space": ("space", 65536),
+                          "gpu": ("", 0), "gpu_copy": ("", 0),
+                          "gpu_alloc": ("", 0)}.get(kind[0], ("cpu", 10_000_000)), kind
+        values[kind] = sorted(
+            (tuple(_frame(request, i)[0]
+                   for i in d.stack_table[s.stack_index].location_indices), list(s.values))
+            for s in p.samples)
+    assert values == {
+        ("cpu", "nanoseconds"): [(("foo_kernel", "work"), [500_000_000]),
+                                 (("work",), [1_250_000_000])],
+        ("python", "nanoseconds"): [(("work",), [1_000_000_000])],
+        ("native", "nanoseconds"): [(("foo_kernel", "work"), [500_000_000])],
+        ("system", "nanoseconds"): [],
+        ("cpu_wait", "nanoseconds"): [(("work",), [250_000_000])],
+        ("alloc_space", "bytes"): [(("work",), [1024])],
+        ("inuse_space", "bytes"): [(("work",), [512])],
+        ("gpu", "nanoseconds"): [(("work",), [125_000_000])],
+        ("gpu_copy", "bytes"): [(("work",), [4096])],
+        ("gpu_alloc", "bytes"): [],
+    }
+    first = scope.profiles[0].samples[0]
+    thread = {d.string_table[a.key_strindex]: a.value
+              for a in (d.attribute_table[i] for i in first.attribute_indices)}
+    assert thread["thread.id"].int_value == 100
+    assert thread["thread.name"].string_value == "main thread 100"
+    [native] = [location for location in d.location_table if location.mapping_index]
+    assert native.address == 0x7F0000001234
+    assert _frame(request, list(d.location_table).index(native)) == ("foo_kernel", "native")
+    mapping = d.mapping_table[native.mapping_index]
+    assert (mapping.memory_start, mapping.memory_limit, mapping.file_offset) == (
+        0x7F0000000000, 0x7F0000100000, 0x1000)
+    assert d.string_table[mapping.filename_strindex] == "/usr/lib/libfoo.so"
+    [build_id] = [d.attribute_table[i] for i in mapping.attribute_indices]
+    assert d.string_table[build_id.key_strindex] == "process.executable.build_id.gnu"
+    assert build_id.value.string_value == "ab12cd34"

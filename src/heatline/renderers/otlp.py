@@ -69,7 +69,7 @@ class _Dictionary:
         self.strings: dict[str, int] = {"": 0}
         self.mappings: dict[tuple, int] = {(): 0}
         self.mapping_out = [b""]
-        self.functions: dict[tuple[str, str, str], int] = {("", "", ""): 0}
+        self.functions: dict[tuple[str, str], int] = {("", ""): 0}
         self.function_out = [b""]
         self.locations: dict[tuple, int] = {(): 0}
         self.location_out = [b""]
@@ -90,11 +90,12 @@ class _Dictionary:
             self.attribute_out.append(_int(1, self.s(name)) + _bytes(2, _any_value(value)))
         return index
 
-    def function(self, name: str, system_name: str, path: str) -> int:
-        index = self.functions.get((name, system_name, path))
+    def function(self, name: str, path: str) -> int:
+        """A Function: its name (the qualname) also its system name, as Python has no other."""
+        index = self.functions.get((name, path))
         if index is None:
-            index = self.functions[(name, system_name, path)] = len(self.function_out)
-            self.function_out.append(_int(1, self.s(name)) + _int(2, self.s(system_name))
+            index = self.functions[(name, path)] = len(self.function_out)
+            self.function_out.append(_int(1, self.s(name)) + _int(2, self.s(name))
                                      + _int(3, self.s(path)))
         return index
 
@@ -117,8 +118,7 @@ class _Dictionary:
     def location(self, frame: StackFrame) -> int:
         name = str(frame.get("qualname") or frame.get("name") or "?")
         native = bool(frame.get("native"))
-        function = self.function(name, str(frame.get("name") or name),
-                                 str(frame.get("file", "")))
+        function = self.function(name, str(frame.get("file", "")))
         line = _whole(frame.get("line", 0))
         address = _whole(frame.get("address", 0))
         mapping = self.mapping(frame)
@@ -182,7 +182,8 @@ def _epoch_ns(profile: Profile) -> int:
         return 0
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return max(round(moment.timestamp() * 1e9), 0)
+    since = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)  # exact: no float seconds
+    return max((since.days * 86400 + since.seconds) * 10**9 + since.microseconds * 1000, 0)
 
 
 class _Process:
@@ -208,6 +209,9 @@ def _main_pid(profile: Profile) -> int:
     processes = profile.get("processes") or []
     if processes:
         return _whole(processes[0].get("pid", 0))
+    for thread in profile.get("threads", []):
+        if "pid" in thread:  # the parts of a run that exec'd, merged as one process
+            return _whole(thread["pid"])
     attached = profile.get("attached") or {}
     if attached.get("pid"):
         return _whole(attached["pid"])
@@ -283,37 +287,20 @@ def encode(profile: Profile) -> bytes:
     types = _types(profile)
     d = _Dictionary()
     by_pid, order = _processes(profile, len(types))
-    main = by_pid[order[0]]
-    threads = profile.get("threads", [])
     frames = (profile.get("stacks") or {}).get("frames", [])
-    thread_attributes: dict[int, tuple[int, ...]] = {}
+    per_thread: dict[int, tuple[_Process, tuple[int, ...]]] = {}
     for stack in stacks(profile):
-        if not stack.frames:
-            continue
         parts = [_whole(stack.python_s * 1e9), _whole(stack.native_s * 1e9),
                  _whole(stack.system_s * 1e9), _whole(stack.cpu_wait_s * 1e9)]
-        if not any(parts):
+        if not stack.frames or not any(parts):
             continue
-        thread = stack.thread
-        if thread not in thread_attributes:
-            record = threads[thread] if 0 <= thread < len(threads) else {}
-            tid = _whole(record.get("native_id", 0))
-            thread_attributes[thread] = tuple(sorted(
-                ([d.attribute("thread.id", tid)] if tid else [])
-                + [d.attribute("thread.name", thread_name(profile, thread))]))
-            pid = _whole(record.get("pid", 0)) if "pid" in record else order[0]
-            by_pid.setdefault(pid, _Process(
-                [("service.name", str(profile.get("program") or "python")),
-                 ("process.pid", pid)], main.start_ns, main.duration_ns, len(types)))
-            if pid not in order:
-                order.append(pid)
-        record = threads[thread] if 0 <= thread < len(threads) else {}
-        process = by_pid[_whole(record.get("pid", 0)) if "pid" in record else order[0]]
+        if stack.thread not in per_thread:
+            per_thread[stack.thread] = _thread(profile, stack.thread, d, by_pid, order)
+        process, attributes = per_thread[stack.thread]
         stack_index = d.stack([d.location(frames[index]) for index in reversed(stack.frames)])
-        attributes = thread_attributes[thread]
         process.add(0, stack_index, attributes, sum(parts))
-        for offset, value in enumerate(parts):
-            process.add(1 + offset, stack_index, attributes, value)
+        for n, value in enumerate(parts):
+            process.add(1 + n, stack_index, attributes, value)
     offset = len(TIME_TYPES)
     for kind, kinds in (("memory", MEMORY_TYPES), ("gpu", GPU_TYPES)):
         if not set(kinds) <= set(types):
@@ -356,6 +343,25 @@ def encode(profile: Profile) -> bytes:
         out += _bytes(1, _bytes(1, resource) + _bytes(2, _bytes(1, scope) + bytes(profiles)))
     out += _bytes(2, d.encode())
     return bytes(out)
+
+
+def _thread(profile: Profile, index: int, d: _Dictionary, by_pid: dict[int, _Process],
+            order: list[int]) -> tuple[_Process, tuple[int, ...]]:
+    """The process a thread's samples go to (by the thread's ``pid`` in a merged profile;
+    the main process otherwise) and their attributes: ``thread.id``, ``thread.name``."""
+    threads = profile.get("threads", [])
+    record = threads[index] if 0 <= index < len(threads) else {}
+    tid = _whole(record.get("native_id", 0))
+    attributes = sorted(([d.attribute("thread.id", tid)] if tid else [])
+                        + [d.attribute("thread.name", thread_name(profile, index))])
+    pid = _whole(record["pid"]) if "pid" in record else order[0]
+    if pid not in by_pid:  # a thread of a process the profile does not list
+        main = by_pid[order[0]]
+        by_pid[pid] = _Process([("service.name", str(profile.get("program") or "python")),
+                                ("process.pid", pid)], main.start_ns, main.duration_ns,
+                               len(main.samples))
+        order.append(pid)
+    return by_pid[pid], tuple(attributes)
 
 
 def _files_per_process(profile: Profile, order: list[int]) -> list[tuple[int, dict]]:
