@@ -286,7 +286,8 @@ RUN_OPTIONS = (
         ("--pprof-server",),
         "serve the running profile over HTTP as Go's net/http/pprof does: "
         "/debug/pprof/profile?seconds=N (CPU time of the next N seconds) and /debug/pprof/heap "
-        "(memory held per line), gzipped pprof for `go tool pprof` and scrapers; HOST:PORT, "
+        "(memory held per line), gzipped pprof for `go tool pprof` and scrapers, and "
+        "/debug/otlp/profile?seconds=N, the CPU profile as OTLP profiles; HOST:PORT, "
         "HOST loopback when empty, PORT 0 a free one (printed on stderr). Any HOST but "
         "loopback lets others read the program's code locations",
         default=None,

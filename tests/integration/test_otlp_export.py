@@ -403,3 +403,47 @@ def test_a_hand_written_profile_exports_every_field_as_written():
     [build_id] = [d.attribute_table[i] for i in mapping.attribute_indices]
     assert d.string_table[build_id.key_strindex] == "process.executable.build_id.gnu"
     assert build_id.value.string_value == "ab12cd34"
+
+
+def test_the_pprof_server_serves_a_windows_cpu_profile_as_otlp(tmp_path):
+    """--pprof-server's /debug/otlp/profile?seconds=N: the CPU profile of a window of
+    tests/targets/pprof_service.py (hot_function spins on the main thread, a helper thread
+    sleeps), as pprof's endpoint gives it: the time types only, ``cpu`` the time on a CPU
+    (Python + native) of each stack; hot_function first, the helper's sleep not CPU time."""
+    require_module("opentelemetry.proto", "otlp")
+    import sys
+    import urllib.request
+
+    import test_pprof_server
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("Linux only")
+    process, url = test_pprof_server._start(tmp_path)
+    try:
+        pid = int((tmp_path / "ready").read_text().split()[0])
+        window = url.replace("/debug/pprof/", "/debug/otlp/profile?seconds=1")
+        with urllib.request.urlopen(window, timeout=120) as answer:
+            assert answer.status == 200
+            assert answer.headers["Content-Type"] == "application/x-protobuf"
+            data = answer.read()
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.communicate()
+    request = _decode(data)
+    _check_indices(request)
+    assert _types(request) == [("cpu", "nanoseconds"), ("python", "nanoseconds"),
+                               ("native", "nanoseconds"), ("system", "nanoseconds"),
+                               ("cpu_wait", "nanoseconds")]
+    [resource] = request.resource_profiles
+    assert _resource_attributes(resource)["process.pid"] == pid
+    d = request.dictionary
+    by_type = {d.string_table[p.sample_type.type_strindex]: {
+        (s.stack_index, tuple(s.attribute_indices)): s.values[0] for s in p.samples}
+        for p in resource.scope_profiles[0].profiles}
+    python, native = by_type["python"], by_type["native"]
+    for sample in set(by_type["cpu"]) | set(python) | set(native):  # on a CPU: Python + native
+        assert by_type["cpu"].get(sample, 0) == python.get(sample, 0) + native.get(sample, 0)
+    cpu = _flat(request, "cpu", python_only=True)
+    assert max(cpu, key=cpu.get) == "hot_function", cpu
+    assert _flat(request, "system", python_only=True).get("helper", 0) > 0  # it sleeps

@@ -27,6 +27,7 @@ a ``Mapping`` of its library (range, file offset, path, and its GNU build id as 
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timezone
 
 from heatline.data.queries import function_of_line, stacks, thread_name
 from heatline.renderers._protobuf import bytes_field as _bytes
@@ -173,8 +174,6 @@ def _whole(value: Any) -> int:
 
 def _epoch_ns(profile: Profile) -> int:
     """The profile's start (``started_at``, ISO 8601 UTC) in nanoseconds since the epoch."""
-    from datetime import datetime, timezone
-
     text = str(profile.get("started_at") or "")
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -266,7 +265,9 @@ def _processes(profile: Profile, count: int) -> tuple[dict[int, _Process], list[
     return by_pid, list(by_pid)
 
 
-def _types(profile: Profile) -> tuple[tuple[str, str], ...]:
+def _types(profile: Profile, what: str) -> tuple[tuple[str, str], ...]:
+    if what == "cpu":
+        return TIME_TYPES
     memory = bool((profile.get("memory") or {}).get("enabled"))
     gpu = bool((profile.get("gpu") or {}).get("kernel_tracing"))
     return TIME_TYPES + (MEMORY_TYPES if memory else ()) + (GPU_TYPES if gpu else ())
@@ -282,9 +283,12 @@ def _per_line_values(kind: str, line: dict) -> list[int]:
             _whole(line.get("gpu_alloc_bytes"))]
 
 
-def encode(profile: Profile) -> bytes:
-    """The ExportProfilesServiceRequest message of ``profile``."""
-    types = _types(profile)
+def encode(profile: Profile, *, what: str = "all") -> bytes:
+    """The ExportProfilesServiceRequest message of ``profile``. what: "all" (the file: time,
+    and memory and GPU when the profile has them); "cpu" (the pull endpoint's window, as
+    pprof's: the time types only, ``cpu`` the time on a CPU, Python + native, without the
+    blocked ``system`` time and the waits for a CPU)."""
+    types = _types(profile, what)
     d = _Dictionary()
     by_pid, order = _processes(profile, len(types))
     frames = (profile.get("stacks") or {}).get("frames", [])
@@ -298,7 +302,8 @@ def encode(profile: Profile) -> bytes:
             per_thread[stack.thread] = _thread(profile, stack.thread, d, by_pid, order)
         process, attributes = per_thread[stack.thread]
         stack_index = d.stack([d.location(frames[index]) for index in reversed(stack.frames)])
-        process.add(0, stack_index, attributes, sum(parts))
+        process.add(0, stack_index, attributes,
+                    parts[0] + parts[1] if what == "cpu" else sum(parts))
         for n, value in enumerate(parts):
             process.add(1 + n, stack_index, attributes, value)
     offset = len(TIME_TYPES)
