@@ -12,10 +12,11 @@ PIP_FLAGS := --quiet --disable-pip-version-check
 # .ci/run does) adds torch for the DataLoader-worker tests, which then must run (otlp likewise:
 # opentelemetry-proto, which the OTLP export's tests decode it with): the optional extras asked
 # for are installed into the ASan virtualenv too, `unit` and `sanitize` name them in
-# HEATLINE_REQUIRE_MODULES, and a missing one fails its tests instead of skipping them. The other CPythons' virtualenvs never get them (no
-# CPU-only wheel of torch for those here: PyPI's pulls the CUDA libraries, several GB each), so
-# those tests skip there. The stamps name the extras asked for beyond the default, so an
-# existing virtualenv gets them installed when they are asked for.
+# HEATLINE_REQUIRE_MODULES, and a missing one fails its tests instead of skipping them. The
+# other CPythons' virtualenvs never get them (no CPU-only wheel of torch for those here: PyPI's
+# pulls the CUDA libraries, several GB each), so those tests skip there. The stamps name the
+# extras asked for beyond the default, so an existing virtualenv gets them installed when they
+# are asked for.
 EXTRAS ?= test
 comma := ,
 empty :=
