@@ -45,7 +45,6 @@ if TYPE_CHECKING:  # annotations only: the model imports typing
     from heatline.data.model import Profile, StackFrame
 
 CONTENT_TYPE = "application/x-protobuf"
-HTTP_PATH = "/v1development/profiles"
 
 
 def _any_value(value: Any) -> bytes:
