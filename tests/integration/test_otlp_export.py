@@ -289,14 +289,27 @@ def test_otlp_function_times_hold_against_the_ground_truth(phases):
 
 
 def test_a_profile_with_a_child_has_one_resource_per_process(run_heatline, tmp_path):
+    """A run whose program forks a child: one resource per process, each with its pid (as
+    the program printed them) and its own functions; the processes' values together are the
+    pprof export's (which has them as one), memory too (from each process's own profile)."""
     require_module("opentelemetry.proto", "otlp")
-    out = tmp_path / "run.otlp.pb"  # the suffix picks the format at record time
-    result = run_heatline("-q", "--sampling-interval", INTERVAL, "-o", str(out), TARGET,
+    from heatline.renderers import pprof
+
+    path = tmp_path / "run.json"
+    result = run_heatline("-q", "--sampling-interval", INTERVAL, "-o", str(path), TARGET,
                           "fork", text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     printed = json.loads(result.stdout)
+    out = tmp_path / "run.otlp.pb"  # the suffix picks the format
+    result = run_heatline("view", str(path), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
     request = _decode(out.read_bytes())
     _check_indices(request)
+    pprof_types, pprof_flat = _pprof(pprof.render(json.loads(path.read_text())))
+    assert _types(request) == pprof_types and ("alloc_space", "bytes") in pprof_types
+    for (kind, _), want in zip(pprof_types, pprof_flat):
+        got = {_pprof_name(name): value for name, value in _flat(request, kind).items()}
+        assert got == want, kind
     assert len(request.resource_profiles) == 2
     parent, child = request.resource_profiles
     assert _resource_attributes(parent)["process.pid"] == printed["pid"]
