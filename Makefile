@@ -9,19 +9,20 @@ PIP_FLAGS := --quiet --disable-pip-version-check
 .PHONY: demo test venvs suites unit sanitize versions lint format-check docs valgrind bench bench-quick bench-children bench-pool bench-versions bench-regrtest clean
 
 # The extras (pyproject.toml) the main virtualenv installs. `make test EXTRAS=test,torch` (what
-# .ci/run does) adds torch for the DataLoader-worker tests, which then must run: the optional
-# extras asked for (each named after the module it installs) are installed into the ASan
-# virtualenv too, `unit` and `sanitize` name them in HEATLINE_REQUIRE_MODULES, and a missing one
-# fails its tests instead of skipping them. The other CPythons' virtualenvs never get them (no
-# CPU-only wheel of torch for those here: PyPI's pulls the CUDA libraries, several GB each), so
-# those tests skip there. The stamps name the extras asked for beyond the default, so an
-# existing virtualenv gets them installed when they are asked for.
+# .ci/run does) adds torch for the DataLoader-worker tests, which then must run (otlp likewise:
+# opentelemetry-proto, which the OTLP export's tests decode it with): the optional extras asked
+# for are installed into the ASan virtualenv too, `unit` and `sanitize` name them in
+# HEATLINE_REQUIRE_MODULES, and a missing one fails its tests instead of skipping them. The
+# other CPythons' virtualenvs never get them (no CPU-only wheel of torch for those here: PyPI's
+# pulls the CUDA libraries, several GB each), so those tests skip there. The stamps name the
+# extras asked for beyond the default, so an existing virtualenv gets them installed when they
+# are asked for.
 EXTRAS ?= test
 comma := ,
 empty :=
 space := $(empty) $(empty)
 EXTRA_LIST := $(subst $(comma),$(space),$(EXTRAS))
-OPTIONAL_EXTRAS := $(filter torch,$(EXTRA_LIST))
+OPTIONAL_EXTRAS := $(filter torch otlp,$(EXTRA_LIST))
 REQUIRED_MODULES := $(subst $(space),$(comma),$(OPTIONAL_EXTRAS))
 INSTALLED := $(VENV)/.installed$(if $(filter-out test,$(EXTRA_LIST)),-$(subst $(comma),-,$(EXTRAS)))
 ASAN_INSTALLED := $(ASAN_VENV)/.installed$(if $(OPTIONAL_EXTRAS),-$(subst $(space),-,$(OPTIONAL_EXTRAS)))

@@ -101,7 +101,7 @@ def _window(text: str) -> int:
 
 
 # The output formats (heatline.renderers renders them).
-FORMATS = ("terminal", "json", "html", "collapsed", "speedscope", "pprof", "chrome")
+FORMATS = ("terminal", "json", "html", "collapsed", "speedscope", "pprof", "chrome", "otlp")
 
 
 def _format(text: str) -> str:
@@ -169,7 +169,8 @@ RUN_OPTIONS = (
     Option(
         ("-o", "--outfile"),
         "also write the profile to FILE, in the format its suffix names (.html, .json, "
-        ".pb.gz, .speedscope.json, .collapsed, .trace.json; anything else: JSON) or --format",
+        ".pb.gz, .speedscope.json, .collapsed, .trace.json, .otlp.pb; anything else: JSON) "
+        "or --format",
         default=None,
         metavar="FILE",
     ),
@@ -261,7 +262,7 @@ RUN_OPTIONS = (
     Option(
         ("--format",),
         "the format of -o, whatever its suffix: terminal, json, html, collapsed, speedscope, "
-        "pprof or chrome (also --html, --json)",
+        "pprof, chrome or otlp (also --html, --json)",
         default=None,
         metavar="FORMAT",
         parse=_format,
@@ -285,7 +286,8 @@ RUN_OPTIONS = (
         ("--pprof-server",),
         "serve the running profile over HTTP as Go's net/http/pprof does: "
         "/debug/pprof/profile?seconds=N (CPU time of the next N seconds) and /debug/pprof/heap "
-        "(memory held per line), gzipped pprof for `go tool pprof` and scrapers; HOST:PORT, "
+        "(memory held per line), gzipped pprof for `go tool pprof` and scrapers, and "
+        "/debug/otlp/profile?seconds=N, the CPU profile as OTLP profiles; HOST:PORT, "
         "HOST loopback when empty, PORT 0 a free one (printed on stderr). Any HOST but "
         "loopback lets others read the program's code locations",
         default=None,

@@ -9,8 +9,12 @@ continuous-profiling scrapers read a Python service as they read a Go one.
 - ``/debug/pprof/heap``: the memory held now per allocating line (``inuse_space``, the
   default) and the memory allocated there since the start (``alloc_space``), from the same
   sampled allocations as the profile's memory; 404 under --cpu-only.
-- ``/debug/pprof/``: a plain-text index of the two.
-Both are gzipped profile.proto (Content-Type application/octet-stream), as Go serves them.
+- ``/debug/otlp/profile?seconds=N``: the same kind of window's CPU profile as an OTLP profiles
+  request (renderers/otlp.py, what="cpu"; Content-Type application/x-protobuf, not gzipped),
+  the body a forwarder POSTs as it is to a Collector's ``/v1development/profiles``.
+- ``/debug/pprof/``: a plain-text index of the three.
+The two pprof ones are gzipped profile.proto (Content-Type application/octet-stream), as Go
+serves them.
 
 The program must not notice the server: it runs on threads started with ``_thread`` (not
 ``threading``), so ``threading.enumerate()``, ``active_count()`` and the shutdown's join never
@@ -38,6 +42,7 @@ from typing import Any, Callable
 from heatline.data import build as _build  # noqa: F401 -- session.profile()'s, imported now
 from heatline.data.window import between
 from heatline.engine.switching import quick as quick_switching
+from heatline.renderers import otlp
 from heatline.renderers.pprof import encode
 
 DEFAULT_SECONDS = 30.0  # Go's default for /debug/pprof/profile
@@ -187,7 +192,7 @@ class PprofServer:
         if request is None:
             return 400, b"bad request\n", "text/plain"
         method, path, query = request
-        if path == "/debug/pprof/profile" and method == "GET":
+        if path in _WINDOWS and method == "GET":
             return self._answer(method, path, query)  # its window is the program's
         with quick_switching():
             return self._answer(method, path, query)
@@ -197,7 +202,7 @@ class PprofServer:
             return 405, b"only GET\n", "text/plain"
         if path in ("/debug/pprof", "/debug/pprof/"):
             return 200, _INDEX, "text/plain; charset=utf-8"
-        if path == "/debug/pprof/profile":
+        if path in _WINDOWS:
             seconds_text = query.get("seconds", "")
             try:
                 seconds = float(seconds_text) if seconds_text else DEFAULT_SECONDS
@@ -206,26 +211,36 @@ class PprofServer:
             if not 0 < seconds <= MAX_SECONDS:
                 return 400, (f"seconds must be a number greater than 0 and at most "
                              f"{MAX_SECONDS:g}\n").encode(), "text/plain"
+            if path == "/debug/otlp/profile":
+                return 200, self._cpu(seconds, as_otlp=True), otlp.CONTENT_TYPE
             return 200, self._cpu(seconds), "application/octet-stream"
         if path == "/debug/pprof/heap":
             profile = self._profile()
             if not (profile.get("memory") or {}).get("enabled"):
                 return 404, b"memory profiling is off (--cpu-only)\n", "text/plain"
             return 200, _gzip(encode(profile, what="heap")), "application/octet-stream"
-        return 404, b"unknown profile: /debug/pprof/profile and /debug/pprof/heap are served\n", \
-            "text/plain"
+        return 404, (b"unknown profile: /debug/pprof/profile, /debug/pprof/heap and "
+                     b"/debug/otlp/profile are served\n"), "text/plain"
 
-    def _cpu(self, seconds: float) -> bytes:
+    def _cpu(self, seconds: float, as_otlp: bool = False) -> bytes:
         with quick_switching():
             before = self._profile()
         time.sleep(seconds)
         with quick_switching():
-            return _gzip(encode(between(before, self._profile()), what="cpu"))
+            window = between(before, self._profile())
+            if as_otlp:
+                return otlp.encode(window, what="cpu")
+            return _gzip(encode(window, what="cpu"))
+
+
+_WINDOWS = ("/debug/pprof/profile", "/debug/otlp/profile")  # a CPU profile of a window
 
 
 _INDEX = (b"heatline's profiles (go tool pprof http://HOST:PORT/debug/pprof/NAME):\n"
           b"profile?seconds=N  CPU time of the next N seconds (default 30)\n"
-          b"heap               memory held now, per allocating line\n")
+          b"heap               memory held now, per allocating line\n"
+          b"\nand at /debug/otlp/profile?seconds=N the CPU time of the next N seconds as an OTLP\n"
+          b"profiles request (application/x-protobuf), for an OpenTelemetry Collector\n")
 
 
 def _gzip(data: bytes) -> bytes:

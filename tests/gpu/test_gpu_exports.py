@@ -17,9 +17,9 @@ from test_gpu_profile import profiled
 pytestmark = pytest.mark.interpreter_independent
 
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
-from _tools import chromium_dom, require, tool_env  # noqa: E402
+from _tools import chromium_dom, require, require_module, tool_env  # noqa: E402
 
-from heatline.renderers import chrome, html, pprof  # noqa: E402
+from heatline.renderers import chrome, html, otlp, pprof  # noqa: E402
 
 
 def _render(profile, tmp_path, fmt):
@@ -91,3 +91,34 @@ def test_pprof_has_gpu_sample_types_per_launching_line(fakes, tmp_path):
     text = top("gpu_alloc", "B")
     assert float(re.search(r"Total samples = ([\d.]+)B", text).group(1)) == 256 << 20
     assert pprof.GPU_TYPES[0] == ("gpu", "nanoseconds")
+
+
+def test_otlp_has_gpu_sample_types_per_launching_line(fakes, tmp_path):
+    """The OTLP export's GPU profiles (renderers/otlp.py), decoded with opentelemetry-proto:
+    the truth's 30 ms of matmul on its launching line, its 256 MiB allocated, every line's
+    GPU time in all."""
+    require_module("opentelemetry.proto", "otlp")
+    from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
+        ExportProfilesServiceRequest,
+    )
+
+    profile, _ = profiled(fakes, tmp_path)
+    request = ExportProfilesServiceRequest()
+    request.ParseFromString(otlp.render(profile))
+    d = request.dictionary
+    per_line = {}  # (type, line) -> value
+    for p in request.resource_profiles[0].scope_profiles[0].profiles:
+        kind = d.string_table[p.sample_type.type_strindex]
+        for sample in p.samples:
+            location = d.location_table[d.stack_table[sample.stack_index].location_indices[0]]
+            function = d.function_table[location.lines[0].function_index]
+            if d.string_table[function.filename_strindex] == TRUTH:
+                key = (kind, location.lines[0].line)
+                per_line[key] = per_line.get(key, 0) + sum(sample.values)
+    tags = tagged_lines()
+    assert per_line[("gpu", tags["matmul"])] == 30_000_000  # the truth: 10 launches of 3 ms
+    assert per_line[("gpu_alloc", tags["alloc"])] == 256 << 20
+    lines = [line for entry in profile["files"].values() for line in entry["lines"]]
+    gpu_total = sum(sum(s.values) for p in request.resource_profiles[0].scope_profiles[0].profiles
+                    if d.string_table[p.sample_type.type_strindex] == "gpu" for s in p.samples)
+    assert gpu_total == sum(round(line["gpu_s"] * 1e9) for line in lines)

@@ -38,14 +38,14 @@ def require(*names):
 
 
 def require_module(name, extra):
-    """Skip (or, when HEATLINE_REQUIRE_MODULES names it, fail) a test that needs the optional
-    module ``name``, installed by the pyproject extra ``extra``."""
+    """Skip (or, when HEATLINE_REQUIRE_MODULES names it or its extra, fail) a test that needs
+    the optional module ``name``, installed by the pyproject extra ``extra``."""
     if importlib.util.find_spec(name) is not None:
         return
     message = (f"{name} is not installed (pip install -e '.[test,{extra}]', or "
                f"make test EXTRAS=test,{extra} as .ci/run does)")
     required = os.environ.get("HEATLINE_REQUIRE_MODULES", "").replace(",", " ").split()
-    if name in required:
+    if name in required or extra in required:
         pytest.fail(message)
     pytest.skip(message)
 

@@ -36,7 +36,8 @@ def run_heatline():
 
 
 # Suffixes -o writes in another format than the profile's JSON (cli/run.py's list).
-_OTHER_FORMATS = (".html", ".pb.gz", ".speedscope.json", ".collapsed", ".trace.json")
+_OTHER_FORMATS = (".html", ".pb.gz", ".speedscope.json", ".collapsed", ".trace.json",
+                  ".otlp.pb")
 
 
 def _check_profile_written(args, cwd):

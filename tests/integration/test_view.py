@@ -313,7 +313,9 @@ def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(sa
     import json
     import random
 
-    from heatline.renderers import View, chrome, collapsed, html, pprof, speedscope, terminal
+    from heatline.renderers import (
+        View, chrome, collapsed, html, otlp, pprof, speedscope, terminal,
+    )
 
     with open(saved_profile, encoding="utf-8") as f:
         original = json.load(f)
@@ -343,7 +345,7 @@ def test_mutated_profiles_give_a_one_line_error_or_a_report_never_a_traceback(sa
             continue
         for reduced in (False, True):
             terminal.print_report(data, io.StringIO(), View(reduced=reduced, threshold_pct=1.0))
-        for export in (html, pprof, speedscope, collapsed, chrome):
+        for export in (html, pprof, speedscope, collapsed, chrome, otlp):
             export.render(data)
         outcomes["rendered"] += 1
     assert outcomes["error"] > 100 and outcomes["rendered"] > 10, outcomes

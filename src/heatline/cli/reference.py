@@ -42,7 +42,8 @@ python -m heatline [options] script.py [args...]"""
 NOTES = {
     "-o": (
         "The suffix picks the format: `.html`, `.json`, `.pb.gz`/`.pprof`, `.speedscope.json`, "
-        "`.collapsed`/`.folded`, `.trace.json`/`.perfetto.json`, `.txt` (the terminal report); "
+        "`.collapsed`/`.folded`, `.trace.json`/`.perfetto.json`, `.otlp.pb` (OTLP profiles), "
+        "`.txt` (the terminal report); "
         "any other suffix writes JSON (profile-format.md). The file is replaced atomically, "
         "keeping its permissions and symlink; heatline refuses to overwrite the script itself. "
         "If the profile cannot be written, heatline says so in one line and exits with status 1. "

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 
 # Format -> the module of this package that renders it.
 MODULES = {"terminal": "terminal", "json": "profile_json", "html": "html",
            "collapsed": "collapsed", "speedscope": "speedscope", "pprof": "pprof",
-           "chrome": "chrome"}
+           "chrome": "chrome", "otlp": "otlp"}
 assert set(MODULES) == set(FORMATS)
 
 # Output suffix -> format, longest suffix first (".speedscope.json" before ".json").
@@ -36,6 +36,7 @@ SUFFIXES = (
     (".speedscope.json", "speedscope"),
     (".trace.json", "chrome"),
     (".perfetto.json", "chrome"),
+    (".otlp.pb", "otlp"),
     (".pb.gz", "pprof"),
     (".pprof", "pprof"),
     (".collapsed", "collapsed"),

@@ -20,6 +20,9 @@ import gzip
 from typing import Any
 
 from heatline.data.queries import function_of_line, stacks, thread_name
+from heatline.renderers._protobuf import bytes_field as _bytes
+from heatline.renderers._protobuf import int_field as _int
+from heatline.renderers._protobuf import packed_field as _packed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the model imports typing
@@ -29,35 +32,6 @@ TIME_TYPES = (("cpu", "nanoseconds"), ("python", "nanoseconds"), ("native", "nan
               ("system", "nanoseconds"), ("cpu_wait", "nanoseconds"))
 MEMORY_TYPES = (("alloc_space", "bytes"), ("inuse_space", "bytes"))
 GPU_TYPES = (("gpu", "nanoseconds"), ("gpu_copy", "bytes"), ("gpu_alloc", "bytes"))
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # negative int64 as ten-byte two's complement
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
-
-
-def _int(field: int, value: int) -> bytes:
-    return _key(field, 0) + _varint(value) if value else b""
-
-
-def _bytes(field: int, data: bytes) -> bytes:
-    return _key(field, 2) + _varint(len(data)) + data
-
-
-def _packed(field: int, values: list[int]) -> bytes:
-    return _bytes(field, b"".join(_varint(v) for v in values)) if values else b""
 
 
 class _Builder:
