@@ -10,7 +10,7 @@ import time
 import pytest
 from conftest import PROGRAMS
 
-from heatline.data.merge import process_keys
+from heatline.data.queries import process_keys
 
 TARGET = os.path.join(PROGRAMS, "merge_node.py")
 TIME_KEYS = ("python_s", "native_s", "system_s", "cpu_wait_s")

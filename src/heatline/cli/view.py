@@ -33,7 +33,8 @@ def run(args: list[str]) -> int:
     except profile.ProfileError as exc:
         fail(str(exc), 1)
     if options.pid is not None:
-        from heatline.data.merge import process_keys, process_view
+        from heatline.data.merge import process_view
+        from heatline.data.queries import process_keys
 
         try:
             data = process_view(data, options.pid)

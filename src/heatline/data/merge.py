@@ -13,6 +13,7 @@ from heatline.data import labels as labels_report
 from heatline.data import memory as memory_report
 from heatline.data import native as native_report
 from heatline.data.gpu import LINE_KEYS as _GPU_KEYS
+from heatline.data.queries import process_keys
 from heatline.data.summary import with_summary
 
 # typing only for type checkers: a run's path imports none (heatline/__init__.py).
@@ -136,24 +137,6 @@ def _copy_to_merge_into(profile: Profile) -> Profile:
         "warnings": list(profile["warnings"]),
         **({"asyncio": dict(profile["asyncio"])} if "asyncio" in profile else {}),
     }
-
-
-def process_keys(processes: Sequence[ProcessRecord]) -> list[str]:
-    """Each process's key in ``process_profiles``, in the order of ``processes``: its pid
-    (``"1234"``) where no other process of the profile has that pid, else ``"HOST:PID"``
-    (``"?"`` for a host not known), and ``"HOST:PID#N"`` (N from 2) for a second process
-    with both the same (processes of several runs on one machine, a pid used again)."""
-    count: dict[int, int] = {}
-    for process in processes:
-        count[process["pid"]] = count.get(process["pid"], 0) + 1
-    keys: list[str] = []
-    seen: dict[str, int] = {}
-    for process in processes:
-        pid = process["pid"]
-        key = str(pid) if count[pid] == 1 else f"{process.get('host') or '?'}:{pid}"
-        seen[key] = seen.get(key, 0) + 1
-        keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
-    return keys
 
 
 def process_view(profile: Profile, pid: int | str) -> Profile:

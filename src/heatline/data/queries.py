@@ -11,8 +11,11 @@ from collections import namedtuple
 # typing only for type checkers: a run's path imports none (heatline/__init__.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs every run about 4 ms
+    from collections.abc import Sequence
     from typing import Iterator
-    from heatline.data.model import FileRecord, LineRecord, Profile, StackFrame, ThreadRecord
+    from heatline.data.model import (
+        FileRecord, LineRecord, ProcessRecord, Profile, StackFrame, ThreadRecord,
+    )
 
 # heatline's package directory (this file is in heatline/data/).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -259,3 +262,21 @@ def profiled_s(profile: Profile) -> float | None:
     if len(periods) == 1 and periods[0][0] <= slack and on >= elapsed - slack:
         return None
     return min(on, elapsed)
+
+
+def process_keys(processes: Sequence[ProcessRecord]) -> list[str]:
+    """Each process's key in ``process_profiles``, in the order of ``processes``: its pid
+    (``"1234"``) where no other process of the profile has that pid, else ``"HOST:PID"``
+    (``"?"`` for a host not known), and ``"HOST:PID#N"`` (N from 2) for a second process
+    with both the same (processes of several runs on one machine, a pid used again)."""
+    count: dict[int, int] = {}
+    for process in processes:
+        count[process["pid"]] = count.get(process["pid"], 0) + 1
+    keys: list[str] = []
+    seen: dict[str, int] = {}
+    for process in processes:
+        pid = process["pid"]
+        key = str(pid) if count[pid] == 1 else f"{process.get('host') or '?'}:{pid}"
+        seen[key] = seen.get(key, 0) + 1
+        keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return keys

@@ -13,7 +13,8 @@ import calendar
 import os
 import time
 
-from heatline.data.merge import merge_processes, process_keys
+from heatline.data.merge import merge_processes
+from heatline.data.queries import process_keys
 from heatline.data.summary import with_summary
 
 # typing only for type checkers (as in merge.py).

@@ -1073,14 +1073,14 @@ def _peer_order(member: tuple[str, dict[str, Any], Profile]) -> tuple[int, str]:
 
 
 def _own_profile(facts: _Facts, process: dict[str, Any]) -> Profile | None:
-    """A process's own profile in ``process_profiles``: keyed by its pid, or, in a profile
-    joining several hosts' runs, by its host and pid."""
-    host = process.get("host")
-    if host:
-        own = facts.own.get(f"{host}:{process['pid']}")
-        if own is not None:
-            return own
-    return facts.own.get(str(process["pid"]))
+    """A process's own profile in ``process_profiles``, by its key there (queries.process_keys:
+    its pid, or its host and pid where pids of several hosts' runs collide)."""
+    from heatline.data.queries import process_keys
+
+    for key, other in zip(process_keys(facts.processes), facts.processes):
+        if other is process:
+            return facts.own.get(key)
+    return None
 
 
 def _peer_figures(facts: _Facts, own: Profile) -> tuple[dict[tuple[str, int], list[float]],
