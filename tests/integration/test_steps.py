@@ -5,11 +5,12 @@ steps, the window's profiled time, and the one-line errors of a bad window."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
-from _tools import require_module
+from _tools import require_module, source_line
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 LOOP = os.path.join(TARGETS, "steps_loop.py")
@@ -57,6 +58,12 @@ def test_a_slow_step_is_named_in_the_summary(run_heatline, tmp_path):
     assert f"step 7 took {ours:.2f} s" in text
     assert durations[6] > 3 * max(median)  # the truth: step 7 stands out
     assert "step 7 took" in " ".join(stderr.split())
+    # where its time went: the region whose span grew, at its line (the 0.5 s sleep)
+    found = re.search(r"step 7 took [\d.]+ s, [\d.]+x the median [\d.]+ s, ([\d.]+) s of it in "
+                      r"region data \(top line steps_loop\.py:(\d+)\)", text)
+    assert found, text
+    assert 0.5 <= float(found.group(1)) + 0.005 and float(found.group(1)) <= ours + 0.005
+    assert int(found.group(2)) == source_line(LOOP, "# the data line")
 
 
 def test_optimizer_steps_match_the_programs_own_clock(run_heatline, tmp_path):

@@ -2,7 +2,8 @@
 prints a JSON object on stdout, ``durations_s`` (each step's wall time, read right after each
 heatline.step() call) and ``torch_imported`` (whether anything imported torch).
 
-Each step sleeps (data loading, steady whatever the machine's load) and computes a little.
+Each step computes a little (region "compute") and sleeps (region "data": data loading, steady
+whatever the machine's load).
 Arguments: ``--slow N`` makes step N take 0.5 s instead of 0.08 s; ``--steps N`` runs N steps
 (default 10); ``--step-s S`` sets the usual step's time."""
 
@@ -29,8 +30,10 @@ marks = []
 heatline.step()
 marks.append(time.perf_counter())
 for number in range(1, count + 1):
-    compute()
-    time.sleep(0.5 if number == slow else step_s)
+    with heatline.region("compute"):
+        compute()
+    with heatline.region("data"):
+        time.sleep(0.5 if number == slow else step_s)  # the data line
     heatline.step()
     marks.append(time.perf_counter())
 

@@ -1033,6 +1033,10 @@ def _steps(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
         shown = sorted(sorted(slow, key=lambda index: -durations[index])[:STEP_NAMED])
         words = [named(index) for index in shown]
         words[0] += " the median" if warmup else f" {usual}"
+        slowest = max(shown, key=lambda index: durations[index])
+        where = _slow_step_region(facts.profile, steps, slowest)
+        if where:
+            words[shown.index(slowest)] += where
         text = "; ".join(words)
         if len(slow) > len(shown):
             text += f" ({len(slow) - len(shown)} more over {STEP_RATIO:g}x the median)"
@@ -1041,6 +1045,40 @@ def _steps(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
     text = "; ".join(parts)
     return {"text": f"Slow steps ({len(durations)} marked by {source}): {text}.",
             "file": None, "line": None}
+
+
+def _slow_step_region(profile: Profile, steps: dict[str, Any], index: int) -> str:
+    """Where step ``index``'s extra time went, from the regions' spans (their slices): the
+    region that spent the most more in it than in a usual step, ", 0.40 s of it in region
+    data (top line train.py:50)"; "" when no region accounts for at least half the extra.
+    Of regions nested in one another with nearly the same extra (within 20%), the innermost."""
+    started = steps.get("started_s") or []
+    durations = steps.get("durations_s") or []
+    if index >= len(started) or len(started) != len(durations):
+        return ""
+    windows = list(zip(started, (s + d for s, d in zip(started, durations))))
+    best: list[tuple[float, float, dict[str, Any]]] = []  # (extra, time in the step, region)
+    for region in profile.get("regions") or []:
+        spans = region.get("slices") or []
+        if not spans:
+            continue
+        per_step = [sum(max(0.0, min(end, b) - max(start, a)) for _, start, end in spans)
+                    for a, b in windows]
+        usual = sorted(per_step)[len(per_step) // 2]
+        best.append((per_step[index] - usual, per_step[index], region))
+    if not best:
+        return ""
+    extra_step = durations[index] - sorted(durations)[len(durations) // 2]
+    top = max(extra for extra, _, _ in best)
+    if top <= 0 or top < 0.5 * extra_step:
+        return ""
+    close = [item for item in best if item[0] >= 0.8 * top]
+    extra, spent, region = max(close, key=lambda item: (item[2]["path"].count("/"), item[0]))
+    text = f", {_step_seconds(spent)} of it in region {region['path']}"
+    lines = region.get("top_lines") or []
+    if lines:
+        text += f" (top line {os.path.basename(lines[0]['file'])}:{lines[0]['line']})"
+    return text
 
 
 def _step_seconds(value: float) -> str:
