@@ -77,18 +77,16 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def pause() -> None:
     """Stop charging time until :func:`resume`. Does nothing when no profile is being taken."""
-    # A running profile always lives in heatline.engine.session, so if that module was never
-    # imported nothing is running, and we avoid importing the engine into an unprofiled program.
-    session = sys.modules.get("heatline.engine.session")
-    if session is not None:
-        session.pause()
+    call = _session_call("pause")
+    if call is not None:
+        call()
 
 
 def resume() -> None:
     """Charge time again after :func:`pause` (or after starting with ``--off``)."""
-    session = sys.modules.get("heatline.engine.session")
-    if session is not None:
-        session.resume()
+    call = _session_call("resume")
+    if call is not None:
+        call()
 
 
 def step() -> None:
@@ -99,6 +97,15 @@ def step() -> None:
     Costs a clock read; does nothing when no profile is being taken. Steps are marked from one
     thread (the first that marks one): calls from other threads are ignored, and the profile's
     warnings say how many there were."""
-    session = sys.modules.get("heatline.engine.session")
-    if session is not None:
-        session.step()
+    call = _session_call("step")
+    if call is not None:
+        call()
+
+
+def _session_call(name: str) -> Any:
+    """The running session's function ``name``, or None when no profile can be running. A
+    running profile always lives in heatline.engine.session, so if that module was never
+    imported nothing is running, and the engine is not imported into an unprofiled program.
+    A module still being imported (by heatline attach's thread, while the program's thread
+    gets here) has no session running yet either, and may not have the function yet."""
+    return getattr(sys.modules.get("heatline.engine.session"), name, None)

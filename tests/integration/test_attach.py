@@ -793,3 +793,42 @@ def test_a_blocked_main_thread_gets_the_agent_and_its_late_script_does_nothing(t
     code, stdout, stderr = _finish(process, work)
     assert (code, stderr) == (0, ""), stderr
     assert stdout == "woken; remote_exec scripts run: 1\n", stdout
+
+
+def test_regions_and_steps_from_the_moment_of_attaching(tmp_path):
+    """A program marking regions and steps before anything attaches: the attached window's
+    profile has its regions (counted from the attach: an entry open then counts from then on)
+    and the steps that started while attached, each the program's own step to the clock's
+    reading (the program's marks and heatline's are a clock read apart)."""
+    process, work = _start(tmp_path, "attach_regions.py")
+    out = tmp_path / "p.json"
+    done = _attach(tmp_path, process.pid, "--duration", "1.5", "-q", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    status, stdout, stderr = _finish(process, work)
+    assert status == 0, stderr
+    marks = json.loads(stdout.strip().splitlines()[-1])["marks"]
+    profile = _profile(out)
+    regions = {r["path"]: r for r in profile["regions"]}
+    assert set(regions) == {"step", "step/work"}, regions
+    # counted from the attach: the entries closed in the window are the program's marks in it
+    # (each loop closes "step" right before its mark), give or take the one at each edge
+    start, end = profile["started_at_epoch"], profile["started_at_epoch"] + profile["elapsed_s"]
+    inside = sum(start <= mark <= end for mark in marks)
+    assert abs(regions["step"]["count"] - inside) <= 1, (regions["step"], inside)
+    # steps: the intervals between the marks heatline saw, all inside the window
+    steps = profile["steps"]
+    assert 2 <= steps["count"] <= inside, (steps, inside)
+    # wall time: never more than the attached window
+    assert regions["step"]["wall_s"] <= profile["elapsed_s"] + 0.01
+    # each of heatline's steps is one of the program's: the durations match a run of the
+    # program's own consecutive marks (the program's clock: time.time, the profile's start
+    # time: started_at_epoch)
+    theirs = [b - a for a, b in zip(marks, marks[1:])]
+    ours_all = steps["durations_s"]
+    # the program's step that heatline's first is: the run of the program's steps that its
+    # durations match best (the first mark heatline saw is at its started_s[0])
+    first = min(range(len(theirs) - len(ours_all) + 1),
+                key=lambda k: sum(abs(a - b) for a, b in zip(ours_all, theirs[k:])))
+    assert abs(marks[first] - (start + steps["started_s"][0])) < 0.5
+    for ours, true in zip(ours_all, theirs[first:]):
+        assert ours == pytest.approx(true, abs=0.005, rel=0.1)

@@ -410,8 +410,8 @@ static PyObject *label_charge_item(size_t i, const void *charges) {
     const hl_label_charge *c = &((const hl_label_charge *)charges)[i];
     return Py_BuildValue("(KKKKKL)", (unsigned long long)c->ns[HL_PYTHON],
                          (unsigned long long)c->ns[HL_NATIVE], (unsigned long long)c->ns[HL_SYSTEM],
-                         (unsigned long long)c->ns[HL_CPU_WAIT],
-                         (unsigned long long)c->alloc_bytes, (long long)c->peak_bytes);
+                         (unsigned long long)c->ns[HL_CPU_WAIT], (unsigned long long)c->alloc_bytes,
+                         (long long)c->peak_bytes);
 }
 
 static PyObject *label_line_item(size_t i, const void *view) {

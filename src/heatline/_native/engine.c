@@ -381,6 +381,8 @@ void hl_engine_stop(void) {
     e->suspended = 0;
     hl_sampler_release(&e->sampler);
     hl_lock_release(&e->lock);
+    hl_labels_end(
+        hl_now_ns()); /* what the program enters and exits from now is not this session's */
 }
 
 void hl_engine_release_after_fork(void) {

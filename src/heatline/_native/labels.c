@@ -46,6 +46,7 @@ static uint64_t serial;
 static hl_label_slice *slices;
 static size_t nslices, slices_capacity;
 static uint64_t origin;
+static uint64_t until; /* the session's end (hl_labels_end); 0 while it runs */
 
 /* The sampler's tables, under the engine lock. */
 static hl_label_charge *charges;
@@ -162,12 +163,14 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns) {
     while (i > 0 && s->entries[i - 1].token != token) i--;
     if (i == 0) return 0;
     entry closed = s->entries[i - 1];
-    uint64_t now = now_ns;
     pthread_mutex_lock(&mutex);
+    /* after the session's end: its time up to the end, and not counted as closed in it */
+    int ended = until != 0 && now_ns > until;
+    uint64_t now = ended ? until : now_ns;
     long tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
-    if (closed.node < nnodes && !closed.inherited) {
-        nodes[closed.node].count++;
-        nodes[closed.node].wall_ns += now > closed.entered_ns ? now - closed.entered_ns : 0;
+    if (closed.node < nnodes && !closed.inherited && now > closed.entered_ns) {
+        if (!ended) nodes[closed.node].count++;
+        nodes[closed.node].wall_ns += now - closed.entered_ns;
         add_slice(closed.node, tid, closed.entered_ns, now);
     }
     /* Not the innermost: the entries above it move down one, still open, and from now on are
@@ -178,8 +181,8 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns) {
         uint32_t parent = j >= 2 ? s->entries[j - 2].node : HL_NO_LABEL;
         uint32_t node = moved.node < nnodes ? intern(parent, nodes[moved.node].name) : HL_NO_LABEL;
         if (node != HL_NO_LABEL) {
-            if (!moved.inherited) {
-                nodes[moved.node].wall_ns += now > moved.entered_ns ? now - moved.entered_ns : 0;
+            if (!moved.inherited && now > moved.entered_ns) {
+                nodes[moved.node].wall_ns += now - moved.entered_ns;
                 add_slice(moved.node, tid, moved.entered_ns, now);
             }
             moved.node = node;
@@ -205,6 +208,7 @@ void hl_labels_reset_counts(uint64_t now_ns) {
         nodes[i].count = nodes[i].wall_ns = nodes[i].slices_dropped = 0;
     nslices = 0;
     origin = now_ns;
+    until = 0;
     size_t n = atomic_load_explicit(&nslots, memory_order_acquire);
     for (size_t i = 0; i < n; i++) {
         uint32_t depth = atomic_load_explicit(&slots[i]->depth, memory_order_acquire);
@@ -213,10 +217,17 @@ void hl_labels_reset_counts(uint64_t now_ns) {
     pthread_mutex_unlock(&mutex);
 }
 
+void hl_labels_end(uint64_t now_ns) {
+    pthread_mutex_lock(&mutex);
+    until = now_ns > 0 ? now_ns : 1;
+    pthread_mutex_unlock(&mutex);
+}
+
 hl_label_node *hl_labels_nodes(uint64_t now_ns, size_t *n, size_t *open_count) {
     *n = 0;
     *open_count = 0;
     pthread_mutex_lock(&mutex);
+    if (until != 0 && now_ns > until) now_ns = until;
     hl_label_node *copy = nnodes ? malloc(nnodes * sizeof(*copy)) : NULL;
     if (copy != NULL) {
         memcpy(copy, nodes, nnodes * sizeof(*copy));

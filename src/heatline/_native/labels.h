@@ -91,6 +91,9 @@ int hl_labels_pop(uint64_t token, uint64_t now_ns);
 uint32_t hl_labels_current(void);
 /* Zeroes every node's count and wall (a session's start); open entries count from now_ns. */
 void hl_labels_reset_counts(uint64_t now_ns);
+/* The session ended at now_ns: entries closed later count no entry and their time only up to
+ * then (as do the open entries' in hl_labels_nodes), until the next hl_labels_reset_counts. */
+void hl_labels_end(uint64_t now_ns);
 
 /* The node table, read with the GIL held (the snapshot): a copy, malloc'ed (free it), of
  * *n nodes, with each open entry's time so far (until now_ns) added to its node's wall, and

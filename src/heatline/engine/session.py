@@ -40,9 +40,10 @@ def _snapshot(_native: Any) -> dict[str, Any]:
     entered only through engine/labels.py: a program that did not import it entered none, and the
     snapshot has none (importing it then would import what the program did not)."""
     snapshot = _native.snapshot()
-    labels = sys.modules.get("heatline.engine.labels")
-    if labels is not None:
-        snapshot["labels"] = labels.raw()
+    # a module the program's thread is still importing may not have raw() yet: no labels yet
+    raw = getattr(sys.modules.get("heatline.engine.labels"), "raw", None)
+    if raw is not None:
+        snapshot["labels"] = raw()
     return snapshot
 
 
@@ -56,9 +57,9 @@ def _watch_torch(on: bool) -> None:
         torch_watch.when_imported("torch", _hook_torch)
     else:
         torch_watch.forget("torch", _hook_torch)
-        torch_labels = sys.modules.get("heatline.engine.torch_labels")
-        if torch_labels is not None:
-            torch_labels.uninstall()
+        uninstall = getattr(sys.modules.get("heatline.engine.torch_labels"), "uninstall", None)
+        if uninstall is not None:
+            uninstall()
         while _optimizer_hooks:
             _optimizer_hooks.pop().remove()
 
