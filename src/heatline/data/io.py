@@ -183,6 +183,16 @@ _PROCESS = {
 }
 
 
+# A distributed engine's tasks (docs/profile-format.md, `tasks`): optional, added in schema 5
+# without a version bump.
+_TASK = {
+    "name": str,
+    "count": int,
+    **{key: _NUMBER for key in ("wall_s", "python_s", "native_s", "system_s", "alloc_bytes")},
+    "lines": [{"file": str, "line": int, "time_s": _NUMBER}],
+}
+
+
 # A profile taken by heatline attach (docs/profile-format.md, `attached`): optional, added in
 # schema 5 without a version bump; attach_s and detach_s may be absent.
 _ATTACHED = {"pid": int, "started_at_epoch": _NUMBER, "ended_by": str}
@@ -301,6 +311,8 @@ def validate(data: Any, path: str = "profile") -> None:
         for key, spec in _MERGED_PEAK.items():  # optional: profiles with child processes
             if key in data:
                 _check(data[key], spec, key)
+        if "tasks" in data:  # optional: a distributed engine's workers (schema 5, no bump)
+            _check(data["tasks"], [_TASK], "tasks")
         if "processes" in data:
             _check(data["processes"], [_PROCESS], "processes")
             own = data.get("process_profiles")
