@@ -117,9 +117,14 @@ def job(ray_cluster, tmp_path_factory):
     address, env = ray_cluster
     out = tmp_path_factory.mktemp("ray")
     profile_path, truth_path = out / "job.json", out / "truth.json"
+    # A heatline package that cannot be imported, first on one actor's PYTHONPATH.
+    broken = out / "broken" / "heatline"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('this heatline cannot load')\n")
     result = subprocess.run([sys.executable, TARGET, address, str(profile_path),
                              str(truth_path)], capture_output=True, text=True,
-                            timeout=RUN_TIMEOUT_S, env=env, check=False)
+                            timeout=RUN_TIMEOUT_S, check=False,
+                            env=dict(env, RAY_TASKS_NO_HEATLINE=str(broken.parent)))
     assert result.returncode == 0, result.stdout + result.stderr
     profile = io.load(str(profile_path))
     with open(truth_path, encoding="utf-8") as file:
@@ -194,3 +199,13 @@ def test_importing_heatline_does_not_import_ray():
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                             timeout=RUN_TIMEOUT_S, check=False)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_a_worker_that_cannot_load_heatline_is_named_in_a_warning(job):
+    profile, truth = job
+    pid = truth["unprofiled"]
+    assert pid is not None
+    named = [warning for warning in profile["warnings"] if f"Ray worker {pid} " in warning]
+    assert len(named) == 1, profile["warnings"]
+    assert "heatline cannot be imported" in named[0] and "this heatline cannot load" in named[0]
+    assert pid not in {process["pid"] for process in profile["processes"]}

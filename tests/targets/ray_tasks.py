@@ -3,6 +3,9 @@ method spin on their own lines under heatline.ray.profile_workers; each run meas
 thread's CPU time (the ground truth) and the driver writes what they measured.
 
     python ray_tasks.py ADDRESS PROFILE TRUTH [LOOPS]
+
+With RAY_TASKS_NO_HEATLINE=DIR, one more actor runs with DIR first on its PYTHONPATH (a
+heatline package there that cannot be imported): its worker cannot load heatline.
 """
 
 import json
@@ -45,6 +48,12 @@ class Counter:
         return os.getpid(), time.thread_time() - start
 
 
+@ray.remote
+class Unprofiled:
+    def pid(self):
+        return os.getpid()
+
+
 def main():
     address, profile_path, truth_path = sys.argv[1:4]
     loops = int(sys.argv[4]) if len(sys.argv) > 4 else 2_000_000
@@ -53,6 +62,12 @@ def main():
     ray.get([spin_a.remote(10), spin_b.remote(10)])
     counter = Counter.remote()
     ray.get(counter.add.remote(10))
+    unprofiled = None
+    if os.environ.get("RAY_TASKS_NO_HEATLINE"):
+        unprofiled = Unprofiled.options(
+            runtime_env={"env_vars": {"PYTHONPATH": os.environ["RAY_TASKS_NO_HEATLINE"]}}
+        ).remote()
+        ray.get(unprofiled.pid.remote())
     counts = {"spin_a": 6, "spin_b": 4, "Counter.add": 3}
     with heatline.ray.profile_workers(profile_path, cpu_only=True):
         runs = {
@@ -61,8 +76,10 @@ def main():
             "Counter.add": [counter.add.remote(loops) for _ in range(counts["Counter.add"])],
         }
         measured = {name: ray.get(refs) for name, refs in runs.items()}
+        unprofiled_pid = None if unprofiled is None else ray.get(unprofiled.pid.remote())
     with open(truth_path, "w") as out:
-        json.dump({"driver": os.getpid(), "tasks": measured}, out)
+        json.dump({"driver": os.getpid(), "tasks": measured, "unprofiled": unprofiled_pid},
+                  out)
     ray.shutdown()
 
 

@@ -9,7 +9,7 @@ that already run, and its documented way to run code in every worker it starts i
 ``runtime_env={"worker_process_setup_hook": ...}``, fixed when the driver connects. So the
 hook (:func:`runtime_env`) goes in at ``ray.init``, and :func:`profile_workers` marks the
 window. The hook starts a reporter thread in each worker that looks for the block's collector,
-a named actor (:class:`_Collector`), twice a second; once it finds one it starts heatline's
+a named actor (HeatlineCollector), twice a second; once it finds one it starts heatline's
 engine with the block's options, waits for the block's end (a call to the collector that
 returns then), stops the engine and sends its profile to the collector (Ray's own object
 transfer). The driver merges them (heatline/data/merge.py) with its own profile, and the
@@ -65,10 +65,15 @@ def heatline_report_unloadable(problem):
     reported = set()
     while True:
         try:
+            # Listed first: a failed get_actor writes a warning to the worker's log each time.
+            if {"name": NAME, "namespace": NAMESPACE} not in \
+                    ray.util.list_named_actors(all_namespaces=True):
+                time.sleep(POLL_S)
+                continue
             collector = ray.get_actor(NAME, namespace=NAMESPACE)
             token = ray.get(collector.session.remote())[0]
             if token not in reported:
-                ray.get(collector.problem.remote(info, problem))
+                ray.get(collector.problem.remote(dict(info, problem=problem)))
                 reported.add(token)
         except Exception:
             pass
@@ -104,7 +109,13 @@ def runtime_env(env: dict[str, Any] | None = None) -> dict[str, Any]:
 # --- in each worker ----------------------------------------------------------------------------
 
 _reporter: _Reporter | None = None
-_is_collector = False  # this process runs the collector actor: it profiles nothing itself
+
+
+def _is_collector() -> bool:
+    """Whether this process runs the collector actor: it profiles nothing itself."""
+    import ray
+
+    return ray.get_runtime_context().get_actor_name() == NAME
 
 
 def worker_setup() -> None:
@@ -143,14 +154,18 @@ class _Reporter:
         """Join the block running now, if any, and start profiling."""
         import ray
 
-        if _is_collector or ray.get_runtime_context().get_actor_name() == NAME:
+        if _is_collector():
             return
+        # Listed first: a failed get_actor writes a warning to the worker's log each time.
+        if {"name": NAME, "namespace": NAMESPACE} not in \
+                ray.util.list_named_actors(all_namespaces=True):
+            return  # no block running
         try:
             collector = ray.get_actor(NAME, namespace=NAMESPACE)
-        except ValueError:  # no block running
+        except ValueError:  # the block ended meanwhile
             return
         token, keywords, ended = ray.get(collector.session.remote())
-        if ended or token in self.done or _is_collector:
+        if ended or token in self.done or _is_collector():
             return
         self.done.add(token)
         info = _worker_info()
@@ -158,7 +173,8 @@ class _Reporter:
             start_with_options(options_from_keywords(keywords), program="Ray worker",
                                announce=False)
         except (HeatlineError, ImportError, OSError) as exc:
-            ray.get(collector.problem.remote(info, f"heatline could not start: {exc}"))
+            problem = f"heatline could not start: {exc}"
+            ray.get(collector.problem.remote(dict(info, problem=problem)))
             return
         info["started_epoch"] = time.time()
         ray.get(collector.join.remote(info))
@@ -172,7 +188,7 @@ class _Reporter:
         finally:
             profile = stop().data
         info["actor_id"] = ray.get_runtime_context().get_actor_id()
-        ray.get(collector.submit.remote(info, profile))
+        ray.get(collector.submit.remote({"info": info, "profile": profile}))
 
 
 def _worker_info() -> dict[str, Any]:
@@ -187,52 +203,64 @@ def _worker_info() -> dict[str, Any]:
 # --- the collector actor -------------------------------------------------------------------------
 
 
-class _Collector:
-    """The named actor a block's workers report to (made an actor by profile_workers: Ray is
-    imported there). Async: a worker's wait_end call waits without holding a thread."""
+# Defined by value, as the hook is: a worker whose Python cannot import heatline still gets
+# the class from Ray (its handle would otherwise have no method signatures there, and its
+# report of the problem would fail).
+_COLLECTOR_SOURCE = '''
+class HeatlineCollector:
+    """The named actor a block's workers report to. Async: a worker's wait_end call waits
+    without holding a thread. Every method a worker calls takes one dict."""
 
-    def __init__(self, token: str, keywords: dict[str, Any]) -> None:
-        global _is_collector
-        _is_collector = True
+    def __init__(self, token, keywords):
         self.token = token
         self.keywords = keywords
         self.ended = False
-        self.event: Any = None
-        self.joined: dict[str, dict[str, Any]] = {}
-        self.submitted: dict[str, tuple[dict[str, Any], Any]] = {}
-        self.problems: dict[str, tuple[dict[str, Any], str]] = {}
+        self.event = None
+        self.joined = {}
+        self.submitted = {}
+        self.problems = {}
 
-    def _event(self) -> Any:
+    def _event(self):
         import asyncio
 
         if self.event is None:
             self.event = asyncio.Event()
         return self.event
 
-    async def session(self) -> tuple[str, dict[str, Any], bool]:
+    async def session(self):
         return self.token, self.keywords, self.ended
 
-    async def join(self, info: dict[str, Any]) -> None:
+    async def join(self, info):
         self.joined[info["worker_id"]] = info
 
-    async def problem(self, info: dict[str, Any], text: str) -> None:
-        self.problems[info["worker_id"]] = (info, text)
+    async def problem(self, info):
+        self.problems[info["worker_id"]] = info  # info["problem"]: why it is not profiled
 
-    async def wait_end(self) -> None:
+    async def wait_end(self):
         await self._event().wait()
 
-    async def end(self) -> None:
+    async def end(self):
         self.ended = True
         self._event().set()
 
-    async def counts(self) -> tuple[dict[str, dict[str, Any]], list[str], int]:
+    async def counts(self):
         return self.joined, sorted(self.submitted), len(self.problems)
 
-    async def submit(self, info: dict[str, Any], profile: Any) -> None:
-        self.submitted[info["worker_id"]] = (info, profile)
+    async def submit(self, report):
+        self.submitted[report["info"]["worker_id"]] = (report["info"], report["profile"])
 
-    async def results(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    async def results(self):
         return self.joined, self.submitted, self.problems
+'''
+
+
+def _collector_class() -> Any:
+    namespace: dict[str, Any] = {"__name__": "heatline_ray_collector"}
+    exec(compile(_COLLECTOR_SOURCE, "<heatline.ray collector>", "exec"), namespace)  # noqa: S102
+    return namespace["HeatlineCollector"]
+
+
+_Collector = _collector_class()
 
 
 # --- the driver ----------------------------------------------------------------------------------
@@ -344,9 +372,10 @@ def _gather(ray: Any, collector: Any, driver: Any, started: float, ended: float,
             state = "died" if not _alive(info, here) else f"sent none within {timeout_s:g} s"
             warnings.append(f"Ray worker {info['pid']} on {info['host']} {state}: its work "
                             "is missing from this profile")
-    for _, (info, text) in sorted(problems.items(), key=lambda i: i[1][0]["pid"]):
-        warnings.append(f"Ray worker {info['pid']} on {info['host']} was not profiled: {text}")
-    if not events["window"]:
+    for _, info in sorted(problems.items(), key=lambda i: i[1]["pid"]):
+        warnings.append(f"Ray worker {info['pid']} on {info['host']} was not profiled: "
+                        f"{info['problem']}")
+    if workers and not events["all"]:
         warnings.append("Ray recorded no task events in the block (ray.timeline() is empty: "
                         "task events turned off with RAY_task_events_report_interval_ms=0?): "
                         "the tasks table is empty")
