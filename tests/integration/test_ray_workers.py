@@ -209,3 +209,12 @@ def test_a_worker_that_cannot_load_heatline_is_named_in_a_warning(job):
     assert len(named) == 1, profile["warnings"]
     assert "heatline cannot be imported" in named[0] and "this heatline cannot load" in named[0]
     assert pid not in {process["pid"] for process in profile["processes"]}
+
+
+def test_a_worker_that_dies_in_the_block_is_a_warning_not_a_failure(job):
+    profile, truth = job
+    pid = truth["died"]
+    named = [warning for warning in profile["warnings"] if f"Ray worker {pid} " in warning]
+    assert len(named) == 1, profile["warnings"]
+    assert " died: its work is missing" in named[0]
+    assert pid not in {process["pid"] for process in profile["processes"]}

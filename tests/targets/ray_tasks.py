@@ -4,7 +4,8 @@ thread's CPU time (the ground truth) and the driver writes what they measured.
 
     python ray_tasks.py ADDRESS PROFILE TRUTH [LOOPS]
 
-With RAY_TASKS_NO_HEATLINE=DIR, one more actor runs with DIR first on its PYTHONPATH (a
+An actor's worker exits in the block (os._exit), after it joined: its work is missing. With
+RAY_TASKS_NO_HEATLINE=DIR, one more actor runs with DIR first on its PYTHONPATH (a
 heatline package there that cannot be imported): its worker cannot load heatline.
 """
 
@@ -48,6 +49,15 @@ class Counter:
         return os.getpid(), time.thread_time() - start
 
 
+@ray.remote(max_restarts=0)
+class Doomed:
+    def pid(self):
+        return os.getpid()
+
+    def die(self):
+        os._exit(3)
+
+
 @ray.remote
 class Unprofiled:
     def pid(self):
@@ -68,6 +78,8 @@ def main():
             runtime_env={"env_vars": {"PYTHONPATH": os.environ["RAY_TASKS_NO_HEATLINE"]}}
         ).remote()
         ray.get(unprofiled.pid.remote())
+    doomed = Doomed.remote()
+    doomed_pid = ray.get(doomed.pid.remote())
     counts = {"spin_a": 6, "spin_b": 4, "Counter.add": 3}
     with heatline.ray.profile_workers(profile_path, cpu_only=True):
         runs = {
@@ -76,10 +88,14 @@ def main():
             "Counter.add": [counter.add.remote(loops) for _ in range(counts["Counter.add"])],
         }
         measured = {name: ray.get(refs) for name, refs in runs.items()}
+        try:  # a worker that dies in the block, after it joined
+            ray.get(doomed.die.remote())
+        except ray.exceptions.RayActorError:
+            pass
         unprofiled_pid = None if unprofiled is None else ray.get(unprofiled.pid.remote())
     with open(truth_path, "w") as out:
-        json.dump({"driver": os.getpid(), "tasks": measured, "unprofiled": unprofiled_pid},
-                  out)
+        json.dump({"driver": os.getpid(), "tasks": measured, "unprofiled": unprofiled_pid,
+                   "died": doomed_pid}, out)
     ray.shutdown()
 
 

@@ -394,12 +394,13 @@ def _alive(info: dict[str, Any], here: str) -> bool:
     if info.get("node_id") != here:
         return True
     try:
-        os.kill(info["pid"], 0)
-    except ProcessLookupError:
+        with open(f"/proc/{info['pid']}/stat", encoding="utf-8", errors="replace") as stat:
+            state = stat.read().rpartition(")")[2].split()[0]
+    except FileNotFoundError:  # ended and reaped
         return False
-    except PermissionError:
+    except (OSError, IndexError):
         return True
-    return True
+    return state not in ("Z", "X")  # a zombie has ended: its parent has not reaped it yet
 
 
 def _task_events(ray: Any, started: float, ended: float) -> dict[str, list[Any]]:
