@@ -29,6 +29,11 @@ def spin_a(loops):
 
 
 @ray.remote
+def pause(seconds):
+    time.sleep(seconds)
+
+
+@ray.remote
 def spin_b(loops):
     start = time.thread_time()
     total = 0
@@ -68,7 +73,9 @@ def main():
     address, profile_path, truth_path = sys.argv[1:4]
     loops = int(sys.argv[4]) if len(sys.argv) > 4 else 2_000_000
     ray.init(address=address, runtime_env=heatline.ray.runtime_env(), log_to_driver=False)
-    # The workers started (and their reporters running) before the block.
+    # Two task workers started (two tasks at once on the two CPUs), their reporters running,
+    # before the block.
+    ray.get([pause.remote(1.0) for _ in range(2)])
     ray.get([spin_a.remote(10), spin_b.remote(10)])
     counter = Counter.remote()
     ray.get(counter.add.remote(10))
@@ -81,7 +88,9 @@ def main():
     doomed = Doomed.remote()
     doomed_pid = ray.get(doomed.pid.remote())
     counts = {"spin_a": 6, "spin_b": 4, "Counter.add": 3}
-    with heatline.ray.profile_workers(profile_path, cpu_only=True):
+    # The two task workers, Counter's and Doomed's (and Unprofiled's, reporting its problem).
+    workers = 4 + (unprofiled is not None)
+    with heatline.ray.profile_workers(profile_path, cpu_only=True, min_workers=workers):
         runs = {
             "spin_a": [spin_a.remote(loops) for _ in range(counts["spin_a"])],
             "spin_b": [spin_b.remote(loops) for _ in range(counts["spin_b"])],

@@ -267,13 +267,15 @@ _Collector = _collector_class()
 
 
 @contextlib.contextmanager
-def profile_workers(path: Any, *, timeout_s: float = GATHER_TIMEOUT_S,
+def profile_workers(path: Any, *, timeout_s: float = GATHER_TIMEOUT_S, min_workers: int = 0,
                     **options: Any) -> Iterator[Profile]:
     """Profile every worker of the connected Ray job (and this driver) during the block, and
     write one merged profile to ``path`` (format from its suffix, as ``-o``). ``options`` are
     heatline's run options as keywords (``cpu_only=True``...). ``timeout_s``: how long the
     block's end waits for the workers' profiles (a worker that died is not waited for where
-    this driver can see it; the others missing then are named in a warning). The ``as``
+    this driver can see it; the others missing then are named in a warning). ``min_workers``:
+    the block starts once at least this many workers are profiled (or could not be; at most
+    30 s, then a warning says how many were), and no other joined for 1.5 s. The ``as``
     target is the merged :class:`heatline.Profile`, complete once the block is left.
 
     Needs ``ray.init(runtime_env=heatline.ray.runtime_env())`` first (the workers' hook)."""
@@ -290,6 +292,8 @@ def profile_workers(path: Any, *, timeout_s: float = GATHER_TIMEOUT_S,
             "this Ray job's workers do not start heatline: connect with "
             "ray.init(runtime_env=heatline.ray.runtime_env())"
         )
+    if isinstance(min_workers, bool) or not isinstance(min_workers, int) or min_workers < 0:
+        raise HeatlineError(f"min_workers must be a whole number >= 0, not {min_workers!r}")
     parsed = options_from_keywords(options)  # the options' errors, here rather than per worker
     if parsed.outfile is not None:
         raise HeatlineError("profile_workers writes to its path argument: no outfile option")
@@ -301,18 +305,22 @@ def profile_workers(path: Any, *, timeout_s: float = GATHER_TIMEOUT_S,
     result = Profile(None)
     collector = None
     try:
-        collector = _start_collector(ray, options)
+        collector, short = _start_collector(ray, options, min_workers)
         yield result
     finally:
         driver = stop()
         ended = time.time()
         if collector is not None:
             merged = _gather(ray, collector, driver.data, started, ended, timeout_s)
+            if short:
+                merged["warnings"].append(short)
             result._data = merged
             result.save(path)
 
 
-def _start_collector(ray: Any, keywords: dict[str, Any]) -> Any:
+def _start_collector(ray: Any, keywords: dict[str, Any], min_workers: int) -> tuple[Any, str]:
+    """The block's collector, once the workers running now have joined; and a warning when
+    fewer than ``min_workers`` had by the time limit ("" when not)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = ray.get_runtime_context().get_node_id()
@@ -327,17 +335,21 @@ def _start_collector(ray: Any, keywords: dict[str, Any]) -> Any:
         raise HeatlineError(f"another heatline.ray.profile_workers block is running: {exc}") \
             from None
     # The workers running now find the collector within POLL_S: start once none joined for
-    # SETTLE_S (a worker started later joins at its start, before its first task).
+    # SETTLE_S (a worker started later joins within POLL_S of its start).
     begin = last_change = time.monotonic()
     seen = -1
     while time.monotonic() - begin < START_LIMIT_S:
         joined, _, problems = ray.get(collector.counts.remote())
         if len(joined) + problems != seen:
             seen, last_change = len(joined) + problems, time.monotonic()
-        elif time.monotonic() - last_change >= SETTLE_S:
+        elif time.monotonic() - last_change >= SETTLE_S and seen >= min_workers:
             break
         time.sleep(POLL_S / 2)
-    return collector
+    short = ""
+    if seen < min_workers:
+        short = (f"only {seen} of the {min_workers} Ray workers asked for (min_workers) had "
+                 f"joined when the block started, {START_LIMIT_S:g} s after it was entered")
+    return collector, short
 
 
 def _gather(ray: Any, collector: Any, driver: Any, started: float, ended: float,
