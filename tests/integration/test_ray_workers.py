@@ -218,3 +218,24 @@ def test_a_worker_that_dies_in_the_block_is_a_warning_not_a_failure(job):
     assert len(named) == 1, profile["warnings"]
     assert " died: its work is missing" in named[0]
     assert pid not in {process["pid"] for process in profile["processes"]}
+
+
+def test_a_job_connected_without_heatlines_hook_is_one_clear_error(ray_cluster, tmp_path):
+    address, env = ray_cluster
+    program = ("import sys, ray, heatline\n"
+               "ray.init(address=sys.argv[1], log_to_driver=False)\n"
+               "try:\n"
+               "    with heatline.ray.profile_workers('job.json'):\n"
+               "        pass\n"
+               "except heatline.HeatlineError as exc:\n"
+               "    print(exc)\n"
+               "print(heatline.is_running())\n")
+    result = subprocess.run([sys.executable, "-c", program, address], capture_output=True,
+                            text=True, cwd=tmp_path, timeout=RUN_TIMEOUT_S, env=env,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "this Ray job's workers do not start heatline: connect with "
+        "ray.init(runtime_env=heatline.ray.runtime_env())",
+        "False"]
+    assert not (tmp_path / "job.json").exists()

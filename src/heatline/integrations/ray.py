@@ -177,7 +177,11 @@ class _Reporter:
             ray.get(collector.problem.remote(dict(info, problem=problem)))
             return
         info["started_epoch"] = time.time()
-        ray.get(collector.join.remote(info))
+        try:
+            ray.get(collector.join.remote(info))
+        except BaseException:
+            stop()  # the block is gone: profile nothing more
+            raise
         self.pending = (collector, token, info)
 
     def serve(self, collector: Any, token: str, info: dict[str, Any]) -> None:
