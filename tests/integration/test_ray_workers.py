@@ -239,3 +239,14 @@ def test_a_job_connected_without_heatlines_hook_is_one_clear_error(ray_cluster, 
         "ray.init(runtime_env=heatline.ray.runtime_env())",
         "False"]
     assert not (tmp_path / "job.json").exists()
+
+
+def test_runtime_env_adds_the_hook_and_refuses_a_hook_of_its_own():
+    import heatline
+    from heatline import HeatlineError
+
+    env = heatline.ray.runtime_env({"env_vars": {"A": "1"}})
+    assert env["env_vars"] == {"A": "1"} and callable(env["worker_process_setup_hook"])
+    assert heatline.ray.runtime_env(env) == env  # heatline's own hook again: unchanged
+    with pytest.raises(HeatlineError, match=r"call heatline\.ray\.worker_setup\(\) from it"):
+        heatline.ray.runtime_env({"worker_process_setup_hook": "mypkg.setup"})
