@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from typing import Any
 
     from heatline.api import HeatlineError, Profile, is_running, profile, start, stop
+    from heatline.integrations import ray as ray
 __all__ = [
     "__version__", "pause", "resume", "step", "start", "stop", "profile", "Profile",
     "HeatlineError", "is_running", "region",
@@ -56,6 +57,10 @@ _API = frozenset({"start", "stop", "profile", "Profile", "HeatlineError", "is_ru
 
 
 def __getattr__(name: str) -> Any:
+    if name == "ray":  # heatline.ray: profile_workers, runtime_env (imports Ray when used)
+        from heatline.integrations import ray
+
+        return ray
     if name == "region":
         from heatline.engine.labels import region
 

@@ -37,6 +37,7 @@ TABLES = {
     model.ProcessRecord: [("Child processes: `processes`, `process_profiles`", 1)],
     model.Region: [("`regions`", 0)],
     model.Module: [("`modules`", 0)],
+    model.Task: [("`tasks`", 0)],
     model.Steps: [("`steps`", 0)],
 }
 # A row naming a group of fields instead of keys (the function table's "GPU fields").
@@ -59,6 +60,7 @@ PROSE = {
     model.FunctionFrame: "`frames`",
     model.StackEntry: "`entries`",
     model.RegionLine: "`top_lines`",
+    model.TaskLine: "`lines`",
 }
 # A key set the types share (checked with them), and the "off" halves of memory and gpu
 # (`{"enabled": false}`, checked by the validator's own test).

@@ -186,6 +186,15 @@ _PROCESS = {
 # Where and when the process ran (docs/profile-format.md, Top level; `host` on `processes`
 # too): optional, added in schema 5 without a version bump.
 _IDENTITY = {"host": str, "pid": int, "started_at_epoch": _NUMBER}
+# A distributed engine's tasks (docs/profile-format.md, `tasks`): optional, added in schema 5
+# without a version bump.
+_TASK = {
+    "name": str,
+    "count": int,
+    **{key: _NUMBER for key in ("wall_s", "python_s", "native_s", "system_s", "alloc_bytes")},
+    "lines": [{"file": str, "line": int, "time_s": _NUMBER}],
+}
+
 
 # A profile taken by heatline attach (docs/profile-format.md, `attached`): optional, added in
 # schema 5 without a version bump; attach_s and detach_s may be absent.
@@ -308,6 +317,8 @@ def validate(data: Any, path: str = "profile") -> None:
         for key, spec in _IDENTITY.items():  # optional: older files lack them
             if key in data:
                 _check(data[key], spec, key)
+        if "tasks" in data:  # optional: a distributed engine's workers (schema 5, no bump)
+            _check(data["tasks"], [_TASK], "tasks")
         if "processes" in data:
             _check(data["processes"], [_PROCESS], "processes")
             for number, process in enumerate(data["processes"]):

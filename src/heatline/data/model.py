@@ -399,6 +399,28 @@ class Region(LabelMemory):
     slices_dropped: int
 
 
+class TaskLine(TypedDict):
+    """One of a task's ``lines``."""
+
+    file: str
+    line: int
+    time_s: float
+
+
+class Task(TypedDict):
+    """An entry of ``tasks``: a distributed engine's task (a Ray remote function or actor
+    method) by name."""
+
+    name: str
+    count: int
+    wall_s: float
+    python_s: float
+    native_s: float
+    system_s: float
+    alloc_bytes: int
+    lines: list[TaskLine]
+
+
 # An entry of ``modules``: a torch nn.Module instance, by its path in its root module ("class"
 # is a keyword, hence the functional form).
 _ModuleRequired = TypedDict("_ModuleRequired", {
@@ -496,6 +518,7 @@ class Profile(_ProfileRequired, total=False):
     host: str
     pid: int
     started_at_epoch: float
+    tasks: list[Task]
     # Merged profiles (child processes).
     combined_peak: CombinedPeak
     main_peak_bytes: int
