@@ -12,7 +12,7 @@ import pytest
 import heatline
 
 
-from _tools import require, tool_env
+from _tools import chromium_dom, require, require_module, tool_env
 
 # Nothing checked here depends on the CPython version: runs on the main CPython and under ASan,
 # not on every version (Makefile, suite-3.X).
@@ -206,3 +206,200 @@ def test_each_process_is_labelled_in_the_flame_graph_and_threads(run_heatline, p
     want = {f"pid {p['pid']} ({p['role']})" for p in profile["processes"]}
     assert labels == want and sum(p["role"] == "Pool worker" for p in profile["processes"]) == 2
     assert {row[0].split(" of ")[1] for row in data["threads"]} == want
+
+
+def _attributes(tag):
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', tag))
+
+
+def _timeline_svg(dom):
+    """The timeline's <svg> attributes and its bars: [(attributes, title)]."""
+    found = re.search(r'<div id="timeline">(<svg [^>]*>)(.*?)</svg>', dom, re.S)
+    assert found, dom[dom.find('id="timeline-box"'):][:500]
+    bars = [(_attributes(tag), title) for tag, title in
+            re.findall(r"<rect ([^>]*)><title>([^<]*)</title></rect>", found.group(2))]
+    return _attributes(found.group(1)), bars
+
+
+def _memory_scale(dom):
+    found = re.search(r'<div id="memory">(<svg [^>]*>)', dom)
+    assert found
+    svg = _attributes(found.group(1))
+    return float(svg["data-x0"]), float(svg["data-px-per-s"])
+
+
+def test_timeline_draws_each_step_and_region_span_where_it_ran(run_heatline, program, tmp_path):
+    """tests/targets/steps_loop.py --slow 7: ten steps, each with a "compute" and a "data"
+    region, step 7 sleeping 0.5 s. The timeline has one bar per step and per region span, at
+    its start and as wide as it lasted on the memory plot's time scale, step 7 marked slow."""
+    recorded = tmp_path / "steps.json"
+    result = run_heatline("-q", "-o", str(recorded), program("steps_loop.py"), "--slow", "7",
+                          text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    truth = json.loads(result.stdout)
+    profile = json.loads(recorded.read_text())
+    steps = profile["steps"]
+    assert steps["count"] == len(truth["durations_s"]) == 10
+    out = tmp_path / "steps.html"
+    result = run_heatline("view", str(recorded), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    dom = chromium_dom(out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    assert '<div id="timeline-box">' in dom
+    svg, bars = _timeline_svg(dom)
+    x0, px_per_s = float(svg["data-x0"]), float(svg["data-px-per-s"])
+    # the memory plot's time scale
+    assert (x0, px_per_s) == _memory_scale(dom)
+    ends = [s + d for s, d in zip(steps["started_s"], steps["durations_s"])]
+    ends += [end for region in profile["regions"] for _, _, end in region["slices"]]
+    end = max(ends + [profile["memory_timeline"][-1][0]])
+    assert re.search(rf">{end:.2f} s</text><text [^>]*>time since the start \(s\)</text>", dom)
+
+    def placed(attributes, start, seconds):
+        """Within a pixel of where start and seconds put it (a bar is at least 0.5 px)."""
+        x, width = float(attributes["x"]), float(attributes["width"])
+        return (abs(x - (x0 + start * px_per_s)) <= 1
+                and abs(width - max(seconds * px_per_s, 0.5)) <= 1)
+
+    step_bars = [(a, title) for a, title in bars if a["class"].startswith("step")]
+    assert len(step_bars) == steps["count"]
+    from heatline.data.summary import slow_steps
+
+    warmup, slow, _ = slow_steps(steps["durations_s"])
+    assert 6 in slow  # step 7 (0-based 6), which slept 0.5 s
+    for index, (attributes, title) in enumerate(step_bars):
+        number = index + 1
+        assert attributes["data-step"] == str(number)
+        assert placed(attributes, steps["started_s"][index], steps["durations_s"][index]), \
+            (attributes, steps["started_s"][index], steps["durations_s"][index])
+        kind = "slow" if index in slow else "warmup" if index in warmup else None
+        assert (kind in attributes["class"].split()) if kind else \
+            attributes["class"] in ("step", "step alt"), attributes
+        assert title.startswith(f"step {number}: "), title
+    # step 7 by the program's own clock: it slept 0.5 s; its bar is at least that wide
+    assert truth["durations_s"][6] >= 0.5
+    slow_bar, slow_title = step_bars[6]
+    assert float(slow_bar["width"]) >= 0.5 * px_per_s - 1
+    assert re.fullmatch(r"step 7: 0\.\d\d s \(slow\)", slow_title), slow_title
+    # the regions: a bar per kept span, where it ran, on one lane (the main thread's)
+    region_bars = [a for a, _ in bars if a["class"] == "region"]
+    assert len(region_bars) == sum(len(r["slices"]) for r in profile["regions"])
+    for region in profile["regions"]:
+        drawn = [a for a in region_bars if a["data-path"] == region["path"]]
+        assert len(drawn) == len(region["slices"]) == region["count"] == 10, region["path"]
+        for attributes, (_, start, stop) in zip(drawn, sorted(region["slices"],
+                                                              key=lambda s: s[1])):
+            assert placed(attributes, start, stop - start), (attributes, start, stop)
+    lanes = re.findall(r'<text class="lane"[^>]*>([^<]*)</text>', dom)
+    assert len(lanes) == 2 and lanes[0].startswith("main thread") and lanes[1] == "steps"
+    assert '<div class="note">' not in dom
+
+    # Bounded, and a region's name is text: 4000 more spans of a hostile name draw the
+    # earliest 3000 spans of all, and say how many were left out.
+    hostile = '<img src=x onerror="document.title=1">'
+    tid = profile["regions"][0]["slices"][0][0]
+    profile["regions"].append({**profile["regions"][0], "name": hostile, "path": hostile,
+                               "slices": [[tid, 0.0001 * i, 0.0001 * i + 0.00005]
+                                          for i in range(4000)], "slices_dropped": 7})
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(profile))
+    result = run_heatline("view", str(big), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    dom = chromium_dom(out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    _, bars = _timeline_svg(dom)
+    region_bars = [a for a, _ in bars if a["class"] == "region"]
+    assert len(region_bars) == 3000
+    left_out = 20 + 4000 - 3000 + 7
+    assert f"{left_out} region spans not drawn (the earliest 3000 are)" in dom
+    assert "<img" not in re.sub(r"<script.*?</script>", "", dom, flags=re.S)
+
+
+def _module_rows(dom):
+    """The module tree's rows: [(root:path, depth, indentation px, hidden)]."""
+    table = re.search(r'<table id="modules">(.*?)</table>', dom, re.S).group(1)
+    rows = []
+    for tr, td in re.findall(r'<tr (class="module[^>]*)><td ([^>]*)>', table):
+        row, cell = _attributes(tr), _attributes(td)
+        indent = re.search(r"padding-left: (\d+)px", cell["style"]).group(1)
+        rows.append((row["data-path"], int(row["data-depth"]), int(indent), "hidden" in tr))
+    return rows
+
+
+def test_module_tree_puts_each_module_under_its_caller_and_folds(run_heatline, program,
+                                                                 tmp_path):
+    """tests/targets/torch_modules.py: a Net holding two Stacks of three Linear layers, and a
+    Failing module called as a root of its own. The tree lists each module once, each after
+    the nearest module above it in its path with more indentation, its subtree right after
+    it; a click on a row hides its subtree, another shows it again (but a folded row's)."""
+    require_module("torch", "torch")
+    recorded = tmp_path / "torch.json"
+    result = run_heatline("-q", "-o", str(recorded), program("torch_modules.py"),
+                          str(tmp_path / "truth.json"), text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(recorded.read_text())
+    modules = {f"{m['root']}:{m['path']}" for m in profile["modules"]}
+    assert {"Net:", "Net:small", "Net:big.layers.2", "Failing:"} <= modules
+    out = tmp_path / "torch.html"
+    result = run_heatline("view", str(recorded), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    page = out.read_text()
+    dom = chromium_dom(out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    rows = _module_rows(dom)
+    keys = [key for key, *_ in rows]
+    assert sorted(keys) == sorted(modules)  # each once
+    assert not any(hidden for *_, hidden in rows)
+
+    def parent(key):
+        root, path = key.split(":")
+        parts = path.split(".") if path else []
+        for cut in range(len(parts) - 1, -1, -1):
+            if f"{root}:{'.'.join(parts[:cut])}" in modules:
+                return f"{root}:{'.'.join(parts[:cut])}"
+        return None
+
+    for i, (key, depth, indent, _) in enumerate(rows):
+        up = parent(key)
+        if up is None:
+            assert depth == 0
+            continue
+        j = keys.index(up)
+        assert j < i and rows[j][1] == depth - 1 and rows[j][2] < indent, (key, up)
+        assert all(row[1] >= depth for row in rows[j + 1:i])  # in its parent's subtree
+    assert keys.index("Net:big") < keys.index("Net:big.layers.2") < keys.index("Net:small")
+
+    def clicked(*paths):
+        """The DOM after clicking the rows of these keys in turn."""
+        script = "".join(f'document.querySelector(\'tr[data-path="{p}"]\').click();'
+                         for p in paths)
+        clicks = tmp_path / "clicks.html"
+        clicks.write_text(page.replace("</body>", f"<script>{script}</script></body>"))
+        dom = chromium_dom(clicks.as_uri())
+        assert 'id="error"' not in dom
+        return {key: hidden for key, _, _, hidden in _module_rows(dom)}
+
+    hidden = clicked("Net:")
+    assert all(hidden[key] == (key.startswith("Net:") and key != "Net:") for key in modules)
+    hidden = clicked("Net:small", "Net:", "Net:")  # small folded inside, Net folded and back
+    assert all(hidden[key] == key.startswith("Net:small.") for key in modules), hidden
+
+
+def test_no_timeline_or_module_tree_without_regions_steps_or_modules(run_heatline, program,
+                                                                    tmp_path):
+    recorded = tmp_path / "plain.json"
+    result = run_heatline("-q", "-o", str(recorded), program("hostile.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(recorded.read_text())
+    assert not profile.get("regions") and not profile.get("steps") and not profile.get("modules")
+    from heatline.renderers.html import page_data
+
+    assert page_data(profile)["timeline"] is None and page_data(profile)["modules"] == []
+    out = tmp_path / "plain.html"
+    result = run_heatline("view", str(recorded), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    dom = chromium_dom(out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    assert '<div id="timeline-box" hidden="">' in dom and "<svg" not in dom.split(
+        'id="timeline"')[1].split("</div>")[0]
+    assert '<div id="modules-box" hidden="">' in dom and 'class="module' not in dom

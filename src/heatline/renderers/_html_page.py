@@ -31,6 +31,11 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 .edges{font-size:12px;margin:4px 0 8px 24px}
 #findings-box{background:#fff8e1;border:1px solid #f0d58c;padding:2px 12px;margin-top:10px;max-width:1100px}
 #findings-box h2{margin-top:8px}#findings{padding-left:18px;font-size:14px;line-height:1.45}#findings li{margin-bottom:4px}
+#timeline svg text{font:11px system-ui,sans-serif;fill:#444}#timeline svg text.lane{font-weight:600;fill:#222}
+#timeline rect.step{fill:#9fb8cc}#timeline rect.step.alt{fill:#c9d8e4}#timeline rect.step.warmup{fill:#f2c57c}#timeline rect.step.slow{fill:#e0533d}
+#timeline svg text.bar{fill:#222;pointer-events:none}.note{color:#666}
+#timeline-legend span.key{margin-left:12px}
+table#modules tr.parent td.name{cursor:pointer}table#modules td.name span.toggle{display:inline-block;width:12px;color:#666}
 #findings code{font:12px ui-monospace,monospace;background:#f3ecd2;padding:0 2px}
 </style></head><body>
 <h1>heatline report</h1>
@@ -39,6 +44,7 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <div id="warnings"></div>
 <div id="hot-box" hidden><h2>Hot lines</h2><div>The lines with the most time; all lines are under Source, at the end.</div><table id="hot"></table></div>
 <h2>Memory over time</h2><div id="memory"></div>
+<div id="timeline-box" hidden><h2>Timeline</h2><div>Regions on each thread (a nested region one row lower) and the steps, on the memory plot's time axis; hover a bar for its name and time.</div><div id="timeline"></div><div id="timeline-legend"></div></div>
 <div id="gpu"></div>
 <div id="native"></div>
 <h2>Flame graph</h2>
@@ -51,7 +57,7 @@ tr.gap td{color:#888;cursor:pointer;text-align:left;font-style:italic}
 <h2>Threads</h2><table id="threads"></table>
 <div id="processes-box" hidden><h2>Processes</h2><table id="processes"></table></div>
 <div id="regions-box" hidden><h2>Regions</h2><table id="regions"></table></div>
-<div id="modules-box" hidden><h2>Modules</h2><div>wall s: its forward calls, the modules they call included; self s: without them; the split is sampled, inclusive.</div><table id="modules"></table></div>
+<div id="modules-box" hidden><h2>Modules</h2><div>Each module under the module that called it (click a row to fold its modules away); wall s: its forward calls, the modules they call included; self s: without them; the split is sampled, inclusive.</div><table id="modules"></table></div>
 <h2>Leaks</h2><div id="leaks"></div>
 <h2>Source</h2><div id="files"></div>
 <script id="heatline-data" type="application/json">/*HEATLINE_DATA*/</script>
@@ -140,8 +146,9 @@ function lineTime(l) { return l[2] + l[3] + l[4] + (l[13] || 0); }
 })();
 // An SVG line chart with axes: ticks at 0, half and the most of each, labelled by `fy` and `fx`,
 // and the axes' titles.
-function chart(points, w, h, fy, fx, ytitle, xtitle) {
-  var L = 92, B = 34, T = 8, R = 12, pw = w - L - R, ph = h - T - B;
+// `xmax`: the time axis's end (the x axis is shared with the timeline: TIME_*).
+function chart(points, w, h, fy, fx, ytitle, xtitle, xmax) {
+  var L = TIME_L, B = 34, T = 8, R = TIME_R, pw = w - L - R, ph = h - T - B;
   var s = document.createElementNS(SVG, "svg");
   s.setAttribute("width", w); s.setAttribute("height", h);
   function add(tag, attrs, text) {
@@ -151,7 +158,8 @@ function chart(points, w, h, fy, fx, ytitle, xtitle) {
     s.appendChild(e); return e;
   }
   var ymax = Math.max.apply(null, points.map(function (p) { return p[1]; })) || 1;
-  var xmax = points[points.length - 1][0] || 1;
+  xmax = xmax || points[points.length - 1][0] || 1;
+  s.setAttribute("data-x0", L); s.setAttribute("data-px-per-s", pw / xmax);
   add("line", {x1: L, y1: T, x2: L, y2: T + ph, stroke: "#888"});
   add("line", {x1: L, y1: T + ph, x2: L + pw, y2: T + ph, stroke: "#888"});
   [0, 0.5, 1].forEach(function (f) {
@@ -170,12 +178,18 @@ function chart(points, w, h, fy, fx, ytitle, xtitle) {
   add("polyline", {points: pts.join(" "), fill: "none", stroke: "#2a6f97", "stroke-width": "1.5"});
   return s;
 }
+// The time axis the memory plot and the timeline share: the same left edge, width and end
+// (the later of the memory timeline's last point and the timeline's last bar).
+var TIME_W = 880, TIME_L = 92, TIME_R = 12;
+var TIME_END = Math.max(D.memory_timeline.length ? D.memory_timeline[D.memory_timeline.length - 1][0] : 0,
+  D.timeline ? D.timeline.end_s : 0) || 1;
+function seconds(v) { return v >= 0.1 ? v.toFixed(2) + " s" : ms(v) + " ms"; }
 // Memory timeline
 (function () {
   var m = D.memory_timeline, box = document.getElementById("memory");
   if (!m.length) { box.textContent = "no memory timeline (memory profiling off)"; return; }
-  box.appendChild(chart(m, 640, 150, bytes, function (v) { return v.toFixed(2) + " s"; },
-    "memory held", "time since the start (s)"));
+  box.appendChild(chart(m, TIME_W, 150, bytes, function (v) { return v.toFixed(2) + " s"; },
+    "memory held", "time since the start (s)", TIME_END));
   box.appendChild(el("div", "peak " + bytes(Math.max.apply(null, m.map(function (p) { return p[1]; }))) +
     " over " + m[m.length - 1][0].toFixed(2) + " s"));
   var k = D.peak;
@@ -184,6 +198,88 @@ function chart(points, w, h, fy, fx, ytitle, xtitle) {
   box.appendChild(el("div", "peak of all processes together (" + bytes(D.summary.peak_bytes) + ") at " + k.t_s.toFixed(3) + " s, held by " +
     (k.lines.map(function (l) { return l[0] + ":" + l[1] + " " + bytes(l[2]) + " (" + l[3] + ")"; }).join(", ") || "no user line") +
     "; main process alone " + bytes(k.main[0]) + (k.main[1] === null ? "" : " at " + k.main[1].toFixed(3) + " s, " + k.main[2] + ":" + k.main[3]), "peakat"));
+})();
+// Timeline: each thread's region spans (depth = the path's segments, one row each) and the
+// steps (alternating shades; warm-up and slow steps, as the summary finds them, marked)
+(function () {
+  var T = D.timeline;
+  if (!T) return;
+  document.getElementById("timeline-box").hidden = false;
+  var box = document.getElementById("timeline"), L = TIME_L, pw = TIME_W - TIME_L - TIME_R;
+  var scale = pw / TIME_END, rowH = 16, headH = 15;
+  var s = document.createElementNS(SVG, "svg"), y = 2, colours = {}, order = [];
+  var PALETTE = ["#f4a261", "#8ecae6", "#90be6d", "#c9a0dc", "#f9c74f", "#e5989b", "#83c5be", "#b5a48b"];
+  function add(parent, tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    parent.appendChild(e); return e;
+  }
+  function colour(path) {
+    if (!(path in colours)) { colours[path] = PALETTE[order.length % PALETTE.length]; order.push(path); }
+    return colours[path];
+  }
+  // a bar from start to end (at least half a pixel wide), its title, and its label when it fits
+  function bar(cls, start, end, top, fill, title, label) {
+    var x = L + start * scale, w = Math.max((end - start) * scale, 0.5);
+    var r = add(s, "rect", {"class": cls, x: x.toFixed(2), y: top, width: w.toFixed(2), height: rowH - 2});
+    if (fill) r.setAttribute("fill", fill);
+    add(r, "title", {}, title);
+    if (label && w > 6.5 * label.length + 6) add(s, "text", {"class": "bar", x: (x + 3).toFixed(2), y: top + 11}, label);
+    return r;
+  }
+  T.lanes.forEach(function (lane) {
+    add(s, "text", {"class": "lane", x: 2, y: y + 11}, lane[0]);
+    y += headH;
+    var depth = 0;
+    lane[1].forEach(function (b) { depth = Math.max(depth, b[1]); });
+    lane[1].forEach(function (b) {
+      var name = b[0].split("/").pop();
+      bar("region", b[2], b[3], y + b[1] * rowH, colour(b[0]), b[0] + ": " + seconds(b[3] - b[2]) +
+        " (from " + b[2].toFixed(3) + " s, " + lane[0] + ")", name).setAttribute("data-path", b[0]);
+    });
+    y += (depth + 1) * rowH + 4;
+  });
+  if (T.steps.length) {
+    add(s, "text", {"class": "lane", x: 2, y: y + 11}, "steps");
+    T.steps.forEach(function (b) {
+      var cls = b[3] === 2 ? "step slow" : b[3] === 1 ? "step warmup" : b[0] % 2 ? "step" : "step alt";
+      var r = bar(cls, b[1], b[1] + b[2], y, null, "step " + b[0] + ": " + seconds(b[2]) +
+        (b[3] === 2 ? " (slow)" : b[3] === 1 ? " (warm-up)" : ""), String(b[0]));
+      r.setAttribute("data-step", b[0]);
+    });
+    y += rowH + 4;
+  }
+  // the x axis, as the memory plot's: ticks at 0, half and the end
+  add(s, "line", {x1: L, y1: y, x2: L + pw, y2: y, stroke: "#888"});
+  [0, 0.5, 1].forEach(function (f) {
+    var x = L + f * pw;
+    add(s, "line", {x1: x, y1: 0, x2: x, y2: y + 4, stroke: f ? "#ddd" : "#888"});
+    add(s, "text", {x: x, y: y + 16, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle"}, (f * TIME_END).toFixed(2) + " s");
+  });
+  add(s, "text", {x: L + pw / 2, y: y + 30, "text-anchor": "middle"}, "time since the start (s)");
+  s.setAttribute("width", TIME_W); s.setAttribute("height", y + 34);
+  s.setAttribute("data-x0", L); s.setAttribute("data-px-per-s", scale);
+  s.setAttribute("role", "img"); s.setAttribute("aria-label", "regions and steps over time since the start");
+  // the gridlines behind the bars
+  Array.prototype.slice.call(s.querySelectorAll("line")).forEach(function (l) { if (l.getAttribute("stroke") === "#ddd") s.insertBefore(l, s.firstChild); });
+  box.appendChild(s);
+  var legend = document.getElementById("timeline-legend");
+  order.slice(0, 24).forEach(function (path) {
+    var k = el("span", null, "key"); k.style.background = colours[path];
+    legend.appendChild(k); legend.appendChild(document.createTextNode(path));
+  });
+  if (T.steps.some(function (b) { return b[3]; })) {
+    [["slow", "#e0533d", "slow step"], ["warmup", "#f2c57c", "warm-up step"]].forEach(function (k) {
+      if (!T.steps.some(function (b) { return b[3] === (k[0] === "slow" ? 2 : 1); })) return;
+      var sw = el("span", null, "key"); sw.style.background = k[1];
+      legend.appendChild(sw); legend.appendChild(document.createTextNode(k[2]));
+    });
+  }
+  if (T.regions_left_out) box.appendChild(el("div", T.regions_left_out + " region spans not drawn (the earliest " +
+    T.lanes.reduce(function (a, lane) { return a + lane[1].length; }, 0) + " are)", "note"));
+  if (T.steps_left_out) box.appendChild(el("div", T.steps_left_out + " steps not drawn (the first " +
+    T.steps.length + " and the slow ones are)", "note"));
 })();
 // GPU (when profiled): devices, totals, top kernels with their launching lines
 (function () {
@@ -362,9 +458,8 @@ drawFlame();
     t.appendChild(tr);
   });
 })();
-// Regions and modules (heatline.region, record_function, NVTX; torch modules)
-[["regions", ["region", "count", "wall s", "Python s", "native s", "system s", "CPU wait s"], 1],
- ["modules", ["module", "class", "root", "calls", "wall s", "self s", "Python s", "native s", "system s", "CPU wait s"], 3]].forEach(function (spec) {
+// Regions (heatline.region, record_function, NVTX)
+[["regions", ["region", "count", "wall s", "Python s", "native s", "system s", "CPU wait s"], 1]].forEach(function (spec) {
   var rows = D[spec[0]];
   if (!rows || !rows.length) return;
   document.getElementById(spec[0] + "-box").hidden = false;
@@ -380,6 +475,45 @@ drawFlame();
     t.appendChild(tr);
   });
 });
+// Modules (torch): a tree, each module under its caller, indented by depth; a click on a
+// module with modules under it folds them away (and back)
+(function () {
+  var rows = D.modules;
+  if (!rows || !rows.length) return;
+  document.getElementById("modules-box").hidden = false;
+  var t = document.getElementById("modules"), h = el("tr");
+  var alloc = rows.some(function (r) { return r[10] !== null && r[10] !== undefined; });
+  ["module", "class", "calls", "wall s", "self s", "Python s", "native s", "system s", "CPU wait s"].concat(alloc ? ["alloc"] : []).forEach(function (c) { h.appendChild(el("th", c)); });
+  t.appendChild(h);
+  var trs = [], stack = [];
+  rows.forEach(function (r, i) {
+    var depth = r[11], parent = depth ? stack[depth - 1] : null;
+    stack[depth] = r; stack.length = depth + 1;
+    var name = r[0] === "" ? "(" + r[2] + ")" : parent && parent[0] && r[0].indexOf(parent[0] + ".") === 0 ? r[0].slice(parent[0].length + 1) : r[0];
+    var tr = el("tr", null, "module"), td = el("td", null, "name"), more = i + 1 < rows.length && rows[i + 1][11] > depth;
+    tr.setAttribute("data-depth", depth); tr.setAttribute("data-path", r[2] + ":" + r[0]);
+    td.style.paddingLeft = (6 + 16 * depth) + "px"; td.title = r[2] + (r[0] ? ": " + r[0] : " (the root)");
+    td.appendChild(el("span", more ? "\u25be" : "", "toggle")); td.appendChild(document.createTextNode(name));
+    tr.appendChild(td); tr.appendChild(el("td", r[1], "name")); tr.appendChild(el("td", r[3]));
+    for (var k = 4; k < 10; k++) tr.appendChild(el("td", Number(r[k]).toFixed(3)));
+    if (alloc) tr.appendChild(el("td", bytes(r[10])));
+    if (more) { tr.className = "module parent"; tr.onclick = function () { fold(i); }; }
+    trs.push(tr); t.appendChild(tr);
+  });
+  // folding hides every row under i; unfolding shows them again but those under a folded row
+  function fold(i) {
+    var depth = rows[i][11], folded = !trs[i].classList.contains("folded");
+    trs[i].classList.toggle("folded", folded);
+    trs[i].firstChild.firstChild.textContent = folded ? "\u25b8" : "\u25be";
+    for (var j = i + 1; j < rows.length && rows[j][11] > depth; j++) {
+      trs[j].hidden = folded;
+      if (!folded && trs[j].classList.contains("folded")) {
+        var d = rows[j][11];
+        while (j + 1 < rows.length && rows[j + 1][11] > d) j++;
+      }
+    }
+  }
+})();
 // Leaks
 (function () {
   var box = document.getElementById("leaks");

@@ -5,7 +5,8 @@ The page's data is the profile reduced to what the page shows, embedded as JSON 
 separators escaped, so no source text or path can end the element; the page's script builds
 everything with ``textContent`` (never ``innerHTML``), so source text renders as text.
 Size is bounded: the flame graph keeps the call-tree nodes worth at least 1/5000 of the time,
-and sparklines use the (already bounded) per-line timelines.
+sparklines use the (already bounded) per-line timelines, and the timeline draws at most
+MAX_REGION_BARS region spans and MAX_STEP_BARS steps (saying how many it left out).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ if TYPE_CHECKING:  # annotations only: the model imports typing
     from heatline.data.model import LineRecord, Profile
 
 MIN_NODE_SHARE = 1 / 5000
+# The timeline's bars: the earliest region spans (the profile keeps at most 10000) and the
+# first steps (plus every slow step after them).
+MAX_REGION_BARS = 3000
+MAX_STEP_BARS = 2000
 
 
 # A thread is idle in the flame graph (hidden until the page's "show idle threads" box is ticked)
@@ -194,6 +199,81 @@ def _peak(profile: Profile) -> dict[str, Any] | None:
     }
 
 
+def _timeline(profile: Profile) -> dict[str, Any] | None:
+    """The regions' spans and the steps on one time axis (seconds since the start), or None
+    when the profile has neither: ``lanes`` [[thread label, [[path, depth, start s, end s],
+    ...]], ...] (the main thread first, then by first span), ``regions_left_out`` (spans not
+    drawn: past MAX_REGION_BARS or not kept in the profile), ``steps`` [[number, start s,
+    duration s, kind], ...] with kind 0 usual, 1 warm-up, 2 slow (summary.slow_steps'),
+    ``steps_left_out`` and ``end_s`` (the latest end drawn)."""
+    from heatline.data.summary import slow_steps
+
+    spans = [(start, end, tid, region["path"]) for region in profile.get("regions") or []
+             for tid, start, end in region.get("slices") or []]
+    spans.sort()
+    left_out = max(0, len(spans) - MAX_REGION_BARS) + sum(
+        region.get("slices_dropped", 0) for region in profile.get("regions") or [])
+    spans = spans[:MAX_REGION_BARS]
+    steps = profile.get("steps") or {}
+    started, durations = steps.get("started_s") or [], steps.get("durations_s") or []
+    if not spans and not durations:
+        return None
+    warmup, slow, _ = slow_steps(durations)
+    kinds = {**{index: 1 for index in warmup}, **{index: 2 for index in slow}}
+    shown = [index for index in range(len(durations))
+             if index < MAX_STEP_BARS or index in kinds]
+    step_bars = [[index + 1, round(started[index], 6), round(durations[index], 6),
+                  kinds.get(index, 0)] for index in shown if index < len(started)]
+    # the main process's threads by their native id (a merged profile's slices are its)
+    labels = {}
+    for index, thread in enumerate(profile.get("threads", [])):
+        if "pid" not in thread and thread.get("native_id") is not None:
+            labels.setdefault(thread["native_id"], (not thread.get("main"),
+                                                    _thread_label(profile, index)))
+    lanes: dict[Any, list[Any]] = {}
+    for start, end, tid, path in spans:
+        lanes.setdefault(tid, []).append([path, path.count("/"), round(start, 6), round(end, 6)])
+    order = sorted(lanes, key=lambda tid: (labels.get(tid, (True,))[0], lanes[tid][0][2]))
+    ends = [end for _, end, _, _ in spans] + [bar[1] + bar[2] for bar in step_bars]
+    return {
+        "lanes": [[labels.get(tid, (True, f"thread {tid}"))[1], lanes[tid]] for tid in order],
+        "regions_left_out": left_out,
+        "steps": step_bars,
+        "steps_left_out": len(durations) - len(step_bars),
+        "end_s": round(max(ends, default=0.0), 6),
+    }
+
+
+def _segments(path: str) -> list[tuple[int, Any]]:
+    """A module path's segments, sortable: numbers (a ModuleList's items) in numeric order."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in path.split(".")] if path else []
+
+
+def _module_tree(profile: Profile) -> list[list[Any]]:
+    """The modules as a tree, each after its parent (by root, then path segments): [path,
+    class, root, calls, wall s, self s, python s, native s, system s, cpu_wait s, alloc
+    bytes or None, depth], depth counting the recorded ancestors (a ModuleList that no one
+    calls is no row, so its items are one level under the module holding it)."""
+    modules = sorted(profile.get("modules") or [],
+                     key=lambda m: (m["root"], _segments(m["path"])))
+    rows: list[list[Any]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for m in modules:
+        parts = m["path"].split(".") if m["path"] else []
+        depth = 0
+        for cut in range(len(parts) - 1, -1, -1):  # the nearest recorded ancestor
+            ancestor = (m["root"], ".".join(parts[:cut]))
+            if ancestor in seen:
+                depth = seen[ancestor] + 1
+                break
+        seen[(m["root"], m["path"])] = depth
+        rows.append([m["path"], m["class"], m["root"], m["count"], m["wall_s"], m["self_s"],
+                     m["python_s"], m["native_s"], m["system_s"], m["cpu_wait_s"],
+                     m.get("alloc_bytes"), depth])
+    return rows
+
+
 def page_data(
     profile: Profile, threshold_pct: float = DEFAULT_THRESHOLD_PCT
 ) -> dict[str, Any]:
@@ -277,11 +357,8 @@ def page_data(
         # [path, count, wall s, python s, native s, system s, cpu_wait s]
         "regions": [[r["path"], r["count"], r["wall_s"], r["python_s"], r["native_s"],
                      r["system_s"], r["cpu_wait_s"]] for r in profile.get("regions", [])],
-        # [path, class, root, calls, wall s, self s, python s, native s, system s, cpu_wait s]
-        "modules": [[m["path"] or f"({m['root']})", m["class"], m["root"], m["count"],
-                     m["wall_s"], m["self_s"], m["python_s"], m["native_s"], m["system_s"],
-                     m["cpu_wait_s"]]
-                    for m in profile.get("modules", [])],
+        "timeline": _timeline(profile),
+        "modules": _module_tree(profile),
         "native": _native(profile),
         "warnings": profile.get("warnings", []),
     }
