@@ -4,6 +4,7 @@ each step's wall time from their own clock): heatline's step durations, the summ
 steps, the window's profiled time, and the one-line errors of a bad window."""
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -11,6 +12,8 @@ import sys
 
 import pytest
 from _tools import require_module, source_line
+
+from heatline.data.queries import process_keys
 
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 LOOP = os.path.join(TARGETS, "steps_loop.py")
@@ -137,3 +140,49 @@ def test_each_process_keeps_its_own_steps(run_heatline, tmp_path):
     assert counts.pop(main_pid) == 5
     assert list(counts.values()) == [3]  # the fork child's own
     assert profile["steps"]["count"] == 5  # the merged profile's: the main process's
+
+
+def test_dataloader_workers_follow_the_loops_window(run_heatline, tmp_path):
+    """--steps 4:6 over a DataLoader's fork workers, which mark no steps: each worker is
+    profiled while the loop's window is open, and only then. A worker sees the window open and
+    close at its next poll of its parent's window file (every 100 ms at most, later on a
+    loaded machine), so its own profiled period starts and ends a little after the loop's; its
+    time is checked against the CPU time it logged for its items inside its own period (on
+    the wall clock), within the sampling's counting noise."""
+    require_module("torch", "torch")
+    out = tmp_path / "profile.json"
+    interval = 0.002
+    result = run_heatline("--steps", "4:6", "--sampling-interval", str(interval), "-o", str(out),
+                          os.path.join(TARGETS, "steps_dataloader.py"), str(tmp_path),
+                          text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(out.read_text())
+    [(start_s, end_s)] = profile["profiled_periods"]
+    window = (profile["started_at_epoch"] + start_s, profile["started_at_epoch"] + end_s)
+    keys = process_keys(profile["processes"])
+    workers = [(key, p) for key, p in zip(keys, profile["processes"])
+               if p["role"] == "DataLoader worker"]
+    assert len(workers) == 2, profile["processes"]
+    in_window = 0.0
+    for key, worker in workers:
+        own = profile["process_profiles"][key]
+        [(own_start, own_end)] = own["profiled_periods"]
+        period = (own["started_at_epoch"] + own_start, own["started_at_epoch"] + own_end)
+        # it follows the loop's window: on after the loop's window opened, off after it closed
+        assert window[0] <= period[0] < window[1] <= period[1], (window, period)
+        log = tmp_path / f"worker-{worker['pid']}.jsonl"
+        items = [json.loads(line) for line in log.read_text().splitlines()]
+
+        def cpu_within(a, b):
+            return sum(item["cpu"] * max(0.0, min(b, item["end"]) - max(a, item["start"]))
+                       / max(item["end"] - item["start"], 1e-9) for item in items)
+
+        truth = cpu_within(*period)
+        measured = worker["python_s"] + worker["native_s"]
+        noise = 3 * math.sqrt(max(truth, measured) / interval) * interval + 2 * interval
+        assert abs(measured - truth) <= noise, (worker["pid"], measured, truth, noise)
+        # not the rest of its run: it made items before and after
+        assert sum(item["cpu"] for item in items) - truth > noise, items
+        in_window += cpu_within(*window)
+    # the loop took three batches in its window: each started one item of ITEM_S (0.1 s)
+    assert in_window > 0.2, in_window

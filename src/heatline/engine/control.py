@@ -142,7 +142,7 @@ def _remove_stale(directory: str) -> None:
     remove_files_of_ended(directory, _control_file_pid)
 
 
-def _write_private(path: str, text: str) -> None:
+def write_private(path: str, text: str) -> None:
     """Create ``path`` (mode 0600, never through a link), replacing a previous file."""
     try:
         os.unlink(path)
@@ -167,8 +167,8 @@ class Endpoint:
         _remove_stale(directory)
         self.pid = os.getpid()
         self.command, self.state = _paths(directory, self.pid)
-        _write_private(self.command, "0 none\n")
-        _write_private(self.state, f"0 {'off' if paused else 'on'}\n")
+        write_private(self.command, "0 none\n")
+        write_private(self.state, f"0 {'off' if paused else 'on'}\n")
 
     def close(self) -> None:
         """Remove the files (idempotent; only in the process that made them)."""
@@ -250,7 +250,7 @@ def switch(pid: int, on: bool) -> None:
         time.sleep(0 if current else 0.01)
     seq = current[0] + 1
     temporary = f"{command}.{os.getpid()}"
-    _write_private(temporary, f"{seq} {'on' if on else 'off'}\n")
+    write_private(temporary, f"{seq} {'on' if on else 'off'}\n")
     os.replace(temporary, command)  # the engine never sees half a command
     while True:
         found = _read_state(state)

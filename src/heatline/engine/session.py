@@ -287,6 +287,10 @@ class Session:
         control: bool = True,  # files through which `heatline ctl` turns profiling on/off
         main_native_id: int = 0,  # the thread reported as main (0: the one calling start())
         steps: Sequence[int] | None = None,  # --steps A:B: profile only steps A to B (steps.py)
+        # A child of a windowed run: (its parent's window file, a state file of its own), the
+        # command and state files of heatline ctl's control (control.h), through which it
+        # follows its parent's window (announce_window).
+        follow: Sequence[str] | None = None,
     ) -> None:
         self.program = program
         self.argv = list(argv)
@@ -305,6 +309,9 @@ class Session:
         self.steps_window = None if steps is None else (int(steps[0]), int(steps[1]))
         self.paused = paused or self.steps_window is not None
         self.steps: step_clock.StepClock | None = None
+        self.follow = None if follow is None else (str(follow[0]), str(follow[1]))
+        self._window_file: str | None = None
+        self._window_seq = 0
         self.memory_sampling_window_bytes = memory_sampling_window_bytes
         self.gpu = gpu
         self.native = native
@@ -332,6 +339,8 @@ class Session:
 
         _register_fork_hooks(_native)
         self._open_control()
+        if self.follow is not None and self.paused and _says_on(self.follow[0]):
+            self.paused = False  # started inside its parent's window
         # before the engine starts, so that its imports are not the program's allocations
         _watch_torch(True)
         try:
@@ -340,7 +349,7 @@ class Session:
             _watch_torch(False)
             self._close_control()
             raise
-        self.steps = step_clock.StepClock(self.steps_window, self.resume, self.pause)
+        self.steps = step_clock.StepClock(self.steps_window, self._window_on, self._window_off)
         self._running = True
         _active = self
 
@@ -354,6 +363,40 @@ class Session:
         except (OSError, control.ControlError) as exc:
             reason = str(exc) if isinstance(exc, control.ControlError) else (exc.strerror or exc)
             self._warnings.append(f"heatline ctl cannot reach this run: {reason}")
+
+    def announce_window(self, path: str) -> None:
+        """Write this session's step window's state to ``path`` as it opens ("SEQ on") and
+        closes ("SEQ off"), for its child processes to follow: a DataLoader worker marks no
+        steps of its own, and is profiled while its parent's window is open. Does nothing
+        without a window; the file (mode 0600) is made now, "0 none"."""
+        if self.steps_window is None:
+            return
+        from heatline.engine import control
+
+        try:
+            control.write_private(path, "0 none\n")
+        except OSError:
+            return
+        self._window_file = path
+
+    def _window_on(self) -> None:
+        self.resume()
+        self._tell_window("on")
+
+    def _window_off(self) -> None:
+        self.pause()
+        self._tell_window("off")
+
+    def _tell_window(self, word: str) -> None:
+        if self._window_file is None:
+            return
+        from heatline.engine import control
+
+        self._window_seq += 1
+        try:
+            control.write_private(self._window_file, f"{self._window_seq} {word}\n")
+        except OSError:
+            self._window_file = None  # the run directory is gone: nobody follows any more
 
     def _close_control(self) -> None:
         if self._endpoint is not None:
@@ -387,7 +430,7 @@ class Session:
             memory_sampling_window_bytes=self.memory_sampling_window_bytes,
             gpu=self.gpu,
             native=bool(self.native),
-            control=None if endpoint is None else (endpoint.command, endpoint.state),
+            control=(endpoint.command, endpoint.state) if endpoint is not None else self.follow,
             main_native_id=self.main_native_id,
         )
         from heatline.engine.threadnames import ThreadNames
@@ -537,6 +580,15 @@ class Session:
     def _argv(self) -> list[str]:
         first = self.argv0() if self.argv0 is not None else None
         return self.argv if first is None else [first, *self.argv[1:]]
+
+
+def _says_on(path: str) -> bool:
+    """Whether the window file ``path`` says its window is open ("SEQ on")."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(64).split()[1:2] == [b"on"]
+    except OSError:
+        return False
 
 
 class collector_paused:

@@ -179,8 +179,21 @@ def start_child(carrier: Carrier, role: str, ppid: int, gpu: int | None,
     previous = carrier.finisher
     if previous is not None:
         previous.session.stopped_by_fork()  # the parent's: the engine's fork handler stopped it
-    session = session_module.Session(program=program_label(), argv=list(sys.argv), **arguments)
     token = f"{os.getpid()}-{time.monotonic_ns():x}"
+    directory = carrier.config["dir"]
+    if arguments.get("steps") is not None:
+        # a step window (--steps): followed from the parent's window file too (a DataLoader
+        # worker marks no steps), through a state file of its own
+        state = os.path.join(directory, token + ".window-state")
+        try:
+            from heatline.engine.control import write_private
+
+            write_private(state, "0 off\n")
+            arguments["follow"] = (os.path.join(directory, f"{ppid}.window"), state)
+        except OSError:
+            pass
+    session = session_module.Session(program=program_label(), argv=list(sys.argv), **arguments)
+    session.announce_window(os.path.join(directory, f"{os.getpid()}.window"))
     finisher = ChildFinisher(carrier, session, role, ppid, token)
     if fork_stack:
         finisher.fork_stack = fork_stack

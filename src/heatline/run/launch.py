@@ -91,6 +91,9 @@ def start(program: Program, options: Options) -> Launch:
                                    session.start_epoch)
     finally:
         sys.path[:] = program_path
+    if carrier.config.get("dir") and not options.no_children:
+        # a step window's state, for the children to follow (session.announce_window)
+        session.announce_window(os.path.join(carrier.config["dir"], f"{os.getpid()}.window"))
     # The modules heatline wrapped a function of stay, or the program would import fresh,
     # unwrapped copies.
     wrapped = () if options.no_children else carriers.WRAPPED_MODULES
