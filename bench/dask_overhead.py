@@ -1,0 +1,191 @@
+"""What profiling costs a Dask worker: the same task workload on workers with Dask's built-in
+profiler off, with it on (Dask's default), and under heatline.dask.profile_workers; beside it,
+the same tasks in one process under plain Python and under `heatline script.py`.
+
+    python bench/dask_overhead.py [--rounds 5] [--workers 2] [--tasks 40]
+
+A scheduler and WORKERS workers (`dask scheduler`, `dask worker --nthreads 1`, processes of
+their own on this machine) are started twice: with distributed.worker.profile.enabled off,
+and with it at its default (on). Each round maps TASKS tasks (a pure-Python loop building
+small strings, about 0.1 s each on an idle machine) over the workers and gathers them. Per
+round: each task's own compute time (perf_counter inside the task) summed per worker and
+averaged over the workers ("per worker"), and the client's wall time from the map to the
+gather ("job"). The heatline rounds run on the cluster with Dask's profiler at its default,
+inside `with heatline.dask.profile_workers(...)` (which pauses Dask's sampler for the block);
+their "job" excludes the block's end (heatline stopped, the profiles gathered, merged and
+written), timed apart ("gather"). Rounds of one cluster alternate (plain, heatline, ...).
+Single process: the same tasks one after another in one process, `python` against
+`heatline -q -o ...` (the time inside the loop, printed by the program itself).
+
+Prints Markdown: the medians over the rounds and their ratios to Dask's profiler off.
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+N = 120_000
+
+
+def work(n=N):
+    started = time.perf_counter()
+    words = []
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+        words.append(str(i))
+        if len(words) > 500:
+            words.clear()
+    from distributed import get_worker
+
+    return get_worker().address, time.perf_counter() - started
+
+
+def single(tasks):
+    """The tasks one after another in this process: prints the loop's time."""
+    started = time.perf_counter()
+    for _ in range(tasks):
+        words = []
+        total = 0
+        for i in range(N):
+            total += i * i % 7
+            words.append(str(i))
+            if len(words) > 500:
+                words.clear()
+    print(json.dumps({"loop_s": time.perf_counter() - started}))
+
+
+class Cluster:
+    def __init__(self, workers, directory, dask_profiler):
+        env = dict(os.environ, DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=str(dask_profiler))
+        self.file = os.path.join(directory, f"scheduler-{dask_profiler}.json")
+        self.processes = []
+        dask = [sys.executable, "-m"]
+        self._start(dask + ["distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                            "--port", "0", "--no-dashboard", "--scheduler-file", self.file], env)
+        deadline = time.monotonic() + 600  # a hang guard: start-up on a loaded machine
+        while not os.path.exists(self.file):
+            if time.monotonic() > deadline:
+                raise SystemExit("the scheduler did not start")
+            time.sleep(0.2)
+        for _ in range(workers):
+            self._start(dask + ["distributed.cli.dask_worker", "--scheduler-file", self.file,
+                                "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
+                        env)
+        from distributed import Client
+
+        self.client = Client(scheduler_file=self.file, timeout="600s")
+        self.client.wait_for_workers(workers, timeout=600)
+
+    def _start(self, argv, env):
+        self.processes.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.DEVNULL,
+                                               start_new_session=True))
+
+    def round(self, tasks):
+        started = time.perf_counter()
+        futures = self.client.map(work, [N] * tasks, pure=False)
+        results = self.client.gather(futures)
+        job = time.perf_counter() - started
+        by_worker = {}
+        for address, seconds in results:
+            by_worker[address] = by_worker.get(address, 0.0) + seconds
+        return statistics.mean(by_worker.values()), job
+
+    def close(self):
+        try:
+            self.client.close()
+        finally:
+            for process in self.processes:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait(timeout=60)
+
+
+def heatline_round(cluster, tasks, directory):
+    import heatline
+
+    out = os.path.join(directory, "job.json")
+    block = heatline.dask.profile_workers(out, client=cluster.client)
+    with block:
+        per_worker, job = cluster.round(tasks)
+        left = time.perf_counter()
+    return per_worker, job, time.perf_counter() - left
+
+
+def single_process(tasks, rounds, directory):
+    heatline_command = [sys.executable, "-m", "heatline", "-q", "-o",
+                        os.path.join(directory, "single.json")]
+    results = {"python": [], "heatline": []}
+    for _ in range(rounds):
+        for name, prefix in (("python", [sys.executable]), ("heatline", heatline_command)):
+            done = subprocess.run([*prefix, __file__, "--single", str(tasks)],
+                                  capture_output=True, text=True, timeout=1800, check=True)
+            results[name].append(json.loads(done.stdout.strip().splitlines()[-1])["loop_s"])
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--single", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.single is not None:
+        single(args.single)
+        return
+    rows = {}
+    with tempfile.TemporaryDirectory() as directory:
+        cluster = Cluster(args.workers, directory, dask_profiler=False)
+        try:
+            cluster.round(args.tasks)  # warm: imports, connections
+            rows["Dask's profiler off"] = [cluster.round(args.tasks) for _ in range(args.rounds)]
+        finally:
+            cluster.close()
+        cluster = Cluster(args.workers, directory, dask_profiler=True)
+        try:
+            cluster.round(args.tasks)
+            heatline_round(cluster, args.tasks, directory)  # warm: heatline's imports
+            on, profiled = [], []
+            for _ in range(args.rounds):
+                on.append(cluster.round(args.tasks))
+                profiled.append(heatline_round(cluster, args.tasks, directory))
+            rows["Dask's profiler on (default)"] = on
+            rows["heatline.dask.profile_workers"] = profiled
+        finally:
+            cluster.close()
+        single_rows = single_process(args.tasks // args.workers, args.rounds, directory)
+    base_worker = statistics.median(r[0] for r in rows["Dask's profiler off"])
+    base_job = statistics.median(r[1] for r in rows["Dask's profiler off"])
+    print(f"{args.workers} workers x 1 thread, {args.tasks} tasks a round, "
+          f"{args.rounds} rounds; medians\n")
+    print("| workers | per worker s | ratio | job s | ratio | end of block s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, results in rows.items():
+        worker = statistics.median(r[0] for r in results)
+        job = statistics.median(r[1] for r in results)
+        end = (f"{statistics.median(r[2] for r in results):.2f}"
+               if len(results[0]) > 2 else "-")
+        print(f"| {name} | {worker:.2f} | {worker / base_worker:.2f}x | {job:.2f} | "
+              f"{job / base_job:.2f}x | {end} |")
+    python = statistics.median(single_rows["python"])
+    profiled = statistics.median(single_rows["heatline"])
+    print(f"\nOne process, the same {args.tasks // args.workers} tasks (one worker's share) "
+          "one after another:\n")
+    print("| process | loop s | ratio |")
+    print("| --- | --- | --- |")
+    print(f"| python | {python:.2f} | 1.00x |")
+    print(f"| heatline script.py | {profiled:.2f} | {profiled / python:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
