@@ -4,18 +4,19 @@ the same tasks in one process under plain Python and under `heatline script.py`.
 
     python bench/dask_overhead.py [--rounds 5] [--workers 2] [--tasks 40]
 
-A scheduler and WORKERS workers (`dask scheduler`, `dask worker --nthreads 1`, processes of
-their own on this machine) are started twice: with distributed.worker.profile.enabled off,
-and with it at its default (on). Each round maps TASKS tasks (a pure-Python loop building
-small strings, about 0.1 s each on an idle machine) over the workers and gathers them. Per
-round: each task's own compute time (perf_counter inside the task) summed per worker and
-averaged over the workers ("per worker"), and the client's wall time from the map to the
-gather ("job"). The heatline rounds run on the cluster with Dask's profiler at its default,
+Two clusters run side by side, each a scheduler and WORKERS workers (`dask scheduler`,
+`dask worker --nthreads 1`, processes of their own on this machine): one with
+distributed.worker.profile.enabled off, one with it at its default (on). Each round maps
+TASKS tasks (a pure-Python loop building small strings, about 0.05 s each on an idle
+machine) over one cluster's workers and gathers them. Per round: each task's own CPU time
+(time.thread_time) and wall time (perf_counter) inside the task, summed per worker and
+averaged over the workers, and the client's wall time from the map to the gather ("job"). The heatline rounds run on the cluster with Dask's profiler at its default,
 inside `with heatline.dask.profile_workers(...)` (which pauses Dask's sampler for the block);
 their "job" excludes the block's end (heatline stopped, the profiles gathered, merged and
-written), timed apart ("gather"). Rounds of one cluster alternate (plain, heatline, ...).
-Single process: the same tasks one after another in one process, `python` against
-`heatline -q -o ...` (the time inside the loop, printed by the program itself).
+written), timed apart ("end of block"). The three kinds of round alternate (off, on,
+heatline, off, ...), so that the machine's changing load falls on each alike. Single
+process: one worker's share of the tasks one after another in one process, `python` against
+`heatline -q -o ...` (the loop's CPU and wall time, printed by the program itself).
 
 Prints Markdown: the medians over the rounds and their ratios to Dask's profiler off.
 """
@@ -34,7 +35,7 @@ N = 120_000
 
 
 def work(n=N):
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     words = []
     total = 0
     for i in range(n):
@@ -44,12 +45,12 @@ def work(n=N):
             words.clear()
     from distributed import get_worker
 
-    return get_worker().address, time.perf_counter() - started
+    return get_worker().address, time.perf_counter() - started, time.thread_time() - cpu
 
 
 def single(tasks):
     """The tasks one after another in this process: prints the loop's time."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     for _ in range(tasks):
         words = []
         total = 0
@@ -58,7 +59,8 @@ def single(tasks):
             words.append(str(i))
             if len(words) > 500:
                 words.clear()
-    print(json.dumps({"loop_s": time.perf_counter() - started}))
+    print(json.dumps({"loop_s": time.perf_counter() - started,
+                      "cpu_s": time.thread_time() - cpu}))
 
 
 class Cluster:
@@ -93,10 +95,11 @@ class Cluster:
         futures = self.client.map(work, [N] * tasks, pure=False)
         results = self.client.gather(futures)
         job = time.perf_counter() - started
-        by_worker = {}
-        for address, seconds in results:
-            by_worker[address] = by_worker.get(address, 0.0) + seconds
-        return statistics.mean(by_worker.values()), job
+        wall, cpu = {}, {}
+        for address, seconds, cpu_seconds in results:
+            wall[address] = wall.get(address, 0.0) + seconds
+            cpu[address] = cpu.get(address, 0.0) + cpu_seconds
+        return statistics.mean(wall.values()), job, statistics.mean(cpu.values())
 
     def close(self):
         try:
@@ -116,9 +119,9 @@ def heatline_round(cluster, tasks, directory):
     out = os.path.join(directory, "job.json")
     block = heatline.dask.profile_workers(out, client=cluster.client)
     with block:
-        per_worker, job = cluster.round(tasks)
+        per_worker, job, cpu = cluster.round(tasks)
         left = time.perf_counter()
-    return per_worker, job, time.perf_counter() - left
+    return per_worker, job, cpu, time.perf_counter() - left
 
 
 def single_process(tasks, rounds, directory):
@@ -129,7 +132,7 @@ def single_process(tasks, rounds, directory):
         for name, prefix in (("python", [sys.executable]), ("heatline", heatline_command)):
             done = subprocess.run([*prefix, __file__, "--single", str(tasks)],
                                   capture_output=True, text=True, timeout=1800, check=True)
-            results[name].append(json.loads(done.stdout.strip().splitlines()[-1])["loop_s"])
+            results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     return results
 
 
@@ -143,49 +146,53 @@ def main():
     if args.single is not None:
         single(args.single)
         return
-    rows = {}
+    rows: dict[str, list] = {"Dask's profiler off": [], "Dask's profiler on (default)": [],
+                             "heatline.dask.profile_workers": []}
     with tempfile.TemporaryDirectory() as directory:
-        cluster = Cluster(args.workers, directory, dask_profiler=False)
+        off = on = None
         try:
-            cluster.round(args.tasks)  # warm: imports, connections
-            rows["Dask's profiler off"] = [cluster.round(args.tasks) for _ in range(args.rounds)]
+            off = Cluster(args.workers, directory, dask_profiler=False)
+            on = Cluster(args.workers, directory, dask_profiler=True)
+            off.round(args.tasks)  # warm: imports, connections
+            on.round(args.tasks)
+            heatline_round(on, args.tasks, directory)  # warm: heatline's imports
+            for _ in range(args.rounds):  # interleaved: the machine's load drifts
+                rows["Dask's profiler off"].append(off.round(args.tasks))
+                rows["Dask's profiler on (default)"].append(on.round(args.tasks))
+                rows["heatline.dask.profile_workers"].append(
+                    heatline_round(on, args.tasks, directory))
         finally:
-            cluster.close()
-        cluster = Cluster(args.workers, directory, dask_profiler=True)
-        try:
-            cluster.round(args.tasks)
-            heatline_round(cluster, args.tasks, directory)  # warm: heatline's imports
-            on, profiled = [], []
-            for _ in range(args.rounds):
-                on.append(cluster.round(args.tasks))
-                profiled.append(heatline_round(cluster, args.tasks, directory))
-            rows["Dask's profiler on (default)"] = on
-            rows["heatline.dask.profile_workers"] = profiled
-        finally:
-            cluster.close()
+            for cluster in (off, on):
+                if cluster is not None:
+                    cluster.close()
         single_rows = single_process(args.tasks // args.workers, args.rounds, directory)
-    base_worker = statistics.median(r[0] for r in rows["Dask's profiler off"])
-    base_job = statistics.median(r[1] for r in rows["Dask's profiler off"])
+
+    def median(results: list, index: int) -> float:
+        return statistics.median(r[index] for r in results)
+
+    base = rows["Dask's profiler off"]
     print(f"{args.workers} workers x 1 thread, {args.tasks} tasks a round, "
-          f"{args.rounds} rounds; medians\n")
-    print("| workers | per worker s | ratio | job s | ratio | end of block s |")
-    print("| --- | --- | --- | --- | --- | --- |")
+          f"{args.rounds} rounds (interleaved); medians\n")
+    print("| workers | task CPU s per worker | ratio | task wall s per worker | ratio "
+          "| job s | ratio | end of block s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, results in rows.items():
-        worker = statistics.median(r[0] for r in results)
-        job = statistics.median(r[1] for r in results)
-        end = (f"{statistics.median(r[2] for r in results):.2f}"
-               if len(results[0]) > 2 else "-")
-        print(f"| {name} | {worker:.2f} | {worker / base_worker:.2f}x | {job:.2f} | "
-              f"{job / base_job:.2f}x | {end} |")
-    python = statistics.median(single_rows["python"])
-    profiled = statistics.median(single_rows["heatline"])
+        end = f"{median(results, 3):.2f}" if len(results[0]) > 3 else "-"
+        print(f"| {name} | {median(results, 2):.2f} | {median(results, 2) / median(base, 2):.2f}x "
+              f"| {median(results, 0):.2f} | {median(results, 0) / median(base, 0):.2f}x "
+              f"| {median(results, 1):.2f} | {median(results, 1) / median(base, 1):.2f}x "
+              f"| {end} |")
     print(f"\nOne process, the same {args.tasks // args.workers} tasks (one worker's share) "
           "one after another:\n")
-    print("| process | loop s | ratio |")
-    print("| --- | --- | --- |")
-    print(f"| python | {python:.2f} | 1.00x |")
-    print(f"| heatline script.py | {profiled:.2f} | {profiled / python:.2f}x |")
-
+    print("| process | CPU s | ratio | wall s | ratio |")
+    print("| --- | --- | --- | --- | --- |")
+    plain_cpu = statistics.median(r["cpu_s"] for r in single_rows["python"])
+    plain_wall = statistics.median(r["loop_s"] for r in single_rows["python"])
+    for name, label in (("python", "python"), ("heatline", "heatline script.py")):
+        cpu = statistics.median(r["cpu_s"] for r in single_rows[name])
+        wall = statistics.median(r["loop_s"] for r in single_rows[name])
+        print(f"| {label} | {cpu:.2f} | {cpu / plain_cpu:.2f}x | {wall:.2f} "
+              f"| {wall / plain_wall:.2f}x |")
 
 if __name__ == "__main__":
     main()
