@@ -75,8 +75,8 @@ def main():
                           for _, message in client.get_events("heatline")),
               "heatline in the late worker")
         pinned = [by_name["a"], by_name["b"], by_name["late"]]
-        futures_a = client.map(spin_a, [1_500_000 + i for i in range(N_A)], workers=pinned)
-        futures_b = client.map(spin_b, [900_000 + i for i in range(N_B)], workers=pinned)
+        futures_a = client.map(spin_a, [3_000_000 + i for i in range(N_A)], workers=pinned)
+        futures_b = client.map(spin_b, [1_800_000 + i for i in range(N_B)], workers=pinned)
         futures_allocate = client.map(dask_tasks.allocate, [BLOCKS] * N_ALLOCATE,
                                       [BLOCK_BYTES] * N_ALLOCATE, pure=False, workers=pinned)
         times_a = client.gather(futures_a)
