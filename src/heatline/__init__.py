@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from typing import Any
 
     from heatline.api import HeatlineError, Profile, is_running, profile, start, stop
+    from heatline.integrations import dask as dask
     from heatline.integrations import ray as ray
 __all__ = [
     "__version__", "pause", "resume", "step", "start", "stop", "profile", "Profile",
@@ -57,6 +58,10 @@ _API = frozenset({"start", "stop", "profile", "Profile", "HeatlineError", "is_ru
 
 
 def __getattr__(name: str) -> Any:
+    if name == "dask":  # heatline.dask.profile_workers (imports distributed when a block starts)
+        from heatline.integrations import dask
+
+        return dask
     if name == "ray":  # heatline.ray: profile_workers, runtime_env (imports Ray when used)
         from heatline.integrations import ray
 

@@ -324,6 +324,8 @@ def validate(data: Any, path: str = "profile") -> None:
             for number, process in enumerate(data["processes"]):
                 if "host" in process:  # optional: older files lack it
                     _check(process["host"], str, f"processes[{number}].host")
+                if "address" in process:  # optional: a distributed engine's worker
+                    _check(process["address"], str, f"processes[{number}].address")
             own = data.get("process_profiles")
             if not isinstance(own, dict) or any(
                 not isinstance(p, dict) or "processes" in p for p in own.values()

@@ -167,6 +167,8 @@ def _process_entry(info: dict[str, Any], profile: Profile) -> ProcessRecord:
     return {
         "pid": info["pid"],
         **({"host": info["host"]} if info.get("host") is not None else {}),
+        # a distributed engine's worker: its address (heatline.dask)
+        **({"address": info["address"]} if info.get("address") else {}),
         "ppid": info["ppid"],
         "role": info["role"],
         "argv": list(info["argv"]),

@@ -454,6 +454,7 @@ class ProcessRecord(_ProcessRequired, total=False):
 
     cpu_wait_s: float
     host: str
+    address: str
 
 
 class Steps(TypedDict):

@@ -1,5 +1,6 @@
-"""The Regions and Modules sections of the terminal report, from the profile's ``regions`` and
-``modules`` (docs/profile-format.md); nothing is shown for a key that is absent. Each table
+"""The Regions, Modules and Tasks sections of the terminal report, from the profile's
+``regions``, ``modules`` and ``tasks`` (docs/profile-format.md); nothing is shown for a key
+that is absent. Each table
 fits 80 columns: the name column gives way (shortened in the middle), the numbers stay whole."""
 
 from __future__ import annotations
@@ -45,6 +46,44 @@ def render(console: Console, profile: Profile) -> None:
         console.print("wall s: its forward calls, the modules they call included; self s: "
                       "without them; (Root): the module called first. Py, nat, sys, wait s, "
                       "alloc: sampled, inclusive.", style="dim")
+    tasks = profile.get("tasks") or []
+    if tasks:
+        console.print()
+        console.print(Text("Tasks", "bold"))
+        console.print(_task_table(tasks, console.width), no_wrap=True, overflow="ellipsis")
+        _more(console, len(tasks), "task name")
+        console.print("By task name, over the workers: wall s, their run time; Py, nat, sys s, "
+                      "alloc: sampled; line: where most of their time went.", style="dim")
+
+
+def _task_table(tasks: list[dict[str, Any]], width: int) -> Table:
+    shown = tasks[:MAX_ROWS]
+    headers = ["runs", "wall s", *(h for h, key in KINDS if key != "cpu_wait_s")]
+    allocs = any(task.get("alloc_bytes") for task in shown)
+    headers += ["alloc"] if allocs else []
+    cells = []
+    for task in shown:
+        row = [str(task["count"]), f"{task['wall_s']:.3f}"]
+        row += [f"{task.get(key, 0.0):.2f}" for h, key in KINDS if key != "cpu_wait_s"]
+        row += [_size(task.get("alloc_bytes", 0))] if allocs else []
+        top = task["lines"][0] if task.get("lines") else None
+        where = f"{top['file'].rsplit('/', 1)[-1]}:{top['line']}" if top else "-"
+        cells.append((visible(task["name"]), row, visible(where)))
+    # each column takes its width and 3 more (the space between two columns)
+    numbers = sum(max(len(h), *(len(r[i]) for _, r, _ in cells)) + 3
+                  for i, h in enumerate(headers))
+    name_room = min(max(len(name) for name, _, _ in cells), 24)
+    line_room = max(min(width, 80) - name_room - 3 - numbers, 12)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("task", no_wrap=True)
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    table.add_column("line", no_wrap=True)
+    for name, row, where in cells:
+        # a place too long keeps its end: the file's name and the line number
+        shown_where = where if len(where) <= line_room else "…" + where[-(line_room - 1):]
+        table.add_row(_middle(name, name_room), *row, shown_where)
+    return table
 
 
 def _more(console: Console, count: int, what: str) -> None:

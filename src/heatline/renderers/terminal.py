@@ -1030,6 +1030,10 @@ _PROCESS_HEADERS = ("PID", "ppid", "role", "CPU s", "Py s", "nat s", "sys s", "w
 _MIN_COMMAND = 24
 
 
+def _address(process: dict[str, Any]) -> str:
+    return f"{process['address']} " if process.get("address") else ""
+
+
 def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
     """The processes of a run with children (one line each; `view --pid` shows one), at most
     ``width`` columns wide. PID and exit are always whole; the command line takes the room
@@ -1063,10 +1067,11 @@ def _process_table(processes: list[ProcessRecord], width: int = 80) -> Table:
             "idle s": f"{process.get('idle_s', 0.0):.2f}",
             "peak MiB": _mb(process["peak_bytes"]),
             "exit": visible(process["exit"]),
-            "command line": visible(" ".join(process["argv"])),
-            "short command": visible(" ".join([os.path.basename(process["argv"][0]),
-                                               *process["argv"][1:]])
-                                     if process["argv"] else ""),
+            # a distributed engine's worker is known by its address first (heatline.dask)
+            "command line": visible(_address(process) + " ".join(process["argv"])),
+            "short command": visible(_address(process) + (
+                " ".join([os.path.basename(process["argv"][0]), *process["argv"][1:]])
+                if process["argv"] else "")),
         }
         for process in processes
     ]
