@@ -25,6 +25,7 @@ heatline [options] script.py [args...]
        heatline view [--format F] [-o OUT] [--reduced-profile] [--cpu-percent-threshold N]
                      profile.json
        heatline diff [--fail-on-regression PCT] before.json after.json
+       heatline merge profile.json profile.json... -o OUT
        heatline check [limits] profile.json
        heatline check [limits] [options] script.py [args...]   (or -m module [args...])
        heatline ctl on|off|status PID
