@@ -504,3 +504,38 @@ def test_dask_or_ray_workers_are_peers_too():
 def test_time_by_process_counts_the_ranks_as_one_kind():
     text = _rules(_peers([1.0, 1.0], [0.0, 0.0]))["processes"]["text"]
     assert ", 2 ranks " in text, text
+
+
+def _with_tasks(profile, tasks):
+    profile["tasks"] = [{"name": name, "count": count, "wall_s": wall, "python_s": python,
+                         "native_s": 0.0, "system_s": 0.0, "alloc_bytes": 0,
+                         "lines": [{"file": PROGRAM, "line": line, "time_s": python}]}
+                        for name, count, wall, python, line in tasks]
+    return profile
+
+
+def test_a_task_that_dominates_is_named_with_its_line_and_the_worker_that_ran_it():
+    # Dask workers: worker pid 4 ran 3 s at line 30, the others none; two tasks
+    profile = _with_tasks(
+        _peers([1.0, 1.0, 1.0], [0.0, 0.0, 3.0], roles=["Dask worker"] * 3, steps=None, wait=0.0),
+        [("extra", 12, 3.0, 3.0, 30), ("compute", 30, 3.0, 1.0, 20)])
+    item = _rules(profile)["tasks"]
+    assert item["text"] == ("Task extra took 75% of the workers' task time (12 runs, 0.25 s "
+                            "each), most of it at app.py:30 `extra_work()`; Dask worker pid 4 "
+                            "ran 100% of that.")
+    assert (item["file"], item["line"]) == (PROGRAM, 30)
+    # spread evenly over the workers: the task alone
+    profile = _with_tasks(
+        _peers([1.0, 1.0, 1.0], [0.0, 0.0, 0.0], roles=["Dask worker"] * 3, steps=None, wait=0.0),
+        [("compute", 30, 3.0, 3.0, 20), ("load", 3, 0.3, 0.3, 40)])
+    assert _rules(profile)["tasks"]["text"] == (
+        "Task compute took 91% of the workers' task time (30 runs, 0.10 s each), most of it at "
+        "app.py:20 `compute(batch)`.")
+
+
+def test_no_task_dominates_no_sentence():
+    profile = _with_tasks(
+        _peers([1.0, 1.0], [0.0, 0.0], roles=["Ray worker"] * 2, steps=None, wait=0.0),
+        [("a", 10, 1.0, 1.0, 20), ("b", 10, 1.0, 1.0, 30), ("c", 10, 1.0, 0.9, 40)])
+    assert "tasks" not in _rules(profile)
+    assert "tasks" not in _rules(_peers([1.0, 1.0], [0.0, 0.0]))

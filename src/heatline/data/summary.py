@@ -120,15 +120,19 @@ STRAGGLER_SIGMAS = 3.0
 # The others' wait is named when their blocked time at one line is this share of their time
 # (of their steps' time when steps were marked, else of their wall time).
 STRAGGLER_WAIT_SHARE = 0.20
+# A distributed engine's task (the profile's `tasks`) that dominates: at least this share of
+# all tasks' sampled time; the worker named with it ran at least TASK_WORKER_SHARE of its time.
+TASK_SHARE = 0.5
+TASK_WORKER_SHARE = 0.6
 # Roles of peer workers besides torchrun's ranks ("rank N (node G, local rank L)").
 PEER_ROLES = ("Dask worker", "Ray worker")
 
 # Rules in the order their sentences are shown; when more than MAX_SENTENCES fire, those with
 # the lowest RANK (diagnoses before descriptions) are kept.
-ORDER = ("steps", "stragglers", "processes", "oversubscription", "busy_machine",
+ORDER = ("steps", "stragglers", "tasks", "processes", "oversubscription", "busy_machine",
          "dataloader_starvation", "gpu_utilisation", "main_wait", "worker_threads",
          "gil_contention", "pool_imbalance", "hot_lines", "copy_volume", "leaks", "memory_peak")
-RANK = {"steps": 1, "stragglers": 0, "dataloader_starvation": 0, "gpu_utilisation": 0,
+RANK = {"steps": 1, "stragglers": 0, "tasks": 2, "dataloader_starvation": 0, "gpu_utilisation": 0,
         "gil_contention": 0, "pool_imbalance": 0, "leaks": 1, "main_wait": 1,
         "worker_threads": 1, "hot_lines": 2, "copy_volume": 3, "processes": 3,
         "memory_peak": 4, "oversubscription": 0, "busy_machine": 2}
@@ -1225,9 +1229,60 @@ def _called(facts: _Facts, path: str, line: int) -> str:
     return f"in {found.group(1)} " if found else "at "
 
 
+def _tasks(facts: _Facts, found: dict[str, Any]) -> dict[str, Any] | None:
+    """A distributed engine's task that took most of its workers' time (TASK_SHARE of all
+    tasks' sampled time, MIN_SAMPLES at least): its share, runs, mean wall time per run and its
+    top line; and the worker that ran most of it (TASK_WORKER_SHARE of the time at that line
+    among the workers' own profiles), when one did."""
+    tasks = facts.profile.get("tasks") or []
+
+    def sampled(task: dict[str, Any]) -> float:
+        return task.get("python_s", 0.0) + task.get("native_s", 0.0) + task.get("system_s", 0.0)
+
+    total = sum(sampled(task) for task in tasks)
+    if not tasks or total <= 0:
+        return None
+    top = max(tasks, key=lambda task: (sampled(task), task["name"]))
+    share = sampled(top) / total
+    if share < TASK_SHARE or sampled(top) < facts.min_s:
+        return None
+    count = top.get("count", 0)
+    runs = f"{count} run{'s' if count != 1 else ''}"
+    if count:
+        runs += f", {_step_seconds(top.get('wall_s', 0.0) / count)} each"
+    text = f"Task {top['name']} took {_pct(share)} of the workers' task time ({runs})"
+    lines = top.get("lines") or []
+    file = line = None
+    if lines:
+        file, line = lines[0]["file"], lines[0]["line"]
+        text += f", most of it at {facts.place(file, line)}"
+        worker = _busiest_worker(facts, file, line)
+        if worker is not None:
+            text += f"; {worker[0]} ran {_pct(worker[1])} of that"
+    return {"text": text + ".", "file": file, "line": line}
+
+
+def _busiest_worker(facts: _Facts, file: str, line: int) -> tuple[str, float] | None:
+    """The peer worker with TASK_WORKER_SHARE of the time at (file, line) among the peers'
+    own profiles, as (its name, its share), or None."""
+    times = []
+    for _, members in _peer_groups(facts):
+        for name, _, own in members:
+            entry = (own.get("files") or {}).get(file) or {}
+            at = sum(row.get("python_s", 0.0) + row.get("native_s", 0.0) + row.get("system_s", 0.0)
+                     for row in entry.get("lines", []) if row.get("line") == line)
+            times.append((name, at))
+    total = sum(at for _, at in times)
+    if len(times) < 2 or total <= 0:
+        return None
+    name, at = max(times, key=lambda item: item[1])
+    return (name, at / total) if at / total >= TASK_WORKER_SHARE else None
+
+
 _RULES = {
     "steps": _steps,
     "stragglers": _stragglers,
+    "tasks": _tasks,
     "processes": _processes,
     "oversubscription": _oversubscription,
     "busy_machine": _busy_machine,
