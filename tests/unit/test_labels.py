@@ -4,6 +4,9 @@ across processes, and the import watch that hooks torch (integrations/torch_watc
 
 import sys
 
+import pytest
+
+import heatline
 from heatline import _native
 from heatline.data import labels as report
 from heatline.engine import labels
@@ -17,7 +20,17 @@ def _nodes():
             for index, (parent, name, count, _wall, _dropped) in enumerate(raw["nodes"])}
 
 
-def test_an_exit_out_of_order_closes_its_own_entry_and_reparents_the_ones_above():
+@pytest.fixture
+def session():
+    """A session running: counts are a session's (after one stops, closes count no entry)."""
+    heatline.start(cpu_only=True)
+    try:
+        yield
+    finally:
+        heatline.stop()
+
+
+def test_an_exit_out_of_order_closes_its_own_entry_and_reparents_the_ones_above(session):
     a, b = labels.region_id("ooo-a"), labels.region_id("ooo-b")
     token_a = labels.push(a)
     token_b = labels.push(b)
@@ -34,6 +47,23 @@ def test_an_exit_out_of_order_closes_its_own_entry_and_reparents_the_ones_above(
     after = _nodes()
     assert after[(None, ("region", "ooo-b"))][1] == 1
     assert after[(node_a, ("region", "ooo-b"))][1] == 0
+
+
+def test_closes_after_the_session_count_no_entry_and_no_time_past_its_end():
+    heatline.start(cpu_only=True)
+    token = labels.push(labels.region_id("past-end"))
+    heatline.stop()
+    ended = _nodes()[(None, ("region", "past-end"))]
+    assert labels.pop(token) is True
+    raw = labels.raw()
+    index = ended[0]
+    _, _, count, wall_ns, _ = raw["nodes"][index]
+    assert count == 0  # closed after the session ended
+    wall_after = wall_ns
+    import time
+
+    time.sleep(0.05)
+    assert labels.raw()["nodes"][index][3] == wall_after  # its time stopped at the end
 
 
 def test_a_pop_of_another_threads_entry_does_nothing():
