@@ -130,13 +130,18 @@ def step_model(torch, rounds):
         finally:
             heatline.stop()
     with_hooks, without = statistics.median(hooked), statistics.median(bare)
+    # each round's pair, measured back to back: its ratio, and their spread over the rounds
+    ratios = sorted(h / b for h, b in zip(hooked, bare))
+    low, high = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
     calls = 101 + 3  # module forwards and regions per step (and one optimizer step)
     print(f"| step, 100 modules (Linear({width}, {width}) and ReLU), batch 64, profiled, "
           f"hooks off | {without * 1e3:.1f} ms |")
     print(f"| the same step, hooks on (101 module calls, 3 regions, 1 step) | "
           f"{with_hooks * 1e3:.1f} ms |")
-    print(f"| the hooks' share of a step | {(with_hooks / without - 1) * 100:+.2f}% "
+    print(f"| the hooks' share of a step (medians) | {(with_hooks / without - 1) * 100:+.2f}% "
           f"({(with_hooks - without) / calls * 1e9:.0f} ns per hooked call) |")
+    print(f"| each round's hooks-on / hooks-off ratio: median, quartiles | "
+          f"{statistics.median(ratios):.3f}, {low:.3f} to {high:.3f} ({len(ratios)} rounds) |")
 
 
 if __name__ == "__main__":
