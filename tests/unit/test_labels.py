@@ -142,3 +142,12 @@ def test_when_imported_calls_back_after_the_import_and_imports_nothing(tmp_path,
     torch_watch.when_imported("watched_mod", lambda m: seen.append("again"))  # imported: now
     assert seen == [True, "again"]
     sys.modules.pop("watched_mod")
+
+
+def test_a_region_name_that_is_not_a_string_is_one_clear_error():
+    for bad in (3, None, b"bytes", ("a",)):
+        with pytest.raises(TypeError) as raised:
+            heatline.region(bad)
+        assert str(raised.value) == (
+            f"heatline.region's name must be a str, not {type(bad).__name__}")
+    assert heatline.region("fine").name == "fine"

@@ -63,7 +63,9 @@ class region:  # noqa: N801 -- used as heatline.region, like a function
     __slots__ = ("name", "_id", "_open")
 
     def __init__(self, name: str) -> None:
-        self.name = str(name)
+        if not isinstance(name, str):
+            raise TypeError(f"heatline.region's name must be a str, not {type(name).__name__}")
+        self.name = name
         self._id = region_id(self.name)
         self._open: list[tuple[int, int]] = []  # (thread, token) of the entries open
 
