@@ -403,3 +403,33 @@ def test_no_timeline_or_module_tree_without_regions_steps_or_modules(run_heatlin
     assert '<div id="timeline-box" hidden="">' in dom and "<svg" not in dom.split(
         'id="timeline"')[1].split("</div>")[0]
     assert '<div id="modules-box" hidden="">' in dom and 'class="module' not in dom
+
+
+def test_a_distributed_engines_tasks_are_a_table(run_heatline, program, tmp_path):
+    """A profile with a `tasks` table (a Dask or Ray job's, written here by hand on a real
+    profile): one row per task, its name as text, its figures as the profile has them."""
+    recorded = tmp_path / "plain.json"
+    result = run_heatline("-q", "-o", str(recorded), program("hostile.py"), text=True)
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(recorded.read_text())
+    hostile = '<img src=x onerror="document.title=2">'
+    profile["tasks"] = [
+        {"name": "inc", "count": 12, "wall_s": 1.5, "python_s": 1.25, "native_s": 0.125,
+         "system_s": 0.0, "alloc_bytes": 3 << 20, "lines": []},
+        {"name": hostile, "count": 1, "wall_s": 0.5, "python_s": 0.25, "native_s": 0.0,
+         "system_s": 0.25, "alloc_bytes": 0, "lines": []}]
+    edited = tmp_path / "tasks.json"
+    edited.write_text(json.dumps(profile))
+    out = tmp_path / "tasks.html"
+    result = run_heatline("view", str(edited), "-o", str(out), text=True)
+    assert result.returncode == 0, result.stderr
+    dom = chromium_dom(out.as_uri())
+    assert 'data-rendered="1"' in dom and 'id="error"' not in dom
+    table = dom.split('<table id="tasks">')[1].split("</table>")[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", table)
+    cells = [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row) for row in rows]
+    assert cells[0] == ["task", "runs", "wall s", "Python s", "native s", "system s",
+                        "alloc MiB"]
+    assert cells[1] == ["inc", "12", "1.500", "1.250", "0.125", "0.000", "3.000"]
+    assert cells[2][1:] == ["1", "0.500", "0.250", "0.000", "0.250", "0.000"]
+    assert "<img" not in re.sub(r"<script.*?</script>", "", dom, flags=re.S)

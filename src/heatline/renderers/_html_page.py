@@ -57,6 +57,7 @@ table#modules tr.parent td.name{cursor:pointer}table#modules td.name span.toggle
 <h2>Threads</h2><table id="threads"></table>
 <div id="processes-box" hidden><h2>Processes</h2><table id="processes"></table></div>
 <div id="regions-box" hidden><h2>Regions</h2><table id="regions"></table></div>
+<div id="tasks-box" hidden><h2>Tasks</h2><div>The engine's tasks across its workers: runs and wall time from the engine's own record; the split is sampled over the stacks that ran each task's function.</div><table id="tasks"></table></div>
 <div id="modules-box" hidden><h2>Modules</h2><div>Each module under the module that called it (click a row to fold its modules away); wall s: its forward calls, the modules they call included; self s: without them; the split is sampled, inclusive.</div><table id="modules"></table></div>
 <h2>Leaks</h2><div id="leaks"></div>
 <h2>Source</h2><div id="files"></div>
@@ -459,7 +460,8 @@ drawFlame();
   });
 })();
 // Regions (heatline.region, record_function, NVTX)
-[["regions", ["region", "count", "wall s", "Python s", "native s", "system s", "CPU wait s"], 1]].forEach(function (spec) {
+[["regions", ["region", "count", "wall s", "Python s", "native s", "system s", "CPU wait s"], 1],
+ ["tasks", ["task", "runs", "wall s", "Python s", "native s", "system s", "alloc MiB"], 1]].forEach(function (spec) {
   var rows = D[spec[0]];
   if (!rows || !rows.length) return;
   document.getElementById(spec[0] + "-box").hidden = false;

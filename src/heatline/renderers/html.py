@@ -357,6 +357,10 @@ def page_data(
         # [path, count, wall s, python s, native s, system s, cpu_wait s]
         "regions": [[r["path"], r["count"], r["wall_s"], r["python_s"], r["native_s"],
                      r["system_s"], r["cpu_wait_s"]] for r in profile.get("regions", [])],
+        # a distributed engine's tasks: name, runs, wall s, the split, MiB allocated
+        "tasks": [[t["name"], t["count"], t["wall_s"], t["python_s"], t["native_s"],
+                   t["system_s"], t.get("alloc_bytes", 0) / (1 << 20)]
+                  for t in profile.get("tasks", [])],
         "timeline": _timeline(profile),
         "modules": _module_tree(profile),
         "native": _native(profile),
