@@ -17,6 +17,8 @@ import pytest
 from _hosts import make_hosts
 from _tools import require_module
 
+from heatline.data.queries import process_keys
+
 TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets")
 HANG_GUARD_S = 900  # only against a hang: start-up on a loaded machine is slow
 
@@ -73,6 +75,24 @@ def _line_time(profile, function):
             if line.get("function") == function:
                 total += line["python_s"] + line["native_s"]
     return total
+
+
+def _by_process(profile, function):
+    """For a failure's message: each process's role, address, and python, native, system and
+    cpu_wait seconds on ``function``'s lines, from its own profile."""
+    rows = []
+    for key, process in zip(process_keys(profile["processes"]), profile["processes"]):
+        own = profile["process_profiles"].get(key) or {}
+        kinds = [0.0, 0.0, 0.0, 0.0]
+        for path, entry in (own.get("files") or {}).items():
+            if os.path.basename(path) == "dask_workers_client.py":
+                for line in entry["lines"]:
+                    if line.get("function") == function:
+                        for i, kind in enumerate(("python_s", "native_s", "system_s",
+                                                  "cpu_wait_s")):
+                            kinds[i] += line.get(kind, 0.0)
+        rows.append((process["role"], process.get("address"), process["pid"], kinds))
+    return rows
 
 
 def test_profile_workers_on_two_hosts(tmp_path):
@@ -146,7 +166,8 @@ def test_profile_workers_on_two_hosts(tmp_path):
     for function in ("spin_a", "spin_b"):
         measured = sum(task["on_cpu_s"] for task in ready[function])
         charged = _line_time(profile, function)
-        assert charged == pytest.approx(measured, rel=0.2), (function, charged, ready[function])
+        assert charged == pytest.approx(measured, rel=0.2), (
+            function, charged, measured, ready[function], _by_process(profile, function))
 
     tasks = {row["name"]: row for row in profile["tasks"]}
     assert set(tasks) == {"spin_a", "spin_b", "allocate"}
