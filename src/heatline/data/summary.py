@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from heatline import units
 from heatline.options import DEFAULT_SAMPLING_INTERVAL_S
 from heatline.data.memory import value_at
+from heatline.data.queries import process_keys
 from heatline.data.queries import stacks as _stacks
 
 # typing only for type checkers: a run's path imports none (heatline/__init__.py).
@@ -174,6 +175,8 @@ class _Facts:
         self.min_s = MIN_SAMPLES * self.interval
         self.processes = profile.get("processes") or []
         self.own = profile.get("process_profiles") or {}
+        # each process's key in process_profiles, in the order of processes
+        self.keys = process_keys(self.processes)
         main_pid = self.processes[0]["pid"] if self.processes else None
         # A child's threads carry its pid (data/merge.py); the main process's do not.
         self.thread_pid = [thread.get("pid", main_pid) for thread in self.threads]
@@ -1117,9 +1120,7 @@ def _peer_order(member: tuple[str, dict[str, Any], Profile]) -> tuple[int, str]:
 def _own_profile(facts: _Facts, process: dict[str, Any]) -> Profile | None:
     """A process's own profile in ``process_profiles``, by its key there (queries.process_keys:
     its pid, or its host and pid where pids of several hosts' runs collide)."""
-    from heatline.data.queries import process_keys
-
-    for key, other in zip(process_keys(facts.processes), facts.processes):
+    for key, other in zip(facts.keys, facts.processes):
         if other is process:
             return facts.own.get(key)
     return None
